@@ -1,0 +1,55 @@
+/*
+ * 02_tiled.cu -- tiled matmul: each block stages BLOCKxBLOCK tiles of A and B in
+ * shared memory, two barriers per tile, one thread per element of C.
+ *
+ * Seed: 000/001 (the CUDA sample's matrixMulCUDA / matrixMulShared). Like the seed
+ * there are no bounds checks: M, N and K must be multiples of BLOCK (the registry
+ * enforces it; use 03_tiled_any otherwise). Differences from the seeds: plain
+ * row-major pointers instead of the Matrix struct / aBegin-aEnd arithmetic, no
+ * `if (row < ...)` around the barriers (seed 000 wraps __syncthreads in a branch),
+ * a templated element type T, accumulator ACC (unsigned int for int32, so overflow
+ * wraps modulo 2^32), inner loop unrolled.
+ *
+ * Compile-time constants (defaults let the file compile alone):
+ *   T      element type: float or int                       (default float)
+ *   ACC    accumulator:  float, or unsigned int for int     (default float)
+ *   BLOCK  side of the square thread block and of the tiles (default 16)
+ *
+ * Launch geometry: block (BLOCK, BLOCK), grid (N/BLOCK, M/BLOCK); thread x along
+ * columns of C, y along rows. Row-major A (MxK), B (KxN), C (MxN); 32-bit indices.
+ */
+#ifndef T
+#define T float
+#endif
+#ifndef ACC
+#define ACC float
+#endif
+#ifndef BLOCK
+#define BLOCK 16
+#endif
+
+extern "C" __global__ __launch_bounds__(BLOCK * BLOCK)
+void matmul(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
+            int M, int N, int K)
+{
+    __shared__ T As[BLOCK][BLOCK];
+    __shared__ T Bs[BLOCK][BLOCK];
+
+    const int tx = threadIdx.x;
+    const int ty = threadIdx.y;
+    const int row = blockIdx.y * BLOCK + ty;
+    const int col = blockIdx.x * BLOCK + tx;
+
+    ACC acc = (ACC)0;
+    for (int k0 = 0; k0 < K; k0 += BLOCK) {
+        As[ty][tx] = A[row * K + (k0 + tx)];
+        Bs[ty][tx] = B[(k0 + ty) * N + col];
+        __syncthreads();
+
+#pragma unroll
+        for (int k = 0; k < BLOCK; ++k)
+            acc += (ACC)As[ty][k] * (ACC)Bs[k][tx];
+        __syncthreads();
+    }
+    C[row * N + col] = (T)acc;
+}

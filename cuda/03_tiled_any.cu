@@ -1,0 +1,58 @@
+/*
+ * 03_tiled_any.cu -- tiled matmul for any M, N, K: BLOCKxBLOCK tiles of A and B in
+ * shared memory, loads bounds-checked and zero-filled outside the matrices.
+ *
+ * Seed: 003 (matMul_SharedMem with guarded tile loads). Differences from the seed:
+ * thread x runs along the columns of C (the seed puts row = x, so its loads do not
+ * coalesce), the tile loop is ceil(K/BLOCK) in integers instead of
+ * ceil((float)k / BLOCK), a templated element type T and accumulator ACC (unsigned
+ * int for int32 so overflow wraps modulo 2^32; the seed sums into a signed int).
+ * As in the seed, threads outside C still take part in every load and barrier and
+ * only skip the final store.
+ *
+ * Compile-time constants (defaults let the file compile alone):
+ *   T      element type: float or int                       (default float)
+ *   ACC    accumulator:  float, or unsigned int for int     (default float)
+ *   BLOCK  side of the square thread block and of the tiles (default 16)
+ *
+ * Launch geometry: block (BLOCK, BLOCK), grid (ceil(N/BLOCK), ceil(M/BLOCK)).
+ * Row-major A (MxK), B (KxN), C (MxN); 32-bit indices.
+ */
+#ifndef T
+#define T float
+#endif
+#ifndef ACC
+#define ACC float
+#endif
+#ifndef BLOCK
+#define BLOCK 16
+#endif
+
+extern "C" __global__ __launch_bounds__(BLOCK * BLOCK)
+void matmul(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
+            int M, int N, int K)
+{
+    __shared__ T As[BLOCK][BLOCK];
+    __shared__ T Bs[BLOCK][BLOCK];
+
+    const int tx = threadIdx.x;
+    const int ty = threadIdx.y;
+    const int row = blockIdx.y * BLOCK + ty;
+    const int col = blockIdx.x * BLOCK + tx;
+
+    ACC acc = (ACC)0;
+    for (int k0 = 0; k0 < K; k0 += BLOCK) {
+        const int ka = k0 + tx;   /* column of A this thread loads */
+        const int kb = k0 + ty;   /* row of B this thread loads */
+        As[ty][tx] = (row < M && ka < K) ? A[row * K + ka] : (T)0;
+        Bs[ty][tx] = (kb < K && col < N) ? B[kb * N + col] : (T)0;
+        __syncthreads();
+
+#pragma unroll
+        for (int k = 0; k < BLOCK; ++k)
+            acc += (ACC)As[ty][k] * (ACC)Bs[k][tx];
+        __syncthreads();
+    }
+    if (row < M && col < N)
+        C[row * N + col] = (T)acc;
+}

@@ -1,0 +1,89 @@
+/*
+ * 04_wpt.cu -- tiled matmul with more work per thread: a block computes a TSxTS tile
+ * of C with TS/WPT x TS threads; each thread keeps WPT accumulators in registers for
+ * WPT outputs of one row, at columns tx + w*(TS/WPT) of the tile.
+ *
+ * Seed: 004 (OpenCL "submatrix + WPT" kernel). Differences from the seed: row-major
+ * instead of column-major, so the seed's layout is transposed: x (TS/WPT threads)
+ * runs along the columns of C and y (TS threads) along its rows, and each thread
+ * loads WPT elements of each tile at columns tx + w*(TS/WPT), so consecutive threads
+ * read consecutive addresses; bounds-checked, zero-filled loads and guarded stores
+ * for any M, N, K (the seed needs multiples of the tile); the accumulator has type
+ * ACC (the seed sums ints into a float), unsigned int for int32 so overflow wraps
+ * modulo 2^32; every WPT loop is fully unrolled so acc[] stays in registers.
+ *
+ * Compile-time constants (defaults let the file compile alone):
+ *   T      element type: float or int                       (default float)
+ *   ACC    accumulator:  float, or unsigned int for int     (default float)
+ *   TS     side of the square tiles of A, B and C           (default 32)
+ *   WPT    outputs per thread; must divide TS               (default 4)
+ *
+ * Launch geometry: block (TS/WPT, TS), grid (ceil(N/TS), ceil(M/TS)).
+ * Row-major A (MxK), B (KxN), C (MxN); 32-bit indices.
+ */
+#ifndef T
+#define T float
+#endif
+#ifndef ACC
+#define ACC float
+#endif
+#ifndef TS
+#define TS 32
+#endif
+#ifndef WPT
+#define WPT 4
+#endif
+
+#define RTS (TS / WPT)   /* threads along x: the reduced tile width */
+
+#if TS % WPT != 0
+#error "WPT must divide TS"
+#endif
+
+extern "C" __global__ __launch_bounds__(RTS * TS)
+void matmul(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
+            int M, int N, int K)
+{
+    __shared__ T As[TS][TS];
+    __shared__ T Bs[TS][TS];
+
+    const int tx = threadIdx.x;                 /* 0 .. RTS-1 */
+    const int ty = threadIdx.y;                 /* 0 .. TS-1  */
+    const int row = blockIdx.y * TS + ty;       /* row of C (and of A) */
+    const int col0 = blockIdx.x * TS + tx;      /* first column of C; then + w*RTS */
+
+    ACC acc[WPT];
+#pragma unroll
+    for (int w = 0; w < WPT; ++w)
+        acc[w] = (ACC)0;
+
+    for (int k0 = 0; k0 < K; k0 += TS) {
+        const int kb = k0 + ty;                 /* row of B this thread loads */
+#pragma unroll
+        for (int w = 0; w < WPT; ++w) {
+            const int ka = k0 + tx + w * RTS;   /* column of A */
+            const int cb = col0 + w * RTS;      /* column of B */
+            As[ty][tx + w * RTS] = (row < M && ka < K) ? A[row * K + ka] : (T)0;
+            Bs[ty][tx + w * RTS] = (kb < K && cb < N) ? B[kb * N + cb] : (T)0;
+        }
+        __syncthreads();
+
+#pragma unroll
+        for (int k = 0; k < TS; ++k) {
+            const ACC a = (ACC)As[ty][k];
+#pragma unroll
+            for (int w = 0; w < WPT; ++w)
+                acc[w] += a * (ACC)Bs[k][tx + w * RTS];
+        }
+        __syncthreads();
+    }
+
+    if (row < M) {
+#pragma unroll
+        for (int w = 0; w < WPT; ++w) {
+            const int c = col0 + w * RTS;
+            if (c < N)
+                C[row * N + c] = (T)acc[w];
+        }
+    }
+}

@@ -1,0 +1,166 @@
+"""The interface every backend (cuda, opencl, cpu) implements.
+
+A backend is probed from any thread (``probe`` only reads what is installed and which
+devices exist) but opened, used and closed on the engine thread alone: the CUDA
+backend's context belongs to that thread.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..registry import Variant
+
+
+class BackendError(RuntimeError):
+    """A compile, launch or memory failure; the message is shown verbatim."""
+
+
+@dataclass
+class DeviceInfo:
+    """What the device panel and the roofline need to know about one device."""
+
+    backend: str
+    index: int
+    name: str
+    compute_units: int | None = None       # SMs or OpenCL compute units or CPU cores
+    memory_bytes: int | None = None
+    clock_mhz: float | None = None
+    memory_clock_mhz: float | None = None
+    bus_width_bits: int | None = None
+    l2_bytes: int | None = None
+    compute_capability: str | None = None
+    peak_gflops_fp32: float | None = None   # estimate: units × lanes × 2 × clock
+    peak_gbps: float | None = None          # estimate: 2 × memory clock × bus width
+    notes: str = ""                         # how the estimates were derived, or why not
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(label, value) pairs for a properties table."""
+        def fmt_bytes(b):
+            return "—" if b is None else (f"{b / 2**30:.1f} GiB" if b >= 2**30 else f"{b / 2**20:.1f} MiB")
+        out = [("Name", self.name),
+               ("Compute units", "—" if self.compute_units is None else str(self.compute_units)),
+               ("Memory", fmt_bytes(self.memory_bytes)),
+               ("Clock", "—" if self.clock_mhz is None else f"{self.clock_mhz:.0f} MHz"),
+               ("Memory clock", "—" if self.memory_clock_mhz is None else f"{self.memory_clock_mhz:.0f} MHz"),
+               ("Bus width", "—" if self.bus_width_bits is None else f"{self.bus_width_bits} bit"),
+               ("L2 / cache", fmt_bytes(self.l2_bytes)),
+               ("Compute capability", self.compute_capability or "—"),
+               ("Peak FP32 (est.)", "—" if self.peak_gflops_fp32 is None else f"{self.peak_gflops_fp32:,.0f} GFLOP/s"),
+               ("Bandwidth (est.)", "—" if self.peak_gbps is None else f"{self.peak_gbps:,.0f} GB/s")]
+        if self.notes:
+            out.append(("Notes", self.notes))
+        return out
+
+
+@dataclass
+class BackendStatus:
+    """Whether a backend can be used here, and if not, why."""
+
+    name: str
+    available: bool
+    reason: str = ""
+    devices: list[DeviceInfo] = field(default_factory=list)
+    versions: str = ""
+
+
+@dataclass
+class CompiledKernel:
+    """A compiled kernel and its resource report (registers, shared memory, spills)."""
+
+    variant: Variant
+    params: dict[str, int]
+    dtype: str
+    handle: Any
+    report: str = ""
+    registers: int | None = None
+    shared_bytes: int | None = None
+    local_bytes: int | None = None
+    max_threads: int | None = None          # most threads per block this kernel can launch
+
+
+class Workspace:
+    """Device buffers for one input set: A, B (None for aat-only sets) and C."""
+
+    def __init__(self, a_host: np.ndarray, b_host: np.ndarray | None):
+        self.a_host, self.b_host = a_host, b_host
+        self.a: Any = None
+        self.b: Any = None
+        self.c: Any = None
+        self.c_shape: tuple[int, int] | None = None
+        self.dtype = a_host.dtype
+        self.upload_ms = float("nan")
+
+
+class Backend(ABC):
+    """One compute backend. Everything but ``probe`` runs on the engine thread."""
+
+    name: str = ""
+
+    @abstractmethod
+    def probe(self) -> BackendStatus: ...
+
+    @abstractmethod
+    def open(self, device_index: int) -> DeviceInfo: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def free_memory(self) -> int:
+        """Bytes the open device can still allocate (an estimate where not queryable)."""
+
+    @abstractmethod
+    def compile(self, variant: Variant, params: dict[str, int], dtype: str) -> CompiledKernel: ...
+
+    @abstractmethod
+    def prepare(self, a: np.ndarray, b: np.ndarray | None) -> Workspace:
+        """Upload the inputs (timing the transfer into ``upload_ms``)."""
+
+    @abstractmethod
+    def ensure_output(self, ws: Workspace, shape: tuple[int, int]) -> None: ...
+
+    @abstractmethod
+    def poison_output(self, ws: Workspace) -> None:
+        """Fill C with NaN (float) or a sentinel (int) so unwritten elements fail."""
+
+    @abstractmethod
+    def run_once(self, kernel: CompiledKernel, ws: Workspace, m: int, n: int, k: int) -> np.ndarray:
+        """One launch, waited for, and C read back."""
+
+    @abstractmethod
+    def time_launches(self, kernel: CompiledKernel, ws: Workspace, m: int, n: int, k: int,
+                      warmup: int, repeats: int, cold: bool, budget_s: float | None,
+                      should_stop=lambda: False) -> list[float]:
+        """Per-launch kernel times in ms: one event pair per launch, transfers excluded."""
+
+    @abstractmethod
+    def release(self, ws: Workspace) -> None: ...
+
+    def versions(self) -> str:
+        return f"numpy {np.__version__}"
+
+
+MIN_BUDGET_LAUNCHES = 3
+MAX_BUDGET_LAUNCHES = 100_000
+
+
+def keep_timing(count: int, repeats: int, budget_s: float | None, elapsed_s: float) -> bool:
+    """Whether another timed launch is due.
+
+    With a time budget the series runs until the budget is spent (at least
+    :data:`MIN_BUDGET_LAUNCHES` launches); otherwise it runs ``repeats`` launches.
+    """
+    if budget_s is not None:
+        return count < MIN_BUDGET_LAUNCHES or (elapsed_s < budget_s and count < MAX_BUDGET_LAUNCHES)
+    return count < max(repeats, 1)
+
+
+#: Int32 poison: an unlikely value, so an unwritten element almost surely mismatches.
+INT_POISON = np.int32(-0x5A5A5A5B)
+#: Float32 poison as a bit pattern: a quiet NaN.
+FLOAT_POISON_BITS = 0x7FC0DEAD

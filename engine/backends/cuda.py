@@ -1,0 +1,302 @@
+"""The cuda backend (pycuda): the engine thread creates and owns the context.
+
+``open`` calls ``make_context()`` on the engine thread and ``close`` pops and detaches
+it there; nothing here imports ``pycuda.autoinit``. Kernels are compiled for the
+device's own architecture (``sm_XY``) with their parameters as ``-D`` constants, and
+the cubins are cached per (source, defines, arch). Each timed launch is bracketed by
+its own CUDA event pair; transfers are timed apart from kernels.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+from ..registry import ROOT, Variant
+from .base import (FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, BackendStatus,
+                   CompiledKernel, DeviceInfo, Workspace, keep_timing)
+
+
+def fp32_lanes_per_sm(major: int, minor: int) -> int | None:
+    """FP32 lanes per SM by compute capability (CUDA C Programming Guide's throughput table)."""
+    table = {(5, 0): 128, (5, 2): 128, (5, 3): 128, (6, 0): 64, (6, 1): 128, (6, 2): 128,
+             (7, 0): 64, (7, 2): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128,
+             (8, 9): 128, (9, 0): 128, (10, 0): 128, (10, 3): 128, (11, 0): 128,
+             (12, 0): 128, (12, 1): 128}
+    return table.get((major, minor))
+
+
+def _import_cuda():
+    try:
+        import pycuda.driver as drv  # noqa: PLC0415  (lazy; never pycuda.autoinit)
+    except ImportError as exc:
+        raise BackendError(f"pycuda is not installed ({exc})") from None
+    except Exception as exc:  # a broken install, e.g. libcuda missing  # noqa: BLE001
+        raise BackendError(f"pycuda cannot load: {exc}") from None
+    try:
+        drv.init()
+    except drv.Error as exc:
+        raise BackendError(f"the CUDA driver did not initialise ({exc})") from None
+    if drv.Device.count() == 0:
+        raise BackendError("no CUDA device")
+    return drv
+
+
+def _device_info(drv, index: int) -> DeviceInfo:
+    dev = drv.Device(index)
+    a = drv.device_attribute
+
+    def attr(name):
+        try:
+            return dev.get_attribute(getattr(a, name))
+        except (AttributeError, drv.Error):
+            return None
+
+    major, minor = dev.compute_capability()
+    sms = attr("MULTIPROCESSOR_COUNT")
+    clock_khz = attr("CLOCK_RATE")
+    mem_khz = attr("MEMORY_CLOCK_RATE")
+    bus = attr("GLOBAL_MEMORY_BUS_WIDTH")
+    info = DeviceInfo(backend="cuda", index=index, name=dev.name(), compute_units=sms,
+                      memory_bytes=dev.total_memory(),
+                      clock_mhz=clock_khz / 1e3 if clock_khz else None,
+                      memory_clock_mhz=mem_khz / 1e3 if mem_khz else None,
+                      bus_width_bits=bus, l2_bytes=attr("L2_CACHE_SIZE"),
+                      compute_capability=f"{major}.{minor}")
+    lanes = fp32_lanes_per_sm(major, minor)
+    notes = []
+    if lanes and sms and clock_khz:
+        info.peak_gflops_fp32 = sms * lanes * 2 * clock_khz / 1e6
+        notes.append(f"peak FP32 = {sms} SMs × {lanes} lanes × 2 × {clock_khz / 1e3:.0f} MHz")
+    if mem_khz and bus:
+        info.peak_gbps = 2 * mem_khz * 1e3 * bus / 8 / 1e9
+        notes.append("bandwidth = 2 × memory clock × bus width")
+    info.notes = "; ".join(notes)
+    info.extra["shared_per_block_optin"] = attr("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
+    return info
+
+
+class CudaBackend(Backend):
+    name = "cuda"
+
+    def __init__(self):
+        self.drv = None
+        self.ctx = None
+        self.info: DeviceInfo | None = None
+        self.arch = ""
+        self._cubins: dict[tuple, tuple[bytes, str]] = {}
+        self._kernels: dict[tuple, CompiledKernel] = {}
+        self._flush = None
+        self._flush_bytes = 0
+        self._events: list = []
+
+    # -- discovery --------------------------------------------------------------------
+
+    def probe(self) -> BackendStatus:
+        try:
+            drv = _import_cuda()
+            devices = [_device_info(drv, i) for i in range(drv.Device.count())]
+        except BackendError as exc:
+            return BackendStatus("cuda", False, str(exc))
+        return BackendStatus("cuda", True, "", devices, self.versions())
+
+    def versions(self) -> str:
+        try:
+            import pycuda  # noqa: PLC0415
+            import pycuda.driver as drv  # noqa: PLC0415
+            ver = ".".join(map(str, drv.get_version()))
+            return (f"numpy {np.__version__}; pycuda {pycuda.VERSION_TEXT}; CUDA {ver}; "
+                    f"driver {drv.get_driver_version()}")
+        except Exception:  # noqa: BLE001
+            return super().versions()
+
+    # -- context lifecycle (engine thread only) ----------------------------------------
+
+    def open(self, device_index: int) -> DeviceInfo:
+        drv = self.drv = _import_cuda()
+        if not 0 <= device_index < drv.Device.count():
+            raise BackendError(f"CUDA device {device_index} does not exist "
+                               f"(found {drv.Device.count()})")
+        dev = drv.Device(device_index)
+        self.ctx = dev.make_context()
+        major, minor = dev.compute_capability()
+        self.arch = f"sm_{major}{minor}"
+        self.info = _device_info(drv, device_index)
+        self._kernels.clear()
+        return self.info
+
+    def close(self) -> None:
+        if self.ctx is None:
+            return
+        try:
+            self.ctx.synchronize()
+        finally:
+            self._kernels.clear()
+            self._events.clear()
+            self._flush = None
+            # Pop and detach on the thread that made the context: no "context stack" abort.
+            self.ctx.pop()
+            self.ctx.detach()
+            self.ctx = None
+
+    def free_memory(self) -> int:
+        free, _total = self.drv.mem_get_info()
+        return int(free)
+
+    # -- compile ------------------------------------------------------------------------
+
+    def compile(self, variant: Variant, params, dtype) -> CompiledKernel:
+        from pycuda.compiler import compile as nvcc_compile  # noqa: PLC0415
+
+        path = variant.source_path("cuda")
+        src = path.read_text()
+        defines = variant.defines(params, dtype)
+        options = [f"-D{k}={v}" for k, v in defines.items()] + ["-Xptxas", "-v", "-lineinfo"]
+        key = (src, tuple(options), self.arch)
+        if key in self._kernels:
+            return self._kernels[key]
+        if key not in self._cubins:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    cubin = nvcc_compile(src, options=options, arch=self.arch, no_extern_c=True,
+                                         include_dirs=[str(ROOT / "cuda")], cache_dir=None)
+                except Exception as exc:  # pycuda raises CompileError with nvcc's output  # noqa: BLE001
+                    raise BackendError(f"nvcc failed on {path.name}:\n{exc}") from None
+            ptxas = "\n".join(str(w.message) for w in caught)
+            self._cubins[key] = (cubin, ptxas)
+        cubin, ptxas = self._cubins[key]
+        try:
+            module = self.drv.module_from_buffer(cubin)
+            fn = module.get_function(variant.entry)
+        except self.drv.Error as exc:
+            raise BackendError(f"loading {path.name} failed: {exc}") from None
+        fa = self.drv.function_attribute
+        regs = fn.get_attribute(fa.NUM_REGS)
+        shared = fn.get_attribute(fa.SHARED_SIZE_BYTES)
+        local = fn.get_attribute(fa.LOCAL_SIZE_BYTES)
+        max_threads = fn.get_attribute(fa.MAX_THREADS_PER_BLOCK)
+        fn.prepare("PPiii" if variant.kind == "aat" else "PPPiii")
+        report = (f"{variant.label(params)} {dtype} on {self.arch}: {regs} registers, "
+                  f"{shared} B shared, {local} B local (spills), max {max_threads} threads/block")
+        lines = [ln.strip() for ln in ptxas.splitlines() if "ptxas" in ln and ("Used" in ln or "spill" in ln)]
+        if lines:
+            report += "\n  " + "\n  ".join(lines)
+        ck = CompiledKernel(variant, dict(params), dtype, (module, fn), report,
+                            registers=regs, shared_bytes=shared, local_bytes=local,
+                            max_threads=max_threads)
+        self._kernels[key] = ck
+        return ck
+
+    # -- memory -------------------------------------------------------------------------
+
+    def prepare(self, a, b) -> Workspace:
+        drv = self.drv
+        ws = Workspace(a, b)
+        start, end = drv.Event(), drv.Event()
+        try:
+            ws.a = drv.mem_alloc(a.nbytes)
+            if b is not None:
+                ws.b = drv.mem_alloc(b.nbytes)
+            start.record()
+            drv.memcpy_htod(ws.a, np.ascontiguousarray(a))
+            if b is not None:
+                drv.memcpy_htod(ws.b, np.ascontiguousarray(b))
+            end.record()
+            end.synchronize()
+        except drv.Error as exc:
+            self.release(ws)
+            raise BackendError(f"uploading the inputs failed: {exc}") from None
+        ws.upload_ms = start.time_till(end)
+        return ws
+
+    def ensure_output(self, ws, shape) -> None:
+        if ws.c_shape != tuple(shape):
+            if ws.c is not None:
+                ws.c.free()
+                ws.c = None
+            nbytes = int(np.prod(shape)) * ws.dtype.itemsize
+            try:
+                ws.c = self.drv.mem_alloc(nbytes)
+            except self.drv.Error as exc:
+                raise BackendError(f"allocating C ({nbytes / 2**20:.1f} MiB) failed: {exc}") from None
+            ws.c_shape = tuple(shape)
+
+    def poison_output(self, ws) -> None:
+        count = int(np.prod(ws.c_shape))
+        pattern = int(np.uint32(INT_POISON.view(np.uint32))) if np.issubdtype(ws.dtype, np.integer) \
+            else FLOAT_POISON_BITS
+        self.drv.memset_d32(ws.c, pattern, count)
+        self.ctx.synchronize()
+
+    def release(self, ws) -> None:
+        for name in ("a", "b", "c"):
+            buf = getattr(ws, name)
+            if buf is not None:
+                buf.free()
+                setattr(ws, name, None)
+        ws.c_shape = None
+
+    # -- launches -----------------------------------------------------------------------
+
+    def _launch(self, kernel: CompiledKernel, ws: Workspace, m, n, k, stream=None):
+        v = kernel.variant
+        (gx, gy), (bx, by) = v.geometry(kernel.params, m, n, k)
+        if kernel.max_threads and bx * by > kernel.max_threads:
+            raise BackendError(f"block {bx}×{by} exceeds this kernel's limit of {kernel.max_threads}")
+        _module, fn = kernel.handle
+        if v.kind == "aat":
+            args = (ws.a, ws.c, np.int32(m), np.int32(k))
+        else:
+            args = (ws.a, ws.b, ws.c, np.int32(m), np.int32(n), np.int32(k))
+        fn.prepared_async_call((gx, gy, 1), (bx, by, 1), stream, *args)
+
+    def _check(self, what: str) -> None:
+        try:
+            self.ctx.synchronize()
+        except self.drv.Error as exc:
+            raise BackendError(f"{what} failed: {exc}") from None
+
+    def run_once(self, kernel, ws, m, n, k) -> np.ndarray:
+        self._launch(kernel, ws, m, n, k)
+        self._check(f"launch of {kernel.variant.label(kernel.params)}")
+        out = np.empty(ws.c_shape, dtype=ws.dtype)
+        self.drv.memcpy_dtoh(out, ws.c)
+        return out
+
+    def _flush_l2(self) -> None:
+        if self._flush is None:
+            l2 = (self.info.l2_bytes if self.info else None) or 64 * 2**20
+            self._flush_bytes = 2 * l2  # writing twice the L2 evicts A, B and C from it
+            self._flush = self.drv.mem_alloc(self._flush_bytes)
+        self.drv.memset_d32_async(self._flush, 0, self._flush_bytes // 4)
+
+    def time_launches(self, kernel, ws, m, n, k, warmup, repeats, cold, budget_s,
+                      should_stop=lambda: False) -> list[float]:
+        drv = self.drv
+        for _ in range(warmup):
+            self._launch(kernel, ws, m, n, k)
+        self._check("warm-up")
+        pairs = []
+        start = time.perf_counter()
+        # Launch in batches between host syncs so a time budget can be honoured without
+        # putting a host sync between every pair of launches.
+        while keep_timing(len(pairs), repeats, budget_s, time.perf_counter() - start):
+            batch = []
+            for _ in range(8 if budget_s is not None else max(repeats, 1)):
+                if cold:
+                    self._flush_l2()
+                e0, e1 = drv.Event(), drv.Event()
+                e0.record()
+                self._launch(kernel, ws, m, n, k)
+                e1.record()
+                batch.append((e0, e1))
+                if budget_s is None and len(pairs) + len(batch) >= repeats:
+                    break
+            batch[-1][1].synchronize()
+            pairs.extend(batch)
+            if should_stop():
+                break
+        self._check("timed launches")
+        return [e0.time_till(e1) for e0, e1 in pairs]

@@ -1,0 +1,224 @@
+"""The opencl backend (pyopencl): any platform and device, a profiling-enabled queue.
+
+On machines without a GPU, PoCL runs these kernels on the CPU, which is how CI checks
+every OpenCL variant for real.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..registry import Variant
+from .base import (FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, BackendStatus,
+                   CompiledKernel, DeviceInfo, Workspace, keep_timing)
+
+
+def _import_cl():
+    try:
+        import pyopencl as cl  # noqa: PLC0415  (lazy: the app starts without it)
+    except ImportError as exc:
+        raise BackendError(f"pyopencl is not installed ({exc})") from None
+    return cl
+
+
+def _all_devices(cl) -> list:
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as exc:  # e.g. PLATFORM_NOT_FOUND_KHR when no ICD is installed
+        raise BackendError(f"no OpenCL platform ({exc})") from None
+    devices = []
+    for p in platforms:
+        try:
+            devices.extend(p.get_devices())
+        except cl.Error:
+            continue
+    if not devices:
+        raise BackendError("no OpenCL platform with a device (install an ICD, e.g. pocl-opencl-icd)")
+    return devices
+
+
+def _device_info(cl, dev, index: int) -> DeviceInfo:
+    info = DeviceInfo(
+        backend="opencl", index=index,
+        name=f"{dev.name.strip()} ({dev.platform.name.strip()})",
+        compute_units=dev.max_compute_units,
+        memory_bytes=dev.global_mem_size,
+        clock_mhz=float(dev.max_clock_frequency) or None,
+        l2_bytes=dev.global_mem_cache_size or None,
+    )
+    notes = []
+    if "cl_nv_device_attribute_query" in dev.extensions:
+        major = dev.get_info(0x4000)  # CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
+        minor = dev.get_info(0x4001)
+        info.compute_capability = f"{major}.{minor}"
+        from .cuda import fp32_lanes_per_sm  # noqa: PLC0415
+        lanes = fp32_lanes_per_sm(major, minor)
+        if lanes and info.clock_mhz:
+            info.peak_gflops_fp32 = info.compute_units * lanes * 2 * info.clock_mhz / 1e3
+            notes.append("peak FP32 = SMs × FP32 lanes × 2 × clock")
+    if info.peak_gflops_fp32 is None:
+        notes.append("OpenCL does not report FP32 lanes or memory bandwidth for this device")
+    info.notes = "; ".join(notes)
+    info.extra["version"] = dev.version
+    info.extra["max_work_group_size"] = dev.max_work_group_size
+    return info
+
+
+class OpenCLBackend(Backend):
+    name = "opencl"
+
+    def __init__(self):
+        self.cl = None
+        self.ctx = None
+        self.queue = None
+        self.dev = None
+        self.info: DeviceInfo | None = None
+        self._programs: dict[tuple, CompiledKernel] = {}
+        self._flush = None
+
+    def probe(self) -> BackendStatus:
+        try:
+            cl = _import_cl()
+            devs = _all_devices(cl)
+        except BackendError as exc:
+            return BackendStatus("opencl", False, str(exc))
+        return BackendStatus("opencl", True, "", [_device_info(cl, d, i) for i, d in enumerate(devs)],
+                             self.versions())
+
+    def versions(self) -> str:
+        try:
+            import pyopencl as cl  # noqa: PLC0415
+            return f"numpy {np.__version__}; pyopencl {cl.VERSION_TEXT}"
+        except ImportError:
+            return super().versions()
+
+    def open(self, device_index: int) -> DeviceInfo:
+        cl = self.cl = _import_cl()
+        devs = _all_devices(cl)
+        if not 0 <= device_index < len(devs):
+            raise BackendError(f"OpenCL device {device_index} does not exist (found {len(devs)})")
+        self.dev = devs[device_index]
+        self.ctx = cl.Context([self.dev])
+        self.queue = cl.CommandQueue(self.ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+        self.info = _device_info(cl, self.dev, device_index)
+        self._programs.clear()
+        return self.info
+
+    def close(self) -> None:
+        if self.queue is not None:
+            self.queue.finish()
+        self._programs.clear()
+        self._flush = None
+        self.queue = self.ctx = self.dev = None
+
+    def free_memory(self) -> int:
+        # OpenCL cannot report free memory; the device total bounds what we may ask for.
+        return int(self.dev.global_mem_size)
+
+    def compile(self, variant: Variant, params, dtype) -> CompiledKernel:
+        cl = self.cl
+        path = variant.source_path("opencl")
+        src = path.read_text()
+        defines = variant.defines(params, dtype)
+        options = [f"-D{k}={v}" for k, v in defines.items()]
+        key = (src, tuple(options))
+        if key in self._programs:
+            return self._programs[key]
+        try:
+            prog = cl.Program(self.ctx, src).build(options=options)
+        except cl.Error as exc:
+            raise BackendError(f"OpenCL build of {path.name} failed:\n{exc}") from None
+        kern = getattr(prog, variant.entry)
+        wg = cl.kernel_work_group_info
+        local = kern.get_work_group_info(wg.LOCAL_MEM_SIZE, self.dev)
+        private = kern.get_work_group_info(wg.PRIVATE_MEM_SIZE, self.dev)
+        max_wg = kern.get_work_group_info(wg.WORK_GROUP_SIZE, self.dev)
+        report = (f"{variant.label(params)} {dtype}: built {path.name} with {' '.join(options)}; "
+                  f"local memory {local} B, private memory {private} B, max work-group {max_wg}")
+        ck = CompiledKernel(variant, dict(params), dtype, kern, report,
+                            shared_bytes=int(local), local_bytes=int(private), max_threads=int(max_wg))
+        self._programs[key] = ck
+        return ck
+
+    def prepare(self, a, b) -> Workspace:
+        cl = self.cl
+        ws = Workspace(a, b)
+        mf = cl.mem_flags
+        t0 = time.perf_counter()
+        ws.a = cl.Buffer(self.ctx, mf.READ_ONLY, a.nbytes)
+        ev = [cl.enqueue_copy(self.queue, ws.a, np.ascontiguousarray(a))]
+        if b is not None:
+            ws.b = cl.Buffer(self.ctx, mf.READ_ONLY, b.nbytes)
+            ev.append(cl.enqueue_copy(self.queue, ws.b, np.ascontiguousarray(b)))
+        self.queue.finish()
+        try:
+            ws.upload_ms = sum((e.profile.end - e.profile.start) for e in ev) * 1e-6
+        except cl.Error:
+            ws.upload_ms = (time.perf_counter() - t0) * 1e3
+        return ws
+
+    def ensure_output(self, ws, shape) -> None:
+        if ws.c_shape != tuple(shape):
+            if ws.c is not None:
+                ws.c.release()
+            nbytes = int(np.prod(shape)) * ws.dtype.itemsize
+            ws.c = self.cl.Buffer(self.ctx, self.cl.mem_flags.READ_WRITE, nbytes)
+            ws.c_shape = tuple(shape)
+
+    def poison_output(self, ws) -> None:
+        pattern = INT_POISON if np.issubdtype(ws.dtype, np.integer) else \
+            np.array(FLOAT_POISON_BITS, dtype=np.uint32).view(np.float32)[()]
+        nbytes = int(np.prod(ws.c_shape)) * ws.dtype.itemsize
+        self.cl.enqueue_fill_buffer(self.queue, ws.c, np.array(pattern, dtype=ws.dtype), 0, nbytes)
+        self.queue.finish()
+
+    def _enqueue(self, kernel: CompiledKernel, ws: Workspace, m, n, k):
+        v = kernel.variant
+        (gx, gy), (bx, by) = v.geometry(kernel.params, m, n, k)
+        if kernel.max_threads and bx * by > kernel.max_threads:
+            raise BackendError(f"work-group {bx}×{by} exceeds this kernel's limit of "
+                               f"{kernel.max_threads} on {self.dev.name.strip()}")
+        if v.kind == "aat":
+            args = (ws.a, ws.c, np.int32(m), np.int32(k))
+        else:
+            args = (ws.a, ws.b, ws.c, np.int32(m), np.int32(n), np.int32(k))
+        try:
+            return kernel.handle(self.queue, (gx * bx, gy * by), (bx, by), *args)
+        except self.cl.Error as exc:
+            raise BackendError(f"launch of {v.label(kernel.params)} failed: {exc}") from None
+
+    def run_once(self, kernel, ws, m, n, k) -> np.ndarray:
+        self._enqueue(kernel, ws, m, n, k).wait()
+        out = np.empty(ws.c_shape, dtype=ws.dtype)
+        self.cl.enqueue_copy(self.queue, out, ws.c)
+        self.queue.finish()
+        return out
+
+    def time_launches(self, kernel, ws, m, n, k, warmup, repeats, cold, budget_s,
+                      should_stop=lambda: False) -> list[float]:
+        cl = self.cl
+        for _ in range(warmup):
+            self._enqueue(kernel, ws, m, n, k)
+        self.queue.finish()
+        if cold and self._flush is None:
+            size = max(2 * (self.dev.global_mem_cache_size or 0), 64 * 2**20)
+            self._flush = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, size)
+        times: list[float] = []
+        start = time.perf_counter()
+        while keep_timing(len(times), repeats, budget_s, time.perf_counter() - start):
+            if cold:
+                cl.enqueue_fill_buffer(self.queue, self._flush, np.uint32(len(times)), 0, self._flush.size)
+            ev = self._enqueue(kernel, ws, m, n, k)
+            ev.wait()
+            times.append((ev.profile.end - ev.profile.start) * 1e-6)
+            if should_stop():
+                break
+        return times
+
+    def release(self, ws) -> None:
+        for name in ("a", "b", "c"):
+            buf = getattr(ws, name)
+            if buf is not None:
+                buf.release()
+                setattr(ws, name, None)

@@ -1,0 +1,157 @@
+"""Result records and their CSV / JSON files.
+
+A record is one (backend, device, variant, params, shape, dtype, mode) measurement.
+JSON files hold a list of records with the field names below; CSV files hold the same
+fields as columns, ``params`` written as ``name=value,...``.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Iterable
+
+from .registry import params_from_str, params_to_str
+
+
+@dataclass
+class ResultRecord:
+    backend: str
+    device: str
+    variant: str
+    params: dict[str, int]
+    m: int
+    n: int
+    k: int
+    dtype: str
+    mode: str = "hot"                  # "hot" (back to back) or "cold" (L2 flushed first)
+    warmup: int = 0
+    repeats: int = 0
+    median_ms: float = math.nan
+    min_ms: float = math.nan
+    max_ms: float = math.nan
+    mean_ms: float = math.nan
+    noise_pct: float = math.nan
+    gflops: float = math.nan
+    gbps: float = math.nan
+    verify_method: str = "none"
+    rel_l2: float = math.nan
+    max_abs: float = math.nan
+    passed: bool | None = None         # None: not verified (or not run)
+    error: str = ""
+    timestamp: str = ""
+    versions: str = ""
+    status: str = "ok"                 # ok | failed (wrong result) | error | skipped | unverified
+    flops: int = 0
+    bytes: int = 0
+    upload_ms: float = math.nan        # host→device transfer of the inputs, never in kernel time
+    speedup_vs_naive: float = math.nan
+    pct_of_peak: float = math.nan
+    pct_of_cublas: float = math.nan
+    source: str = ""                   # a label for overlays (file the record came from)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def label(self) -> str:
+        return f"{self.variant}[{params_to_str(self.params)}]" if self.params else self.variant
+
+    def series_key(self) -> tuple:
+        """What one chart curve groups by."""
+        return (self.source, self.backend, self.device, self.variant,
+                params_to_str(self.params), self.dtype, self.mode)
+
+
+FIELDS = [f.name for f in fields(ResultRecord)]
+_FLOATS = {f.name for f in fields(ResultRecord) if f.type in ("float", float)}
+_INTS = {"m", "n", "k", "warmup", "repeats", "flops", "bytes"}
+
+
+def now_stamp() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def to_dict(rec: ResultRecord) -> dict[str, Any]:
+    d = asdict(rec)
+    for key, val in d.items():
+        if isinstance(val, float) and not math.isfinite(val):
+            d[key] = None  # JSON has no NaN
+    return d
+
+
+def from_dict(d: dict[str, Any]) -> ResultRecord:
+    """Build a record from a JSON/CSV row, tolerating missing optional fields."""
+    missing = [f for f in ("backend", "variant", "m", "n", "k", "dtype") if f not in d]
+    if missing:
+        raise ValueError(f"a record lacks the field(s) {', '.join(missing)}")
+    kw: dict[str, Any] = {}
+    for name in FIELDS:
+        if name not in d:
+            continue
+        val = d[name]
+        if name == "params":
+            val = params_from_str(val) if isinstance(val, str) else dict(val or {})
+        elif name == "extra":
+            val = json.loads(val) if isinstance(val, str) and val else (val or {})
+        elif name == "passed":
+            val = _parse_bool(val)
+        elif name in _INTS:
+            val = int(float(val)) if val not in (None, "") else 0
+        elif name in _FLOATS:
+            val = float(val) if val not in (None, "") else math.nan
+        elif val is None:
+            val = ""
+        kw[name] = val
+    kw.setdefault("device", "")
+    return ResultRecord(**kw)
+
+
+def _parse_bool(val: Any) -> bool | None:
+    if val in (None, ""):
+        return None
+    if isinstance(val, bool):
+        return val
+    text = str(val).strip().lower()
+    if text in ("true", "1", "yes"):
+        return True
+    if text in ("false", "0", "no"):
+        return False
+    raise ValueError(f"'{val}' is not a boolean")
+
+
+def save(records: Iterable[ResultRecord], path: str | Path) -> Path:
+    """Write records to ``.json`` or ``.csv`` (chosen by the extension)."""
+    path = Path(path)
+    recs = list(records)
+    if path.suffix.lower() == ".json":
+        path.write_text(json.dumps([to_dict(r) for r in recs], indent=1))
+    elif path.suffix.lower() == ".csv":
+        with path.open("w", newline="") as fh:
+            w = csv.DictWriter(fh, fieldnames=FIELDS)
+            w.writeheader()
+            for r in recs:
+                row = to_dict(r)
+                row["params"] = params_to_str(r.params)
+                row["extra"] = json.dumps(r.extra) if r.extra else ""
+                w.writerow({k: ("" if v is None else v) for k, v in row.items()})
+    else:
+        raise ValueError(f"results go to .json or .csv, not '{path.suffix or path.name}'")
+    return path
+
+
+def load(path: str | Path) -> list[ResultRecord]:
+    """Read records written by :func:`save` (or by hand, with at least the key fields)."""
+    path = Path(path)
+    try:
+        if path.suffix.lower() == ".json":
+            data = json.loads(path.read_text())
+            if not isinstance(data, list):
+                raise ValueError("the file does not hold a JSON list of records")
+            return [from_dict(d) for d in data]
+        if path.suffix.lower() == ".csv":
+            with path.open(newline="") as fh:
+                return [from_dict(row) for row in csv.DictReader(fh)]
+    except (OSError, json.JSONDecodeError, ValueError, TypeError) as exc:
+        raise ValueError(f"{path.name}: not a results file ({exc})") from None
+    raise ValueError(f"{path.name}: results files are .json or .csv")

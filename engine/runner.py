@@ -1,0 +1,306 @@
+"""Plans and the sweep that runs them.
+
+A :class:`Plan` is variants × parameter choices × shapes × one dtype on one backend
+device. :func:`run_plan` executes it on the calling thread (the engine thread, see
+:mod:`engine.worker`), streaming :class:`Event` objects to a callback: progress, a
+log line per compile (its resource report), one :class:`ResultRecord` per item, and a
+final ``finished`` event. A failure is recorded on its row and the sweep goes on.
+"""
+from __future__ import annotations
+
+import math
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Mapping
+
+import numpy as np
+
+from . import matrices, metrics, registry
+from .backends import get_backend
+from .backends.base import Backend, BackendError, DeviceInfo, Workspace
+from .records import ResultRecord, now_stamp
+from .verify import Reference
+
+Shape = tuple[int, int, int]
+
+
+@dataclass
+class Plan:
+    """Everything one sweep needs.
+
+    ``items`` are (variant name, params) pairs; build them with :func:`expand_items`.
+    When ``a_path`` (and ``b_path``, or a .npz holding both) is set, the loaded
+    matrices replace ``shapes``: the sweep runs their one shape.
+    """
+
+    backend: str
+    items: list[tuple[str, dict[str, int]]]
+    shapes: list[Shape] = field(default_factory=list)
+    dtype: str = "float32"
+    device: int = 0
+    warmup: int = 3
+    repeats: int = 20
+    time_budget_s: float | None = None
+    cold: bool = False
+    verify: bool = True
+    seed: int = 0
+    dist: str = "uniform"
+    a_path: str | None = None
+    b_path: str | None = None
+    #: Host matrices given directly (the GUI's loaded files): (A, B or None).
+    matrices: tuple[np.ndarray, np.ndarray | None] | None = None
+
+    def validate(self) -> None:
+        """Raise ValueError with a clear message for a plan that cannot start."""
+        if self.dtype not in registry.DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(registry.DTYPES)}, not '{self.dtype}'")
+        if not self.items:
+            raise ValueError("no variants selected")
+        for name, _ in self.items:
+            registry.get(name)
+        if not self.shapes and self.a_path is None and self.matrices is None:
+            raise ValueError("no sizes given")
+        if self.warmup < 0 or self.repeats < 1:
+            raise ValueError("warm-up must be ≥ 0 and repeats ≥ 1")
+        if self.time_budget_s is not None and self.time_budget_s <= 0:
+            raise ValueError("the time budget must be positive")
+
+
+def expand_items(backend: str, variant_names: Iterable[str] | None = None,
+                 overrides: Mapping[str, Iterable[int]] | None = None) -> list[tuple[str, dict]]:
+    """(variant, params) pairs for ``backend``: every combination unless restricted."""
+    names = list(variant_names) if variant_names else [v.name for v in registry.variants_for(backend)]
+    ov = {k: tuple(v) for k, v in (overrides or {}).items()}
+    items = []
+    for name in names:
+        v = registry.get(name)
+        for params in registry.iter_plan_params(v, ov):
+            items.append((name, params))
+    return items
+
+
+# --- events ---------------------------------------------------------------------------
+
+@dataclass
+class Event:
+    """Something the sweep reports. ``kind`` is one of: ``started``, ``progress``,
+    ``log``, ``result``, ``finished``."""
+
+    kind: str
+    message: str = ""
+    record: ResultRecord | None = None
+    done: int = 0
+    total: int = 0
+    current: str = ""
+    eta_s: float | None = None
+    device: DeviceInfo | None = None
+    cancelled: bool = False
+    level: str = "info"       # for log events: info | warning | error
+
+
+Emit = Callable[[Event], None]
+
+
+class CancelToken:
+    """Set from any thread; the sweep checks it before each launch series."""
+
+    def __init__(self):
+        self._ev = threading.Event()
+
+    def cancel(self) -> None:
+        self._ev.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._ev.is_set()
+
+
+# --- the sweep ------------------------------------------------------------------------
+
+def _input_sets(plan: Plan) -> list[tuple[Shape, Callable[[], tuple[np.ndarray, np.ndarray]]]]:
+    """(shape, loader) per input set; loaders run lazily, inside the sweep."""
+    if plan.matrices is not None:
+        a, b = plan.matrices
+        a = np.ascontiguousarray(a, dtype=matrices.DTYPES[plan.dtype])
+        b = a.T.copy() if b is None else np.ascontiguousarray(b, dtype=matrices.DTYPES[plan.dtype])
+        return [((a.shape[0], b.shape[1], a.shape[1]), lambda: (a, b))]
+    if plan.a_path is not None:
+        a, b = matrices.load_pair(plan.a_path, plan.b_path, plan.dtype)
+        return [((a.shape[0], b.shape[1], a.shape[1]), lambda: (a, b))]
+    out = []
+    for shape in plan.shapes:
+        m, n, k = shape
+        out.append((shape, lambda m=m, n=n, k=k: matrices.generate_pair(
+            m, n, k, plan.dtype, dist=plan.dist, seed=plan.seed)))
+    return out
+
+
+class Sweep:
+    """Runs plans on one open backend device; kept open across plans by the engine thread."""
+
+    def __init__(self):
+        self.backend: Backend | None = None
+        self.device_index: int | None = None
+        self.device: DeviceInfo | None = None
+
+    def ensure_open(self, name: str, index: int) -> DeviceInfo:
+        if self.backend is not None and self.backend.name == name and self.device_index == index:
+            return self.device
+        self.close()
+        backend = get_backend(name)
+        self.device = backend.open(index)
+        self.backend, self.device_index = backend, index
+        return self.device
+
+    def close(self) -> None:
+        if self.backend is not None:
+            try:
+                self.backend.close()
+            finally:
+                self.backend = None
+                self.device_index = None
+                self.device = None
+
+    def run(self, plan: Plan, emit: Emit, cancel: CancelToken | None = None) -> list[ResultRecord]:
+        cancel = cancel or CancelToken()
+        results: list[ResultRecord] = []
+        try:
+            plan.validate()
+            sets = _input_sets(plan)
+        except (ValueError, matrices.MatrixInputError) as exc:
+            emit(Event("log", str(exc), level="error"))
+            emit(Event("finished", str(exc), cancelled=False))
+            return results
+        try:
+            device = self.ensure_open(plan.backend, plan.device)
+        except BackendError as exc:
+            emit(Event("log", f"{plan.backend}: {exc}", level="error"))
+            emit(Event("finished", str(exc)))
+            return results
+        backend = self.backend
+        total = len(sets) * len(plan.items)
+        emit(Event("started", f"{total} runs on {device.name}", total=total, device=device))
+        done = 0
+        t_start = time.perf_counter()
+        versions = backend.versions()
+        for shape, load in sets:
+            if cancel.cancelled:
+                break
+            m, n, k = shape
+            try:
+                a, b = load()
+            except matrices.MatrixInputError as exc:
+                emit(Event("log", str(exc), level="error"))
+                break
+            refs: dict[str, Reference] = {}
+            ws: Workspace | None = None
+            try:
+                needs_b = any(registry.get(nm).kind == "gemm" for nm, _ in plan.items)
+                out_elems = max(m * registry.get(nm).effective_n(m, n) for nm, _ in plan.items)
+                need = a.nbytes + (b.nbytes if needs_b else 0) + out_elems * a.itemsize
+                matrices.check_device_fit(need, backend.free_memory(), f"the {m}×{n}×{k} problem")
+                ws = backend.prepare(a, b if needs_b else None)
+                emit(Event("log", f"{m}×{n}×{k} {plan.dtype}: inputs uploaded in {ws.upload_ms:.3f} ms"))
+            except (matrices.MatrixInputError, BackendError) as exc:
+                for name, params in plan.items:
+                    rec = self._record(plan, device, versions, name, params, shape)
+                    rec.status, rec.error = "error", str(exc)
+                    results.append(rec)
+                    done += 1
+                    emit(Event("result", record=rec, done=done, total=total))
+                emit(Event("log", str(exc), level="error"))
+                continue
+            try:
+                for name, params in plan.items:
+                    if cancel.cancelled:
+                        break
+                    label = f"{registry.get(name).label(params)} @ {m}×{n}×{k}"
+                    elapsed = time.perf_counter() - t_start
+                    eta = elapsed / done * (total - done) if done else None
+                    emit(Event("progress", label, done=done, total=total, current=label, eta_s=eta))
+                    rec = self._one(plan, device, versions, name, params, shape, ws, a, b, refs,
+                                    emit, cancel)
+                    results.append(rec)
+                    done += 1
+                    emit(Event("result", record=rec, done=done, total=total))
+            finally:
+                backend.release(ws)  # device memory goes back between shapes
+        _fill_speedups(results)
+        emit(Event("finished", f"{done} of {total} runs", done=done, total=total,
+                   cancelled=cancel.cancelled))
+        return results
+
+    def _record(self, plan, device, versions, name, params, shape) -> ResultRecord:
+        v = registry.get(name)
+        m, n, k = shape
+        n_eff = v.effective_n(m, n)
+        itemsize = registry.ITEMSIZE[plan.dtype]
+        return ResultRecord(backend=plan.backend, device=device.name, variant=name,
+                            params=dict(params), m=m, n=n_eff, k=k, dtype=plan.dtype,
+                            mode="cold" if plan.cold else "hot", warmup=plan.warmup,
+                            repeats=plan.repeats, timestamp=now_stamp(), versions=versions,
+                            flops=v.flops(m, n_eff, k), bytes=v.bytes_moved(m, n_eff, k, itemsize))
+
+    def _one(self, plan, device, versions, name, params, shape, ws, a, b, refs, emit,
+             cancel) -> ResultRecord:
+        v = registry.get(name)
+        m, n, k = shape
+        rec = self._record(plan, device, versions, name, params, shape)
+        rec.upload_ms = ws.upload_ms
+        reason = v.check(plan.backend, params, m, n, k, plan.dtype)
+        if reason:
+            rec.status, rec.error = "skipped", reason
+            emit(Event("log", f"skip {v.label(params)} at {m}×{n}×{k}: {reason}"))
+            return rec
+        try:
+            kernel = self.backend.compile(v, params, plan.dtype)
+            emit(Event("log", kernel.report))
+            self.backend.ensure_output(ws, v.output_shape(m, n, k))
+            if plan.verify:
+                self.backend.poison_output(ws)
+                c = self.backend.run_once(kernel, ws, m, n, k)
+                if v.kind not in refs:
+                    refs[v.kind] = Reference(a, None if v.kind == "aat" else b, kind=v.kind,
+                                             seed=plan.seed + 1)
+                verdict = refs[v.kind].check(c)
+                del c
+                rec.verify_method, rec.rel_l2, rec.max_abs, rec.passed = (
+                    verdict.method, verdict.rel_l2, verdict.max_abs, verdict.passed)
+                if not verdict.passed:
+                    rec.status = "failed"
+                    rec.error = f"wrong result: {verdict.detail}"
+                    emit(Event("log", f"{v.label(params)} at {m}×{n}×{k}: {rec.error}", level="error"))
+            else:
+                rec.status = "unverified"
+            if cancel.cancelled:
+                rec.error = (rec.error + "; " if rec.error else "") + "cancelled before timing"
+                return rec
+            times = self.backend.time_launches(kernel, ws, m, n, k, plan.warmup, plan.repeats,
+                                               plan.cold, plan.time_budget_s,
+                                               should_stop=lambda: cancel.cancelled)
+            st = metrics.summarize(times)
+            rec.repeats = st.count
+            rec.median_ms, rec.min_ms, rec.max_ms = st.median_ms, st.min_ms, st.max_ms
+            rec.mean_ms, rec.noise_pct = st.mean_ms, st.noise_pct
+            rec.gflops = metrics.gflops(rec.flops, st.median_ms)
+            rec.gbps = metrics.gbps(rec.bytes, st.median_ms)
+            if device.peak_gflops_fp32 and plan.dtype == "float32":
+                rec.pct_of_peak = 100.0 * rec.gflops / device.peak_gflops_fp32
+        except BackendError as exc:
+            rec.status, rec.error = "error", str(exc)
+            emit(Event("log", f"{v.label(params)} at {m}×{n}×{k}: {exc}", level="error"))
+        return rec
+
+
+def _fill_speedups(results: list[ResultRecord]) -> None:
+    """Speed-up over the best naive run of the same shape, dtype, mode and device."""
+    best: dict[tuple, float] = {}
+    for r in results:
+        if r.variant == "naive" and math.isfinite(r.median_ms):
+            key = (r.backend, r.device, r.m, r.n, r.k, r.dtype, r.mode)
+            best[key] = min(best.get(key, math.inf), r.median_ms)
+    for r in results:
+        key = (r.backend, r.device, r.m, r.n, r.k, r.dtype, r.mode)
+        if key in best and math.isfinite(r.median_ms) and r.median_ms > 0:
+            r.speedup_vs_naive = best[key] / r.median_ms

@@ -1,0 +1,93 @@
+"""Parsing size specifications: ``256,512``, ``256:4096:x2``, ``128:512:128``, ``127x253x61``.
+
+A bare number ``n`` is the square problem M = N = K = n. A shape ``MxNxK`` gives C's
+rows (M), C's columns (N) and the inner dimension (K): A is M×K and B is K×N.
+"""
+from __future__ import annotations
+
+import re
+
+Shape = tuple[int, int, int]
+MAX_DIM = 1 << 20
+PRESETS: dict[str, list[Shape]] = {
+    "powers of two 128–4096": [(n, n, n) for n in (128, 256, 512, 1024, 2048, 4096)],
+    "seed table 16/160/1600": [(n, n, n) for n in (16, 160, 1600)],
+    "seed table 1024/2048/4096": [(n, n, n) for n in (1024, 2048, 4096)],
+    "odd shapes": [(127, 253, 61), (61, 127, 253), (253, 61, 127)],
+}
+
+
+class SizeSpecError(ValueError):
+    """A size text that cannot be read; the message says which part and why."""
+
+
+def _dim(text: str, whole: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise SizeSpecError(f"'{text}' in '{whole}' is not a whole number") from None
+    if not 1 <= v <= MAX_DIM:
+        raise SizeSpecError(f"{v} in '{whole}' is out of range (1..{MAX_DIM})")
+    return v
+
+
+def parse_sizes(text: str) -> list[Shape]:
+    """Turn a size specification into a list of (M, N, K) shapes, in order, no duplicates.
+
+    Examples
+    --------
+    >>> parse_sizes("256,512")
+    [(256, 256, 256), (512, 512, 512)]
+    >>> parse_sizes("256:1024:x2")
+    [(256, 256, 256), (512, 512, 512), (1024, 1024, 1024)]
+    >>> parse_sizes("127x253x61")
+    [(127, 253, 61)]
+    """
+    shapes: list[Shape] = []
+    parts = [p.strip() for p in re.split(r"[,\s;]+", text or "") if p.strip()]
+    if not parts:
+        raise SizeSpecError("no sizes given")
+    for part in parts:
+        low = part.lower().replace("×", "x")
+        if ":" in low:
+            bits = low.split(":")
+            if len(bits) not in (2, 3):
+                raise SizeSpecError(f"range '{part}' must be start:stop or start:stop:step")
+            start, stop = _dim(bits[0], part), _dim(bits[1], part)
+            step = bits[2] if len(bits) == 3 else "x2"
+            if stop < start:
+                raise SizeSpecError(f"range '{part}' ends before it starts")
+            if step.startswith("x") or step.startswith("*"):
+                factor = _dim(step[1:], part)
+                if factor < 2:
+                    raise SizeSpecError(f"range '{part}': a multiplying step must be at least x2")
+                v = start
+                while v <= stop:
+                    shapes.append((v, v, v))
+                    v *= factor
+            else:
+                inc = _dim(step, part)
+                shapes.extend((v, v, v) for v in range(start, stop + 1, inc))
+        elif "x" in low:
+            dims = low.split("x")
+            if len(dims) != 3:
+                raise SizeSpecError(f"shape '{part}' must be MxNxK (three numbers)")
+            m, n, k = (_dim(d, part) for d in dims)
+            shapes.append((m, n, k))
+        else:
+            v = _dim(low, part)
+            shapes.append((v, v, v))
+    seen: set[Shape] = set()
+    out = []
+    for s in shapes:
+        if s not in seen:
+            seen.add(s)
+            out.append(s)
+    if len(out) > 10000:
+        raise SizeSpecError(f"{len(out)} sizes is too many (at most 10000)")
+    return out
+
+
+def format_shape(shape: Shape) -> str:
+    m, n, k = shape
+    return str(m) if m == n == k else f"{m}x{n}x{k}"

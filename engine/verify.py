@@ -1,0 +1,254 @@
+"""Checking a kernel's output against a float64 (or exact integer) reference.
+
+Small problems are compared element by element with a full reference product.
+Above :data:`FULL_REFERENCE_LIMIT` multiply-adds the full product would cost more
+than the kernel run itself, so the check switches to Freivalds' randomized test
+(``C·R`` against ``A·(B·R)`` for a few random vectors, in float64, or modulo 2³²
+for int32) plus a sample of entries recomputed exactly. The record names the method.
+
+float32 tolerance: the relative L2 error of a float32 dot product of length K grows
+about like ``sqrt(K)·eps``; we allow ``max(1e-5, 2e-6·sqrt(K))`` (1.8e-4 at K=8192),
+far under what a wrong kernel (an unwritten tile, a swapped index) produces (≈1).
+int32 is exact: the kernels wrap modulo 2³², and so does the reference.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Above this many multiply-adds (M·N·K) the full float64 reference is replaced by Freivalds.
+FULL_REFERENCE_LIMIT = 1024 ** 3
+#: int32 references without BLAS help (values too large for exact float64) stay small.
+INT_EXACT_LIMIT = 256 ** 3
+FREIVALDS_VECTORS = 4
+SAMPLED_ENTRIES = 256
+#: A projected row may differ from the reference by this many times its rounding-noise scale.
+ROW_NOISE_FACTOR = 30.0
+
+
+def float32_tolerance(k: int) -> float:
+    """Relative L2 tolerance for a float32 product with inner dimension ``k``."""
+    return max(1e-5, 2e-6 * math.sqrt(max(k, 1)))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Outcome of one verification."""
+
+    method: str          # "full", "freivalds+sampled" or "none"
+    rel_l2: float
+    max_abs: float
+    passed: bool
+    tolerance: float
+    detail: str = ""     # why it failed, in words
+
+
+class Reference:
+    """The expected result for one input set, computed once and shared by all variants.
+
+    Parameters
+    ----------
+    a, b
+        Host inputs (float32 or int32). ``b`` may be None when only C = A·Aᵀ is needed.
+    kind
+        ``"gemm"`` for A·B, ``"aat"`` for A·Aᵀ.
+    force_method
+        ``"full"`` or ``"freivalds"`` to override the size rule (tests use it).
+    seed
+        Seed for the random vectors and sampled entries.
+    """
+
+    def __init__(self, a: np.ndarray, b: np.ndarray | None, kind: str = "gemm",
+                 force_method: str | None = None, seed: int = 12345):
+        if kind == "aat":
+            b = a.T
+        if b is None:
+            raise ValueError("B is required for C = A·B")
+        self.a, self.b, self.kind = a, b, kind
+        self.is_int = np.issubdtype(a.dtype, np.integer)
+        m, k = a.shape
+        n = b.shape[1]
+        self.shape = (m, n)
+        self.k = k
+        work = m * n * k
+        if force_method:
+            self.method = force_method
+        elif self.is_int:
+            self.method = "full" if (work <= FULL_REFERENCE_LIMIT and self._int_fits_float64()) \
+                or work <= INT_EXACT_LIMIT else "freivalds"
+        else:
+            self.method = "full" if work <= FULL_REFERENCE_LIMIT else "freivalds"
+        self._rng = np.random.default_rng(seed)
+        self._full: np.ndarray | None = None
+        self._proj: tuple[np.ndarray, np.ndarray] | None = None
+        self._samples: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+
+    # -- exact integer helpers --------------------------------------------------------
+
+    def _int_fits_float64(self) -> bool:
+        """True when every partial sum of the int product is exact in float64 (< 2**53)."""
+        amax = float(np.abs(self.a.astype(np.int64)).max(initial=0))
+        bmax = float(np.abs(self.b.astype(np.int64)).max(initial=0))
+        return amax * bmax * self.k < 2.0 ** 52
+
+    def _full_product(self) -> np.ndarray:
+        if self._full is None:
+            if self.is_int:
+                if self._int_fits_float64():
+                    prod = (self.a.astype(np.float64) @ self.b.astype(np.float64)).astype(np.int64)
+                else:
+                    # int64 arithmetic wraps modulo 2**64, which keeps it right modulo 2**32.
+                    prod = self.a.astype(np.int64) @ self.b.astype(np.int64)
+                self._full = prod.astype(np.int32)  # wrap to the kernels' int32
+            else:
+                self._full = self.a.astype(np.float64) @ self.b.astype(np.float64)
+        return self._full
+
+    @property
+    def expected(self) -> np.ndarray:
+        """The full reference product (computed on first use; costly above the limit)."""
+        return self._full_product()
+
+    # -- checks -----------------------------------------------------------------------
+
+    def check(self, c: np.ndarray) -> Verdict:
+        """Compare a kernel output with the reference."""
+        if c.shape != self.shape:
+            return Verdict(self.method, math.inf, math.inf, False, 0.0,
+                           f"output is {c.shape}, expected {self.shape}")
+        if self.is_int:
+            return self._check_int(c)
+        tol = float32_tolerance(self.k)
+        bad = ~np.isfinite(c)
+        if bad.any():
+            idx = np.argwhere(bad)[0]
+            return Verdict(self.method, math.nan, math.nan, False, tol,
+                           f"{int(bad.sum())} NaN/Inf element(s), first at [{idx[0]}, {idx[1]}]"
+                           " (unwritten or overflowed)")
+        if self.method == "full":
+            ref = self._full_product()
+            diff = c.astype(np.float64) - ref
+            rel = float(np.linalg.norm(diff) / max(np.linalg.norm(ref), 1e-300))
+            mabs = float(np.abs(diff).max(initial=0.0))
+            passed = rel <= tol
+            detail = "" if passed else _worst(diff)
+            return Verdict("full", rel, mabs, passed, tol, detail)
+        return self._freivalds_float(c, tol)
+
+    def _freivalds_float(self, c: np.ndarray, tol: float) -> Verdict:
+        if self._proj is None:
+            r = self._rng.standard_normal((self.shape[1], FREIVALDS_VECTORS))
+            br = _f64_matmul_t(self.a, r) if self.kind == "aat" else _f64_matmul(self.b, r)
+            # Per-row noise scale of the projection: the float32 rounding error of C[i, j]
+            # is about eps·sqrt(K)·sqrt(sum_k (a_ik b_kj)^2), so that of (C·r)_i is that
+            # times r_j in quadrature: sqrt((A∘A)·((B∘B)·(r∘r))). A row far above it holds
+            # a wrong element even when the global norm hides it.
+            r2 = r * r
+            b2r2 = (_f64_matmul_t(self.a, r2, square=True) if self.kind == "aat"
+                    else _f64_matmul(self.b, r2, square=True))
+            scale = np.sqrt(_f64_matmul(self.a, b2r2, square=True))
+            self._proj = (r, _f64_matmul(self.a, br), scale)
+        r, expected, scale = self._proj
+        got = _f64_matmul(c, r)
+        rel_proj = float(np.linalg.norm(got - expected) / max(np.linalg.norm(expected), 1e-300))
+        row_limit = ROW_NOISE_FACTOR * np.finfo(np.float32).eps * math.sqrt(self.k) * scale
+        row_excess = np.abs(got - expected) - row_limit - 1e-30
+        bad_rows = np.flatnonzero((row_excess > 0).any(axis=1))
+        rows, cols, exact = self._sampled()
+        picked = c[rows, cols].astype(np.float64)
+        mabs = float(np.abs(picked - exact).max(initial=0.0))
+        rel_samp = float(np.linalg.norm(picked - exact) / max(np.linalg.norm(exact), 1e-300))
+        rel = max(rel_proj, rel_samp)
+        passed = rel <= tol and bad_rows.size == 0
+        detail = "" if passed else (f"Freivalds projection error {rel_proj:.3g}, sampled entries "
+                                    f"error {rel_samp:.3g} (tolerance {tol:.3g}); "
+                                    f"{bad_rows.size} row(s) far above rounding noise"
+                                    + (f", first row {bad_rows[0]}" if bad_rows.size else ""))
+        return Verdict("freivalds+sampled", rel, mabs, passed, tol, detail)
+
+    def _sampled(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._samples is None:
+            m, n = self.shape
+            count = min(SAMPLED_ENTRIES, m * n)
+            rows = self._rng.integers(0, m, count)
+            cols = self._rng.integers(0, n, count)
+            if self.is_int:
+                av = self.a[rows].astype(np.int64)
+                bv = np.ascontiguousarray(self.b[:, cols].T).astype(np.int64)
+                exact = (av * bv).sum(axis=1).astype(np.int32)
+            else:
+                av = self.a[rows].astype(np.float64)
+                bv = np.ascontiguousarray(self.b[:, cols].T).astype(np.float64)
+                exact = (av * bv).sum(axis=1)
+            self._samples = (rows, cols, exact)
+        return self._samples
+
+    def _check_int(self, c: np.ndarray) -> Verdict:
+        if self.method == "full":
+            ref = self._full_product()
+            wrong = c != ref
+            count = int(wrong.sum())
+            diff = c.astype(np.int64) - ref.astype(np.int64)
+            mabs = float(np.abs(diff).max(initial=0))
+            rel = float(np.linalg.norm(diff.astype(np.float64))
+                        / max(np.linalg.norm(ref.astype(np.float64)), 1e-300))
+            detail = ""
+            if count:
+                i, j = np.argwhere(wrong)[0]
+                detail = (f"{count} wrong element(s); first at [{i}, {j}]: got {int(c[i, j])},"
+                          f" expected {int(ref[i, j])}")
+            return Verdict("full", rel, mabs, count == 0, 0.0, detail)
+        # Freivalds modulo 2**32: int64 arithmetic wraps modulo 2**64, a multiple of 2**32.
+        if self._proj is None:
+            r = self._rng.integers(-(2 ** 31), 2 ** 31, (self.shape[1], FREIVALDS_VECTORS),
+                                   dtype=np.int64)
+            br = _int_matmul(self.b, r)
+            expected = _int_matmul(self.a, br).astype(np.int32)
+            self._proj = (r, expected)
+        r, expected = self._proj
+        got = _int_matmul(c, r).astype(np.int32)
+        proj_ok = bool(np.array_equal(got, expected))
+        rows, cols, exact = self._sampled()
+        picked = c[rows, cols]
+        samp_wrong = int((picked != exact).sum())
+        mabs = float(np.abs(picked.astype(np.int64) - exact.astype(np.int64)).max(initial=0))
+        passed = proj_ok and samp_wrong == 0
+        detail = "" if passed else (f"Freivalds projection {'matches' if proj_ok else 'differs'} "
+                                    f"modulo 2^32; {samp_wrong} of {len(rows)} sampled entries wrong")
+        return Verdict("freivalds+sampled", 0.0 if passed else math.nan, mabs, passed, 0.0, detail)
+
+
+def _worst(diff: np.ndarray) -> str:
+    i, j = np.unravel_index(int(np.argmax(np.abs(diff))), diff.shape)
+    return f"largest error {abs(diff[i, j]):.3g} at [{i}, {j}]"
+
+
+def _rows64(x: np.ndarray, square: bool) -> np.ndarray:
+    x = x.astype(np.float64)
+    return x * x if square else x
+
+
+def _f64_matmul(x: np.ndarray, r: np.ndarray, chunk: int = 2048, square: bool = False) -> np.ndarray:
+    """``x @ r`` (or ``(x∘x) @ r``) in float64, converting a block of rows at a time."""
+    out = np.empty((x.shape[0], r.shape[1]), dtype=np.float64)
+    for s in range(0, x.shape[0], chunk):
+        out[s:s + chunk] = _rows64(x[s:s + chunk], square) @ r
+    return out
+
+
+def _f64_matmul_t(a: np.ndarray, r: np.ndarray, chunk: int = 2048, square: bool = False) -> np.ndarray:
+    """``a.T @ r`` (or ``(a∘a).T @ r``) in float64, a block of a's rows at a time."""
+    out = np.zeros((a.shape[1], r.shape[1]), dtype=np.float64)
+    for s in range(0, a.shape[0], chunk):
+        out += _rows64(a[s:s + chunk], square).T @ r[s:s + chunk]
+    return out
+
+
+def _int_matmul(x: np.ndarray, r: np.ndarray, chunk: int = 1024) -> np.ndarray:
+    """``x @ r`` in wrapping int64, by row blocks (numpy's integer matmul has no BLAS)."""
+    out = np.empty((x.shape[0], r.shape[1]), dtype=np.int64)
+    for s in range(0, x.shape[0], chunk):
+        out[s:s + chunk] = x[s:s + chunk].astype(np.int64) @ r
+    return out

@@ -1,0 +1,62 @@
+/*
+ * 06_aat_coalesced.cl -- C = A*A^T with coalesced loads: per chunk of TILE columns
+ * of A, a work-group loads its TILE rows of A into aTile and the TILE rows of A that
+ * give its columns of C into transposedTile, transposing on the store to local
+ * memory. Reads from global memory coalesce; the column-wise store
+ * transposedTile[tx][ty] has a stride of TILE words, so with TILE = 32 the
+ * work-items of a warp hit the same bank (bank conflicts): that is the point of
+ * this kernel (07_aat_padded removes them). Mirrors cuda/06_aat_coalesced.cu.
+ *
+ * Seed: 002 (coalescedMultiply, CUDA C Best Practices Guide), written in OpenCL.
+ * Differences from the seed: any K (a loop over K in chunks of TILE with two
+ * barriers per chunk, where the seed has K == TILE_DIM and one barrier), zero-filled
+ * loads and a guarded store for any M, K, a templated element type T and
+ * accumulator ACC (unsigned int for int32 so overflow wraps modulo 2^32).
+ * Work-items outside C take part in every load and barrier and only skip the
+ * store. C is computed in full.
+ *
+ * Compile-time constants (defaults let the file compile alone):
+ *   T      element type: float or int                       (default float)
+ *   ACC    accumulator:  float, or unsigned int for int     (default float)
+ *   TILE   side of the work-group and of both tiles         (default 32)
+ *
+ * Launch geometry: local (TILE, TILE), global (ceil(M/TILE)*TILE, ceil(M/TILE)*TILE);
+ * row = dimension 1, col = dimension 0. Row-major A (MxK), C (MxM); 32-bit indices.
+ */
+#ifndef T
+#define T float
+#endif
+#ifndef ACC
+#define ACC float
+#endif
+#ifndef TILE
+#define TILE 32
+#endif
+
+__kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
+void matmul(__global const T* A, __global T* C, const int M, const int K)
+{
+    __local T aTile[TILE][TILE];
+    __local T transposedTile[TILE][TILE];
+
+    const int tx = get_local_id(0);
+    const int ty = get_local_id(1);
+    const int row = get_group_id(1) * TILE + ty;    /* row of C and of A (first term) */
+    const int col = get_group_id(0) * TILE + tx;    /* column of C */
+    const int trow = get_group_id(0) * TILE + ty;   /* row of A loaded into column ty of transposedTile */
+
+    ACC acc = (ACC)0;
+    for (int k0 = 0; k0 < K; k0 += TILE) {
+        const int k = k0 + tx;
+        aTile[ty][tx] = (row < M && k < K) ? A[row * K + k] : (T)0;
+        transposedTile[tx][ty] = (trow < M && k < K) ? A[trow * K + k] : (T)0;
+        barrier(CLK_LOCAL_MEM_FENCE);
+
+#pragma unroll
+        for (int i = 0; i < TILE; ++i)
+            acc += (ACC)aTile[ty][i] * (ACC)transposedTile[i][tx];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (row < M && col < M)
+        C[row * M + col] = (T)acc;
+}
