@@ -5,20 +5,20 @@
  * Seed: 000 (the "GPU" row timed against the shared-memory kernel) and 004 (the
  * OpenCL "naive" kernel). Differences from the seeds: row-major, thread x along the
  * columns of C so that the loads of B and the store of C coalesce (seed 000 likewise),
- * a bounds guard so any M, N, K work, a templated element type T and an accumulator
+ * a bounds guard so any M, N, K work, a templated element type ELEM and an accumulator
  * of type ACC (unsigned int for int32, so overflow wraps modulo 2^32 with defined
  * behaviour; seed 004 sums into a signed int).
  *
  * Compile-time constants (defaults let the file compile alone):
- *   T      element type: float or int                       (default float)
+ *   ELEM      element type: float or int                       (default float)
  *   ACC    accumulator:  float, or unsigned int for int     (default float)
  *   BLOCK  side of the square thread block                  (default 16)
  *
  * Launch geometry: block (BLOCK, BLOCK), grid (ceil(N/BLOCK), ceil(M/BLOCK)).
  * Row-major: A is MxK, B is KxN, C is MxN; 32-bit indices (M*K, K*N, M*N < 2^31).
  */
-#ifndef T
-#define T float
+#ifndef ELEM
+#define ELEM float
 #endif
 #ifndef ACC
 #define ACC float
@@ -28,7 +28,7 @@
 #endif
 
 extern "C" __global__ __launch_bounds__(BLOCK * BLOCK)
-void matmul(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
+void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
             int M, int N, int K)
 {
     const int col = blockIdx.x * BLOCK + threadIdx.x;
@@ -39,5 +39,5 @@ void matmul(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
     ACC acc = (ACC)0;
     for (int k = 0; k < K; ++k)
         acc += (ACC)A[row * K + k] * (ACC)B[k * N + col];
-    C[row * N + col] = (T)acc;
+    C[row * N + col] = (ELEM)acc;
 }

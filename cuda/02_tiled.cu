@@ -7,19 +7,19 @@
  * enforces it; use 03_tiled_any otherwise). Differences from the seeds: plain
  * row-major pointers instead of the Matrix struct / aBegin-aEnd arithmetic, no
  * `if (row < ...)` around the barriers (seed 000 wraps __syncthreads in a branch),
- * a templated element type T, accumulator ACC (unsigned int for int32, so overflow
+ * a templated element type ELEM, accumulator ACC (unsigned int for int32, so overflow
  * wraps modulo 2^32), inner loop unrolled.
  *
  * Compile-time constants (defaults let the file compile alone):
- *   T      element type: float or int                       (default float)
+ *   ELEM      element type: float or int                       (default float)
  *   ACC    accumulator:  float, or unsigned int for int     (default float)
  *   BLOCK  side of the square thread block and of the tiles (default 16)
  *
  * Launch geometry: block (BLOCK, BLOCK), grid (N/BLOCK, M/BLOCK); thread x along
  * columns of C, y along rows. Row-major A (MxK), B (KxN), C (MxN); 32-bit indices.
  */
-#ifndef T
-#define T float
+#ifndef ELEM
+#define ELEM float
 #endif
 #ifndef ACC
 #define ACC float
@@ -29,11 +29,11 @@
 #endif
 
 extern "C" __global__ __launch_bounds__(BLOCK * BLOCK)
-void matmul(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
+void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
             int M, int N, int K)
 {
-    __shared__ T As[BLOCK][BLOCK];
-    __shared__ T Bs[BLOCK][BLOCK];
+    __shared__ ELEM As[BLOCK][BLOCK];
+    __shared__ ELEM Bs[BLOCK][BLOCK];
 
     const int tx = threadIdx.x;
     const int ty = threadIdx.y;
@@ -51,5 +51,5 @@ void matmul(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
             acc += (ACC)As[ty][k] * (ACC)Bs[k][tx];
         __syncthreads();
     }
-    C[row * N + col] = (T)acc;
+    C[row * N + col] = (ELEM)acc;
 }

@@ -5,21 +5,21 @@
  * Seed: 003 (matMul_SharedMem with guarded tile loads). Differences from the seed:
  * thread x runs along the columns of C (the seed puts row = x, so its loads do not
  * coalesce), the tile loop is ceil(K/BLOCK) in integers instead of
- * ceil((float)k / BLOCK), a templated element type T and accumulator ACC (unsigned
+ * ceil((float)k / BLOCK), a templated element type ELEM and accumulator ACC (unsigned
  * int for int32 so overflow wraps modulo 2^32; the seed sums into a signed int).
  * As in the seed, threads outside C still take part in every load and barrier and
  * only skip the final store.
  *
  * Compile-time constants (defaults let the file compile alone):
- *   T      element type: float or int                       (default float)
+ *   ELEM      element type: float or int                       (default float)
  *   ACC    accumulator:  float, or unsigned int for int     (default float)
  *   BLOCK  side of the square thread block and of the tiles (default 16)
  *
  * Launch geometry: block (BLOCK, BLOCK), grid (ceil(N/BLOCK), ceil(M/BLOCK)).
  * Row-major A (MxK), B (KxN), C (MxN); 32-bit indices.
  */
-#ifndef T
-#define T float
+#ifndef ELEM
+#define ELEM float
 #endif
 #ifndef ACC
 #define ACC float
@@ -29,11 +29,11 @@
 #endif
 
 extern "C" __global__ __launch_bounds__(BLOCK * BLOCK)
-void matmul(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
+void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
             int M, int N, int K)
 {
-    __shared__ T As[BLOCK][BLOCK];
-    __shared__ T Bs[BLOCK][BLOCK];
+    __shared__ ELEM As[BLOCK][BLOCK];
+    __shared__ ELEM Bs[BLOCK][BLOCK];
 
     const int tx = threadIdx.x;
     const int ty = threadIdx.y;
@@ -44,8 +44,8 @@ void matmul(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
     for (int k0 = 0; k0 < K; k0 += BLOCK) {
         const int ka = k0 + tx;   /* column of A this thread loads */
         const int kb = k0 + ty;   /* row of B this thread loads */
-        As[ty][tx] = (row < M && ka < K) ? A[row * K + ka] : (T)0;
-        Bs[ty][tx] = (kb < K && col < N) ? B[kb * N + col] : (T)0;
+        As[ty][tx] = (row < M && ka < K) ? A[row * K + ka] : (ELEM)0;
+        Bs[ty][tx] = (kb < K && col < N) ? B[kb * N + col] : (ELEM)0;
         __syncthreads();
 
 #pragma unroll
@@ -54,5 +54,5 @@ void matmul(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
         __syncthreads();
     }
     if (row < M && col < N)
-        C[row * N + col] = (T)acc;
+        C[row * N + col] = (ELEM)acc;
 }

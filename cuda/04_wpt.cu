@@ -13,7 +13,7 @@
  * modulo 2^32; every WPT loop is fully unrolled so acc[] stays in registers.
  *
  * Compile-time constants (defaults let the file compile alone):
- *   T      element type: float or int                       (default float)
+ *   ELEM      element type: float or int                       (default float)
  *   ACC    accumulator:  float, or unsigned int for int     (default float)
  *   TS     side of the square tiles of A, B and C           (default 32)
  *   WPT    outputs per thread; must divide TS               (default 4)
@@ -21,8 +21,8 @@
  * Launch geometry: block (TS/WPT, TS), grid (ceil(N/TS), ceil(M/TS)).
  * Row-major A (MxK), B (KxN), C (MxN); 32-bit indices.
  */
-#ifndef T
-#define T float
+#ifndef ELEM
+#define ELEM float
 #endif
 #ifndef ACC
 #define ACC float
@@ -41,11 +41,11 @@
 #endif
 
 extern "C" __global__ __launch_bounds__(RTS * TS)
-void matmul(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
+void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
             int M, int N, int K)
 {
-    __shared__ T As[TS][TS];
-    __shared__ T Bs[TS][TS];
+    __shared__ ELEM As[TS][TS];
+    __shared__ ELEM Bs[TS][TS];
 
     const int tx = threadIdx.x;                 /* 0 .. RTS-1 */
     const int ty = threadIdx.y;                 /* 0 .. TS-1  */
@@ -63,8 +63,8 @@ void matmul(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
         for (int w = 0; w < WPT; ++w) {
             const int ka = k0 + tx + w * RTS;   /* column of A */
             const int cb = col0 + w * RTS;      /* column of B */
-            As[ty][tx + w * RTS] = (row < M && ka < K) ? A[row * K + ka] : (T)0;
-            Bs[ty][tx + w * RTS] = (kb < K && cb < N) ? B[kb * N + cb] : (T)0;
+            As[ty][tx + w * RTS] = (row < M && ka < K) ? A[row * K + ka] : (ELEM)0;
+            Bs[ty][tx + w * RTS] = (kb < K && cb < N) ? B[kb * N + cb] : (ELEM)0;
         }
         __syncthreads();
 
@@ -83,7 +83,7 @@ void matmul(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C,
         for (int w = 0; w < WPT; ++w) {
             const int c = col0 + w * RTS;
             if (c < N)
-                C[row * N + c] = (T)acc[w];
+                C[row * N + c] = (ELEM)acc[w];
         }
     }
 }

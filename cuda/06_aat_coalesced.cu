@@ -1,5 +1,5 @@
 /*
- * 06_aat_coalesced.cu -- C = A*A^T with coalesced loads: per chunk of TILE columns
+ * 06_aat_coalesced.cu -- C = A*A^ELEM with coalesced loads: per chunk of TILE columns
  * of A, a block loads its TILE rows of A into aTile and the TILE rows of A that
  * give its columns of C into transposedTile, transposing on the store to shared
  * memory. Reads from global memory coalesce; the column-wise store
@@ -10,20 +10,20 @@
  * Seed: 002 (coalescedMultiply, CUDA C Best Practices Guide). Differences from the
  * seed: any K (a loop over K in chunks of TILE with two barriers per chunk, where
  * the seed has K == TILE_DIM and one barrier), zero-filled loads and a guarded
- * store for any M, K, a templated element type T and accumulator ACC (unsigned int
+ * store for any M, K, a templated element type ELEM and accumulator ACC (unsigned int
  * for int32 so overflow wraps modulo 2^32). Threads outside C take part in every
  * load and barrier and only skip the store. C is computed in full.
  *
  * Compile-time constants (defaults let the file compile alone):
- *   T      element type: float or int                       (default float)
+ *   ELEM      element type: float or int                       (default float)
  *   ACC    accumulator:  float, or unsigned int for int     (default float)
  *   TILE   side of the thread block and of both tiles       (default 32)
  *
  * Launch geometry: block (TILE, TILE), grid (ceil(M/TILE), ceil(M/TILE)); row = y,
  * col = x. Row-major A (MxK), C (MxM); 32-bit indices.
  */
-#ifndef T
-#define T float
+#ifndef ELEM
+#define ELEM float
 #endif
 #ifndef ACC
 #define ACC float
@@ -33,10 +33,10 @@
 #endif
 
 extern "C" __global__ __launch_bounds__(TILE * TILE)
-void matmul(const T* __restrict__ A, T* __restrict__ C, int M, int K)
+void matmul(const ELEM* __restrict__ A, ELEM* __restrict__ C, int M, int K)
 {
-    __shared__ T aTile[TILE][TILE];
-    __shared__ T transposedTile[TILE][TILE];
+    __shared__ ELEM aTile[TILE][TILE];
+    __shared__ ELEM transposedTile[TILE][TILE];
 
     const int tx = threadIdx.x;
     const int ty = threadIdx.y;
@@ -47,8 +47,8 @@ void matmul(const T* __restrict__ A, T* __restrict__ C, int M, int K)
     ACC acc = (ACC)0;
     for (int k0 = 0; k0 < K; k0 += TILE) {
         const int k = k0 + tx;
-        aTile[ty][tx] = (row < M && k < K) ? A[row * K + k] : (T)0;
-        transposedTile[tx][ty] = (trow < M && k < K) ? A[trow * K + k] : (T)0;
+        aTile[ty][tx] = (row < M && k < K) ? A[row * K + k] : (ELEM)0;
+        transposedTile[tx][ty] = (trow < M && k < K) ? A[trow * K + k] : (ELEM)0;
         __syncthreads();
 
 #pragma unroll
@@ -57,5 +57,5 @@ void matmul(const T* __restrict__ A, T* __restrict__ C, int M, int K)
         __syncthreads();
     }
     if (row < M && col < M)
-        C[row * M + col] = (T)acc;
+        C[row * M + col] = (ELEM)acc;
 }

@@ -9,8 +9,9 @@ Conventions shared by every kernel file (``cuda/*.cu``, ``opencl/*.cl``):
 
 * row-major storage; ``A`` is M×K, ``B`` is K×N, ``C`` is M×N (``aat`` kernels: C = A·Aᵀ,
   ``A`` is M×K and ``C`` is M×M);
-* compile-time constants arrive as defines: ``T`` (element type), ``ACC`` (accumulator
-  type: ``float``, or ``unsigned int`` for int32 so that overflow wraps modulo 2³²
+* compile-time constants arrive as defines: ``ELEM`` (element type; not ``T``, which
+  CUDA's own headers use as a template parameter name), ``ACC`` (accumulator
+  type: ``float``, or ``unsigned`` for int32 so that overflow wraps modulo 2³²
   with defined behaviour) and the variant's own parameters (upper-case names);
 * the entry point is called ``matmul`` with arguments ``(A, B, C, M, N, K)``, or
   ``(A, C, M, K)`` for ``aat`` kernels;
@@ -122,8 +123,8 @@ class Variant:
 
     def defines(self, params: Params, dtype: str) -> dict[str, str]:
         """Compile-time constants for this parameter choice and dtype."""
-        d = {"T": "float" if dtype == "float32" else "int",
-             "ACC": "float" if dtype == "float32" else "unsigned int"}
+        d = {"ELEM": "float" if dtype == "float32" else "int",
+             "ACC": "float" if dtype == "float32" else "unsigned"}
         d.update({name.upper(): str(int(v)) for name, v in params.items()})
         return d
 
@@ -143,6 +144,9 @@ class Variant:
             return f"missing parameter(s) {', '.join(sorted(missing))}"
         if min(m, n, k) < 1:
             return "every dimension must be at least 1"
+        n_out = self.effective_n(m, n)
+        if max(m * k, k * n, m * n_out) >= 2**31:
+            return "a matrix with 2³¹ or more elements overflows the kernels' 32-bit indices"
         return self.constraint(params, m, n, k, dtype)
 
     def label(self, params: Params) -> str:

@@ -4,21 +4,21 @@
  *
  * Seed: 004 (the OpenCL "naive" multiplyMatrices kernel) and 000. Differences from
  * the seeds: a bounds guard so any M, N, K work (seed 004 launches exactly NxM
- * work-items), a templated element type T and an accumulator of type ACC (unsigned
+ * work-items), a templated element type ELEM and an accumulator of type ACC (unsigned
  * int for int32, so overflow wraps modulo 2^32 with defined behaviour; the seed sums
  * into a signed int). Row-major with dimension 0 along the columns of C, as in the
  * seed, so the loads of B and the store of C coalesce.
  *
  * Compile-time constants (defaults let the file compile alone):
- *   T      element type: float or int                       (default float)
+ *   ELEM      element type: float or int                       (default float)
  *   ACC    accumulator:  float, or unsigned int for int     (default float)
  *   BLOCK  side of the square work-group                    (default 16)
  *
  * Launch geometry: local (BLOCK, BLOCK), global (ceil(N/BLOCK)*BLOCK,
  * ceil(M/BLOCK)*BLOCK). Row-major A (MxK), B (KxN), C (MxN); 32-bit indices.
  */
-#ifndef T
-#define T float
+#ifndef ELEM
+#define ELEM float
 #endif
 #ifndef ACC
 #define ACC float
@@ -28,7 +28,7 @@
 #endif
 
 __kernel __attribute__((reqd_work_group_size(BLOCK, BLOCK, 1)))
-void matmul(__global const T* A, __global const T* B, __global T* C,
+void matmul(__global const ELEM* A, __global const ELEM* B, __global ELEM* C,
             const int M, const int N, const int K)
 {
     const int col = get_group_id(0) * BLOCK + get_local_id(0);
@@ -39,5 +39,5 @@ void matmul(__global const T* A, __global const T* B, __global T* C,
     ACC acc = (ACC)0;
     for (int k = 0; k < K; ++k)
         acc += (ACC)A[row * K + k] * (ACC)B[k * N + col];
-    C[row * N + col] = (T)acc;
+    C[row * N + col] = (ELEM)acc;
 }

@@ -8,19 +8,19 @@
  * BLOCK (the registry enforces it; use 03_tiled_any otherwise). Differences from the
  * seeds: plain row-major pointers instead of the Matrix struct / aBegin-aEnd
  * arithmetic, no branch around the barriers (seed 000 has one), a templated element
- * type T, accumulator ACC (unsigned int for int32, so overflow wraps modulo 2^32),
+ * type ELEM, accumulator ACC (unsigned int for int32, so overflow wraps modulo 2^32),
  * inner loop unrolled.
  *
  * Compile-time constants (defaults let the file compile alone):
- *   T      element type: float or int                       (default float)
+ *   ELEM      element type: float or int                       (default float)
  *   ACC    accumulator:  float, or unsigned int for int     (default float)
  *   BLOCK  side of the square work-group and of the tiles   (default 16)
  *
  * Launch geometry: local (BLOCK, BLOCK), global (N, M); dimension 0 along columns
  * of C, 1 along rows. Row-major A (MxK), B (KxN), C (MxN); 32-bit indices.
  */
-#ifndef T
-#define T float
+#ifndef ELEM
+#define ELEM float
 #endif
 #ifndef ACC
 #define ACC float
@@ -30,11 +30,11 @@
 #endif
 
 __kernel __attribute__((reqd_work_group_size(BLOCK, BLOCK, 1)))
-void matmul(__global const T* A, __global const T* B, __global T* C,
+void matmul(__global const ELEM* A, __global const ELEM* B, __global ELEM* C,
             const int M, const int N, const int K)
 {
-    __local T As[BLOCK][BLOCK];
-    __local T Bs[BLOCK][BLOCK];
+    __local ELEM As[BLOCK][BLOCK];
+    __local ELEM Bs[BLOCK][BLOCK];
 
     const int tx = get_local_id(0);
     const int ty = get_local_id(1);
@@ -52,5 +52,5 @@ void matmul(__global const T* A, __global const T* B, __global T* C,
             acc += (ACC)As[ty][k] * (ACC)Bs[k][tx];
         barrier(CLK_LOCAL_MEM_FENCE);
     }
-    C[row * N + col] = (T)acc;
+    C[row * N + col] = (ELEM)acc;
 }

@@ -6,21 +6,21 @@
  * Seed: 003 (CUDA matMul_SharedMem with guarded tile loads), written in OpenCL.
  * Differences from the seed: dimension 0 runs along the columns of C (the seed puts
  * row = x, so its loads do not coalesce), the tile loop is ceil(K/BLOCK) in integers
- * instead of ceil((float)k / BLOCK), a templated element type T and accumulator ACC
+ * instead of ceil((float)k / BLOCK), a templated element type ELEM and accumulator ACC
  * (unsigned int for int32 so overflow wraps modulo 2^32; the seed sums into a signed
  * int). As in the seed, work-items outside C still take part in every load and
  * barrier and only skip the final store.
  *
  * Compile-time constants (defaults let the file compile alone):
- *   T      element type: float or int                       (default float)
+ *   ELEM      element type: float or int                       (default float)
  *   ACC    accumulator:  float, or unsigned int for int     (default float)
  *   BLOCK  side of the square work-group and of the tiles   (default 16)
  *
  * Launch geometry: local (BLOCK, BLOCK), global (ceil(N/BLOCK)*BLOCK,
  * ceil(M/BLOCK)*BLOCK). Row-major A (MxK), B (KxN), C (MxN); 32-bit indices.
  */
-#ifndef T
-#define T float
+#ifndef ELEM
+#define ELEM float
 #endif
 #ifndef ACC
 #define ACC float
@@ -30,11 +30,11 @@
 #endif
 
 __kernel __attribute__((reqd_work_group_size(BLOCK, BLOCK, 1)))
-void matmul(__global const T* A, __global const T* B, __global T* C,
+void matmul(__global const ELEM* A, __global const ELEM* B, __global ELEM* C,
             const int M, const int N, const int K)
 {
-    __local T As[BLOCK][BLOCK];
-    __local T Bs[BLOCK][BLOCK];
+    __local ELEM As[BLOCK][BLOCK];
+    __local ELEM Bs[BLOCK][BLOCK];
 
     const int tx = get_local_id(0);
     const int ty = get_local_id(1);
@@ -45,8 +45,8 @@ void matmul(__global const T* A, __global const T* B, __global T* C,
     for (int k0 = 0; k0 < K; k0 += BLOCK) {
         const int ka = k0 + tx;   /* column of A this work-item loads */
         const int kb = k0 + ty;   /* row of B this work-item loads */
-        As[ty][tx] = (row < M && ka < K) ? A[row * K + ka] : (T)0;
-        Bs[ty][tx] = (kb < K && col < N) ? B[kb * N + col] : (T)0;
+        As[ty][tx] = (row < M && ka < K) ? A[row * K + ka] : (ELEM)0;
+        Bs[ty][tx] = (kb < K && col < N) ? B[kb * N + col] : (ELEM)0;
         barrier(CLK_LOCAL_MEM_FENCE);
 
 #pragma unroll
@@ -55,5 +55,5 @@ void matmul(__global const T* A, __global const T* B, __global T* C,
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (row < M && col < N)
-        C[row * N + col] = (T)acc;
+        C[row * N + col] = (ELEM)acc;
 }

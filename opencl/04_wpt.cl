@@ -15,7 +15,7 @@
  * fully unrolled so acc[] stays in registers.
  *
  * Compile-time constants (defaults let the file compile alone):
- *   T      element type: float or int                       (default float)
+ *   ELEM      element type: float or int                       (default float)
  *   ACC    accumulator:  float, or unsigned int for int     (default float)
  *   TS     side of the square tiles of A, B and C           (default 32)
  *   WPT    outputs per work-item; must divide TS            (default 4)
@@ -23,8 +23,8 @@
  * Launch geometry: local (TS/WPT, TS), global (ceil(N/TS)*(TS/WPT), ceil(M/TS)*TS).
  * Row-major A (MxK), B (KxN), C (MxN); 32-bit indices.
  */
-#ifndef T
-#define T float
+#ifndef ELEM
+#define ELEM float
 #endif
 #ifndef ACC
 #define ACC float
@@ -43,11 +43,11 @@
 #endif
 
 __kernel __attribute__((reqd_work_group_size(RTS, TS, 1)))
-void matmul(__global const T* A, __global const T* B, __global T* C,
+void matmul(__global const ELEM* A, __global const ELEM* B, __global ELEM* C,
             const int M, const int N, const int K)
 {
-    __local T As[TS][TS];
-    __local T Bs[TS][TS];
+    __local ELEM As[TS][TS];
+    __local ELEM Bs[TS][TS];
 
     const int tx = get_local_id(0);                 /* 0 .. RTS-1 */
     const int ty = get_local_id(1);                 /* 0 .. TS-1  */
@@ -65,8 +65,8 @@ void matmul(__global const T* A, __global const T* B, __global T* C,
         for (int w = 0; w < WPT; ++w) {
             const int ka = k0 + tx + w * RTS;       /* column of A */
             const int cb = col0 + w * RTS;          /* column of B */
-            As[ty][tx + w * RTS] = (row < M && ka < K) ? A[row * K + ka] : (T)0;
-            Bs[ty][tx + w * RTS] = (kb < K && cb < N) ? B[kb * N + cb] : (T)0;
+            As[ty][tx + w * RTS] = (row < M && ka < K) ? A[row * K + ka] : (ELEM)0;
+            Bs[ty][tx + w * RTS] = (kb < K && cb < N) ? B[kb * N + cb] : (ELEM)0;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 
@@ -85,7 +85,7 @@ void matmul(__global const T* A, __global const T* B, __global T* C,
         for (int w = 0; w < WPT; ++w) {
             const int c = col0 + w * RTS;
             if (c < N)
-                C[row * N + c] = (T)acc[w];
+                C[row * N + c] = (ELEM)acc[w];
         }
     }
 }

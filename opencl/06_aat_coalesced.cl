@@ -1,5 +1,5 @@
 /*
- * 06_aat_coalesced.cl -- C = A*A^T with coalesced loads: per chunk of TILE columns
+ * 06_aat_coalesced.cl -- C = A*A^ELEM with coalesced loads: per chunk of TILE columns
  * of A, a work-group loads its TILE rows of A into aTile and the TILE rows of A that
  * give its columns of C into transposedTile, transposing on the store to local
  * memory. Reads from global memory coalesce; the column-wise store
@@ -10,21 +10,21 @@
  * Seed: 002 (coalescedMultiply, CUDA C Best Practices Guide), written in OpenCL.
  * Differences from the seed: any K (a loop over K in chunks of TILE with two
  * barriers per chunk, where the seed has K == TILE_DIM and one barrier), zero-filled
- * loads and a guarded store for any M, K, a templated element type T and
+ * loads and a guarded store for any M, K, a templated element type ELEM and
  * accumulator ACC (unsigned int for int32 so overflow wraps modulo 2^32).
  * Work-items outside C take part in every load and barrier and only skip the
  * store. C is computed in full.
  *
  * Compile-time constants (defaults let the file compile alone):
- *   T      element type: float or int                       (default float)
+ *   ELEM      element type: float or int                       (default float)
  *   ACC    accumulator:  float, or unsigned int for int     (default float)
  *   TILE   side of the work-group and of both tiles         (default 32)
  *
  * Launch geometry: local (TILE, TILE), global (ceil(M/TILE)*TILE, ceil(M/TILE)*TILE);
  * row = dimension 1, col = dimension 0. Row-major A (MxK), C (MxM); 32-bit indices.
  */
-#ifndef T
-#define T float
+#ifndef ELEM
+#define ELEM float
 #endif
 #ifndef ACC
 #define ACC float
@@ -34,10 +34,10 @@
 #endif
 
 __kernel __attribute__((reqd_work_group_size(TILE, TILE, 1)))
-void matmul(__global const T* A, __global T* C, const int M, const int K)
+void matmul(__global const ELEM* A, __global ELEM* C, const int M, const int K)
 {
-    __local T aTile[TILE][TILE];
-    __local T transposedTile[TILE][TILE];
+    __local ELEM aTile[TILE][TILE];
+    __local ELEM transposedTile[TILE][TILE];
 
     const int tx = get_local_id(0);
     const int ty = get_local_id(1);
@@ -48,8 +48,8 @@ void matmul(__global const T* A, __global T* C, const int M, const int K)
     ACC acc = (ACC)0;
     for (int k0 = 0; k0 < K; k0 += TILE) {
         const int k = k0 + tx;
-        aTile[ty][tx] = (row < M && k < K) ? A[row * K + k] : (T)0;
-        transposedTile[tx][ty] = (trow < M && k < K) ? A[trow * K + k] : (T)0;
+        aTile[ty][tx] = (row < M && k < K) ? A[row * K + k] : (ELEM)0;
+        transposedTile[tx][ty] = (trow < M && k < K) ? A[trow * K + k] : (ELEM)0;
         barrier(CLK_LOCAL_MEM_FENCE);
 
 #pragma unroll
@@ -58,5 +58,5 @@ void matmul(__global const T* A, __global T* C, const int M, const int K)
         barrier(CLK_LOCAL_MEM_FENCE);
     }
     if (row < M && col < M)
-        C[row * M + col] = (T)acc;
+        C[row * M + col] = (ELEM)acc;
 }

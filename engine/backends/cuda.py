@@ -177,7 +177,7 @@ class CudaBackend(Backend):
         shared = fn.get_attribute(fa.SHARED_SIZE_BYTES)
         local = fn.get_attribute(fa.LOCAL_SIZE_BYTES)
         max_threads = fn.get_attribute(fa.MAX_THREADS_PER_BLOCK)
-        fn.prepare("PPiii" if variant.kind == "aat" else "PPPiii")
+        fn.prepare("PPii" if variant.kind == "aat" else "PPPiii")
         report = (f"{variant.label(params)} {dtype} on {self.arch}: {regs} registers, "
                   f"{shared} B shared, {local} B local (spills), max {max_threads} threads/block")
         lines = [ln.strip() for ln in ptxas.splitlines() if "ptxas" in ln and ("Used" in ln or "spill" in ln)]

@@ -1,0 +1,256 @@
+"""``python main.py bench``: a sweep from the command line, without Qt.
+
+Exit codes: 0 all verified (or verification off), 1 a verification failed or a run
+errored, 2 bad input (arguments, sizes, matrix files, an unavailable backend).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from typing import Sequence
+
+from . import matrices, records, registry
+from .backends import BACKENDS, probe_all
+from .runner import Event, Plan, expand_items
+from .sizes import SizeSpecError, format_shape, parse_sizes
+from .worker import EngineThread
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+class UsageError(ValueError):
+    """Bad command-line input; exit code 2."""
+
+
+def parse_param_overrides(text: str | None) -> dict[str, tuple[int, ...]]:
+    """``block=16,32;ts=32`` or ``block=16,32 wpt=4`` → ``{'block': (16, 32), 'ts': (32,)}``.
+
+    A value list runs until the next ``name=``; groups may be separated by ``;`` or spaces.
+    """
+    out: dict[str, list[int]] = {}
+    if not text:
+        return {}
+    current = None
+    for token in text.replace(";", ",").replace(" ", ",").split(","):
+        token = token.strip()
+        if not token:
+            continue
+        if "=" in token:
+            current, _, token = token.partition("=")
+            current = current.strip().lower()
+            if not current:
+                raise UsageError(f"--params: a name is missing before '=' in '{text}'")
+            out.setdefault(current, [])
+        if current is None:
+            raise UsageError(f"--params: '{token}' has no name (write e.g. block=16,32)")
+        try:
+            out[current].append(int(token))
+        except ValueError:
+            raise UsageError(f"--params: '{token}' is not a whole number") from None
+    known = {p for v in registry.REGISTRY.values() for p in v.space}
+    unknown = sorted(set(out) - known)
+    if unknown:
+        raise UsageError(f"--params: unknown parameter(s) {', '.join(unknown)}; "
+                         f"known: {', '.join(sorted(known))}")
+    return {k: tuple(v) for k, v in out.items() if v}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="main.py bench", description=(
+        "Compile, time and verify matmul kernels without the GUI. Sizes: 256,512 | "
+        "256:4096:x2 | 128:512:128 | MxNxK shapes such as 127x253x61 (A is MxK, B is KxN)."))
+    p.add_argument("--list", action="store_true", help="list backends, devices and variants, then exit")
+    p.add_argument("--backend", choices=BACKENDS, default=None,
+                   help="cuda, opencl or cpu (default: the first one available)")
+    p.add_argument("--device", type=int, default=0, help="device index within the backend")
+    p.add_argument("--variants", default=None, help="comma-separated variant names (default: all of the backend)")
+    p.add_argument("--params", default=None, help="restrict parameters, e.g. 'block=16,32;wpt=4'")
+    p.add_argument("--sizes", default="256,512", help="sizes (see above)")
+    p.add_argument("--dtype", choices=registry.DTYPES, default="float32")
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--budget", type=float, default=None,
+                   help="time budget per variant in seconds (replaces --repeats)")
+    p.add_argument("--cold", action="store_true", help="flush the L2 cache before each timed launch")
+    p.add_argument("--no-verify", action="store_true", help="skip verification")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dist", choices=matrices.DISTRIBUTIONS, default="uniform")
+    p.add_argument("--a", dest="a_path", default=None, help="matrix file for A (.npy .npz .csv .txt .mtx)")
+    p.add_argument("--b", dest="b_path", default=None, help="matrix file for B (or omit with a .npz holding a and b)")
+    p.add_argument("--out", default=None, help="save results to .json or .csv")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def _print_list(console) -> None:
+    from rich.markup import escape  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
+    status = probe_all()
+    t = Table(title="Backends and devices")
+    for col in ("backend", "device", "name", "units", "memory", "peak FP32", "bandwidth"):
+        t.add_column(col)
+    for name, st in status.items():
+        if not st.available:
+            t.add_row(name, "—", f"[red]unavailable: {escape(st.reason)}[/red]", "", "", "", "")
+            continue
+        for d in st.devices:
+            t.add_row(name, str(d.index), d.name, str(d.compute_units or "—"),
+                      f"{d.memory_bytes / 2**30:.1f} GiB" if d.memory_bytes else "—",
+                      f"{d.peak_gflops_fp32:,.0f} GFLOP/s" if d.peak_gflops_fp32 else "—",
+                      f"{d.peak_gbps:,.0f} GB/s" if d.peak_gbps else "—")
+    console.print(t)
+    v = Table(title="Variants")
+    for col in ("variant", "backends", "parameters", "technique"):
+        v.add_column(col, overflow="fold")
+    for var in registry.REGISTRY.values():
+        space = " ".join(f"{k}={'/'.join(map(str, vals))}" for k, vals in var.space.items()) or "—"
+        v.add_row(var.name, ",".join(var.backends), space, var.technique)
+    console.print(v)
+
+
+def _results_table(recs: list[records.ResultRecord]):
+    from rich.markup import escape  # noqa: PLC0415  (labels hold [..], which rich reads as markup)
+    from rich.table import Table  # noqa: PLC0415
+
+    t = Table(title="Results")
+    for col, just in (("variant", "left"), ("shape", "right"), ("median ms", "right"),
+                      ("noise %", "right"), ("GFLOP/s", "right"), ("GB/s", "right"),
+                      ("vs naive", "right"), ("% peak", "right"), ("verified", "left")):
+        t.add_column(col, justify=just)
+
+    def num(x, fmt):
+        return "—" if x is None or not math.isfinite(x) else format(x, fmt)
+
+    notes: dict[str, list[str]] = {}
+    for r in recs:
+        if r.status == "skipped":
+            verdict = "[dim]skipped[/dim]"
+        elif r.status == "error":
+            verdict = "[red]error[/red]"
+        elif r.passed is True:
+            verdict = f"[green]yes[/green] {r.verify_method.split('+')[0]} {r.rel_l2:.0e}"
+        elif r.passed is False:
+            verdict = "[red]FAILED[/red]"
+        else:
+            verdict = "not checked"
+        if r.error:
+            notes.setdefault(r.error, []).append(f"{r.label()}@{format_shape((r.m, r.n, r.k))}")
+        t.add_row(escape(r.label()), format_shape((r.m, r.n, r.k)), num(r.median_ms, ".4f"),
+                  num(r.noise_pct, ".1f"), num(r.gflops, ",.1f"), num(r.gbps, ",.1f"),
+                  num(r.speedup_vs_naive, ".2f") + ("×" if math.isfinite(r.speedup_vs_naive) else ""),
+                  num(r.pct_of_peak, ".1f"), verdict)
+    t.caption = "\n".join(escape(f"{', '.join(who[:4])}{' …' if len(who) > 4 else ''}: {msg}")
+                           for msg, who in notes.items()) or None
+    t.caption_justify = "left"
+    return t
+
+
+def _default_backend() -> str:
+    status = probe_all()
+    for name in BACKENDS:
+        if status[name].available:
+            return name
+    return "cpu"
+
+
+def run_bench(argv: Sequence[str]) -> int:
+    from rich.console import Console  # noqa: PLC0415
+
+    console = Console(stderr=False)
+    if not console.is_terminal:  # a log file or a pipe: don't squeeze the table into 80 columns
+        console = Console(stderr=False, width=160)
+    err = Console(stderr=True)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv))
+    except SystemExit as exc:  # argparse already printed the message
+        return EXIT_OK if exc.code == 0 else EXIT_BAD_INPUT
+    if args.list:
+        _print_list(console)
+        return EXIT_OK
+    try:
+        backend = args.backend or _default_backend()
+        status = probe_all()[backend]
+        if not status.available:
+            raise UsageError(f"the {backend} backend is unavailable: {status.reason}")
+        if not 0 <= args.device < len(status.devices):
+            raise UsageError(f"--device {args.device}: the {backend} backend has "
+                             f"{len(status.devices)} device(s)")
+        names = [s.strip() for s in args.variants.split(",") if s.strip()] if args.variants else None
+        for name in names or []:
+            try:
+                v = registry.get(name)
+            except KeyError as exc:
+                raise UsageError(str(exc.args[0])) from None
+            if backend not in v.sources:
+                raise UsageError(f"{name} has no {backend} kernel (it runs on {', '.join(v.backends)})")
+        overrides = parse_param_overrides(args.params)
+        items = expand_items(backend, names, overrides)
+        if not items:
+            raise UsageError(f"no variants for the {backend} backend")
+        shapes = [] if args.a_path else parse_sizes(args.sizes)
+        mats = None
+        if args.a_path:
+            mats = matrices.load_pair(args.a_path, args.b_path, args.dtype)
+            err.print(f"A: {matrices.describe(mats[0])}, B: {matrices.describe(mats[1])}")
+        if args.out and not args.out.lower().endswith((".json", ".csv")):
+            raise UsageError(f"--out must end in .json or .csv, not '{args.out}'")
+        if args.warmup < 0 or args.repeats < 1:
+            raise UsageError("--warmup must be ≥ 0 and --repeats ≥ 1")
+        if args.budget is not None and args.budget <= 0:
+            raise UsageError("--budget must be positive")
+    except (UsageError, SizeSpecError, matrices.MatrixInputError) as exc:
+        err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        return EXIT_BAD_INPUT
+
+    plan = Plan(backend=backend, items=items, shapes=shapes, dtype=args.dtype, device=args.device,
+                warmup=args.warmup, repeats=args.repeats, time_budget_s=args.budget,
+                cold=args.cold, verify=not args.no_verify, seed=args.seed, dist=args.dist,
+                matrices=mats)
+    engine = EngineThread().start()
+    try:
+        recs = _run_with_progress(engine, plan, err, quiet=args.quiet)
+    finally:
+        engine.shutdown()
+    console.print(_results_table(recs))
+    if args.out:
+        path = records.save(recs, args.out)
+        err.print(f"saved {len(recs)} records to {path}")
+    bad = [r for r in recs if r.passed is False or r.status == "error"]
+    return EXIT_FAILED if bad else EXIT_OK
+
+
+def _run_with_progress(engine: EngineThread, plan: Plan, err, quiet: bool) -> list[records.ResultRecord]:
+    from rich.markup import escape  # noqa: PLC0415
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,  # noqa: PLC0415
+                               TimeElapsedColumn, TimeRemainingColumn)
+
+    errors: list[str] = []
+    if quiet:
+        def emit(ev: Event) -> None:
+            if ev.kind == "log" and ev.level == "error":
+                errors.append(ev.message)
+        job = engine.submit(plan, emit)
+        recs = job.result()
+    else:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=True) as prog:
+            task = prog.add_task("starting", total=None)
+
+            def emit(ev: Event) -> None:  # called on the engine thread; rich is thread-safe
+                if ev.kind in ("started", "progress", "result"):
+                    prog.update(task, total=ev.total or None, completed=ev.done,
+                                description=escape(ev.current or ev.message or "running"))
+                elif ev.kind == "log" and ev.level == "error":
+                    errors.append(ev.message)
+            job = engine.submit(plan, emit)
+            recs = job.result()
+    for msg in errors:
+        err.print(f"[red]{escape(msg)}[/red]")
+    return recs
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_bench(sys.argv[1:] if argv is None else argv)

@@ -1,0 +1,6 @@
+"""The Qt desktop front end of the matmul lab.
+
+Everything here runs in the GUI thread except what :mod:`gui.bridge` hands to the
+engine thread; no widget is touched from another thread, and no widget waits on a
+device.  Entry point: :func:`gui.app.main`.
+"""

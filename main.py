@@ -1,0 +1,29 @@
+"""GPU matmul lab.
+
+    python main.py            open the desktop app
+    python main.py bench ...  run a sweep without Qt (python main.py bench --help)
+"""
+from __future__ import annotations
+
+import sys
+
+
+def main(argv: list[str]) -> int:
+    if argv and argv[0] == "bench":
+        from engine.cli import run_bench  # noqa: PLC0415
+        return run_bench(argv[1:])
+    if argv and argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0
+    try:
+        from gui.app import main as gui_main  # noqa: PLC0415
+    except ImportError as exc:
+        print(f"The desktop app cannot start: {exc}.\n"
+              "Install the GUI requirements (pip install -r requirements.txt), or use "
+              "'python main.py bench' for the command line.", file=sys.stderr)
+        return 1
+    return gui_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

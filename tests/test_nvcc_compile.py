@@ -1,0 +1,224 @@
+"""Compile every CUDA kernel of the registry with nvcc and read ptxas's report.
+
+For every variant in :data:`engine.registry.REGISTRY` that has a ``cuda`` source,
+every combination of its parameter space, both dtypes and two architectures
+(sm_90, sm_80), the kernel file is compiled to a cubin with ``-Xptxas -v``; the test
+asserts that the compile succeeds, that the entry ``matmul`` is there and that it
+has no stack frame and no register spills (the registers are reported in the
+failure message). All compiles run once per session in a small thread pool; the
+parametrized tests only look their result up.
+
+The compile-time constants of :meth:`Variant.defines` go in as ``-D`` flags, exactly as
+the cuda backend passes them to nvcc (the element type is ``ELEM``, not ``T``, which
+CUDA's own headers use as a template parameter name).
+
+Without nvcc on PATH the compile tests are skipped; the check that every kernel
+file starts with a header comment and defines ``matmul`` runs regardless.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from engine.registry import REGISTRY, Variant, params_to_str  # noqa: E402
+
+NVCC = shutil.which("nvcc")
+ARCHES = ("sm_90", "sm_80")
+WORKERS = max(2, min(4, os.cpu_count() or 2))
+COMPILE_TIMEOUT_S = 120
+
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
+
+
+# --- the cases -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Case:
+    variant: Variant
+    params: dict
+    dtype: str
+    arch: str
+
+    @property
+    def id(self) -> str:
+        p = params_to_str(self.params) or "default"
+        return f"{self.variant.name}-{p}-{self.dtype}-{self.arch}"
+
+
+def _param_reason(v: Variant, params: dict, dtype: str) -> str | None:
+    """Why a combination can never run (e.g. wpt not dividing ts), whatever the shape.
+
+    The sizes are a common multiple of every parameter, so shape constraints such as
+    tiled's 'multiple of block' are met and only parameter-level reasons remain.
+    """
+    size = math.lcm(1, *(int(x) for x in params.values()))
+    return v.check("cuda", params, size, size, size, dtype)
+
+
+def _cases() -> list[Case]:
+    out = []
+    for v in REGISTRY.values():
+        if "cuda" not in v.sources:
+            continue
+        for params in v.combos():
+            for dtype in v.dtypes:
+                if _param_reason(v, params, dtype):
+                    continue
+                for arch in ARCHES:
+                    out.append(Case(v, params, dtype, arch))
+    return out
+
+
+CASES = _cases()
+
+
+# --- compiling and parsing -----------------------------------------------------------
+
+@dataclass
+class Result:
+    cmd: list[str]
+    returncode: int
+    output: str
+    cubin: Path
+
+    def report(self) -> dict:
+        """ptxas's figures for the entry ``matmul``."""
+        return parse_ptxas(self.output)
+
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(sm_\d+a?)'")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_REGS = re.compile(r"Used (\d+) registers")
+
+
+def parse_ptxas(output: str) -> dict:
+    """Parse ``-Xptxas -v`` output into ``{entry: {...}}`` (one dict per entry function)."""
+    entries: dict[str, dict] = {}
+    current = None
+    for line in output.splitlines():
+        m = _ENTRY.search(line)
+        if m:
+            current = entries.setdefault(m.group(1), {"arch": m.group(2)})
+            continue
+        if current is None:
+            continue
+        m = _FRAME.search(line)
+        if m:
+            current["stack"], current["spill_stores"], current["spill_loads"] = map(int, m.groups())
+        m = _REGS.search(line)
+        if m:
+            current["registers"] = int(m.group(1))
+    return entries
+
+
+def compile_case(case: Case, outdir: Path) -> Result:
+    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", case.id)
+    cubin = outdir / f"{stem}.cubin"
+    defines = [f"-D{k}={v}" for k, v in case.variant.defines(case.params, case.dtype).items()]
+    cmd = [NVCC, f"-arch={case.arch}", "-cubin", "-Xptxas", "-v", *defines, "-o", str(cubin),
+           str(case.variant.source_path("cuda"))]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+    except subprocess.TimeoutExpired as exc:
+        return Result(cmd, -1, f"timed out after {exc.timeout} s", cubin)
+    return Result(cmd, proc.returncode, proc.stdout + proc.stderr, cubin)
+
+
+@pytest.fixture(scope="session")
+def compiled(request, tmp_path_factory) -> dict[str, Result]:
+    """Compile, once and in parallel, every case this session will look at."""
+    wanted = {item.callspec.id for item in request.session.items
+              if getattr(item, "originalname", None) == "test_nvcc_compiles"
+              and hasattr(item, "callspec")}
+    todo = [c for c in CASES if c.id in wanted] or CASES
+    outdir = tmp_path_factory.mktemp("nvcc")
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        futures = {c.id: pool.submit(compile_case, c, outdir) for c in todo}
+        return {cid: f.result() for cid, f in futures.items()}
+
+
+# --- tests ---------------------------------------------------------------------------
+
+def test_registry_has_cuda_cases():
+    assert CASES, "no variant in the registry has a cuda source"
+
+
+@needs_nvcc
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_nvcc_compiles(case: Case, compiled: dict[str, Result]):
+    res = compiled[case.id]
+    cmd = " ".join(res.cmd)
+    assert res.returncode == 0, f"nvcc failed ({res.returncode}): {cmd}\n{res.output}"
+    assert res.cubin.is_file() and res.cubin.stat().st_size > 0, f"no cubin from {cmd}"
+
+    entries = res.report()
+    assert case.variant.entry in entries, f"ptxas reported no entry '{case.variant.entry}':\n{res.output}"
+    info = entries[case.variant.entry]
+    assert info["arch"] == case.arch, res.output
+    assert {"registers", "stack", "spill_stores", "spill_loads"} <= set(info), \
+        f"could not parse ptxas's report:\n{res.output}"
+    summary = (f"{case.id}: {info['registers']} registers, {info['stack']} bytes stack frame, "
+               f"{info['spill_stores']} bytes spill stores, {info['spill_loads']} bytes spill loads")
+    assert info["spill_stores"] == 0, summary
+    assert info["spill_loads"] == 0, summary
+    assert info["stack"] == 0, summary
+
+
+def _kernel_files() -> list[Path]:
+    files = []
+    for folder in ("cuda", "opencl"):
+        d = ROOT / folder
+        if d.is_dir():
+            files += sorted(p for p in d.iterdir() if p.is_file())
+    return files
+
+
+KERNEL_FILES = _kernel_files()
+
+#: kernel file (relative) -> (backend, kind) from the registry
+_REGISTERED = {src: (backend, v.kind) for v in REGISTRY.values()
+               for backend, src in v.sources.items() if backend in ("cuda", "opencl")}
+
+_ENTRY_DECL = {
+    "cuda": re.compile(r'extern\s+"C"\s+__global__\b[^;{]*?\bvoid\s+matmul\s*\(([^)]*)\)'),
+    "opencl": re.compile(r"__kernel\b[^;{]*?\bvoid\s+matmul\s*\(([^)]*)\)"),
+}
+
+
+def test_registered_kernel_files_exist():
+    missing = [src for src in _REGISTERED if not (ROOT / src).is_file()]
+    assert not missing, f"registry names kernel files that do not exist: {missing}"
+
+
+@pytest.mark.parametrize("path", KERNEL_FILES, ids=[p.relative_to(ROOT).as_posix() for p in KERNEL_FILES])
+def test_kernel_file_has_header_and_entry(path: Path):
+    text = path.read_text()
+    rel = path.relative_to(ROOT).as_posix()
+    head = text.lstrip()
+    assert head.startswith(("/*", "//")), f"{rel} does not start with a header comment"
+    if head.startswith("/*"):
+        header = head[:head.find("*/")]
+        assert len(header.splitlines()) >= 3, f"{rel}: header comment too short"
+
+    if path.suffix not in (".cu", ".cl"):
+        return  # shared headers (e.g. common.cuh) need no entry point
+    backend = "cuda" if path.suffix == ".cu" else "opencl"
+    m = _ENTRY_DECL[backend].search(text)
+    assert m, f"{rel} does not define the entry point 'matmul' ({backend} style)"
+    if rel in _REGISTERED:
+        n_args = len([a for a in m.group(1).split(",") if a.strip()])
+        expected = 4 if _REGISTERED[rel][1] == "aat" else 6
+        assert n_args == expected, f"{rel}: matmul takes {n_args} arguments, expected {expected}"
