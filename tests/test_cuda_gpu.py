@@ -67,11 +67,11 @@ def test_planted_faults_are_caught_on_gpu(tmp_path, monkeypatch):
     src = (registry.ROOT / "cuda" / "01_naive.cu").read_text()
     bad_row = tmp_path / "bad_row.cu"
     bad_row.write_text(src.replace("matmul(", "matmul_real(", 1) + """
-extern "C" __global__ void matmul(const T* __restrict__ A, const T* __restrict__ B, T* __restrict__ C, int M, int N, int K) {
+extern "C" __global__ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C, int M, int N, int K) {
     int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
     if (row >= M - 1 || col >= N) return;  /* planted: last row never written */
     ACC acc = 0; for (int k = 0; k < K; ++k) acc += (ACC)A[row * K + k] * (ACC)B[k * N + col];
-    C[row * N + col] = (T)acc;
+    C[row * N + col] = (ELEM)acc;
 }
 """)
     v = registry.REGISTRY["naive"]

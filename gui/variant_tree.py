@@ -1,0 +1,207 @@
+"""The kernel picker: variants of a backend as a checkable tree, built from the registry.
+
+Top-level rows are variants (checkbox, name, one-line technique); under each, one row
+per parameter with its values as checkboxes.  Choices are remembered per variant
+name, so switching backend and back keeps them.
+"""
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QTreeWidget,
+                               QTreeWidgetItem, QWidget)
+
+from engine import registry
+from engine.runner import expand_items
+
+NAME_COL, INFO_COL = 0, 1
+
+
+class ParamValues(QWidget):
+    """A row of checkboxes, one per value a parameter may take."""
+
+    toggled = Signal()
+
+    def __init__(self, values: tuple[int, ...], checked: set[int], parent=None):
+        super().__init__(parent)
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(2, 0, 2, 0)
+        layout.setSpacing(10)
+        self.boxes: dict[int, QCheckBox] = {}
+        for v in sorted(values):  # numeric order reads better than registry order
+            box = QCheckBox(str(v))
+            box.setChecked(v in checked)
+            box.toggled.connect(self.toggled)
+            layout.addWidget(box)
+            self.boxes[v] = box
+        layout.addStretch(1)
+
+    def checked(self) -> list[int]:
+        return [v for v, b in self.boxes.items() if b.isChecked()]
+
+    def set_checked(self, values) -> None:
+        values = set(values)
+        for v, b in self.boxes.items():
+            b.setChecked(v in values)
+
+
+class VariantTree(QTreeWidget):
+    """Checkable variants and parameter values for one backend.
+
+    Signals
+    -------
+    choice_changed()
+        A variant or a parameter value was (un)checked.
+    """
+
+    choice_changed = Signal()
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self.setColumnCount(2)
+        self.setHeaderLabels(["Variant", "Technique"])
+        self.setRootIsDecorated(True)
+        self.setUniformRowHeights(True)
+        self.setAlternatingRowColors(True)
+        self.setSelectionMode(QTreeWidget.SelectionMode.SingleSelection)
+        self.header().setStretchLastSection(True)
+        self.header().setSectionResizeMode(NAME_COL, QHeaderView.ResizeMode.ResizeToContents)
+        self.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.backend = ""
+        # Remembered across backends: variant → checked, variant → {param: values}.
+        self._checked: dict[str, bool] = {}
+        self._values: dict[str, dict[str, list[int]]] = {}
+        self._value_widgets: dict[tuple[str, str], ParamValues] = {}
+        self._building = False
+        self.itemChanged.connect(self._item_changed)
+
+    # --- building ----------------------------------------------------------------------
+
+    def set_backend(self, backend: str) -> None:
+        """Show the variants that have a kernel for ``backend``."""
+        self.backend = backend
+        self._building = True
+        try:
+            self.clear()
+            self._value_widgets.clear()
+            for v in registry.variants_for(backend):
+                item = QTreeWidgetItem([v.name, v.technique])
+                item.setData(NAME_COL, Qt.ItemDataRole.UserRole, v.name)
+                item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+                item.setCheckState(NAME_COL, Qt.CheckState.Checked if self._checked.get(v.name, True)
+                                   else Qt.CheckState.Unchecked)
+                tip = f"<b>{v.name}</b> ({v.kind})<br>{v.technique}<br><i>{v.seed}</i>"
+                item.setToolTip(NAME_COL, tip)
+                item.setToolTip(INFO_COL, tip)
+                self.addTopLevelItem(item)
+                chosen = self._values.setdefault(v.name, {})
+                for pname, values in v.space.items():
+                    child = QTreeWidgetItem([pname, ""])
+                    child.setFlags(Qt.ItemFlag.ItemIsEnabled)
+                    child.setToolTip(NAME_COL, f"Values of {pname} to sweep for {v.name}; "
+                                               f"{values[0]} is the default")
+                    item.addChild(child)
+                    checked = set(chosen.get(pname, [values[0]]))
+                    chosen[pname] = sorted(checked)
+                    w = ParamValues(values, checked)
+                    w.toggled.connect(lambda n=v.name, p=pname: self._values_changed(n, p))
+                    self.setItemWidget(child, INFO_COL, w)
+                    self._value_widgets[(v.name, pname)] = w
+                item.setExpanded(bool(v.space))
+        finally:
+            self._building = False
+        self.choice_changed.emit()
+
+    def _item_changed(self, item: QTreeWidgetItem, column: int) -> None:
+        if self._building or column != NAME_COL:
+            return
+        name = item.data(NAME_COL, Qt.ItemDataRole.UserRole)
+        if name:
+            self._checked[name] = item.checkState(NAME_COL) == Qt.CheckState.Checked
+            self.choice_changed.emit()
+
+    def _values_changed(self, name: str, pname: str) -> None:
+        if self._building:
+            return
+        self._values.setdefault(name, {})[pname] = self._value_widgets[(name, pname)].checked()
+        self.choice_changed.emit()
+
+    # --- queries --------------------------------------------------------------------
+
+    def _top_items(self):
+        for i in range(self.topLevelItemCount()):
+            yield self.topLevelItem(i)
+
+    def variant_names(self) -> list[str]:
+        return [it.data(NAME_COL, Qt.ItemDataRole.UserRole) for it in self._top_items()]
+
+    def checked_variants(self) -> list[str]:
+        return [it.data(NAME_COL, Qt.ItemDataRole.UserRole) for it in self._top_items()
+                if it.checkState(NAME_COL) == Qt.CheckState.Checked]
+
+    def chosen_values(self, name: str) -> dict[str, list[int]]:
+        v = registry.get(name)
+        chosen = self._values.get(name, {})
+        return {p: list(chosen.get(p, [vals[0]])) for p, vals in v.space.items()}
+
+    def problems(self) -> list[str]:
+        """Why the current choice cannot run, as short sentences (empty: fine)."""
+        names = self.checked_variants()
+        if not names:
+            return ["Choose at least one variant."]
+        out = []
+        for name in names:
+            for p, vals in self.chosen_values(name).items():
+                if not vals:
+                    out.append(f"{name}: choose at least one value of {p}.")
+        return out
+
+    def plan_items(self) -> list[tuple[str, dict[str, int]]]:
+        """(variant, params) pairs for the runner, each variant with its own values."""
+        items: list[tuple[str, dict[str, int]]] = []
+        for name in self.checked_variants():
+            items.extend(expand_items(self.backend, [name], self.chosen_values(name)))
+        return items
+
+    # --- changing -------------------------------------------------------------------
+
+    def set_variant_checked(self, name: str, checked: bool) -> None:
+        self._checked[name] = checked
+        for it in self._top_items():
+            if it.data(NAME_COL, Qt.ItemDataRole.UserRole) == name:
+                it.setCheckState(NAME_COL, Qt.CheckState.Checked if checked else Qt.CheckState.Unchecked)
+
+    def set_only(self, names) -> None:
+        """Check exactly ``names`` among the shown variants."""
+        names = set(names)
+        for n in self.variant_names():
+            self.set_variant_checked(n, n in names)
+
+    def set_param_values(self, name: str, pname: str, values) -> None:
+        self._values.setdefault(name, {})[pname] = sorted(values)
+        w = self._value_widgets.get((name, pname))
+        if w is not None:
+            w.set_checked(values)
+
+    def set_all(self, checked: bool) -> None:
+        for n in self.variant_names():
+            self.set_variant_checked(n, checked)
+
+    # --- persistence -------------------------------------------------------------------
+
+    def state(self) -> dict:
+        return {"checked": dict(self._checked), "values": {k: dict(v) for k, v in self._values.items()}}
+
+    def set_state(self, state: dict) -> None:
+        """Restore choices saved by :meth:`state`; unknown names and values are dropped."""
+        checked = state.get("checked", {}) if isinstance(state, dict) else {}
+        values = state.get("values", {}) if isinstance(state, dict) else {}
+        self._checked = {k: bool(v) for k, v in checked.items() if k in registry.REGISTRY}
+        self._values = {}
+        for name, pv in values.items():
+            if name not in registry.REGISTRY or not isinstance(pv, dict):
+                continue
+            space = registry.REGISTRY[name].space
+            self._values[name] = {p: sorted(int(x) for x in vals if int(x) in space[p])
+                                  for p, vals in pv.items() if p in space and isinstance(vals, list)}
+        if self.backend:
+            self.set_backend(self.backend)
