@@ -96,6 +96,11 @@ class Variant:
     flops: Callable[[int, int, int], int] = gemm_flops
     bytes_moved: Callable[[int, int, int, int], int] = gemm_bytes
     entry: str = "matmul"
+    #: Set for library reference lines (e.g. ``"cublas_sgemm"``): the backend calls the
+    #: library instead of compiling ``sources``; ``sources`` then names the routine.
+    library: str | None = None
+    #: Arithmetic the result is checked against: "fp32" or "tf32" (looser tolerance).
+    precision: str = "fp32"
     #: Extra keyword arguments for the backend (e.g. dynamic shared memory); unused by seeds.
     extra: Mapping[str, object] = field(default_factory=dict)
 
@@ -317,3 +322,7 @@ def iter_plan_params(variant: Variant, overrides: Mapping[str, tuple[int, ...]] 
     for vals in itertools.product(*pools):
         yield dict(zip(names, vals))
 
+
+# The performance ladder (issue 4's kernels) lives in its own module; it registers
+# into REGISTRY on import so that the GUI and CLI see one list.
+from . import ladder  # noqa: E402,F401
