@@ -130,7 +130,9 @@ def _results_table(recs: list[records.ResultRecord]):
         elif r.status == "error":
             verdict = "[red]error[/red]"
         elif r.passed is True:
-            verdict = f"[green]yes[/green] {r.verify_method.split('+')[0]} {r.rel_l2:.0e}"
+            how = r.verify_method.split("+")[0]
+            verdict = (f"[green]yes[/green] {how} exact" if r.dtype == "int32"
+                       else f"[green]yes[/green] {how} {r.rel_l2:.0e}")
         elif r.passed is False:
             verdict = "[red]FAILED[/red]"
         else:

@@ -140,16 +140,18 @@ class Reference:
     def _freivalds_float(self, c: np.ndarray, tol: float) -> Verdict:
         if self._proj is None:
             r = self._rng.standard_normal((self.shape[1], FREIVALDS_VECTORS))
-            br = _f64_matmul_t(self.a, r) if self.kind == "aat" else _f64_matmul(self.b, r)
             # Per-row noise scale of the projection: the float32 rounding error of C[i, j]
             # is about eps·sqrt(K)·sqrt(sum_k (a_ik b_kj)^2), so that of (C·r)_i is that
             # times r_j in quadrature: sqrt((A∘A)·((B∘B)·(r∘r))). A row far above it holds
-            # a wrong element even when the global norm hides it.
+            # a wrong element even when the global norm hides it. Each float64 block of a
+            # matrix serves both products, so every input is converted once.
             r2 = r * r
-            b2r2 = (_f64_matmul_t(self.a, r2, square=True) if self.kind == "aat"
-                    else _f64_matmul(self.b, r2, square=True))
-            scale = np.sqrt(_f64_matmul(self.a, b2r2, square=True))
-            self._proj = (r, _f64_matmul(self.a, br), scale)
+            if self.kind == "aat":
+                br, b2r2 = _f64_matmul_t_pair(self.a, r, r2)
+            else:
+                br, b2r2 = _f64_matmul_pair(self.b, r, r2)
+            abr, a2b2r2 = _f64_matmul_pair(self.a, br, b2r2)
+            self._proj = (r, abr, np.sqrt(a2b2r2))
         r, expected, scale = self._proj
         got = _f64_matmul(c, r)
         rel_proj = float(np.linalg.norm(got - expected) / max(np.linalg.norm(expected), 1e-300))
@@ -225,25 +227,36 @@ def _worst(diff: np.ndarray) -> str:
     return f"largest error {abs(diff[i, j]):.3g} at [{i}, {j}]"
 
 
-def _rows64(x: np.ndarray, square: bool) -> np.ndarray:
-    x = x.astype(np.float64)
-    return x * x if square else x
-
-
-def _f64_matmul(x: np.ndarray, r: np.ndarray, chunk: int = 2048, square: bool = False) -> np.ndarray:
-    """``x @ r`` (or ``(x∘x) @ r``) in float64, converting a block of rows at a time."""
+def _f64_matmul(x: np.ndarray, r: np.ndarray, chunk: int = 2048) -> np.ndarray:
+    """``x @ r`` in float64, converting ``x`` a block of rows at a time to bound memory."""
     out = np.empty((x.shape[0], r.shape[1]), dtype=np.float64)
     for s in range(0, x.shape[0], chunk):
-        out[s:s + chunk] = _rows64(x[s:s + chunk], square) @ r
+        out[s:s + chunk] = x[s:s + chunk].astype(np.float64) @ r
     return out
 
 
-def _f64_matmul_t(a: np.ndarray, r: np.ndarray, chunk: int = 2048, square: bool = False) -> np.ndarray:
-    """``a.T @ r`` (or ``(a∘a).T @ r``) in float64, a block of a's rows at a time."""
+def _f64_matmul_pair(x: np.ndarray, r: np.ndarray, r2: np.ndarray, chunk: int = 2048):
+    """``(x @ r, (x∘x) @ r2)`` in float64, one conversion of each block of rows."""
+    out = np.empty((x.shape[0], r.shape[1]), dtype=np.float64)
+    out2 = np.empty((x.shape[0], r2.shape[1]), dtype=np.float64)
+    for s in range(0, x.shape[0], chunk):
+        block = x[s:s + chunk].astype(np.float64)
+        out[s:s + chunk] = block @ r
+        block *= block
+        out2[s:s + chunk] = block @ r2
+    return out, out2
+
+
+def _f64_matmul_t_pair(a: np.ndarray, r: np.ndarray, r2: np.ndarray, chunk: int = 2048):
+    """``(a.T @ r, (a∘a).T @ r2)`` in float64, a block of a's rows at a time."""
     out = np.zeros((a.shape[1], r.shape[1]), dtype=np.float64)
+    out2 = np.zeros((a.shape[1], r2.shape[1]), dtype=np.float64)
     for s in range(0, a.shape[0], chunk):
-        out += _rows64(a[s:s + chunk], square).T @ r[s:s + chunk]
-    return out
+        block = a[s:s + chunk].astype(np.float64)
+        out += block.T @ r[s:s + chunk]
+        block *= block
+        out2 += block.T @ r2[s:s + chunk]
+    return out, out2
 
 
 def _int_matmul(x: np.ndarray, r: np.ndarray, chunk: int = 1024) -> np.ndarray:

@@ -1,0 +1,217 @@
+"""The results table: one row per record, sortable, red where verification failed,
+copyable as TSV (Ctrl+C, or the context menu)."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtGui import QAction, QColor, QKeySequence
+from PySide6.QtWidgets import QAbstractItemView, QApplication, QHeaderView, QMenu, QTableView
+
+from engine.records import ResultRecord
+from engine.registry import params_to_str
+
+from .results_store import ResultStore, source_name
+from .theme import failed_row_colors, is_dark
+
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+def _num(fmt: str) -> Callable[[Any], str]:
+    def f(v):
+        if v is None or (isinstance(v, float) and not math.isfinite(v)):
+            return ""
+        return format(v, fmt)
+    return f
+
+
+def _passed(r: ResultRecord) -> str:
+    return {True: "pass", False: "FAIL", None: ""}[r.passed]
+
+
+@dataclass(frozen=True)
+class Column:
+    title: str
+    value: Callable[[ResultRecord], Any]
+    text: Callable[[Any], str] = str
+    numeric: bool = False
+    tip: str = ""
+
+
+COLUMNS: list[Column] = [
+    Column("Source", source_name, tip="The run or results file the row came from"),
+    Column("Variant", lambda r: r.variant),
+    Column("Params", lambda r: params_to_str(r.params)),
+    Column("M", lambda r: r.m, numeric=True),
+    Column("N", lambda r: r.n, numeric=True),
+    Column("K", lambda r: r.k, numeric=True),
+    Column("dtype", lambda r: r.dtype),
+    Column("Mode", lambda r: r.mode),
+    Column("Status", lambda r: r.status),
+    Column("Median ms", lambda r: r.median_ms, _num(".4g"), True),
+    Column("Min ms", lambda r: r.min_ms, _num(".4g"), True),
+    Column("Max ms", lambda r: r.max_ms, _num(".4g"), True),
+    Column("GFLOP/s", lambda r: r.gflops, _num(",.1f"), True),
+    Column("GB/s", lambda r: r.gbps, _num(",.1f"), True),
+    Column("× naive", lambda r: r.speedup_vs_naive, _num(".2f"), True, "Speed-up over the naive kernel"),
+    Column("% peak", lambda r: r.pct_of_peak, _num(".1f"), True, "Share of the device's FP32 peak"),
+    Column("Verified", _passed),
+    Column("Rel-L2", lambda r: r.rel_l2, _num(".2e"), True, "Relative L2 error against the reference"),
+    Column("Max abs", lambda r: r.max_abs, _num(".2e"), True, "Largest absolute error"),
+    Column("Runs", lambda r: r.repeats, numeric=True, tip="Timed launches"),
+    Column("Backend", lambda r: r.backend),
+    Column("Device", lambda r: r.device),
+    Column("Error / note", lambda r: r.error),
+]
+
+
+class ResultsModel(QAbstractTableModel):
+    """A table view of a :class:`ResultStore` (no copy of the records)."""
+
+    def __init__(self, store: ResultStore, parent=None):
+        super().__init__(parent)
+        self.store = store
+        store.rows_appended.connect(self._appended)
+        store.reset.connect(self._reset)
+        store.values_changed.connect(self._values_changed)
+
+    def _appended(self, first: int, count: int) -> None:
+        # The store already holds the rows; announce them after the fact.
+        self.beginInsertRows(QModelIndex(), first, first + count - 1)
+        self.endInsertRows()
+
+    def _reset(self) -> None:
+        self.beginResetModel()
+        self.endResetModel()
+
+    def _values_changed(self) -> None:
+        if self.rowCount():
+            self.dataChanged.emit(self.index(0, 0), self.index(self.rowCount() - 1, len(COLUMNS) - 1))
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802 (Qt API)
+        return 0 if parent.isValid() else len(self.store)
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def record(self, row: int) -> ResultRecord:
+        return self.store.records[row]
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        if orientation == Qt.Orientation.Horizontal and 0 <= section < len(COLUMNS):
+            col = COLUMNS[section]
+            if role == Qt.ItemDataRole.DisplayRole:
+                return col.title
+            if role == Qt.ItemDataRole.ToolTipRole and col.tip:
+                return col.tip
+        return super().headerData(section, orientation, role)
+
+    def data(self, index: QModelIndex, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        rec = self.store.records[index.row()]
+        col = COLUMNS[index.column()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return col.text(col.value(rec))
+        if role == SORT_ROLE:
+            v = col.value(rec)
+            if col.numeric:
+                v = float(v) if v is not None else math.inf
+                return math.inf if not math.isfinite(v) else v  # blanks sort last (ascending)
+            return str(v)
+        if role == Qt.ItemDataRole.TextAlignmentRole and col.numeric:
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.BackgroundRole and rec.status == "failed":
+            return failed_row_colors()[0]
+        if role == Qt.ItemDataRole.ForegroundRole:
+            if rec.status == "failed":
+                return failed_row_colors()[1]
+            if rec.status == "error":
+                return QColor("#ff8a65" if is_dark() else "#b23c00")
+            if rec.status == "skipped":
+                return QColor("#8c8f94")
+        if role == Qt.ItemDataRole.ToolTipRole and rec.error:
+            return rec.error
+        return None
+
+
+class ResultsTable(QTableView):
+    """Sortable view of the results with TSV copy."""
+
+    def __init__(self, store: ResultStore, parent=None):
+        super().__init__(parent)
+        self.model_ = ResultsModel(store, self)
+        self.proxy = QSortFilterProxyModel(self)
+        self.proxy.setSourceModel(self.model_)
+        self.proxy.setSortRole(SORT_ROLE)
+        self.proxy.setDynamicSortFilter(True)
+        self.setModel(self.proxy)
+        self.setSortingEnabled(True)
+        self.sortByColumn(-1, Qt.SortOrder.AscendingOrder)  # arrival order until a header is clicked
+        self.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        self.setAlternatingRowColors(True)
+        self.setWordWrap(False)
+        self.setShowGrid(False)
+        self.verticalHeader().setVisible(False)
+        self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
+        header = self.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(True)
+        header.setHighlightSections(False)
+        self._size_columns()
+        self.copy_action = QAction("Copy as TSV", self)
+        self.copy_action.setShortcut(QKeySequence.StandardKey.Copy)
+        self.copy_action.setShortcutContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        self.copy_action.triggered.connect(self.copy_selection)
+        self.addAction(self.copy_action)
+        self.copy_all_action = QAction("Copy all rows as TSV", self)
+        self.copy_all_action.triggered.connect(lambda: self.copy_tsv(all_rows=True))
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.customContextMenuRequested.connect(self._menu)
+        self.model_.rowsInserted.connect(self._rows_inserted)
+
+    def _size_columns(self) -> None:
+        fm = self.fontMetrics()
+        for i, col in enumerate(COLUMNS):
+            sample = {"Variant": "aat_coalesced", "Params": "ts=32,wpt=4", "Source": "this session",
+                      "Device": "a device name of some length", "Status": "unverified"}.get(col.title, "")
+            width = max(fm.horizontalAdvance(col.title), fm.horizontalAdvance(sample)) + 24
+            self.setColumnWidth(i, max(width, 48))
+
+    def _rows_inserted(self, *_):
+        # Follow a live run unless the user scrolled away from the bottom.
+        bar = self.verticalScrollBar()
+        if bar.value() >= bar.maximum() - 2 * self.verticalHeader().defaultSectionSize():
+            self.scrollToBottom()
+
+    def _menu(self, pos) -> None:
+        menu = QMenu(self)
+        menu.addAction(self.copy_action)
+        menu.addAction(self.copy_all_action)
+        menu.exec(self.viewport().mapToGlobal(pos))
+
+    def copy_selection(self) -> None:
+        self.copy_tsv(all_rows=not self.selectionModel().hasSelection())
+
+    def tsv(self, all_rows: bool = True) -> str:
+        """Header plus rows in the on-screen order, tab-separated."""
+        header = self.horizontalHeader()
+        cols = [header.logicalIndex(v) for v in range(header.count())
+                if not header.isSectionHidden(header.logicalIndex(v))]
+        if all_rows:
+            rows = range(self.proxy.rowCount())
+        else:
+            rows = sorted({i.row() for i in self.selectionModel().selectedIndexes()})
+        lines = ["\t".join(COLUMNS[c].title for c in cols)]
+        for r in rows:
+            cells = [str(self.proxy.index(r, c).data() or "") for c in cols]
+            lines.append("\t".join(c.replace("\t", " ").replace("\n", " ") for c in cells))
+        return "\n".join(lines) + "\n"
+
+    def copy_tsv(self, all_rows: bool = True) -> str:
+        text = self.tsv(all_rows)
+        QApplication.clipboard().setText(text)
+        return text
