@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -15,6 +16,13 @@ def main(argv: list[str]) -> int:
     if argv and argv[0] in ("-h", "--help"):
         print(__doc__.strip())
         return 0
+    if (sys.platform.startswith("linux") and not os.environ.get("DISPLAY")
+            and not os.environ.get("WAYLAND_DISPLAY") and not os.environ.get("QT_QPA_PLATFORM")):
+        # Qt would abort with a platform-plugin error; say it in words instead.
+        print("The desktop app needs a display (no DISPLAY or WAYLAND_DISPLAY is set).\n"
+              "Run it in a desktop session, set QT_QPA_PLATFORM=offscreen for a headless "
+              "check, or use 'python main.py bench' for the command line.", file=sys.stderr)
+        return 1
     try:
         from gui.app import main as gui_main  # noqa: PLC0415
     except ImportError as exc:

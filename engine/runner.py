@@ -227,6 +227,7 @@ class Sweep:
             finally:
                 backend.release(ws)  # device memory goes back between shapes
         _fill_speedups(results)
+        _fill_pct_of_cublas(results)
         emit(Event("finished", f"{done} of {total} runs", done=done, total=total,
                    cancelled=cancel.cancelled))
         return results
@@ -263,7 +264,7 @@ class Sweep:
                 if v.kind not in refs:
                     refs[v.kind] = Reference(a, None if v.kind == "aat" else b, kind=v.kind,
                                              seed=plan.seed + 1)
-                verdict = refs[v.kind].check(c)
+                verdict = refs[v.kind].check(c, precision=v.precision)
                 del c
                 rec.verify_method, rec.rel_l2, rec.max_abs, rec.passed = (
                     verdict.method, verdict.rel_l2, verdict.max_abs, verdict.passed)
@@ -288,7 +289,8 @@ class Sweep:
             if device.peak_gflops_fp32 and plan.dtype == "float32":
                 rec.pct_of_peak = 100.0 * rec.gflops / device.peak_gflops_fp32
         except BackendError as exc:
-            rec.status, rec.error = "error", str(exc)
+            # A library missing here (cuBLAS without nvmath) is a skip, not a failure.
+            rec.status, rec.error = "skipped" if getattr(exc, "skip", False) else "error", str(exc)
             emit(Event("log", f"{v.label(params)} at {m}×{n}×{k}: {exc}", level="error"))
         return rec
 
@@ -304,3 +306,23 @@ def _fill_speedups(results: list[ResultRecord]) -> None:
         key = (r.backend, r.device, r.m, r.n, r.k, r.dtype, r.mode)
         if key in best and math.isfinite(r.median_ms) and r.median_ms > 0:
             r.speedup_vs_naive = best[key] / r.median_ms
+
+
+#: The cuBLAS line each arithmetic is compared with (engine.ladder registers both).
+CUBLAS_FOR_PRECISION = {"fp32": "cublas_fp32", "tf32": "cublas_tf32"}
+
+
+def _fill_pct_of_cublas(results: list[ResultRecord]) -> None:
+    """Per cent of the best cuBLAS run of the same shape, dtype, mode, device and arithmetic
+    (FP32 kernels against cublas_fp32, TF32 ones against cublas_tf32), in this run."""
+    best: dict[tuple, float] = {}
+    refs = set(CUBLAS_FOR_PRECISION.values())
+    for r in results:
+        if r.variant in refs and math.isfinite(r.median_ms) and r.median_ms > 0:
+            key = (r.variant, r.backend, r.device, r.m, r.n, r.k, r.dtype, r.mode)
+            best[key] = min(best.get(key, math.inf), r.median_ms)
+    for r in results:
+        ref = CUBLAS_FOR_PRECISION.get(getattr(registry.REGISTRY.get(r.variant), "precision", "fp32"))
+        key = (ref, r.backend, r.device, r.m, r.n, r.k, r.dtype, r.mode)
+        if key in best and math.isfinite(r.median_ms) and r.median_ms > 0:
+            r.pct_of_cublas = 100.0 * best[key] / r.median_ms

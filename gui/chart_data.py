@@ -177,6 +177,11 @@ def roof(ai: np.ndarray, peak_gflops: float | None, peak_gbps: float | None) -> 
     return out
 
 
+def rate_text(v: float) -> str:
+    """``12,345``, ``123.4`` or ``0.0412``: three significant digits at least."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
 def describe_record(rec: ResultRecord, speedup: float | None = None) -> str:
     """Hover text (HTML) for one point: what, where, how fast, how correct."""
     lines = [f"<b>{rec.label()}</b>",
@@ -187,9 +192,9 @@ def describe_record(rec: ResultRecord, speedup: float | None = None) -> str:
     g, _, _ = METRICS["gflops"].values(rec)
     b, _, _ = METRICS["bandwidth"].values(rec)
     if math.isfinite(g):
-        rates.append(f"{g:,.1f} GFLOP/s")
+        rates.append(f"{rate_text(g)} GFLOP/s")
     if math.isfinite(b):
-        rates.append(f"{b:,.1f} GB/s")
+        rates.append(f"{rate_text(b)} GB/s")
     if speedup is not None and math.isfinite(speedup):
         rates.append(f"×{speedup:.2f} vs naive")
     if rates:

@@ -19,12 +19,12 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel,
-                               QPushButton, QStackedWidget, QTabWidget, QVBoxLayout, QWidget)
+                               QPushButton, QTabWidget, QVBoxLayout, QWidget)
 
 from engine.backends import DeviceInfo
 
 from .chart_data import (METRICS, Series, build_series, describe_record, intensity, problem_size,
-                         roof, shape_of, shape_text, shapes_in, speedups)
+                         rate_text, roof, shape_of, shape_text, shapes_in, speedups)
 from .hover import HoverTip
 from .results_store import ResultStore
 from .theme import FAILED_COLOR, SOURCE_SYMBOLS, ChartTheme
@@ -39,8 +39,9 @@ CHARTS: dict[str, str] = {
     "compare": "Compare",
     "roofline": "Roofline",
 }
-REDRAW_MS = 150
+REDRAW_MS = 200
 SIZE_AXIS_LABEL = "Problem size  ∛(M·N·K)"
+MAX_SIZE_TICKS = 14
 
 
 @dataclass(frozen=True)
@@ -55,11 +56,34 @@ class ChartOptions:
     peak_gbps: float | None = None
 
 
+def plain_number(x: float) -> str:
+    """``0.05``, ``20``, ``4096``, ``1.2e+06``: what a reader expects on an axis."""
+    if x == 0:
+        return "0"
+    if 1e-3 <= abs(x) < 1e6:
+        return f"{x:.4g}"
+    return f"{x:.2g}"
+
+
+class PlainLogAxis(pg.AxisItem):
+    """An axis whose log-mode labels read ``20`` and ``0.5`` rather than ``2·10¹``."""
+
+    def logTickStrings(self, values, scale, spacing):  # noqa: N802 (pyqtgraph API)
+        out = []
+        for v in values:
+            x = 10 ** float(v) * scale
+            mantissa = x / 10 ** math.floor(math.log10(x)) if x > 0 else 0
+            # Label 1-2-5 steps only; the other minor ticks stay as unlabelled lines.
+            out.append(plain_number(x) if any(abs(mantissa - m) < 1e-6 for m in (1, 2, 5)) else "")
+        return out
+
+
 class ChartView(pg.PlotWidget):
     """A PlotWidget with a legend, a hover tip and palette-following colours."""
 
     def __init__(self, kind: str, parent=None):
-        super().__init__(parent)
+        super().__init__(parent, axisItems={"bottom": PlainLogAxis("bottom"),
+                                            "left": PlainLogAxis("left")})
         self.kind = kind
         self.theme = ChartTheme.from_palette()
         plot = self.getPlotItem()
@@ -67,14 +91,20 @@ class ChartView(pg.PlotWidget):
         self.legend = plot.addLegend(offset=(8, 8), labelTextSize="8.5pt", verSpacing=-4)
         self.hover = HoverTip(self)
         self.placeholder = pg.TextItem(anchor=(0.5, 0.5))
+        #: Items of the current drawing by series label, and what they were drawn for:
+        #: a render with the same signature only updates their data.
+        self.items: dict[str, tuple] = {}
+        self.signature: tuple | None = None
         self.apply_theme(self.theme)
 
     def apply_theme(self, theme: ChartTheme) -> None:
         self.theme = theme
+        self.signature = None  # items carry the old colours: rebuild on the next render
         self.setBackground(theme.background)
         plot = self.getPlotItem()
         for name in ("left", "bottom", "right", "top"):
             axis = plot.getAxis(name)
+            axis.enableAutoSIPrefix(False)  # "GB/s (x0.001)" reads worse than 0.0004
             axis.setPen(pg.mkPen(theme.muted))
             axis.setTextPen(pg.mkPen(theme.foreground))
         plot.titleLabel.setAttr("color", theme.foreground.name())
@@ -88,7 +118,10 @@ class ChartView(pg.PlotWidget):
         """Empty the plot for a redraw, keeping the user's zoom if they zoomed."""
         plot = self.getPlotItem()
         plot.clear()
+        self.items.clear()
+        self.signature = None
         self.legend.clear()
+        self.legend.show()
         self.hover.clear()
         self.hover.attach()
         plot.setTitle(None)
@@ -99,6 +132,48 @@ class ChartView(pg.PlotWidget):
         plot.getAxis("left").setWidth(None)
         plot.getViewBox().invertY(False)
         return plot
+
+    def place_legend(self, xs, ys, extent_y=None) -> None:
+        """Put the legend in the corner of the view that hides the fewest points.
+
+        ``xs``/``ys`` are the points, in view coordinates; ``extent_y`` anything else
+        that stretches the y range (error bars).  While the view auto-ranges (the user
+        has not zoomed) its range is computed from these, since pyqtgraph only
+        updates the range when it next paints.
+        """
+        xs, ys = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
+        ok = np.isfinite(xs) & np.isfinite(ys)
+        xs, ys = xs[ok], ys[ok]
+        ext = np.concatenate([ys, np.asarray(extent_y if extent_y is not None else [], dtype=float)])
+        ext = ext[np.isfinite(ext)]
+        vb = self.getPlotItem().getViewBox()
+        (x0, x1), (y0, y1) = vb.viewRange()
+        auto_x, auto_y = vb.autoRangeEnabled()
+        if xs.size:
+            if auto_x:
+                x0, x1 = xs.min(), xs.max()
+                x0, x1 = x0 - 0.05 * (x1 - x0), x1 + 0.05 * (x1 - x0)
+            if auto_y:
+                y0, y1 = ext.min(), ext.max()
+                y0, y1 = y0 - 0.05 * (y1 - y0), y1 + 0.05 * (y1 - y0)
+        best = (0.0, 0.0)
+        if xs.size and x1 > x0 and y1 > y0 and vb.width() > 0 and vb.height() > 0:
+            rect = self.legend.boundingRect()
+            w = (rect.width() + 16) / vb.width()
+            h = (rect.height() + 16) / vb.height()
+            fx = (xs - x0) / (x1 - x0)
+            fy = (y1 - ys) / (y1 - y0)  # 0 at the top
+            if vb.yInverted():
+                fy = 1 - fy
+            counts = {}
+            for cx, cy in ((0.0, 0.0), (1.0, 0.0), (0.0, 1.0), (1.0, 1.0)):
+                in_x = fx <= w if cx == 0 else fx >= 1 - w
+                in_y = fy <= h if cy == 0 else fy >= 1 - h
+                counts[(cx, cy)] = int(np.count_nonzero(in_x & in_y))
+            best = min(counts, key=lambda c: (counts[c], c[1], c[0]))  # ties: top, then left
+        cx, cy = best
+        self.legend.anchor(itemPos=(cx, cy), parentPos=(cx, cy),
+                           offset=(8 if cx == 0 else -8, 8 if cy == 0 else -8))
 
     def set_labels(self, bottom: str, left: str) -> None:
         color = self.theme.foreground.name()
@@ -131,24 +206,25 @@ def _symbol(s: Series) -> str:
     return SOURCE_SYMBOLS[s.source_index % len(SOURCE_SYMBOLS)]
 
 
-def render_metric(view: ChartView, series: list[Series], metric_key: str,
-                  opts: ChartOptions) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Draw one metric against problem size: a curve per series, min–max error bars,
-    red crosses on failed points.  Returns ``{label: (sizes, values)}``."""
+@dataclass
+class _Curve:
+    """One size-chart series prepared for drawing (view coordinates and hover texts)."""
+
+    series: Series
+    x: np.ndarray            # problem sizes (data units)
+    y: np.ndarray            # metric values (data units)
+    tx: np.ndarray           # view coordinates (log10 when the axes are logarithmic)
+    ty: np.ndarray
+    err: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None   # x, y, top, bottom
+    texts: list[str]
+    failed: list[tuple[float, float]]
+
+
+def _prepare_curves(series: list[Series], metric_key: str, opts: ChartOptions) -> list[_Curve]:
     metric = METRICS[metric_key]
-    plot = view.reset()
     log = opts.log_axes
-    plot.getAxis("bottom").setLogMode(log)
-    plot.getAxis("left").setLogMode(log)
-    # No ``units=``: pyqtgraph would rescale with SI prefixes (kGFLOP/s).
-    view.set_labels(SIZE_AXIS_LABEL, f"{metric.title} ({metric.unit})")
-    curves: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    fail_x, fail_y = [], []
     sp = speedups(r for s in series for r in s.records)
-    all_x = [problem_size(r) for s in series for r in s.records]
-    tx_all = _log(all_x, log) if all_x else np.array([0.0])
-    span = float(np.nanmax(tx_all) - np.nanmin(tx_all)) if all_x else 0.0
-    beam = 0.012 * span if span > 0 else (0.02 if log else 0.02 * max(all_x or [1.0]))
+    out = []
     for s in series:
         vals = np.array([metric.values(r) for r in s.records], dtype=float).reshape(-1, 3)
         x = np.array([problem_size(r) for r in s.records], dtype=float)
@@ -159,28 +235,93 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
         x, y, lo, hi = x[ok], y[ok], lo[ok], hi[ok]
         recs = [r for r, keep in zip(s.records, ok) if keep]
         tx, ty = _log(x, log), _log(y, log)
-        pen = pg.mkPen(s.color, width=2, style=s.line_style)
-        plot.addItem(pg.PlotDataItem(tx, ty, pen=pen, symbol=_symbol(s), symbolSize=7,
-                                     symbolBrush=pg.mkBrush(s.color), symbolPen=pg.mkPen(s.color),
-                                     name=s.label))
-        if opts.error_bars:
-            good = np.isfinite(lo) & np.isfinite(hi) & (lo > 0)
-            if good.any():
-                tlo, thi = _log(lo[good], log), _log(hi[good], log)
-                plot.addItem(pg.ErrorBarItem(x=tx[good], y=ty[good], top=thi - ty[good],
-                                             bottom=ty[good] - tlo, beam=beam,
-                                             pen=pg.mkPen(s.color, width=1)))
-        view.hover.add_points(tx, ty, [describe_record(r, sp.get(id(r))) for r in recs])
-        for r, px, py in zip(recs, tx, ty):
-            if r.status == "failed":
-                fail_x.append(px)
-                fail_y.append(py)
-        curves[s.label] = (x, y)
-    if fail_x:
-        plot.addItem(_failed_item(fail_x, fail_y, view.theme))
-    if not curves:
-        view.show_placeholder("No results yet — press Run, or open a results file")
-    return curves
+        err = None
+        good = np.isfinite(lo) & np.isfinite(hi) & (lo > 0)
+        if opts.error_bars and good.any():
+            tlo, thi = _log(lo[good], log), _log(hi[good], log)
+            err = (tx[good], ty[good], thi - ty[good], ty[good] - tlo)
+        failed = [(float(px), float(py)) for r, px, py in zip(recs, tx, ty) if r.status == "failed"]
+        out.append(_Curve(s, x, y, tx, ty, err,
+                          [describe_record(r, sp.get(id(r))) for r in recs], failed))
+    return out
+
+
+def render_metric(view: ChartView, series: list[Series], metric_key: str,
+                  opts: ChartOptions) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Draw one metric against problem size: a curve per series, min–max error bars,
+    red crosses on failed points.  Returns ``{label: (sizes, values)}``.
+
+    While the set of curves stays the same (a sweep adding points), the existing
+    items only get new data, which keeps a redraw to a few milliseconds.
+    """
+    metric = METRICS[metric_key]
+    log = opts.log_axes
+    curves = _prepare_curves(series, metric_key, opts)
+    failed = [p for c in curves for p in c.failed]
+    all_tx = np.concatenate([c.tx for c in curves]) if curves else np.empty(0)
+    span = float(all_tx.max() - all_tx.min()) if all_tx.size else 0.0
+    beam = 0.012 * span if span > 0 else 0.02 * (1.0 if log else max(1.0, float(all_tx.max(initial=1.0))))
+    signature = ("metric", metric_key, log, opts.error_bars, bool(failed), id(view.theme),
+                 tuple((c.series.label, c.err is not None) for c in curves))
+    if view.signature != signature:
+        plot = view.reset()
+        plot.getAxis("bottom").setLogMode(log)
+        plot.getAxis("left").setLogMode(log)
+        # No ``units=``: pyqtgraph would rescale with SI prefixes (kGFLOP/s).
+        view.set_labels(SIZE_AXIS_LABEL, f"{metric.title} ({metric.unit})")
+        for c in curves:
+            s = c.series
+            curve = pg.PlotDataItem(pen=pg.mkPen(s.color, width=2, style=s.line_style),
+                                    symbol=_symbol(s), symbolSize=7, symbolBrush=pg.mkBrush(s.color),
+                                    symbolPen=pg.mkPen(s.color), name=s.label)
+            plot.addItem(curve)
+            bars = None
+            if c.err is not None:
+                bars = pg.ErrorBarItem(pen=pg.mkPen(s.color, width=1))
+                plot.addItem(bars)
+            view.items[s.label] = (curve, bars)
+        if failed:
+            view.items["__failed__"] = (_failed_item([], [], view.theme), None)
+            plot.addItem(view.items["__failed__"][0])
+        if not curves:
+            view.legend.hide()
+            # A plausible empty frame: 10…5000 in size, 0.01…100 in value (log).
+            plot.getViewBox().setRange(xRange=(1, 3.7) if log else (0, 4096),
+                                       yRange=(-2, 2) if log else (0, 100), padding=0)
+            view.show_placeholder("No results yet — press Run, or open a results file")
+        view.signature = signature
+    plot = view.getPlotItem()
+    view.hover.clear()
+    for c in curves:
+        curve, bars = view.items[c.series.label]
+        curve.setData(c.tx, c.ty)
+        if bars is not None and c.err is not None:
+            ex, ey, top, bottom = c.err
+            bars.setData(x=ex, y=ey, top=top, bottom=bottom, beam=beam)
+        view.hover.add_points(c.tx, c.ty, c.texts)
+    if failed:
+        view.items["__failed__"][0].setData([p[0] for p in failed], [p[1] for p in failed])
+    sizes = sorted({round(float(v), 6) for c in curves for v in c.x})
+    axis = plot.getAxis("bottom")
+    if 1 < len(sizes) <= MAX_SIZE_TICKS:
+        # Ticks at the measured sizes (32, 64, 128, ...) say more than decades do; a
+        # size too close to the previous labelled one keeps its line but no label.
+        pos = [float(_log([v], log)[0]) for v in sizes]
+        span = (pos[-1] - pos[0]) or 1.0
+        ticks, last = [], -math.inf
+        for p, v in zip(pos, sizes):
+            label = plain_number(round(v, 1)) if (p - last) / span >= 0.06 else ""
+            if label:
+                last = p
+            ticks.append((p, label))
+        axis.setTicks([ticks, []])
+    else:
+        axis.setTicks(None)
+    if curves:
+        bars = [np.concatenate([c.err[1] + c.err[2], c.err[1] - c.err[3]]) for c in curves if c.err]
+        view.place_legend(np.concatenate([c.tx for c in curves]), np.concatenate([c.ty for c in curves]),
+                          np.concatenate(bars) if bars else None)
+    return {c.series.label: (c.x, c.y) for c in curves}
 
 
 def render_compare(view: ChartView, series: list[Series], opts: ChartOptions
@@ -203,7 +344,8 @@ def render_compare(view: ChartView, series: list[Series], opts: ChartOptions
             if math.isfinite(val):
                 rows.append((s, rec, val))
     sp = speedups(r for s in series for r in s.records)
-    plot.getViewBox().invertY(True)  # first series at the top, like the legend
+    plot.getViewBox().invertY(True)  # first series at the top, in legend order
+    view.legend.hide()  # the axis names the bars
     view.set_labels(f"{metric.title} ({metric.unit})", "")
     plot.setTitle(f"Problem size {shape_text(shape)}", color=view.theme.foreground.name(), size="10pt")
     if not rows:
@@ -220,7 +362,7 @@ def render_compare(view: ChartView, series: list[Series], opts: ChartOptions
     out: dict[str, float] = {}
     for (s, rec, val), y in zip(rows, ys):
         speed = sp.get(id(rec))
-        text = f"{val:,.4g} {metric.unit}"
+        text = f"{format(val, '.4g') if metric.key == 'runtime' else rate_text(val)} {metric.unit}"
         if speed is not None and math.isfinite(speed) and rec.variant != "naive":
             text += f"   ×{speed:.2f} vs naive"
         if rec.status == "failed":
@@ -284,14 +426,15 @@ def render_roofline(view: ChartView, series: list[Series], opts: ChartOptions
         ridge = opts.peak_gflops / opts.peak_gbps
         lo, hi = min(lo, ridge / 4), max(hi, ridge * 4)
     _draw_ceilings(view, plot, lo, hi, opts)
+    if out:
+        view.place_legend(np.log10(all_ai), np.log10(all_g))
     if not out:
+        view.legend.hide()
         view.show_placeholder("No results yet" if (opts.peak_gflops or opts.peak_gbps)
                               else "No results yet; device peaks unknown (enter them above)")
     elif not (opts.peak_gflops or opts.peak_gbps):
-        note = pg.TextItem("Device peaks unknown: enter peak GFLOP/s and GB/s above to draw the roof",
-                           color=view.theme.muted, anchor=(0, 0))
-        plot.addItem(note, ignoreBounds=True)
-        note.setPos(math.log10(lo), math.log10(max(all_g) * 2))
+        plot.setTitle("Device peaks unknown: enter the peak GFLOP/s and GB/s above to draw the roof",
+                      color=view.theme.muted.name(), size="9pt")
     return out
 
 
@@ -345,6 +488,7 @@ class ChartsPanel(QWidget):
         self._series_stale = True
         self._stale: set[str] = set(CHARTS)
         self.last: dict[str, object] = {}
+        self._compare_choice: list[int] | None = None   # a size picked by the user
         self._build()
         store.changed.connect(self.mark_stale)
         self._timer = QTimer(self)
@@ -385,9 +529,11 @@ class ChartsPanel(QWidget):
         roof_opts = QWidget()
         rl = QHBoxLayout(roof_opts)
         rl.setContentsMargins(0, 0, 0, 0)
-        rl.addWidget(QLabel("Peak"))
+        roof_label = QLabel("Roof")
+        roof_label.setToolTip("The device's FP32 peak and memory bandwidth (estimates from the "
+                              "device, or your own figures)")
+        rl.addWidget(roof_label)
         rl.addWidget(self.peak_gflops)
-        rl.addWidget(QLabel("Bandwidth"))
         rl.addWidget(self.peak_gbps)
 
         self.axis_opts = QWidget()
@@ -395,16 +541,16 @@ class ChartsPanel(QWidget):
         al.setContentsMargins(0, 0, 0, 0)
         al.addWidget(self.log_axes)
         al.addWidget(self.error_bars)
-        self.options = QStackedWidget()
-        self.options.addWidget(self.axis_opts)
-        self.options.addWidget(compare_opts)
-        self.options.addWidget(roof_opts)
+        # Shown one at a time; plain show/hide (not a QStackedWidget) so that the corner
+        # only takes the width of the options on display and leaves room for the tabs.
+        self.option_pages = [self.axis_opts, compare_opts, roof_opts]
         self.export_button = QPushButton("Export…")
         self.export_button.setToolTip("Save this chart (or all) as PNG or SVG at a chosen size")
         bar = QHBoxLayout()
         bar.setContentsMargins(4, 0, 4, 0)
-        bar.addWidget(self.options)
-        bar.addStretch(1)
+        for page in self.option_pages:
+            bar.addWidget(page)
+        bar.addSpacing(12)
         bar.addWidget(self.export_button)
         self.tabs.setCornerWidget(self._corner(bar), Qt.Corner.TopRightCorner)
         layout = QVBoxLayout(self)
@@ -416,6 +562,7 @@ class ChartsPanel(QWidget):
                     self.compare_size.currentIndexChanged, self.compare_metric.currentIndexChanged,
                     self.peak_gflops.valueChanged, self.peak_gbps.valueChanged):
             sig.connect(self._options_changed)
+        self.compare_size.activated.connect(self._compare_picked)  # user action only
         self.export_button.clicked.connect(self.export_requested)
         self._tab_changed(0)
 
@@ -428,8 +575,10 @@ class ChartsPanel(QWidget):
     @staticmethod
     def _peak_spin(suffix: str, tip: str) -> QDoubleSpinBox:
         spin = QDoubleSpinBox()
+        spin.setFixedWidth(spin.fontMetrics().horizontalAdvance("9,999,999" + suffix) + 28)
         spin.setRange(0, 1e7)
         spin.setDecimals(0)
+        spin.setGroupSeparatorShown(True)
         spin.setSingleStep(100)
         spin.setSuffix(suffix)
         spin.setSpecialValueText("unknown")
@@ -468,13 +617,18 @@ class ChartsPanel(QWidget):
         self._series_stale = True
         self._stale = set(CHARTS)
 
+    def _compare_picked(self, index: int) -> None:
+        self._compare_choice = self.compare_size.itemData(index)
+
     def _options_changed(self, *_) -> None:
         self._stale = set(CHARTS)
         self._draw(self.current_kind)
 
     def _tab_changed(self, index: int) -> None:
         kind = list(CHARTS)[index]
-        self.options.setCurrentIndex({"compare": 1, "roofline": 2}.get(kind, 0))
+        shown = {"compare": 1, "roofline": 2}.get(kind, 0)
+        for i, page in enumerate(self.option_pages):
+            page.setVisible(i == shown)
         if kind in self._stale:
             self._draw(kind)
 
@@ -487,9 +641,10 @@ class ChartsPanel(QWidget):
             return
         self.series = build_series(self.store.records)
         self._series_stale = False
-        # Keep the chosen comparison size while it still exists; default to the largest.
+        # Keep a size the user picked while it still exists; otherwise follow the
+        # largest size shown (which grows during a sweep).
         shapes = shapes_in(self.series)
-        chosen = self.compare_size.currentData()
+        chosen = self._compare_choice
         self.compare_size.blockSignals(True)
         self.compare_size.clear()
         for sh in shapes:

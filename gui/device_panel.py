@@ -46,11 +46,11 @@ class DevicePanel(QWidget):
         super().__init__(parent)
         self.statuses: dict[str, BackendStatus] = {}
         self.tree = QTreeWidget()
-        self.tree.setHeaderLabels(["Backend / device", "Status"])
+        self.tree.setHeaderHidden(True)
+        self.tree.setColumnCount(1)
         self.tree.setRootIsDecorated(True)
-        self.tree.header().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
-        self.tree.header().setStretchLastSection(True)
         self.tree.setWordWrap(True)
+        self.tree.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.table = QTableWidget(0, 2)
         self.table.horizontalHeader().setVisible(False)
         self.table.verticalHeader().setVisible(False)
@@ -71,8 +71,8 @@ class DevicePanel(QWidget):
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.tree)
         split.addWidget(right)
-        split.setStretchFactor(0, 2)
-        split.setStretchFactor(1, 3)
+        split.setStretchFactor(0, 1)
+        split.setStretchFactor(1, 1)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(split)
@@ -83,21 +83,40 @@ class DevicePanel(QWidget):
     def _probing(self) -> None:
         self.tree.clear()
         for name in BACKENDS:
-            QTreeWidgetItem(self.tree, [name, "probing…"])
+            QTreeWidgetItem(self.tree, [f"{name} — probing…"])
 
     def set_statuses(self, statuses: dict[str, BackendStatus]) -> None:
+        """One row per backend (green: usable, red: not), its devices or the reason below."""
         self.statuses = dict(statuses)
         self.tree.clear()
         for name, st in statuses.items():
-            top = QTreeWidgetItem(self.tree, [name, "available" if st.available else st.reason])
-            top.setForeground(1, OK_COLOR if st.available else NO_COLOR)
-            top.setToolTip(1, backend_line(st) + (f"\n{st.versions}" if st.versions else ""))
+            n = len(st.devices)
+            head = (f"● {name} — available, {n} device{'s' if n != 1 else ''}" if st.available
+                    else f"● {name} — unavailable")
+            top = QTreeWidgetItem(self.tree, [head])
+            top.setForeground(0, OK_COLOR if st.available else NO_COLOR)
+            top.setToolTip(0, backend_line(st) + (f"\n{st.versions}" if st.versions else ""))
             top.setData(0, Qt.ItemDataRole.UserRole, (name, None))
+            if not st.available:
+                why = QTreeWidgetItem(top, [st.reason or "no reason given"])
+                why.setToolTip(0, st.reason)
+                why.setForeground(0, self.palette().placeholderText())
+                why.setData(0, Qt.ItemDataRole.UserRole, (name, None))
             for d in st.devices:
-                child = QTreeWidgetItem(top, [f"{d.index}: {d.name}", _short_specs(d)])
+                specs = _short_specs(d)
+                child = QTreeWidgetItem(top, [f"{d.index}: {d.name}" + (f"  ({specs})" if specs else "")])
                 child.setData(0, Qt.ItemDataRole.UserRole, (name, d.index))
-                child.setToolTip(0, d.name)
+                child.setToolTip(0, f"{d.name}\n{specs}\nDouble-click to use this device")
             top.setExpanded(True)
+
+    def status_text(self, name: str) -> str:
+        """The tree's text for backend ``name`` and the line below it (tests, a11y)."""
+        for i in range(self.tree.topLevelItemCount()):
+            top = self.tree.topLevelItem(i)
+            if (top.data(0, Qt.ItemDataRole.UserRole) or (None,))[0] == name:
+                below = [top.child(j).text(0) for j in range(top.childCount())]
+                return "\n".join([top.text(0)] + below)
+        return ""
 
     def show_device(self, info: DeviceInfo | None) -> None:
         """Fill the property table (``None``: nothing chosen)."""
@@ -105,8 +124,23 @@ class DevicePanel(QWidget):
         if info is None:
             self.title.setText("Device")
             return
-        self.title.setText(f"{info.name}")
-        rows = device_rows(info)
+        self._fill(info.name, device_rows(info))
+
+    def show_backend(self, name: str) -> None:
+        """A backend's status: why it is unavailable, or what it found."""
+        st = self.statuses.get(name)
+        if st is None:
+            return
+        rows = [("Status", "available" if st.available else "unavailable"),
+                ("Devices", str(len(st.devices)))]
+        if st.reason:
+            rows.append(("Reason", st.reason))
+        if st.versions:
+            rows.append(("Versions", st.versions))
+        self._fill(f"{name} backend", rows)
+
+    def _fill(self, title: str, rows: list[tuple[str, str]]) -> None:
+        self.title.setText(title)
         self.table.setRowCount(len(rows))
         for r, (label, value) in enumerate(rows):
             key = QTableWidgetItem(label)
@@ -127,6 +161,8 @@ class DevicePanel(QWidget):
         backend, index = item.data(0, Qt.ItemDataRole.UserRole) or (None, None)
         if index is not None:
             self.show_device(self.device(backend, index))
+        elif backend is not None:
+            self.show_backend(backend)
 
     def _double_clicked(self, item, _col) -> None:
         backend, index = item.data(0, Qt.ItemDataRole.UserRole) or (None, None)

@@ -10,7 +10,6 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-import pyqtgraph.exporters  # noqa: F401  (registers the exporter modules)
 from pyqtgraph.exporters import ImageExporter, SVGExporter
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QApplication, QComboBox, QDialog, QDialogButtonBox, QFileDialog,
@@ -98,12 +97,22 @@ def export_chart(kind: str, series: list[Series], options: ChartOptions, path: s
             exporter = SVGExporter(item)
             with _svg_closed_path_fix():
                 exporter.export(fileName=str(path))
+            _set_svg_size(path, width, height)
         if not path.is_file():
             raise OSError(f"could not write {path}")
         return path
     finally:
         view.close()
         view.deleteLater()
+
+
+def _set_svg_size(path: Path, width: int, height: int) -> None:
+    """Give the SVG an intrinsic size (pyqtgraph writes only a viewBox), so that
+    browsers and editors open it at the chosen size instead of stretching it."""
+    text = path.read_text(encoding="utf-8")
+    head, sep, rest = text.partition("<svg ")
+    if sep and ' width="' not in rest.split(">", 1)[0]:
+        path.write_text(f'{head}<svg width="{width}px" height="{height}px" {rest}', encoding="utf-8")
 
 
 def export_paths(base: str | Path, kinds: list[str]) -> dict[str, Path]:

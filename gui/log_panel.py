@@ -97,4 +97,7 @@ class LogPanel(QWidget):
 
     def _update_count(self) -> None:
         lines = self.text.document().blockCount() if not self.text.document().isEmpty() else 0
-        self.count_label.setText(f"{lines} lines · {self.errors} errors · {self.warnings} warnings")
+        def n(count: int, word: str) -> str:
+            return f"{count} {word}{'' if count == 1 else 's'}"
+        self.count_label.setText(f"{n(lines, 'line')} · {n(self.errors, 'error')} · "
+                                 f"{n(self.warnings, 'warning')}")

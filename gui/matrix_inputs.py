@@ -237,8 +237,9 @@ class MatrixInputs(QWidget):
         fut.add_done_callback(lambda f, g=gen: self._finish(g, f))
 
     def _finish(self, gen: int, fut: Future) -> None:
-        # Loader thread: hand over to the GUI thread through a queued signal.
-        if fut.cancelled():
+        # Loader thread: hand over to the GUI thread through a queued signal, unless
+        # the files changed meanwhile or the panel shut down (it may be gone).
+        if fut.cancelled() or gen != self._current:
             return
         exc = fut.exception()
         if exc is None:

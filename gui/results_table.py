@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QAbstractItemView, QApplication, QHeaderView, QMen
 from engine.records import ResultRecord
 from engine.registry import params_to_str
 
+from .chart_data import rate_text
 from .results_store import ResultStore, source_name
 from .theme import failed_row_colors, is_dark
 
@@ -25,6 +26,10 @@ def _num(fmt: str) -> Callable[[Any], str]:
             return ""
         return format(v, fmt)
     return f
+
+
+def _rate(v) -> str:
+    return rate_text(v) if isinstance(v, float) and math.isfinite(v) else ""
 
 
 def _passed(r: ResultRecord) -> str:
@@ -41,26 +46,30 @@ class Column:
 
 
 COLUMNS: list[Column] = [
+    # What was run, then how it went, then the details: the first screenful answers
+    # "which kernel, how fast, and is it right".
     Column("Source", source_name, tip="The run or results file the row came from"),
     Column("Variant", lambda r: r.variant),
     Column("Params", lambda r: params_to_str(r.params)),
     Column("M", lambda r: r.m, numeric=True),
     Column("N", lambda r: r.n, numeric=True),
     Column("K", lambda r: r.k, numeric=True),
-    Column("dtype", lambda r: r.dtype),
-    Column("Mode", lambda r: r.mode),
     Column("Status", lambda r: r.status),
     Column("Median ms", lambda r: r.median_ms, _num(".4g"), True),
-    Column("Min ms", lambda r: r.min_ms, _num(".4g"), True),
-    Column("Max ms", lambda r: r.max_ms, _num(".4g"), True),
-    Column("GFLOP/s", lambda r: r.gflops, _num(",.1f"), True),
-    Column("GB/s", lambda r: r.gbps, _num(",.1f"), True),
+    Column("GFLOP/s", lambda r: r.gflops, _rate, True),
+    Column("GB/s", lambda r: r.gbps, _rate, True),
     Column("× naive", lambda r: r.speedup_vs_naive, _num(".2f"), True, "Speed-up over the naive kernel"),
-    Column("% peak", lambda r: r.pct_of_peak, _num(".1f"), True, "Share of the device's FP32 peak"),
     Column("Verified", _passed),
     Column("Rel-L2", lambda r: r.rel_l2, _num(".2e"), True, "Relative L2 error against the reference"),
     Column("Max abs", lambda r: r.max_abs, _num(".2e"), True, "Largest absolute error"),
+    Column("Min ms", lambda r: r.min_ms, _num(".4g"), True),
+    Column("Max ms", lambda r: r.max_ms, _num(".4g"), True),
     Column("Runs", lambda r: r.repeats, numeric=True, tip="Timed launches"),
+    Column("% peak", lambda r: r.pct_of_peak, _num(".1f"), True, "Share of the device's FP32 peak"),
+    Column("% cuBLAS", lambda r: r.pct_of_cublas, _num(".1f"), True,
+           "Speed relative to the best cuBLAS run of the same shape"),
+    Column("dtype", lambda r: r.dtype),
+    Column("Mode", lambda r: r.mode),
     Column("Backend", lambda r: r.backend),
     Column("Device", lambda r: r.device),
     Column("Error / note", lambda r: r.error),
@@ -172,14 +181,22 @@ class ResultsTable(QTableView):
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.customContextMenuRequested.connect(self._menu)
         self.model_.rowsInserted.connect(self._rows_inserted)
+        store.changed.connect(self._sources_changed)
+        self._sources_changed()
 
     def _size_columns(self) -> None:
         fm = self.fontMetrics()
         for i, col in enumerate(COLUMNS):
             sample = {"Variant": "aat_coalesced", "Params": "ts=32,wpt=4", "Source": "this session",
-                      "Device": "a device name of some length", "Status": "unverified"}.get(col.title, "")
-            width = max(fm.horizontalAdvance(col.title), fm.horizontalAdvance(sample)) + 24
-            self.setColumnWidth(i, max(width, 48))
+                      "Device": "a device name of some length", "Status": "unverified",
+                      "Median ms": "0.0000", "GFLOP/s": "10,000.0", "GB/s": "0.00000", "Rel-L2": "0.00e-00",
+                      "Max abs": "0.00e-00"}.get(col.title, "")
+            width = max(fm.horizontalAdvance(col.title), fm.horizontalAdvance(sample)) + 18
+            self.setColumnWidth(i, max(width, 40))
+
+    def _sources_changed(self) -> None:
+        # The Source column only earns its width once there is something to tell apart.
+        self.setColumnHidden(0, len(self.model_.store.sources()) <= 1)
 
     def _rows_inserted(self, *_):
         # Follow a live run unless the user scrolled away from the bottom.

@@ -15,12 +15,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication
 
-#: Mid-saturation colours that read on both white and near-black backgrounds
-#: (Tableau 10 / Okabe–Ito mix, no pure red).
+#: Ten clearly different colours that read on white and on near-black (the
+#: category-10 set with its red swapped for gold: red means "failed").
 SERIES_COLORS = (
-    "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#17becf", "#edc948",
-    "#9c755f", "#ff9da7", "#76b7b2", "#8c8cff", "#bcbd22", "#e377c2",
-    "#2ca02c", "#1f77b4", "#ffbe7d", "#a0cbe8",
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#17becf", "#8c564b",
+    "#e377c2", "#bcbd22", "#7f7f7f", "#f2b701",
 )
 FAILED_COLOR = "#e3242b"
 #: Line styles by source (live run, first file, second file, ...).
@@ -94,14 +93,16 @@ def failed_row_colors(palette: QPalette | None = None) -> tuple[QColor, QColor]:
 def dark_palette() -> QPalette:
     """A dark Fusion palette, for trying the dark look where the OS has none."""
     p = QPalette()
-    window, base, text = QColor("#2b2d30"), QColor("#1e1f22"), QColor("#dfe1e5")
+    # Base a shade lighter than Window: Fusion draws check-box and frame outlines a
+    # shade darker than Window, which would vanish on a darker Base.
+    window, base, text = QColor("#2b2d30"), QColor("#33363a"), QColor("#dfe1e5")
     for group in (QPalette.ColorGroup.Active, QPalette.ColorGroup.Inactive):
         p.setColor(group, QPalette.ColorRole.Window, window)
         p.setColor(group, QPalette.ColorRole.WindowText, text)
         p.setColor(group, QPalette.ColorRole.Base, base)
-        p.setColor(group, QPalette.ColorRole.AlternateBase, QColor("#26282b"))
+        p.setColor(group, QPalette.ColorRole.AlternateBase, QColor("#3a3d42"))
         p.setColor(group, QPalette.ColorRole.Text, text)
-        p.setColor(group, QPalette.ColorRole.Button, QColor("#3c3f41"))
+        p.setColor(group, QPalette.ColorRole.Button, QColor("#3e4146"))
         p.setColor(group, QPalette.ColorRole.ButtonText, text)
         p.setColor(group, QPalette.ColorRole.Highlight, QColor("#3574f0"))
         p.setColor(group, QPalette.ColorRole.HighlightedText, QColor("#ffffff"))
@@ -116,7 +117,7 @@ def dark_palette() -> QPalette:
     for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text,
                  QPalette.ColorRole.ButtonText):
         p.setColor(QPalette.ColorGroup.Disabled, role, disabled)
-    p.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Base, QColor("#25262a"))
+    p.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Base, QColor("#2e3034"))
     p.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Window, window)
     p.setColor(QPalette.ColorGroup.Disabled, QPalette.ColorRole.Button, QColor("#333538"))
     return p

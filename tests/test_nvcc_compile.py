@@ -71,7 +71,7 @@ def _param_reason(v: Variant, params: dict, dtype: str) -> str | None:
 def _cases() -> list[Case]:
     out = []
     for v in REGISTRY.values():
-        if "cuda" not in v.sources:
+        if "cuda" not in v.sources or v.library:  # library lines (cuBLAS) compile nothing
             continue
         for params in v.combos():
             for dtype in v.dtypes:
@@ -190,7 +190,7 @@ KERNEL_FILES = _kernel_files()
 
 #: kernel file (relative) -> (backend, kind) from the registry
 _REGISTERED = {src: (backend, v.kind) for v in REGISTRY.values()
-               for backend, src in v.sources.items() if backend in ("cuda", "opencl")}
+               for backend, src in v.sources.items() if backend in ("cuda", "opencl") and not v.library}
 
 _ENTRY_DECL = {
     "cuda": re.compile(r'extern\s+"C"\s+__global__\b[^;{]*?\bvoid\s+matmul\s*\(([^)]*)\)'),

@@ -90,6 +90,7 @@ class CudaBackend(Backend):
         self._flush = None
         self._flush_bytes = 0
         self._events: list = []
+        self._cublas = None  # CublasGemm, made lazily on the engine thread (library variants)
 
     # -- discovery --------------------------------------------------------------------
 
@@ -132,6 +133,11 @@ class CudaBackend(Backend):
         try:
             self.ctx.synchronize()
         finally:
+            if self._cublas is not None:  # destroy the handle while its context is current
+                try:
+                    self._cublas.close()
+                finally:
+                    self._cublas = None
             self._kernels.clear()
             self._events.clear()
             self._flush = None
@@ -146,9 +152,32 @@ class CudaBackend(Backend):
 
     # -- compile ------------------------------------------------------------------------
 
+    def _compile_library(self, variant: Variant, params, dtype) -> CompiledKernel:
+        """Library reference lines (cuBLAS): nothing to compile; the handle is made here."""
+        if variant.library != "cublas":
+            raise BackendError(f"the cuda backend knows no library '{variant.library}'")
+        if dtype != "float32":
+            raise BackendError(f"{variant.name} runs float32 only")
+        from .cublas import CublasGemm  # noqa: PLC0415
+
+        if self._cublas is None:
+            self._cublas = CublasGemm()
+        self._cublas.ensure()  # raises LibraryUnavailable (a skip) without nvmath/cuBLAS
+        routine = variant.sources["cuda"]
+        self._cublas.compute_type(routine)  # validates the routine name
+        report = f"{variant.label(params)} {dtype} on {self.arch}: {self._cublas.describe(routine)}"
+        return CompiledKernel(variant, dict(params), dtype, ("cublas", routine), report)
+
+    def _dynamic_shared(self, variant: Variant, params) -> int:
+        """Bytes of dynamic shared memory: ``Variant.extra['dynamic_shared'](params)``, else 0."""
+        fn = variant.extra.get("dynamic_shared") if variant.extra else None
+        return int(fn(params)) if fn else 0
+
     def compile(self, variant: Variant, params, dtype) -> CompiledKernel:
         from pycuda.compiler import compile as nvcc_compile  # noqa: PLC0415
 
+        if variant.library:
+            return self._compile_library(variant, params, dtype)
         path = variant.source_path("cuda")
         src = path.read_text()
         defines = variant.defines(params, dtype)
@@ -173,6 +202,13 @@ class CudaBackend(Backend):
         except self.drv.Error as exc:
             raise BackendError(f"loading {path.name} failed: {exc}") from None
         fa = self.drv.function_attribute
+        dyn = self._dynamic_shared(variant, params)
+        if dyn > 48 * 1024:  # opt in above the default 48 KB per block
+            try:
+                fn.set_attribute(fa.MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn)
+            except self.drv.Error as exc:
+                raise BackendError(f"{variant.label(params)} needs {dyn} B of dynamic shared "
+                                   f"memory, which this device refuses: {exc}") from None
         regs = fn.get_attribute(fa.NUM_REGS)
         shared = fn.get_attribute(fa.SHARED_SIZE_BYTES)
         local = fn.get_attribute(fa.LOCAL_SIZE_BYTES)
@@ -180,6 +216,8 @@ class CudaBackend(Backend):
         fn.prepare("PPii" if variant.kind == "aat" else "PPPiii")
         report = (f"{variant.label(params)} {dtype} on {self.arch}: {regs} registers, "
                   f"{shared} B shared, {local} B local (spills), max {max_threads} threads/block")
+        if dyn:
+            report += f", {dyn} B dynamic shared"
         lines = [ln.strip() for ln in ptxas.splitlines() if "ptxas" in ln and ("Used" in ln or "spill" in ln)]
         if lines:
             report += "\n  " + "\n  ".join(lines)
@@ -242,6 +280,9 @@ class CudaBackend(Backend):
 
     def _launch(self, kernel: CompiledKernel, ws: Workspace, m, n, k, stream=None):
         v = kernel.variant
+        if v.library:
+            self._cublas.gemm(kernel.handle[1], ws.a, ws.b, ws.c, m, n, k)
+            return
         (gx, gy), (bx, by) = v.geometry(kernel.params, m, n, k)
         if kernel.max_threads and bx * by > kernel.max_threads:
             raise BackendError(f"block {bx}×{by} exceeds this kernel's limit of {kernel.max_threads}")
@@ -250,7 +291,11 @@ class CudaBackend(Backend):
             args = (ws.a, ws.c, np.int32(m), np.int32(k))
         else:
             args = (ws.a, ws.b, ws.c, np.int32(m), np.int32(n), np.int32(k))
-        fn.prepared_async_call((gx, gy, 1), (bx, by, 1), stream, *args)
+        dyn = self._dynamic_shared(v, kernel.params)
+        if dyn:
+            fn.prepared_async_call((gx, gy, 1), (bx, by, 1), stream, *args, shared_size=dyn)
+        else:
+            fn.prepared_async_call((gx, gy, 1), (bx, by, 1), stream, *args)
 
     def _check(self, what: str) -> None:
         try:

@@ -1,0 +1,73 @@
+"""Qt fixtures for the GUI tests (pytest-qt); the engine tests do not use them."""
+import os
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture
+def error_dialogs(monkeypatch):
+    """Capture ``gui.dialogs.show_error`` calls as (title, text) instead of showing boxes."""
+    import gui.dialogs
+
+    shown: list[tuple[str, str]] = []
+    monkeypatch.setattr(gui.dialogs, "show_error",
+                        lambda parent, title, text, details="": shown.append((title, text)))
+    return shown
+
+
+@pytest.fixture
+def gui_settings(tmp_path):
+    """An isolated ini-file QSettings."""
+    from gui.settings import ini_settings
+
+    return ini_settings(tmp_path / "settings.ini")
+
+
+@pytest.fixture
+def make_window(qtbot, gui_settings, error_dialogs):
+    """Factory: a shown 1280×800 MainWindow whose backends have been probed."""
+    from gui.app import MainWindow
+
+    made = []
+
+    def make(settings=None):
+        win = MainWindow(settings if settings is not None else gui_settings)
+        qtbot.addWidget(win)
+        made.append(win)
+        win.resize(1280, 800)
+        win.show()
+        qtbot.waitUntil(win.backends_ready, timeout=20_000)
+        return win
+
+    yield make
+    for win in made:
+        win.shutdown()
+
+
+@pytest.fixture
+def configure():
+    """Set a window up for a small sweep: configure(win, backend, variants, sizes, ...)."""
+
+    def apply(win, backend="opencl", variants=("naive", "tiled_any"), sizes="32,64,96",
+              warmup=0, repeats=2, budget_s=None, params=None, verify=True):
+        cfg = win.config
+        cfg.select(backend, 0)
+        cfg.variants.set_only(variants)
+        for (name, pname), values in (params or {}).items():
+            cfg.variants.set_param_values(name, pname, values)
+        cfg.sizes.set_text(sizes)
+        cfg.warmup.setValue(warmup)
+        cfg.repeats.setValue(repeats)
+        if budget_s is None:
+            cfg.repeats_radio.setChecked(True)
+        else:
+            cfg.budget_radio.setChecked(True)
+            cfg.budget.setValue(budget_s)
+        cfg.verify.setChecked(verify)
+        cfg.inputs.set_mode("random")
+        assert cfg.problems() == [], cfg.problems()
+        return win
+
+    return apply

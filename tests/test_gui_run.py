@@ -1,0 +1,160 @@
+"""GUI: running a sweep, live charts, cancelling, event-loop latency, closing mid-run."""
+import math
+import os
+import time
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from PySide6.QtCore import Qt, QTimer  # noqa: E402
+from PySide6.QtWidgets import QApplication, QGroupBox  # noqa: E402
+
+from gui.charts import CHARTS  # noqa: E402
+
+SIZES = (32, 64, 96)
+VARIANTS = ("naive[block=16]", "tiled_any[block=16]")
+
+
+def _finish(qtbot, win, timeout=60_000):
+    with qtbot.waitSignal(win.bridge.finished, timeout=timeout) as blocker:
+        pass
+    return blocker.args[0]
+
+
+def test_run_fills_table_and_every_chart(qtbot, make_window, configure):
+    win = configure(make_window(), "opencl", ("naive", "tiled_any"), "32,64,96",
+                    params={("naive", "block"): [16], ("tiled_any", "block"): [16]})
+    assert win.run_bar.status.text() == "Ready: 6 runs"
+    with qtbot.waitSignal(win.bridge.finished, timeout=60_000) as done:
+        qtbot.mouseClick(win.run_bar.run_button, Qt.MouseButton.LeftButton)
+    assert done.args[0].cancelled is False
+
+    # Table: one row per (variant, size), all verified.
+    model = win.table.model()
+    assert model.rowCount() == 6
+    recs = win.store.records
+    assert {(r.label(), r.m) for r in recs} == {(v, s) for v in VARIANTS for s in SIZES}
+    assert all(r.status == "ok" and r.passed for r in recs)
+    assert win.run_bar.progress.value() == 6 and win.run_bar.progress.maximum() == 6
+    assert win.run_bar.status.text().startswith("Finished 6 runs")
+    assert win.run_bar.run_button.isEnabled() and not win.run_bar.cancel_button.isEnabled()
+
+    # Size charts: one curve per variant, one finite point per size.
+    for kind in ("runtime", "gflops", "bandwidth"):
+        curves = win.charts.curves(kind)
+        assert set(curves) == set(VARIANTS), kind
+        for x, y in curves.values():
+            assert list(x) == pytest.approx(SIZES)
+            assert np.all(np.isfinite(y)) and np.all(y > 0)
+    # Bars: the largest size by default, both variants, naive's speed-up vs itself is 1.
+    bars = win.charts.curves("compare")
+    assert set(bars) == set(VARIANTS)
+    assert win.charts.compare_size.currentText() == "96"
+    win.charts.compare_size.setCurrentIndex(0)
+    win.charts.compare_size.activated.emit(0)  # as if the user picked 32
+    win.store.touch()
+    assert win.charts.curves("compare") and win.charts.compare_size.currentText() == "32"
+    # Roofline: each result a point at its arithmetic intensity.
+    roof = win.charts.curves("roofline")
+    for label, (ai, g) in roof.items():
+        assert len(ai) == 3 and np.all(np.diff(ai) > 0), label
+    # The engine's speed-ups arrive with 'finished' and reach the table.
+    naive = [r for r in recs if r.variant == "naive"]
+    assert all(r.speedup_vs_naive == pytest.approx(1.0) for r in naive)
+    # The log holds each compile's resource report verbatim.
+    log = win.log.plain_text()
+    assert "built 01_naive.cl" in log and "built 03_tiled_any.cl" in log
+    # Every tab draws without error, with the legend naming the curves.
+    for kind in CHARTS:
+        win.charts.set_current(kind)
+        qtbot.wait(10)
+
+
+def test_cancel_stops_early_and_keeps_finished_results(qtbot, make_window, configure):
+    win = configure(make_window(), "cpu", ("cpu_numpy",), "32:256:32", budget_s=0.15)
+    total = win.config.run_count()
+    assert total == 8
+    with qtbot.waitSignal(win.bridge.result, timeout=30_000):
+        assert win.start_run()
+    qtbot.waitUntil(lambda: "ETA" in win.run_bar.status.text(), timeout=10_000)
+    # Mid-run: nothing the sweep depends on can change.
+    assert win.running
+    assert not any(g.isEnabled() for g in win.config.findChildren(QGroupBox))
+    assert not win.run_bar.run_button.isEnabled() and win.run_bar.cancel_button.isEnabled()
+    assert not win.clear_action.isEnabled()
+    assert "of 8" in win.run_bar.progress.text()
+    assert "Running" in win.run_bar.status.text() and "ETA" in win.run_bar.status.text()
+    with qtbot.waitSignal(win.bridge.finished, timeout=30_000) as done:
+        qtbot.mouseClick(win.run_bar.cancel_button, Qt.MouseButton.LeftButton)
+    assert done.args[0].cancelled is True
+    kept = len(win.store)
+    assert 1 <= kept < total
+    assert all(math.isfinite(r.median_ms) for r in win.store.records)
+    assert win.run_bar.status.text().startswith(f"Cancelled: kept {kept}")
+    assert all(g.isEnabled() for g in win.config.findChildren(QGroupBox))
+    assert win.run_bar.run_button.isEnabled()
+    # A new run replaces the live results and works after a cancel.
+    win.config.sizes.set_text("32")
+    with qtbot.waitSignal(win.bridge.finished, timeout=30_000):
+        win.start_run()
+    assert len(win.store) == 1
+
+
+def test_event_loop_never_blocks_during_a_sweep(qtbot, make_window, configure):
+    win = configure(make_window(), "opencl", ("naive", "tiled_any"), "32,64,96", budget_s=0.08,
+                    params={("naive", "block"): [16, 8], ("tiled_any", "block"): [16]})
+    gaps, last = [], [time.perf_counter()]
+
+    def beat():
+        now = time.perf_counter()
+        gaps.append(now - last[0])
+        last[0] = now
+
+    heart = QTimer()
+    heart.setInterval(5)
+    heart.timeout.connect(beat)
+    heart.start()
+    try:
+        with qtbot.waitSignal(win.bridge.finished, timeout=60_000):
+            last[0] = time.perf_counter()
+            win.start_run()
+        qtbot.wait(400)  # let the redraw timer run over the finished data as well
+    finally:
+        heart.stop()
+    assert len(win.store) == 9
+    assert len(gaps) > 50
+    print(f"max event-loop gap {max(gaps) * 1e3:.1f} ms over {len(gaps)} beats")
+    assert max(gaps) < 0.100, f"event loop blocked for {max(gaps) * 1e3:.0f} ms"
+
+
+def test_closing_mid_run_cancels_and_exits_zero(qtbot, tmp_path, error_dialogs):
+    """main() with a window closed during a sweep: cancel, wait, shut down, exit 0."""
+    from gui.app import MainWindow, main
+
+    seen = {}
+
+    def find_window():
+        wins = [w for w in QApplication.topLevelWidgets()
+                if isinstance(w, MainWindow) and w.isVisible()]
+        if not wins or not wins[0].backends_ready():
+            QTimer.singleShot(20, find_window)
+            return
+        win = seen["win"] = wins[0]
+        cfg = win.config
+        cfg.select("cpu", 0)
+        cfg.variants.set_only(["cpu_numpy"])
+        cfg.sizes.set_text("32:512:32")
+        cfg.budget_radio.setChecked(True)
+        cfg.budget.setValue(0.2)
+        win.bridge.result.connect(lambda rec: QTimer.singleShot(0, win.close))
+        assert win.start_run()
+
+    QTimer.singleShot(0, find_window)
+    code = main(["--settings", str(tmp_path / "app.ini")])
+    win = seen["win"]
+    assert code == 0
+    assert not win.isVisible()
+    assert not win.engine.thread.is_alive()
+    assert 1 <= len(win.store) < 16  # cancelled early, finished ones kept until the end
+    assert error_dialogs == []

@@ -1,0 +1,205 @@
+"""The performance ladder (engine.ladder): registry entries, constraints, sources, the
+pct_of_cublas post-processing, the TF32 tolerance; and, on a GPU, every ladder kernel
+verified at odd shapes and at 4096 and the cuBLAS lines running on the engine's context.
+
+CPU-side tests run everywhere; GPU tests are marked ``gpu`` and skip cleanly without
+pycuda or a device (the cuBLAS ones also without nvmath-python).
+"""
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+
+from engine import ladder, registry
+from engine.records import ResultRecord
+from engine.runner import Plan, _fill_pct_of_cublas, expand_items
+from engine.verify import Reference, float32_tolerance, tf32_tolerance
+
+KERNELS = [registry.get(n) for n in ladder.LADDER]
+ODD_SHAPES = [(127, 253, 61), (61, 127, 253), (1, 1, 1), (33, 1, 65), (130, 131, 17)]
+
+
+# --- CPU side ---------------------------------------------------------------------------
+
+def test_ladder_registered_in_order():
+    names = list(registry.REGISTRY)
+    for n in ladder.LADDER + ladder.CUBLAS:
+        assert n in names, n
+    idx = [names.index(n) for n in ladder.LADDER]
+    assert idx == sorted(idx)
+
+
+@pytest.mark.parametrize("v", KERNELS, ids=lambda v: v.name)
+def test_kernel_source_exists_with_header(v):
+    path = v.source_path("cuda")
+    assert path.is_file(), path
+    assert re.fullmatch(r"1\d_[a-z0-9_]+\.cu", path.name), path.name
+    text = path.read_text()
+    assert text.lstrip().startswith("/*")
+    header = text[:text.find("*/")]
+    assert "Technique" in header or "technique" in header.lower()
+    # every parameter of the space is a define the kernel reads
+    for name in v.space:
+        assert re.search(rf"\b{name.upper()}\b", text), f"{v.name}: {name.upper()} unused"
+
+
+@pytest.mark.parametrize("v", KERNELS, ids=lambda v: v.name)
+def test_space_small_and_valid(v):
+    combos = v.combos()
+    assert 1 <= len(combos) <= 4, (v.name, len(combos))
+    valid = [c for c in combos if v.check("cuda", c, 4096, 4096, 4096, "float32") is None]
+    assert valid, f"{v.name}: no valid parameter combination"
+    assert v.check("cuda", v.default_params(), 4096, 4096, 4096, "float32") is None
+
+
+@pytest.mark.parametrize("v", KERNELS, ids=lambda v: v.name)
+@pytest.mark.parametrize("shape", ODD_SHAPES)
+def test_no_shape_constraints(v, shape):
+    """Every ladder kernel handles any M, N, K: only parameter-level reasons may skip."""
+    for c in v.combos():
+        if v.check("cuda", c, 4096, 4096, 4096, "float32") is None:
+            assert v.check("cuda", c, *shape, "float32") is None
+
+
+@pytest.mark.parametrize("v", KERNELS, ids=lambda v: v.name)
+def test_geometry_fits_a_block(v):
+    for c in v.combos():
+        if v.check("cuda", c, 4096, 4096, 4096, "float32"):
+            continue
+        (gx, gy), (bx, by) = v.geometry(c, 1000, 3000, 17)
+        assert 32 <= bx * by <= 1024 and gx >= 1 and gy >= 1
+        shared = v.extra.get("dynamic_shared")
+        if shared:
+            assert 0 < shared(c) <= 227 * 1024
+
+
+def test_dtypes_and_precision():
+    assert registry.get("tf32_mma").dtypes == ("float32",)
+    assert registry.get("tf32_mma").precision == "tf32"
+    assert registry.get("cublas_tf32").precision == "tf32"
+    assert registry.get("cublas_fp32").precision == "fp32"
+    for n in ("naive_uncoalesced", "blocktile_1d", "blocktile_2d", "vectorized", "bankfree",
+              "warptile", "pipelined"):
+        assert "int32" in registry.get(n).dtypes
+    assert "does not support int32" in registry.get("tf32_mma").check(
+        "cuda", registry.get("tf32_mma").default_params(), 64, 64, 64, "int32")
+
+
+def test_cublas_variants_are_library_lines():
+    for n in ladder.CUBLAS:
+        v = registry.get(n)
+        assert v.library == "cublas" and v.space == {} and v.dtypes == ("float32",)
+        from engine.backends.cublas import CublasGemm
+        assert v.sources["cuda"] in CublasGemm.ROUTINES
+
+
+def test_warptile_constraint_reasons():
+    v = registry.get("warptile")
+    p = dict(v.default_params(), wn=32, wniter=4)
+    assert "warp tile" in ladder._warptile_constraint(p, 64, 64, 64, "float32")
+    # every offered combination is valid (no skips in the GPU tests' odd-shape sweep)
+    assert all(v.check("cuda", c, 64, 64, 64, "float32") is None for c in v.combos())
+
+
+def _rec(variant, ms, dtype="float32", m=1024):
+    return ResultRecord(backend="cuda", device="gpu", variant=variant, params={}, m=m, n=m, k=m,
+                        dtype=dtype, mode="hot", warmup=0, repeats=1, timestamp="", versions="",
+                        flops=2 * m ** 3, bytes=0, median_ms=ms)
+
+
+def test_pct_of_cublas_pairs_by_precision():
+    recs = [_rec("cublas_fp32", 2.0), _rec("cublas_tf32", 0.5), _rec("warptile", 4.0),
+            _rec("tf32_mma", 1.0), _rec("naive", 20.0, m=2048), _rec("warptile", 2.5, dtype="int32")]
+    _fill_pct_of_cublas(recs)
+    assert recs[0].pct_of_cublas == pytest.approx(100.0)
+    assert recs[1].pct_of_cublas == pytest.approx(100.0)
+    assert recs[2].pct_of_cublas == pytest.approx(50.0)
+    assert recs[3].pct_of_cublas == pytest.approx(50.0)
+    assert math.isnan(recs[4].pct_of_cublas)      # no cuBLAS run at that shape
+    assert math.isnan(recs[5].pct_of_cublas)      # no int32 cuBLAS
+
+
+def test_tf32_tolerance_looser_but_catches_errors():
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (64, 96)).astype(np.float32)
+    b = rng.uniform(-1, 1, (96, 80)).astype(np.float32)
+
+    def tf32(x):  # round to nearest TF32 (10 mantissa bits)
+        u = x.view(np.uint32).astype(np.uint64)
+        return ((u + 0x1000) & 0xFFFFE000).astype(np.uint32).view(np.float32)
+
+    c = (tf32(a).astype(np.float64) @ tf32(b).astype(np.float64)).astype(np.float32)
+    ref = Reference(a, b)
+    assert tf32_tolerance(96) > float32_tolerance(96)
+    assert not ref.check(c).passed                       # too far for strict FP32
+    assert ref.check(c, precision="tf32").passed
+    bad = c.copy()
+    bad[5, :] = 0.0                                      # an unwritten row
+    assert not ref.check(bad, precision="tf32").passed
+    big = Reference(a, b, force_method="freivalds")
+    assert big.check(c, precision="tf32").passed
+    assert not big.check(bad, precision="tf32").passed
+
+
+# --- GPU ---------------------------------------------------------------------------------
+
+def _need_cuda():
+    from tests.helpers import backend_status
+    st = backend_status("cuda")
+    if not st.available:
+        pytest.skip(f"cuda backend unavailable: {st.reason}")
+
+
+def _run(plan):
+    from tests.helpers import run_plan
+    return run_plan(plan)[0]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_ladder_verifies_at_odd_shapes(dtype):
+    _need_cuda()
+    names = [v.name for v in KERNELS if dtype in v.dtypes]
+    plan = Plan(backend="cuda", items=expand_items("cuda", names), shapes=ODD_SHAPES,
+                dtype=dtype, warmup=0, repeats=1, dist="int" if dtype == "int32" else "uniform")
+    recs = _run(plan)
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs
+           if r.status != "skipped" and not r.passed]
+    assert not bad, bad
+    skipped = [(r.label(), r.error) for r in recs if r.status == "skipped"]
+    assert not skipped, skipped
+
+
+@pytest.mark.gpu
+def test_ladder_and_cublas_verify_at_4096():
+    _need_cuda()
+    names = list(ladder.CUBLAS) + [v.name for v in KERNELS]
+    items = [(n, registry.get(n).default_params()) for n in names]
+    plan = Plan(backend="cuda", items=items, shapes=[(4096, 4096, 4096)], dtype="float32",
+                warmup=1, repeats=3)
+    recs = _run(plan)
+    byname = {r.variant: r for r in recs}
+    if byname["cublas_fp32"].status == "skipped":
+        pytest.skip(byname["cublas_fp32"].error)
+    bad = [(r.label(), r.status, r.error) for r in recs if not r.passed]
+    assert not bad, bad
+    assert byname["cublas_fp32"].pct_of_cublas == pytest.approx(100.0)
+    assert all(math.isfinite(r.pct_of_cublas) for r in recs)
+
+
+@pytest.mark.gpu
+def test_cublas_on_engine_thread_context():
+    """cuBLAS handle made lazily on the engine thread and destroyed in close()."""
+    _need_cuda()
+    from engine.worker import EngineThread
+    eng = EngineThread().start()
+    plan = Plan(backend="cuda", items=[("cublas_fp32", {}), ("cublas_tf32", {})],
+                shapes=[(300, 257, 129)], warmup=1, repeats=2)
+    recs = eng.submit(plan, lambda e: None).result(120)
+    assert eng.shutdown(30)
+    if recs[0].status == "skipped":
+        pytest.skip(recs[0].error)
+    assert all(r.passed for r in recs), [(r.variant, r.error) for r in recs]
