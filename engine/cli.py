@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from . import matrices, records, registry
@@ -80,6 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--b", dest="b_path", default=None, help="matrix file for B (or omit with a .npz holding a and b)")
     p.add_argument("--out", default=None, help="save results to .json or .csv")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--autotune", action="store_true",
+                   help="per variant and size, search the parameter space (restricted by --params) "
+                        "or take the best parameters from the autotune cache; report the best")
+    p.add_argument("--retune", action="store_true",
+                   help="with --autotune: ignore the cache and search again")
     return p
 
 
@@ -199,10 +205,14 @@ def run_bench(argv: Sequence[str]) -> int:
             err.print(f"A: {matrices.describe(mats[0])}, B: {matrices.describe(mats[1])}")
         if args.out and not args.out.lower().endswith((".json", ".csv")):
             raise UsageError(f"--out must end in .json or .csv, not '{args.out}'")
+        if args.out and not Path(args.out).resolve().parent.is_dir():
+            raise UsageError(f"--out: the folder {Path(args.out).parent} does not exist")
         if args.warmup < 0 or args.repeats < 1:
             raise UsageError("--warmup must be ≥ 0 and --repeats ≥ 1")
         if args.budget is not None and args.budget <= 0:
             raise UsageError("--budget must be positive")
+        if (args.autotune or args.retune) and args.a_path:
+            raise UsageError("--autotune needs --sizes, not matrix files")
     except (UsageError, SizeSpecError, matrices.MatrixInputError) as exc:
         err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
         return EXIT_BAD_INPUT
@@ -210,7 +220,7 @@ def run_bench(argv: Sequence[str]) -> int:
     plan = Plan(backend=backend, items=items, shapes=shapes, dtype=args.dtype, device=args.device,
                 warmup=args.warmup, repeats=args.repeats, time_budget_s=args.budget,
                 cold=args.cold, verify=not args.no_verify, seed=args.seed, dist=args.dist,
-                matrices=mats)
+                matrices=mats, autotune=args.autotune or args.retune, retune=args.retune)
     engine = EngineThread().start()
     try:
         recs = _run_with_progress(engine, plan, err, quiet=args.quiet)

@@ -8,6 +8,7 @@ final ``finished`` event. A failure is recorded on its row and the sweep goes on
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import threading
 import time
@@ -50,6 +51,10 @@ class Plan:
     b_path: str | None = None
     #: Host matrices given directly (the GUI's loaded files): (A, B or None).
     matrices: tuple[np.ndarray, np.ndarray | None] | None = None
+    #: Search each variant's items for the best parameters per shape (engine.autotune),
+    #: remembered in the autotune cache; ``retune`` ignores the cache.
+    autotune: bool = False
+    retune: bool = False
 
     def validate(self) -> None:
         """Raise ValueError with a clear message for a plan that cannot start."""
@@ -97,6 +102,11 @@ class Event:
     device: DeviceInfo | None = None
     cancelled: bool = False
     level: str = "info"       # for log events: info | warning | error
+    #: finished: whether the sweep got as far as opening the device and starting.
+    started: bool = False
+    #: finished: the final records, with speed-ups and % of cuBLAS filled in. They are
+    #: new objects: records sent earlier in result events are never changed afterwards.
+    records: list[ResultRecord] | None = None
 
 
 Emit = Callable[[Event], None]
@@ -164,6 +174,9 @@ class Sweep:
 
     def run(self, plan: Plan, emit: Emit, cancel: CancelToken | None = None) -> list[ResultRecord]:
         cancel = cancel or CancelToken()
+        if plan.autotune:
+            from .autotune import run_autotuned  # noqa: PLC0415
+            return run_autotuned(self, plan, emit, cancel)
         results: list[ResultRecord] = []
         try:
             plan.validate()
@@ -226,11 +239,12 @@ class Sweep:
                     emit(Event("result", record=rec, done=done, total=total))
             finally:
                 backend.release(ws)  # device memory goes back between shapes
-        _fill_speedups(results)
-        _fill_pct_of_cublas(results)
+        final = [dataclasses.replace(r, params=dict(r.params), extra=dict(r.extra)) for r in results]
+        _fill_speedups(final)
+        _fill_pct_of_cublas(final)
         emit(Event("finished", f"{done} of {total} runs", done=done, total=total,
-                   cancelled=cancel.cancelled))
-        return results
+                   cancelled=cancel.cancelled, started=True, records=final))
+        return final
 
     def _record(self, plan, device, versions, name, params, shape) -> ResultRecord:
         v = registry.get(name)

@@ -43,6 +43,7 @@ class EngineThread:
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self._started = False
+        self._stopping = threading.Event()
 
     def start(self) -> "EngineThread":
         if not self._started:
@@ -76,6 +77,7 @@ class EngineThread:
         """
         if not self._started:
             return True
+        self._stopping.set()  # sweeps still queued are cancelled, not run
         self.cancel_current()
         self._queue.put(("stop", None))
         self._thread.join(timeout)
@@ -95,6 +97,9 @@ class EngineThread:
                         fut.set_exception(exc)
                 continue
             job: Job = payload
+            if self._stopping.is_set():
+                job.future.cancel()
+                continue
             with self._lock:
                 self._current = job
             try:

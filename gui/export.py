@@ -15,7 +15,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QApplication, QComboBox, QDialog, QDialogButtonBox, QFileDialog,
                                QFormLayout, QHBoxLayout, QLineEdit, QSpinBox, QToolButton, QWidget)
 
-from .charts import CHARTS, ChartOptions, ChartView, render
+from .chart_render import ChartOptions, render
+from .chart_view import ChartView
+from .charts import CHARTS
 from .chart_data import Series
 from .theme import ChartTheme
 

@@ -195,8 +195,6 @@ def test_parse_param_overrides():
         parse_param_overrides("=16")
 
 
-@pytest.mark.xfail(strict=True, reason="engine/cli.py: --out in a missing folder is not checked "
-                   "up front; records.save raises FileNotFoundError after the sweep (traceback)")
 def test_out_in_a_missing_folder_is_bad_input(capsys, tmp_path):
     out_file = tmp_path / "no_such_folder" / "r.json"
     code, out, err = bench(capsys, "--backend", "cpu", "--sizes", "8", "--repeats", 1,

@@ -331,8 +331,6 @@ def test_size_rule_picks_the_method(monkeypatch):
     assert Reference(small_a, small_b).method == "full"   # fits float64 exactly
 
 
-@pytest.mark.xfail(strict=True, reason="engine/verify.py: NaN/Inf and shape-mismatch verdicts "
-                   "report Reference.method ('freivalds') instead of 'freivalds+sampled'")
 def test_failed_freivalds_verdict_names_the_same_method_as_a_passing_one():
     rng = np.random.default_rng(SEED)
     a, b = _pair(20, 30, 10, "float32", rng)

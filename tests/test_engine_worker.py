@@ -2,6 +2,8 @@
 finished), and shutdown ends it cleanly."""
 from __future__ import annotations
 
+import dataclasses
+
 import threading
 import time
 
@@ -71,7 +73,13 @@ def test_cancel_after_the_first_result_keeps_finished_records(engine, backend):
     assert finished[0].done == len(recs) < total
     assert len(recs) == 1 and recs[0].passed is True, recs   # the finished record is kept
     results = [e.record for e in events if e.kind == "result"]
-    assert results == recs
+    # The finished records are new copies with the post-run columns filled in; the ones
+    # sent in result events stay as they were sent.
+    post = {"speedup_vs_naive", "pct_of_cublas"}
+    strip = lambda r: {k: v for k, v in dataclasses.asdict(r).items() if k not in post}  # noqa: E731
+    assert [strip(r) for r in results] == [strip(r) for r in recs]
+    assert all(a is not b for a, b in zip(results, recs))
+    assert finished[0].records == recs
     # The engine still works after a cancelled sweep.
     plan2 = Plan(backend=backend, items=items[:1], shapes=[(9, 10, 11)], warmup=0, repeats=1)
     assert engine.submit(plan2, lambda e: None).result(30)[0].passed
@@ -130,8 +138,6 @@ def test_shutdown_cancels_a_running_sweep():
     assert len(job.result(1)) < len(plan.shapes)
 
 
-@pytest.mark.xfail(strict=True, reason="engine/worker.py shutdown(): only the running sweep is "
-                   "cancelled; sweeps queued before the stop message still run to the end")
 def test_shutdown_does_not_run_sweeps_still_queued():
     eng = EngineThread().start()
     started = threading.Event()

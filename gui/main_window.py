@@ -1,0 +1,651 @@
+"""The main window.
+
+Layout: a *Configure* dock on the left (target, variants, sizes, measurement,
+inputs); a run toolbar on top (Run, Cancel, progress, current item, ETA); charts in
+the middle; results, log and devices in tabs below.
+
+Threads: one long-lived :class:`engine.worker.EngineThread` owns the backends (and
+the CUDA context).  :class:`gui.bridge.EngineBridge` turns its callbacks into queued
+signals, so every slot here runs in the GUI thread and never waits on a device.
+"""
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QEvent, QSettings, Qt, QTimer
+from PySide6.QtGui import QAction, QKeySequence, QPalette
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QMainWindow,
+                               QMessageBox, QScrollArea, QSizePolicy, QSplitter, QStyle,
+                               QTabWidget, QToolBar, QToolButton)
+
+from engine import records
+from engine.backends import BackendStatus
+from engine.records import ResultRecord
+from engine.runner import Event
+from engine.worker import EngineThread
+
+from . import dialogs
+from .bridge import EngineBridge
+from .charts import ChartsPanel
+from .config_panel import ConfigPanel
+from .device_panel import DevicePanel, backend_line
+from .export import ExportDialog, export_chart, export_paths
+from .log_panel import LogPanel
+from .results_store import ResultStore
+from .results_table import ResultsTable
+from .run_bar import RunBar, format_duration
+from .settings import APPLICATION, AppSettings, default_settings
+from .theme import ChartTheme, dark_palette
+
+RESULTS_FILTER = "Results (*.json *.csv);;JSON (*.json);;CSV (*.csv)"
+#: How long a close waits for a cancelled sweep before shutting the engine down anyway.
+CLOSE_GRACE_MS = 15_000
+ENGINE_SHUTDOWN_S = 10.0
+
+STYLE_SHEET = """
+QLineEdit[invalid="true"] { border: 1px solid #e3242b; border-radius: 3px; padding: 2px 3px; }
+QLabel[invalid="true"] { color: #e3242b; }
+QLabel#hint { color: palette(placeholder-text); }
+QLabel#panelTitle { font-weight: 600; padding: 2px 0; }
+QPushButton#runButton { font-weight: 600; padding: 4px 16px; }
+QGroupBox { margin-top: 1.2em; }
+QGroupBox::title { subcontrol-origin: margin; left: 6px; padding: 0 3px; }
+QToolBar { spacing: 6px; }
+"""
+
+
+class MainWindow(QMainWindow):
+    """The lab's window.
+
+    Parameters
+    ----------
+    settings
+        Where configuration, geometry and recent files live; by default the user's
+        store.  Tests pass an ini file in a temporary directory.
+    engine
+        The engine thread to use (started here if needed); by default a new one.
+        The window shuts it down when it closes.
+    """
+
+    def __init__(self, settings: QSettings | None = None, engine: EngineThread | None = None):
+        super().__init__()
+        self.settings = AppSettings(settings if settings is not None else default_settings())
+        self.engine = (engine or EngineThread()).start()
+        self.store = ResultStore(self)
+        self.bridge = EngineBridge(self.engine, self)
+        self.statuses: dict[str, BackendStatus] = {}
+        self.running = False
+        self._closing = False
+        self._shut_down = False
+        self._restyling = False
+        self._palette_key: tuple | None = None
+        self._run_records: list[ResultRecord] = []
+        self._run_t0 = 0.0
+        self._run_serial = 0
+        self._opened: dict[str, str] = {}   # results file path → source name
+        self.setWindowTitle(APPLICATION)
+        self.setAcceptDrops(True)
+        self.setDockNestingEnabled(True)
+        self._build()
+        self._build_actions()
+        self._connect()
+        self._restore()
+        self._refresh_ready()
+        self.bridge.probe()
+
+    # --- construction --------------------------------------------------------------------
+
+    def _build(self) -> None:
+        self.setStyleSheet(STYLE_SHEET)
+        pal = QApplication.palette()
+        self._palette_key = tuple(pal.color(role).rgba() for role in (
+            QPalette.ColorRole.Window, QPalette.ColorRole.Base, QPalette.ColorRole.Text))
+        self.config = ConfigPanel()
+        scroll = QScrollArea()
+        scroll.setWidget(self.config)
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setMinimumWidth(self.config.minimumSizeHint().width() + 16)
+        self.config_dock = QDockWidget("Configure", self)
+        self.config_dock.setObjectName("configureDock")
+        self.config_dock.setWidget(scroll)
+        self.config_dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                                     | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+                                     | QDockWidget.DockWidgetFeature.DockWidgetClosable)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.config_dock)
+
+        self.charts = ChartsPanel(self.store)
+        self.table = ResultsTable(self.store)
+        self.log = LogPanel()
+        self.devices = DevicePanel()
+        self.bottom_tabs = QTabWidget()
+        self.bottom_tabs.setDocumentMode(True)
+        self.bottom_tabs.addTab(self.table, "Results")
+        self.bottom_tabs.addTab(self.log, "Log")
+        self.bottom_tabs.addTab(self.devices, "Devices")
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.setObjectName("centralSplitter")
+        self.splitter.addWidget(self.charts)
+        self.splitter.addWidget(self.bottom_tabs)
+        self.splitter.setStretchFactor(0, 3)
+        self.splitter.setStretchFactor(1, 2)
+        self.splitter.setChildrenCollapsible(False)
+        self.setCentralWidget(self.splitter)
+
+        self.run_bar = RunBar()
+        self.run_toolbar = QToolBar("Run")
+        self.run_toolbar.setObjectName("runToolbar")
+        self.run_toolbar.setMovable(False)
+        self.run_toolbar.addWidget(self.run_bar)
+        self.run_bar.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.run_toolbar)
+
+        self.backend_button = QToolButton()
+        self.backend_button.setAutoRaise(True)
+        self.backend_button.setText("Probing backends…")
+        self.backend_button.clicked.connect(lambda: self.bottom_tabs.setCurrentWidget(self.devices))
+        self.statusBar().addPermanentWidget(self.backend_button)
+        self.count_label = QLabel()
+        self.statusBar().addPermanentWidget(self.count_label)
+
+    def _action(self, text: str, slot, shortcut=None, icon=None, tip: str = "") -> QAction:
+        act = QAction(text, self)
+        if icon is not None:
+            act.setIcon(self.style().standardIcon(icon))
+        if shortcut is not None:
+            act.setShortcut(QKeySequence(shortcut))
+        if tip:
+            act.setToolTip(tip)
+            act.setStatusTip(tip)
+        act.triggered.connect(slot)
+        self.addAction(act)  # shortcuts work whichever widget has focus
+        return act
+
+    def _build_actions(self) -> None:
+        SP = QStyle.StandardPixmap
+        self.open_action = self._action("&Open results…", self.open_results_dialog, QKeySequence.StandardKey.Open,
+                                        SP.SP_DialogOpenButton, "Open a results file (.json/.csv); "
+                                        "opening several overlays them")
+        self.save_action = self._action("&Save results…", self.save_results_dialog, QKeySequence.StandardKey.Save,
+                                        SP.SP_DialogSaveButton, "Save every shown result to .csv or .json")
+        self.export_action = self._action("&Export chart…", self.export_dialog, "Ctrl+E", None,
+                                          "Save charts as PNG or SVG at a chosen size")
+        self.copy_action = self._action("Copy results as TSV", lambda: self.table.copy_tsv(all_rows=True),
+                                        "Ctrl+Shift+C")
+        self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
+        self.run_action = self._action("&Run", self.start_run, "F5", SP.SP_MediaPlay)
+        self.cancel_action = self._action("&Cancel", self.cancel_run, "Esc", SP.SP_MediaStop)
+        self.clear_action = self._action("C&lear results", self.clear_results, None,
+                                         SP.SP_DialogResetButton, "Remove every shown result")
+        self.keep_runs_action = QAction("&Keep previous runs", self, checkable=True)
+        self.keep_runs_action.setToolTip("Keep the previous run's curves (as 'run N') "
+                                         "instead of replacing them")
+        self.dark_action = QAction("&Dark palette", self, checkable=True)
+        self.dark_action.setToolTip("Use a dark palette even where the desktop has none")
+        self.dark_action.toggled.connect(self.set_dark)
+
+        menu = self.menuBar().addMenu("&File")
+        menu.addAction(self.open_action)
+        self.recent_menu = menu.addMenu("Open &recent")
+        menu.addAction(self.save_action)
+        menu.addAction(self.export_action)
+        menu.addSeparator()
+        menu.addAction(self.copy_action)
+        menu.addSeparator()
+        menu.addAction(self.quit_action)
+        menu = self.menuBar().addMenu("&Run")
+        menu.addAction(self.run_action)
+        menu.addAction(self.cancel_action)
+        menu.addSeparator()
+        menu.addAction(self.keep_runs_action)
+        menu.addAction(self.clear_action)
+        menu = self.menuBar().addMenu("&View")
+        menu.addAction(self.config_dock.toggleViewAction())
+        menu.addAction(self.dark_action)
+        menu = self.menuBar().addMenu("&Help")
+        menu.addAction(self._action("&About", self.about))
+        self._rebuild_recent_menu()
+
+        # One toolbar row: the run controls take the free width, file actions sit right.
+        self.run_toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.run_toolbar.addSeparator()
+        for act in (self.open_action, self.save_action, self.clear_action):
+            self.run_toolbar.addAction(act)
+
+    def _connect(self) -> None:
+        self.run_bar.run_button.clicked.connect(self.start_run)
+        self.run_bar.cancel_button.clicked.connect(self.cancel_run)
+        self.config.changed.connect(self._refresh_ready)
+        self.config.device_changed.connect(self._device_changed)
+        self.devices.device_activated.connect(self.config.select)
+        self.charts.export_requested.connect(self.export_dialog)
+        self.bridge.backends_probed.connect(self._backends_probed)
+        self.bridge.probe_failed.connect(self._probe_failed)
+        self.bridge.started.connect(self._run_started)
+        self.bridge.progress.connect(self._run_progress)
+        self.bridge.log.connect(self.log.append)
+        self.bridge.result.connect(self._run_result)
+        self.bridge.finished.connect(self._run_finished)
+        self.store.changed.connect(self._store_changed)
+        self.log.errors_changed.connect(self._log_errors)
+
+    # --- settings ------------------------------------------------------------------------
+
+    def _restore(self) -> None:
+        geometry = self.settings.geometry()
+        if geometry is None or not self.restoreGeometry(geometry):
+            self.resize(1280, 800)
+        state = self.settings.window_state()
+        if state is not None:
+            self.restoreState(state)
+        else:
+            self.resizeDocks([self.config_dock], [400], Qt.Orientation.Horizontal)
+        splitter = self.settings.splitter_state()
+        if splitter is None or not self.splitter.restoreState(splitter):
+            self.splitter.setSizes([470, 250])
+        self.config.set_state(self.settings.load_config())
+        self.charts.set_options_state(_json(self.settings.value("charts/options_json", "") or ""))
+        self.keep_runs_action.setChecked(_bool(self.settings.value("run/keep_previous", False)))
+        self.dark_action.setChecked(_bool(self.settings.value("view/dark", False)))
+
+    def save_settings(self) -> None:
+        """Write configuration, layout and chart options to the QSettings store."""
+        self.settings.save_config(self.config.state())
+        self.settings.save_window(self.saveGeometry(), self.saveState(), self.splitter.saveState())
+        self.settings.set_value("charts/options_json", json.dumps(self.charts.options_state()))
+        self.settings.set_value("run/keep_previous", self.keep_runs_action.isChecked())
+        self.settings.set_value("view/dark", self.dark_action.isChecked())
+        self.settings.sync()
+
+    # --- backends ----------------------------------------------------------------------
+
+    def _backends_probed(self, statuses: dict[str, BackendStatus]) -> None:
+        self.statuses = dict(statuses)
+        self.config.set_statuses(statuses)
+        self.devices.set_statuses(statuses)
+        self.devices.show_device(self.config.device_info())
+        marks = []
+        for name, st in statuses.items():
+            marks.append(f"{name} {'✓' if st.available else '✗'}")
+            self.log.append("info" if st.available else "warning", backend_line(st))
+        self.backend_button.setText("Backends: " + "  ".join(marks))
+        self.backend_button.setToolTip("\n".join(backend_line(st) for st in statuses.values())
+                                       + "\n\nClick for devices")
+        self._refresh_ready()
+
+    def _probe_failed(self, text: str) -> None:
+        self.log.append("error", f"probing backends failed: {text}")
+        self.backend_button.setText("Backends: probe failed")
+        dialogs.show_error(self, "Cannot probe backends", text)
+
+    def backends_ready(self) -> bool:
+        return bool(self.statuses)
+
+    def _device_changed(self, backend: str, index: int) -> None:
+        info = self.config.device_info()
+        self.devices.show_device(info)
+        self.charts.set_device(info)
+
+    # --- running -------------------------------------------------------------------------
+
+    def _refresh_ready(self) -> None:
+        self.run_bar.set_ready(self.config.problems(), self.config.run_count())
+        self.run_action.setEnabled(not self.running and not self.config.problems())
+
+    def start_run(self) -> bool:
+        """Start the configured sweep; False (and a message) if it cannot start."""
+        if self.running:
+            return False
+        try:
+            plan = self.config.build_plan()
+        except ValueError as exc:
+            dialogs.show_error(self, "Cannot run", str(exc))
+            return False
+        if self.keep_runs_action.isChecked():
+            live = [r for r in self.store.records if not r.source]
+            if live:
+                label = f"run {self._run_serial} ({time.strftime('%H:%M')})"
+                for r in live:
+                    r.source = label
+                self.store.replace_where(lambda r: True)
+        else:
+            self.store.replace_where(lambda r: bool(r.source))
+        self._run_serial += 1
+        self._run_records = []
+        self._run_t0 = time.perf_counter()
+        what = f"{len(plan.items)} parameter set(s) × " + (
+            "the loaded matrices" if plan.matrices is not None else f"{len(plan.shapes)} size(s)")
+        self.log.append("info", f"run: {what} on {plan.backend} device {plan.device}, {plan.dtype}, "
+                                f"{'cold' if plan.cold else 'hot'}, warm-up {plan.warmup}, "
+                                + (f"budget {plan.time_budget_s} s" if plan.time_budget_s
+                                   else f"{plan.repeats} repeats"))
+        self.bridge.submit(plan)
+        self._set_running(True)
+        return True
+
+    def cancel_run(self) -> None:
+        if self.running:
+            self.bridge.cancel()
+            self.run_bar.status.setText("Cancelling after the current launch…")
+            self.run_bar.cancel_button.setEnabled(False)
+
+    def _set_running(self, running: bool) -> None:
+        self.running = running
+        self.config.set_running(running)
+        self.run_bar.set_running(running)
+        self.run_action.setEnabled(not running)
+        self.cancel_action.setEnabled(running)
+        self.clear_action.setEnabled(not running)
+        self.keep_runs_action.setEnabled(not running)
+        if not running:
+            self._refresh_ready()
+
+    def _run_started(self, ev: Event) -> None:
+        where = ev.device.name if ev.device else "the device"
+        self.run_bar.started(ev.total, where)
+        if ev.device is not None:
+            # The opened device may know more than the probe did; keep user-typed peaks
+            # where it knows nothing.
+            if ev.device.peak_gflops_fp32:
+                self.charts.peak_gflops.setValue(ev.device.peak_gflops_fp32)
+            if ev.device.peak_gbps:
+                self.charts.peak_gbps.setValue(ev.device.peak_gbps)
+
+    def _run_progress(self, ev: Event) -> None:
+        self.run_bar.progressed(ev.done, ev.total, ev.current, ev.eta_s)
+
+    def _run_result(self, rec: ResultRecord) -> None:
+        self._run_records.append(rec)
+        self.store.add([rec])
+        self.run_bar.result_in(len(self._run_records), max(self.run_bar.progress.maximum(), 1))
+
+    def _run_finished(self, ev: Event) -> None:
+        self._set_running(False)
+        if ev.records is not None:
+            # The engine's final copies carry speed-ups over naive and % of cuBLAS.
+            live = {id(r) for r in self._run_records}
+            self.store.replace_where(lambda r: id(r) not in live, ev.records)
+            self._run_records = list(ev.records)
+        recs = self._run_records
+        counts = {s: sum(r.status == s for r in recs) for s in ("failed", "error", "skipped")}
+        took = format_duration(time.perf_counter() - self._run_t0)
+        if ev.cancelled:
+            text = f"Cancelled: kept {len(recs)} result{'s' if len(recs) != 1 else ''}"
+        elif not ev.started:
+            text = f"Did not run: {ev.message}"
+        else:
+            text = f"Finished {len(recs)} runs in {took}"
+        extras = [f"{n} {s}" for s, n in counts.items() if n]
+        if extras:
+            text += " (" + ", ".join(extras) + ")"
+        self.run_bar.finished(text)
+        self.statusBar().showMessage(text, 10_000)
+        self.log.append("error" if counts["failed"] or counts["error"] else "info", text)
+        self.config.inputs.show_verification(recs)
+        if not ev.started and not ev.cancelled and not self._closing:
+            dialogs.show_error(self, "The run could not start", ev.message or "unknown reason")
+        if counts["failed"] or counts["error"]:
+            self.bottom_tabs.setCurrentWidget(self.table)
+        if self._closing:
+            self.close()
+
+    # --- results files -------------------------------------------------------------------
+
+    def _source_for(self, path: Path) -> str:
+        """A short, unique name for a file's curves: the file name, or parent/name."""
+        key = str(path.resolve())
+        if key in self._opened:
+            return self._opened[key]
+        name = path.name
+        taken = set(self._opened.values()) | {r.source for r in self.store.records}
+        if name in taken:
+            name = f"{path.parent.name}/{path.name}"
+        n = 2
+        base = name
+        while name in taken:
+            name, n = f"{base} ({n})", n + 1
+        return name
+
+    def open_results(self, path: str | Path) -> bool:
+        """Add a results file's records to the charts and table (replacing an earlier
+        opening of the same file).  A bad file gives a dialog and returns False."""
+        path = Path(path)
+        try:
+            recs = records.load(path)
+        except ValueError as exc:
+            dialogs.show_error(self, "Cannot open results", str(exc))
+            return False
+        except OSError as exc:  # e.g. a directory or unreadable file
+            dialogs.show_error(self, "Cannot open results", f"{path.name}: {exc.strerror or exc}")
+            return False
+        if not recs:
+            dialogs.show_error(self, "Cannot open results", f"{path.name} holds no results.")
+            return False
+        key = str(path.resolve())
+        source = self._source_for(path)
+        for r in recs:
+            # A file saved from an overlay keeps its own sources; a plain run gets the name.
+            r.source = r.source or source
+        old_sources = {source}
+        self._opened[key] = source
+        self.store.replace_where(lambda r: r.source not in old_sources, recs)
+        self.settings.add_recent(path)
+        self._rebuild_recent_menu()
+        self.log.append("info", f"opened {path.name}: {len(recs)} results")
+        self.statusBar().showMessage(f"Opened {path.name} ({len(recs)} results)", 8000)
+        return True
+
+    def open_results_dialog(self) -> None:
+        start = self.settings.value("dirs/results", "")
+        paths, _ = QFileDialog.getOpenFileNames(self, "Open results", str(start or ""), RESULTS_FILTER)
+        for p in paths:
+            self.settings.set_value("dirs/results", str(Path(p).parent))
+            self.open_results(p)
+
+    def save_results(self, path: str | Path) -> bool:
+        path = Path(path)
+        try:
+            records.save(self.store.records, path)
+        except (ValueError, OSError) as exc:
+            dialogs.show_error(self, "Cannot save results", str(exc))
+            return False
+        self.settings.add_recent(path)
+        self._rebuild_recent_menu()
+        self.statusBar().showMessage(f"Saved {len(self.store)} results to {path.name}", 8000)
+        return True
+
+    def save_results_dialog(self) -> None:
+        if not len(self.store):
+            dialogs.show_error(self, "Nothing to save", "There are no results yet.")
+            return
+        start = Path(str(self.settings.value("dirs/results", "") or "")) / "results.csv"
+        path, selected = QFileDialog.getSaveFileName(self, "Save results", str(start), RESULTS_FILTER)
+        if not path:
+            return
+        if Path(path).suffix.lower() not in (".csv", ".json"):
+            path += ".json" if "JSON" in selected else ".csv"
+        self.settings.set_value("dirs/results", str(Path(path).parent))
+        self.save_results(path)
+
+    def clear_results(self) -> None:
+        if self.running:
+            return
+        self.store.clear()
+        self._opened.clear()
+
+    def _rebuild_recent_menu(self) -> None:
+        self.recent_menu.clear()
+        files = self.settings.recent_files()
+        for f in files:
+            act = self.recent_menu.addAction(Path(f).name)
+            act.setToolTip(f)
+            act.setStatusTip(f)
+            act.triggered.connect(lambda _=False, p=f: self._open_recent(p))
+        if files:
+            self.recent_menu.addSeparator()
+            self.recent_menu.addAction("Clear list", self._clear_recent)
+        self.recent_menu.setEnabled(bool(files))
+
+    def _open_recent(self, path: str) -> None:
+        if not Path(path).is_file():
+            dialogs.show_error(self, "Cannot open results", f"{path} no longer exists.")
+            files = [f for f in self.settings.recent_files() if f != path]
+            self.settings.clear_recent()
+            for f in reversed(files):
+                self.settings.add_recent(f)
+            self._rebuild_recent_menu()
+            return
+        self.open_results(path)
+
+    def _clear_recent(self) -> None:
+        self.settings.clear_recent()
+        self._rebuild_recent_menu()
+
+    # --- charts export ------------------------------------------------------------------
+
+    def export_charts(self, kinds: list[str], path: str | Path, width: int, height: int) -> list[Path]:
+        """Save charts as PNG/SVG (by suffix) at ``width``×``height``; the written paths."""
+        self.charts.redraw()
+        theme = ChartTheme.from_palette(QApplication.palette())
+        out = []
+        for kind, p in export_paths(path, kinds).items():
+            out.append(export_chart(kind, self.charts.series, self.charts.options_now(), p,
+                                    width, height, theme))
+        return out
+
+    def export_dialog(self) -> None:
+        start = str(self.settings.value("dirs/export", "") or Path.home())
+        dlg = ExportDialog(self.charts.current_kind, start, self)
+        if dlg.exec() != ExportDialog.DialogCode.Accepted:
+            return
+        kinds, path, w, h = dlg.choice()
+        try:
+            written = self.export_charts(kinds, path, w, h)
+        except (ValueError, OSError) as exc:
+            dialogs.show_error(self, "Cannot export", str(exc))
+            return
+        self.settings.set_value("dirs/export", str(path.parent))
+        self.statusBar().showMessage(f"Exported {', '.join(p.name for p in written)}", 8000)
+
+    # --- misc ------------------------------------------------------------------------
+
+    def _store_changed(self) -> None:
+        n = len(self.store)
+        self.bottom_tabs.setTabText(0, f"Results ({n})" if n else "Results")
+        sources = [s for s in self.store.sources() if s]
+        self.count_label.setText(f"{n} results" + (f" · {len(sources)} file(s)" if sources else ""))
+        self.setWindowTitle(f"{APPLICATION} — {n} results" if n else APPLICATION)
+
+    def _log_errors(self, n: int) -> None:
+        self.bottom_tabs.setTabText(1, f"Log ({n} error{'s' if n != 1 else ''})" if n else "Log")
+
+    def set_dark(self, on: bool) -> None:
+        """Switch between the desktop's palette and a dark one."""
+        # An empty QPalette resolves entirely to the platform's: the desktop's theme.
+        QApplication.setPalette(dark_palette() if on else QPalette())
+        self._follow_palette()  # now, not when the palette events come round
+
+    def changeEvent(self, event):  # noqa: N802 (Qt API)
+        if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
+            self._follow_palette()
+        super().changeEvent(event)
+
+    def _follow_palette(self) -> None:
+        """Re-style the window when the application palette really changed.
+
+        Widgets polished by a style sheet keep the palette they were polished with;
+        re-applying the sheet lets the whole window follow a light/dark switch of the
+        desktop (or of the View menu).  The palette key stops the re-styling's own
+        palette events from starting another round.
+        """
+        pal = QApplication.palette()
+        key = tuple(pal.color(role).rgba() for role in (QPalette.ColorRole.Window, QPalette.ColorRole.Base,
+                                                         QPalette.ColorRole.Text))
+        if key == self._palette_key or self._restyling:
+            return
+        self._palette_key = key
+        self._restyling = True
+        try:
+            self.setStyleSheet("")
+            self.setStyleSheet(STYLE_SHEET)
+        finally:
+            self._restyling = False
+        self.charts.retheme()
+
+    def about(self) -> None:
+        QMessageBox.about(self, f"About {APPLICATION}",
+                          f"<b>{APPLICATION}</b><br>A desktop lab for GPU matrix-multiplication "
+                          "kernels: run variants, watch them race, verify them on your matrices.")
+
+    # --- drag and drop of results files -------------------------------------------------
+
+    def _dropped_results(self, event) -> list[str]:
+        md = event.mimeData()
+        if not md.hasUrls():
+            return []
+        return [u.toLocalFile() for u in md.urls()
+                if u.isLocalFile() and Path(u.toLocalFile()).suffix.lower() in (".json", ".csv")]
+
+    def dragEnterEvent(self, event):  # noqa: N802 (Qt API)
+        if self._dropped_results(event):
+            event.acceptProposedAction()
+
+    def dropEvent(self, event):  # noqa: N802
+        for p in self._dropped_results(event):
+            self.open_results(p)
+        event.acceptProposedAction()
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def closeEvent(self, event):  # noqa: N802 (Qt API)
+        """Cancel a running sweep, wait for it (without freezing), then shut down."""
+        if self.running and not self._shut_down:
+            if not self._closing:
+                self._closing = True
+                self.bridge.cancel()
+                self.run_bar.status.setText("Stopping the run before closing…")
+                QTimer.singleShot(CLOSE_GRACE_MS, self._close_anyway)
+            event.ignore()  # _run_finished closes again once the engine has stopped
+            return
+        self.shutdown()
+        event.accept()
+
+    def _close_anyway(self) -> None:
+        if not self._shut_down:
+            self.running = False
+            self.close()
+
+    def shutdown(self) -> bool:
+        """Save settings, stop listening, close the backends on the engine thread and
+        join it.  True when the engine thread ended in time.  Idempotent."""
+        if self._shut_down:
+            return True
+        self._shut_down = True
+        try:
+            self.save_settings()
+        finally:
+            self.bridge.detach()
+            self.bridge.cancel()
+            self.charts._timer.stop()
+            self.config.inputs.shutdown()
+            if self.dark_action.isChecked():
+                QApplication.setPalette(QPalette())
+        return self.engine.shutdown(ENGINE_SHUTDOWN_S)
+
+
+def _json(text) -> dict:
+    try:
+        val = json.loads(str(text))
+    except ValueError:
+        return {}
+    return val if isinstance(val, dict) else {}
+
+
+def _bool(val) -> bool:
+    """QSettings ini files hand booleans back as 'true'/'false' strings."""
+    if isinstance(val, str):
+        return val.lower() in ("1", "true", "yes")
+    return bool(val)
