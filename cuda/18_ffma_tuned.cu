@@ -26,7 +26,7 @@
  * Compile-time constants (defaults let the file compile alone):
  *   ELEM, ACC   element and accumulator types                  (default float)
  *   BM, BN, BK  block tile and depth                           (default 128, 128, 16)
- *   TM, TN      per-thread tile, multiples of 4                (default 8, 8)
+ *   TM, TN      per-thread tile, multiples of 4                (default BM/16, 8)
  *   STAGES      tiles in flight, >= 2                          (default 3)
  *   SPLITK      k-slices (the launch must match, see geometry)  (default 1)
  *   MINB        __launch_bounds__ minimum blocks per SM        (default 2)
@@ -52,7 +52,7 @@
 #define BK 16
 #endif
 #ifndef TM
-#define TM 8
+#define TM (BM / 16)          /* 16 threads along m */
 #endif
 #ifndef TN
 #define TN 8

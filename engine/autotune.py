@@ -23,6 +23,7 @@ Entry points:
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -232,9 +233,10 @@ def run_autotuned(sweep, plan, emit, cancel=None) -> list[ResultRecord]:
                 results.append(rec)
                 done += 1
                 emit(Event("result", record=rec, done=done, total=total))
-    _fill_speedups(results)
-    _fill_pct_of_cublas(results)
+    final = [dataclasses.replace(r, params=dict(r.params), extra=dict(r.extra)) for r in results]
+    _fill_speedups(final)
+    _fill_pct_of_cublas(final)
     emit(Event("finished", f"{done} of {total} autotuned", done=done, total=total,
-               cancelled=cancel.cancelled))
-    return results
+               cancelled=cancel.cancelled, started=True, records=final))
+    return final
 

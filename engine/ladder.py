@@ -44,6 +44,22 @@ def _tf32_geometry(p: Params, m: int, n: int, k: int) -> Geometry:
     return (cdiv(n, 128), cdiv(m, 128)), (256, 1)
 
 
+#: ffma_tuned's split-K counters (cuda/18_ffma_tuned.cu MAX_TILES): more tiles, no split.
+FFMA_MAX_TILES = 65536
+
+
+def ffma_splits(p: Params, m: int, n: int) -> int:
+    return p["splitk"] if cdiv(m, p["bm"]) * cdiv(n, 128) <= FFMA_MAX_TILES else 1
+
+
+def _ffma_geometry(p: Params, m: int, n: int, k: int) -> Geometry:
+    return (cdiv(n, 128), cdiv(m, p["bm"]) * ffma_splits(p, m, n)), (256, 1)
+
+
+def _wgmma_geometry(p: Params, m: int, n: int, k: int) -> Geometry:
+    return (cdiv(n, p["bn"]), cdiv(m, 128)), (256, 1)
+
+
 def _library_geometry(p: Params, m: int, n: int, k: int) -> Geometry:
     return (1, 1), (1, 1)                             # cuBLAS picks its own
 
@@ -110,10 +126,26 @@ def _tf32_constraint(p, m, n, k, dtype):
     return None
 
 
+def _ffma_constraint(p, m, n, k, dtype):
+    if p["bm"] not in (64, 128) or p["kv"] not in (2, 4) or p["splitk"] < 1:
+        return "bm must be 64 or 128, kv 2 or 4, splitk ≥ 1"
+    if p["bm"] == 128 and p["splitk"] > 1:
+        return "split-K with bm=128 needs more than 128 registers (spills at 2 blocks/SM)"
+    return None
+
+
 # --- dynamic shared memory (bytes), passed by the cuda backend at launch ----------------
 
 def pipelined_shared_bytes(p: Params) -> int:
     return p["stages"] * (p["bk"] * (p["bm"] + PAD) + p["bk"] * p["bn"]) * 4
+
+
+def ffma_shared_bytes(p: Params) -> int:
+    return 3 * (p["bm"] * 16 + 16 * 128) * 4          # STAGES=3, BK=16, BN=128
+
+
+def wgmma_shared_bytes(p: Params) -> int:
+    return p["stages"] * (128 + p["bn"]) * 32 * 4 + 1024   # + 1024: swizzle-atom alignment
 
 
 def tf32_shared_bytes(p: Params) -> int:
@@ -123,7 +155,7 @@ def tf32_shared_bytes(p: Params) -> int:
 # --- the ladder ------------------------------------------------------------------------
 
 LADDER = ("naive_uncoalesced", "blocktile_1d", "blocktile_2d", "vectorized", "bankfree",
-          "warptile", "pipelined", "tf32_mma")
+          "warptile", "pipelined", "ffma_tuned", "tf32_mma", "tf32_wgmma")
 CUBLAS = ("cublas_fp32", "cublas_tf32")
 
 register(Variant(
@@ -223,6 +255,17 @@ register(Variant(
 ))
 
 register(Variant(
+    name="ffma_tuned",
+    technique="FP32 SIMT tuned for Hopper: A un-transposed with 16-byte cp.async, 3-stage pipeline, BM×128 tiles of 256 threads, (BM/16)×8 per thread in strided 4×4 pieces (conflict-free LDS.64/128), optional deterministic serial split-K.",
+    seed="classic 128×128 8×8-per-thread SGEMM layout; CUTLASS multistage mainloop and serial split-K",
+    sources={"cuda": "cuda/18_ffma_tuned.cu"},
+    space={"bm": (128, 64), "kv": (4, 2), "splitk": (1, 2)},
+    geometry=_ffma_geometry,
+    constraint=_ffma_constraint,
+    extra={"dynamic_shared": ffma_shared_bytes},
+))
+
+register(Variant(
     name="tf32_mma",
     technique="TF32 tensor cores via mma.sync.m16n8k8 (FP32 accumulate), 128×128 block, 64×32 warp tiles, cp.async pipeline.",
     seed="PTX ISA mma.m16n8k8 .tf32 fragment layouts; CUTLASS sm80 TF32 GEMM",
@@ -233,4 +276,16 @@ register(Variant(
     dtypes=FLOAT,
     precision="tf32",
     extra={"dynamic_shared": tf32_shared_bytes},
+))
+
+register(Variant(
+    name="tf32_wgmma",
+    technique="TF32 on Hopper's warpgroup MMA (wgmma.m64n128k8, sm_90a): 128×BN tiles, 2 warpgroups, operands in 128B-swizzled shared memory fed by a cp.async pipeline (B transposed to K-major on the way).",
+    seed="PTX ISA wgmma.mma_async + matrix descriptors; CUTLASS sm90 GMMA mainloop (cp.async instead of TMA)",
+    sources={"cuda": "cuda/19_tf32_wgmma.cu"},
+    space={"bn": (128, 256), "stages": (4, 3)},
+    geometry=_wgmma_geometry,
+    dtypes=FLOAT,
+    precision="tf32",
+    extra={"dynamic_shared": wgmma_shared_bytes, "arch_suffix": "a"},
 ))

@@ -132,7 +132,7 @@ def test_plan_autotune_in_sweep(cache, timed):
         searched = len(timed)
         assert searched == 2 * len(items)
         assert [e.kind for e in events].count("started") == 1
-        assert events[-1].kind == "finished"
+        assert events[-1].kind == "finished" and events[-1].records == recs
         again = sweep.run(plan, lambda e: None)               # cache hit: one timed run each
         assert len(timed) == searched + 4
         assert [r.params for r in again] == [r.params for r in recs]

@@ -49,7 +49,7 @@ def test_kernel_source_exists_with_header(v):
 @pytest.mark.parametrize("v", KERNELS, ids=lambda v: v.name)
 def test_space_small_and_valid(v):
     combos = v.combos()
-    assert 1 <= len(combos) <= 4, (v.name, len(combos))
+    assert 1 <= len(combos) <= 8, (v.name, len(combos))
     valid = [c for c in combos if v.check("cuda", c, 4096, 4096, 4096, "float32") is None]
     assert valid, f"{v.name}: no valid parameter combination"
     assert v.check("cuda", v.default_params(), 4096, 4096, 4096, "float32") is None
@@ -77,6 +77,10 @@ def test_geometry_fits_a_block(v):
 
 
 def test_dtypes_and_precision():
+    assert registry.get("tf32_wgmma").dtypes == ("float32",)
+    assert registry.get("tf32_wgmma").precision == "tf32"
+    assert registry.get("tf32_wgmma").extra["arch_suffix"] == "a"
+    assert "int32" in registry.get("ffma_tuned").dtypes
     assert registry.get("tf32_mma").dtypes == ("float32",)
     assert registry.get("tf32_mma").precision == "tf32"
     assert registry.get("cublas_tf32").precision == "tf32"
@@ -163,7 +167,9 @@ def _run(plan):
 def test_ladder_verifies_at_odd_shapes(dtype):
     _need_cuda()
     names = [v.name for v in KERNELS if dtype in v.dtypes]
-    plan = Plan(backend="cuda", items=expand_items("cuda", names), shapes=ODD_SHAPES,
+    items = [(n, p) for n, p in expand_items("cuda", names)
+             if registry.get(n).check("cuda", p, 4096, 4096, 4096, dtype) is None]
+    plan = Plan(backend="cuda", items=items, shapes=ODD_SHAPES,
                 dtype=dtype, warmup=0, repeats=1, dist="int" if dtype == "int32" else "uniform")
     recs = _run(plan)
     bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs

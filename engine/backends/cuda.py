@@ -18,6 +18,13 @@ from .base import (FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, Backend
                    CompiledKernel, DeviceInfo, Workspace, keep_timing)
 
 
+class ArchUnavailable(BackendError):
+    """The variant needs an architecture-specific target (e.g. sm_90a) this device lacks:
+    the run is skipped, not failed."""
+
+    skip = True
+
+
 def fp32_lanes_per_sm(major: int, minor: int) -> int | None:
     """FP32 lanes per SM by compute capability (CUDA C Programming Guide's throughput table)."""
     table = {(5, 0): 128, (5, 2): 128, (5, 3): 128, (6, 0): 64, (6, 1): 128, (6, 2): 128,
@@ -182,14 +189,21 @@ class CudaBackend(Backend):
         src = path.read_text()
         defines = variant.defines(params, dtype)
         options = [f"-D{k}={v}" for k, v in defines.items()] + ["-Xptxas", "-v", "-lineinfo"]
-        key = (src, tuple(options), self.arch)
+        arch = self.arch
+        suffix = str(variant.extra.get("arch_suffix", "")) if variant.extra else ""
+        if suffix:  # e.g. "a": sm_90a, for wgmma; only the exact architecture runs it
+            if self.arch != "sm_90":
+                raise ArchUnavailable(f"{variant.name} needs sm_90{suffix} (wgmma); "
+                                      f"this device is {self.arch}")
+            arch = self.arch + suffix
+        key = (src, tuple(options), arch)
         if key in self._kernels:
             return self._kernels[key]
         if key not in self._cubins:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always")
                 try:
-                    cubin = nvcc_compile(src, options=options, arch=self.arch, no_extern_c=True,
+                    cubin = nvcc_compile(src, options=options, arch=arch, no_extern_c=True,
                                          include_dirs=[str(ROOT / "cuda")], cache_dir=None)
                 except Exception as exc:  # pycuda raises CompileError with nvcc's output  # noqa: BLE001
                     raise BackendError(f"nvcc failed on {path.name}:\n{exc}") from None
@@ -214,7 +228,7 @@ class CudaBackend(Backend):
         local = fn.get_attribute(fa.LOCAL_SIZE_BYTES)
         max_threads = fn.get_attribute(fa.MAX_THREADS_PER_BLOCK)
         fn.prepare("PPii" if variant.kind == "aat" else "PPPiii")
-        report = (f"{variant.label(params)} {dtype} on {self.arch}: {regs} registers, "
+        report = (f"{variant.label(params)} {dtype} on {arch}: {regs} registers, "
                   f"{shared} B shared, {local} B local (spills), max {max_threads} threads/block")
         if dyn:
             report += f", {dyn} B dynamic shared"

@@ -1,0 +1,220 @@
+/*
+ * 19_tf32_wgmma.cu -- TF32 tensor cores through Hopper's warpgroup MMA (wgmma, sm_90a):
+ * a block of 2 warpgroups (256 threads) computes a 128 x BN tile of C; warpgroup g owns
+ * rows 64g .. 64g+63 and issues wgmma.mma_async.m64n128k8.f32.tf32.tf32 (BN/128 per
+ * k-step of 8) with both operands read by the tensor cores straight from shared memory
+ * through matrix descriptors, FP32 accumulators in registers (BN/2 per thread).
+ * Operands are stored K-major (TF32 wgmma accepts only K-major operands) in the 128-byte
+ * swizzle layout: one row of a tile = 32 tf32 of k = 128 bytes, 16-byte chunk c of row r
+ * stored at chunk c ^ (r % 8), 8-row atoms of 1024 bytes (descriptor: swizzle mode 1 =
+ * 128B, stride byte offset 1024, start address advanced by 32 bytes per k-step of 8).
+ * A (row-major, K-major already) arrives with 16-byte cp.async; B (row-major K x N is
+ * N-major) is transposed on the way with 4-byte cp.async, a warp covering 8 n x 4 k so
+ * that both the global reads (32-byte sectors) and the swizzled shared writes (32 banks)
+ * stay efficient. STAGES-deep pipeline: after the barrier of k-tile t, tile t+STAGES-2 is
+ * fetched into the stage that wgmma of tile t-2 used (wgmma.wait_group 1 keeps one group
+ * of MMAs in flight across the barrier); fence.proxy.async makes the cp.async (generic
+ * proxy) writes visible to the tensor cores (async proxy) before the barrier.
+ * The tensor cores read A and B as TF32 (the low 13 mantissa bits ignored); precision
+ * "tf32".
+ *
+ * Technique and source: NVIDIA PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-
+ * Accumulate" (wgmma.mma_async, matrix descriptors, swizzling modes, fence.proxy.async);
+ * the CUTLASS sm90 GMMA collective mainloops; written anew for this lab (cp.async + manual
+ * swizzle in place of TMA, whose tensor map pycuda cannot easily build).
+ *
+ * Tails: 16-byte copies of A where K % 4 == 0, else 4-byte; src-size 0 zero-fills out-of-
+ * bounds elements; stores guarded: any M, N, K. Built for sm_90a only (the cuda backend
+ * passes -gencode=arch=compute_90a,code=sm_90a for this variant); compiled for any other
+ * target the body is a stub that traps, so that plain sm_90 / sm_80 builds still link.
+ *
+ * Compile-time constants (defaults let the file compile alone):
+ *   ELEM, ACC  must be float                                     (default float)
+ *   BN         block tile width: 128 or 256                      (default 128)
+ *   STAGES     shared-memory stages, >= 3                         (default 4)
+ *   MINB       __launch_bounds__ minimum blocks per SM            (default 1)
+ * Fixed: BM = 128, BK = 32. Shared memory is dynamic: STAGES * (128 + BN) * 128 + 1024
+ * bytes (the 1024 to align the swizzle atoms).
+ *
+ * Launch geometry: block (256, 1), grid (ceil(N/BN), ceil(M/128)).
+ */
+#ifndef ELEM
+#define ELEM float
+#endif
+#ifndef ACC
+#define ACC float
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef MINB
+#define MINB 1
+#endif
+#define BM 128
+#define BK 32
+#define NT 256
+#define NH (BN / 128)                        /* wgmma n128 instructions per k-step */
+#define A_BYTES (BM * BK * 4)                /* 16 KB */
+#define B_BYTES (BN * BK * 4)
+#define STAGE_BYTES (A_BYTES + B_BYTES)
+#if (BN != 128 && BN != 256) || STAGES < 3
+#error "BN must be 128 or 256 and STAGES >= 3"
+#endif
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ void cp_async4(unsigned s, const void* gmem, bool in)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 4 : 0));
+}
+
+__device__ __forceinline__ void cp_async16(unsigned s, const void* gmem, bool in)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 16 : 0));
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+template <int N_>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N_) : "memory"); }
+
+/* byte offset of element (row r, k) in a swizzled K-major tile of 128-byte rows */
+__device__ __forceinline__ unsigned swz(int r, int k)
+{
+    return (unsigned)(r * 128 + ((((k >> 2) ^ (r & 7))) << 4) + (k & 3) * 4);
+}
+
+/* wgmma shared-memory matrix descriptor: K-major, 128B swizzle, 8-row atoms 1024 B apart */
+__device__ __forceinline__ unsigned long long make_desc(unsigned addr)
+{
+    unsigned long long d = 0;
+    d |= (unsigned long long)((addr & 0x3FFFF) >> 4);
+    d |= (unsigned long long)1 << 16;                  /* leading byte offset (unused here) */
+    d |= (unsigned long long)(1024 >> 4) << 32;        /* stride byte offset */
+    d |= (unsigned long long)1 << 62;                  /* swizzle mode: 128B */
+    return d;
+}
+
+__device__ __forceinline__ void wgmma_n128(float* d, unsigned long long da, unsigned long long db)
+{
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "r"(1));
+}
+
+__device__ __forceinline__ void load_tile(const float* __restrict__ A, const float* __restrict__ B,
+                                          unsigned sa, unsigned sb, int M, int N, int K,
+                                          int row0, int col0, int k0, int tid, bool vec_a)
+{
+#pragma unroll
+    for (int it = 0; it < BM * BK / 4 / NT; ++it) {    /* A: 16-byte chunks, 4 per thread */
+        const int v = tid + it * NT;
+        const int r = v >> 3, c = v & 7;
+        const int gr = row0 + r, gk = k0 + 4 * c;
+        const unsigned dst = sa + (unsigned)(r * 128 + ((c ^ (r & 7)) << 4));
+        if (vec_a) {
+            const bool in = gr < M && gk < K;
+            cp_async16(dst, in ? &A[gr * K + gk] : A, in);
+        } else {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const bool in = gr < M && gk + j < K;
+                cp_async4(dst + 4 * j, in ? &A[gr * K + gk + j] : A, in);
+            }
+        }
+    }
+    const int lane = tid & 31, warp = tid >> 5;
+#pragma unroll 4
+    for (int it = 0; it < BN * BK / NT; ++it) {        /* B: 4-byte, transposed, BN/8 per thread */
+        const int wi = warp + it * (NT / 32);          /* warp chunk: 8 n x 4 k */
+        const int n = (wi % (BN / 8)) * 8 + (lane & 7);
+        const int k = (wi / (BN / 8)) * 4 + (lane >> 3);
+        const int gk = k0 + k, gc = col0 + n;
+        const bool in = gk < K && gc < N;
+        cp_async4(sb + swz(n, k), in ? &B[gk * N + gc] : B, in);
+    }
+}
+#endif
+
+extern "C" __global__ __launch_bounds__(NT, MINB)
+void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
+            int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
+
+    const int tid = threadIdx.x;
+    const int wg = tid >> 7;                            /* warpgroup 0 or 1 */
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const bool vec_a = (K & 3) == 0;
+    const int ktiles = (K + BK - 1) / BK;
+
+    float acc[NH][64];
+#pragma unroll
+    for (int h = 0; h < NH; ++h)
+#pragma unroll
+        for (int j = 0; j < 64; ++j)
+            acc[h][j] = 0.f;
+
+#pragma unroll
+    for (int st = 0; st < STAGES - 2; ++st) {
+        if (st < ktiles)
+            load_tile(A, B, base + st * STAGE_BYTES, base + st * STAGE_BYTES + A_BYTES,
+                      M, N, K, row0, col0, st * BK, tid, vec_a);
+        cp_async_commit();
+    }
+    for (int t = 0; t < ktiles; ++t) {
+        cp_async_wait<STAGES - 3>();                    /* tile t has landed (this thread) */
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads();                                /* ... for all; wgmma <= t-2 done */
+        {
+            const int tn = t + STAGES - 2;
+            const int st = tn % STAGES;
+            if (tn < ktiles)
+                load_tile(A, B, base + st * STAGE_BYTES, base + st * STAGE_BYTES + A_BYTES,
+                          M, N, K, row0, col0, tn * BK, tid, vec_a);
+            cp_async_commit();
+        }
+        const unsigned sa = base + (t % STAGES) * STAGE_BYTES + wg * (64 * 128);
+        const unsigned sb = base + (t % STAGES) * STAGE_BYTES + A_BYTES;
+        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+        for (int kk = 0; kk < BK / 8; ++kk)
+#pragma unroll
+            for (int h = 0; h < NH; ++h)
+                wgmma_n128(acc[h], make_desc(sa + kk * 32), make_desc(sb + h * (128 * 128) + kk * 32));
+        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+    }
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+    cp_async_wait<0>();
+
+    const int warp = (tid >> 5) & 3, lane = tid & 31;
+    const bool vec_c = (N & 1) == 0;
+#pragma unroll
+    for (int h = 0; h < NH; ++h)
+#pragma unroll
+        for (int j = 0; j < 64; j += 2) {
+            const int row = row0 + wg * 64 + warp * 16 + (lane >> 2) + 8 * ((j >> 1) & 1);
+            const int col = col0 + h * 128 + (j >> 2) * 8 + (lane & 3) * 2;
+            if (row >= M)
+                continue;
+            if (vec_c && col + 1 < N) {
+                *reinterpret_cast<float2*>(&C[row * N + col]) = make_float2(acc[h][j], acc[h][j + 1]);
+            } else {
+                if (col < N)
+                    C[row * N + col] = acc[h][j];
+                if (col + 1 < N)
+                    C[row * N + col + 1] = acc[h][j + 1];
+            }
+        }
+#else
+    __trap();                                           /* built for a target without wgmma */
+#endif
+}
