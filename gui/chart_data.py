@@ -17,7 +17,7 @@ from engine.records import ResultRecord
 from engine.sizes import format_shape
 
 from .results_store import is_plottable, source_name
-from .theme import SOURCE_STYLES, assign_colors
+from .theme import SOURCE_STYLES, assign_styles, is_reference
 
 Shape = tuple[int, int, int]
 
@@ -84,10 +84,21 @@ class Series:
     source_index: int               # decides line style and symbol
     records: list[ResultRecord] = field(default_factory=list)
     color: QColor = field(default_factory=QColor)
+    style_round: int = 0            # > 0 once the colours came round again: another marker
+    short: str = ""                 # legend text: the label without parameters all its kin share
 
     @property
     def line_style(self):
         return SOURCE_STYLES[self.source_index % len(SOURCE_STYLES)]
+
+    @property
+    def variant(self) -> str:
+        return self.records[0].variant
+
+    @property
+    def reference(self) -> bool:
+        """A cuBLAS series: drawn as a reference line ("the bar to beat")."""
+        return is_reference(self.variant)
 
 
 def _variant_order(name: str) -> int:
@@ -129,10 +140,109 @@ def build_series(records: Iterable[ResultRecord]) -> list[Series]:
         out.append(Series(key, kernel, label, source_list.index(first.source), rs))
     out.sort(key=lambda s: (s.source_index, _variant_order(s.records[0].variant),
                             sorted(s.records[0].params.items()), s.label))
-    colors = assign_colors(s.kernel for s in out)
+    styles = assign_styles(s.kernel for s in out if not s.reference)
     for s in out:
-        s.color = colors[s.kernel]
+        s.color, s.style_round = styles.get(s.kernel, (QColor("#000000"), 0))
+    set_short_labels(out)
     return out
+
+
+def set_short_labels(series: list[Series]) -> None:
+    """Legend texts: where a variant has several parameter sets, only the parameters
+    that tell them apart (``vectorized[bm=64,bk=16]``); otherwise the full label."""
+    by_variant: dict[str, list[Series]] = {}
+    for s in series:
+        by_variant.setdefault(s.variant, []).append(s)
+    for group in by_variant.values():
+        sets = [s.records[0].params or {} for s in group]
+        keys = list(dict.fromkeys(k for p in sets for k in p))
+        varying = [k for k in keys if len({str(p.get(k)) for p in sets}) > 1]
+        for s in group:
+            if not varying:
+                s.short = s.label
+                continue
+            p = s.records[0].params
+            kernel = f"{s.variant}[{','.join(f'{k}={p[k]}' for k in varying if k in p)}]"
+            s.short = s.label.replace(s.kernel, kernel, 1)
+
+
+def best_per_variant(series: list[Series]) -> list[Series]:
+    """Per variant (and source, backend, device, dtype, mode), only the parameter set
+    that is fastest at the largest size any of them ran; order kept."""
+    groups: dict[tuple, list[Series]] = {}
+    for s in series:
+        r = s.records[0]
+        groups.setdefault((r.source, r.backend, r.device, r.variant, r.dtype, r.mode), []).append(s)
+    keep: set[int] = set()
+    for group in groups.values():
+        timed = [(s, r) for s in group for r in s.records
+                 if math.isfinite(r.median_ms) and r.median_ms > 0]
+        if not timed:
+            keep.add(id(group[0]))
+            continue
+        largest = max(problem_size(r) for _, r in timed)
+        at = [(r.median_ms, i) for i, s in enumerate(group) for r in s.records
+              if problem_size(r) == largest and math.isfinite(r.median_ms) and r.median_ms > 0]
+        keep.add(id(group[min(at)[1]]))
+    out = [s for s in series if id(s) in keep]
+    # Fewer curves: colours afresh, so that they come from the most distinct ones.
+    styles = assign_styles(s.kernel for s in out if not s.reference)
+    for s in out:
+        s.color, s.style_round = styles.get(s.kernel, (s.color, 0))
+    for s in out:
+        # One parameter set per variant: the variant names it (the tooltip and the
+        # hover give the parameters).
+        s.short = s.label.replace(s.kernel, s.variant, 1)
+    return out
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def derived_peaks(records: Iterable[ResultRecord]) -> dict[str, float]:
+    """FP32 peak GFLOP/s per device, from records that carry their share of it:
+    ``gflops / pct_of_peak × 100`` (the median over the device's records)."""
+    found: dict[str, list[float]] = {}
+    for r in records:
+        g, pct = r.gflops, r.pct_of_peak
+        if _finite(g) and _finite(pct) and g > 0 and pct > 0 and r.status in ("ok", "unverified"):
+            found.setdefault(r.device, []).append(g / pct * 100.0)
+    return {d: float(np.median(v)) for d, v in found.items()}
+
+
+#: Units a metric may be shown in: (name, factor from the base unit), smallest first.
+UNITS: dict[str, tuple[tuple[str, float], ...]] = {
+    "runtime": (("µs", 1e3), ("ms", 1.0), ("s", 1e-3)),
+    "gflops": (("MFLOP/s", 1e3), ("GFLOP/s", 1.0), ("TFLOP/s", 1e-3)),
+    "bandwidth": (("MB/s", 1e3), ("GB/s", 1.0), ("TB/s", 1e-3)),
+}
+
+
+def pick_unit(metric_key: str, values) -> tuple[str, float]:
+    """The unit that keeps the largest value readable: TFLOP/s (TB/s) once the data
+    pass 10⁴ GFLOP/s (GB/s), µs when every runtime is under 1 ms, s past 10⁴ ms."""
+    units = UNITS[metric_key]
+    v = np.asarray(list(values), dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    base = next(u for u in units if u[1] == 1.0)
+    if not v.size:
+        return base
+    top = float(v.max())
+    if top >= 1e4:
+        return units[-1]
+    if top < 1.0:
+        return units[0]
+    return base
+
+
+def value_text(v: float, metric_key: str, unit: tuple[str, float] | None = None) -> str:
+    """``416.3 TFLOP/s``, ``512 GB/s``, ``35.2 µs``: a value in a readable unit."""
+    name, factor = unit or pick_unit(metric_key, [v])
+    x = v * factor
+    if abs(x) >= 1000:
+        return f"{x:,.0f} {name}"
+    return f"{x:#.4g}".rstrip(".") + f" {name}"
 
 
 def speedups(records: Iterable[ResultRecord]) -> dict[int, float]:
@@ -192,11 +302,13 @@ def describe_record(rec: ResultRecord, speedup: float | None = None) -> str:
     g, _, _ = METRICS["gflops"].values(rec)
     b, _, _ = METRICS["bandwidth"].values(rec)
     if math.isfinite(g):
-        rates.append(f"{rate_text(g)} GFLOP/s")
+        rates.append(value_text(g, "gflops"))
     if math.isfinite(b):
-        rates.append(f"{rate_text(b)} GB/s")
+        rates.append(value_text(b, "bandwidth"))
     if speedup is not None and math.isfinite(speedup):
         rates.append(f"×{speedup:.2f} vs naive")
+    if _finite(rec.pct_of_cublas) and not is_reference(rec.variant):
+        rates.append(f"{rec.pct_of_cublas:.0f}% of cuBLAS")
     if rates:
         lines.append(" · ".join(rates))
     if rec.passed is True:

@@ -12,12 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtGui import QFontMetrics
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QFont, QFontMetrics
 
-from .chart_data import (METRICS, Series, describe_record, intensity, problem_size, rate_text,
-                         roof, shape_of, shape_text, shapes_in, speedups)
-from .chart_view import ChartView, plain_number
-from .theme import FAILED_COLOR, SOURCE_SYMBOLS, ChartTheme
+from .chart_data import (METRICS, Series, describe_record, intensity, pick_unit, problem_size,
+                         roof, shape_of, shape_text, shapes_in, speedups, value_text)
+from .chart_view import ChartView, LegendEntry, plain_number
+from .theme import FAILED_COLOR, REFERENCE_STYLES, SOURCE_SYMBOLS, ChartTheme
 
 SIZE_AXIS_LABEL = "Problem size  ∛(M·N·K)"
 MAX_SIZE_TICKS = 14
@@ -31,8 +32,11 @@ class ChartOptions:
     error_bars: bool = True
     compare_shape: tuple[int, int, int] | None = None   # None: the largest shown
     compare_metric: str = "gflops"                      # gflops | runtime
-    peak_gflops: float | None = None
+    peak_gflops: float | None = None                    # the FP32 roof of peak_device
     peak_gbps: float | None = None
+    peak_device: str | None = None                      # None: the first device shown
+    derived_peaks: tuple[tuple[str, float], ...] = ()   # (device, GFLOP/s) from % of peak
+    hidden: frozenset[str] = frozenset()                # series labels hidden by the user
 
 
 def _log(a, on: bool) -> np.ndarray:
@@ -49,7 +53,31 @@ def _failed_item(x, y, theme: ChartTheme) -> pg.ScatterPlotItem:
 
 
 def _symbol(s: Series) -> str:
-    return SOURCE_SYMBOLS[s.source_index % len(SOURCE_SYMBOLS)]
+    if s.reference:
+        return ("s", "d", "star")[s.style_round % 3] if s.style_round else "s"
+    return SOURCE_SYMBOLS[(s.source_index + s.style_round) % len(SOURCE_SYMBOLS)]
+
+
+def _reference_symbols(series: list[Series]) -> dict[str, str]:
+    """cuBLAS series share one colour; their markers tell them apart."""
+    refs = [s for s in series if s.reference]
+    return {s.label: ("s", "d", "star", "t")[i % 4] for i, s in enumerate(refs)}
+
+
+def _pen(s: Series, theme: ChartTheme, width: float = 2.0):
+    if s.reference:
+        return pg.mkPen(theme.foreground, width=width + 1.0,
+                        style=REFERENCE_STYLES[s.source_index % len(REFERENCE_STYLES)])
+    return pg.mkPen(s.color, width=width, style=s.line_style)
+
+
+def _color(s: Series, theme: ChartTheme):
+    return theme.foreground if s.reference else s.color
+
+
+def _entry(s: Series, item) -> LegendEntry:
+    tip = s.label + ("\ncuBLAS: the reference to beat" if s.reference else "")
+    return LegendEntry(s.label, s.short or s.label, tip, item)
 
 
 @dataclass
@@ -103,48 +131,66 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
     metric = METRICS[metric_key]
     log = opts.log_axes
     curves = _prepare_curves(series, metric_key, opts)
-    failed = [p for c in curves for p in c.failed]
+    shown = [c for c in curves if c.series.label not in opts.hidden]
+    failed = [p for c in shown for p in c.failed]
     all_tx = np.concatenate([c.tx for c in curves]) if curves else np.empty(0)
     span = float(all_tx.max() - all_tx.min()) if all_tx.size else 0.0
     beam = 0.012 * span if span > 0 else 0.02 * (1.0 if log else max(1.0, float(all_tx.max(initial=1.0))))
-    signature = ("metric", metric_key, log, opts.error_bars, bool(failed), id(view.theme),
+    unit = pick_unit(metric_key, np.concatenate([c.y for c in shown]) if shown else [])
+    ref_symbols = _reference_symbols([c.series for c in curves])
+    signature = ("metric", metric_key, log, opts.error_bars, bool(failed), id(view.theme), unit,
                  tuple((c.series.label, c.err is not None) for c in curves))
     if view.signature != signature:
         plot = view.reset()
         plot.getAxis("bottom").setLogMode(log)
         plot.getAxis("left").setLogMode(log)
-        # No ``units=``: pyqtgraph would rescale with SI prefixes (kGFLOP/s).
-        view.set_labels(SIZE_AXIS_LABEL, f"{metric.title} ({metric.unit})")
+        # The unit scales the tick labels only (data and view coordinates stay in the
+        # metric's base unit); no ``units=``: pyqtgraph would add SI prefixes.
+        plot.getAxis("left").set_unit_factor(unit[1])
+        view.set_labels(SIZE_AXIS_LABEL, f"{metric.title} ({unit[0]})")
+        entries = []
         for c in curves:
             s = c.series
-            curve = pg.PlotDataItem(pen=pg.mkPen(s.color, width=2, style=s.line_style),
-                                    symbol=_symbol(s), symbolSize=7, symbolBrush=pg.mkBrush(s.color),
-                                    symbolPen=pg.mkPen(s.color), name=s.label)
+            color = _color(s, view.theme)
+            curve = pg.PlotDataItem(pen=_pen(s, view.theme),
+                                    symbol=ref_symbols.get(s.label) or _symbol(s),
+                                    symbolSize=8 if s.reference else 7,
+                                    symbolBrush=pg.mkBrush(view.theme.background if s.reference else color),
+                                    symbolPen=pg.mkPen(color, width=1.5 if s.reference else 1))
+            curve.setZValue(5 if s.reference else 0)
             plot.addItem(curve)
             bars = None
             if c.err is not None:
-                bars = pg.ErrorBarItem(pen=pg.mkPen(s.color, width=1))
+                bars = pg.ErrorBarItem(pen=pg.mkPen(color, width=1))
                 plot.addItem(bars)
             view.items[s.label] = (curve, bars)
+            entries.append(_entry(s, curve))
         if failed:
             view.items["__failed__"] = (_failed_item([], [], view.theme), None)
             plot.addItem(view.items["__failed__"][0])
+        view.set_legend(entries, opts.hidden)
         if not curves:
-            view.legend.hide()
             # A plausible empty frame: 10…5000 in size, 0.01…100 in value (log).
             plot.getViewBox().setRange(xRange=(1, 3.7) if log else (0, 4096),
                                        yRange=(-2, 2) if log else (0, 100), padding=0)
+            view.framed = True
             view.show_placeholder("No results yet — press Run, or open a results file")
         view.signature = signature
     plot = view.getPlotItem()
     view.hover.clear()
     for c in curves:
         curve, bars = view.items[c.series.label]
+        visible = c.series.label not in opts.hidden
         curve.setData(c.tx, c.ty)
-        if bars is not None and c.err is not None:
-            ex, ey, top, bottom = c.err
-            bars.setData(x=ex, y=ey, top=top, bottom=bottom, beam=beam)
-        view.hover.add_points(c.tx, c.ty, c.texts)
+        curve.setVisible(visible)
+        if bars is not None:
+            if c.err is not None:
+                ex, ey, top, bottom = c.err
+                bars.setData(x=ex, y=ey, top=top, bottom=bottom, beam=beam)
+            bars.setVisible(visible)  # after setData, which shows the item
+        if visible:
+            view.hover.add_points(c.tx, c.ty, c.texts)
+    view.sync_legend(opts.hidden)
     if failed:
         view.items["__failed__"][0].setData([p[0] for p in failed], [p[1] for p in failed])
     sizes = sorted({round(float(v), 6) for c in curves for v in c.x})
@@ -163,82 +209,171 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
         axis.setTicks([ticks, []])
     else:
         axis.setTicks(None)
-    if curves:
-        bars = [np.concatenate([c.err[1] + c.err[2], c.err[1] - c.err[3]]) for c in curves if c.err]
-        view.place_legend(np.concatenate([c.tx for c in curves]), np.concatenate([c.ty for c in curves]),
+    if shown:
+        bars = [np.concatenate([c.err[1] + c.err[2], c.err[1] - c.err[3]]) for c in shown if c.err]
+        view.place_legend(np.concatenate([c.tx for c in shown]), np.concatenate([c.ty for c in shown]),
                           np.concatenate(bars) if bars else None)
     return {c.series.label: (c.x, c.y) for c in curves}
 
 
+COMPARE_ROW_PX = 16      # the least height of a bar row before the view scrolls
+COMPARE_LABEL_MAX_PX = 300
+
+
 def render_compare(view: ChartView, series: list[Series], opts: ChartOptions
                    ) -> dict[str, float]:
-    """Horizontal bars for one problem size, one per series, labelled with the value
-    and the speed-up over naive.  Returns ``{label: value}``."""
+    """Horizontal bars for one problem size, best first, labelled with the value, the
+    speed-up over naive and the share of cuBLAS; cuBLAS bars grey with a dashed line
+    to beat.  Too many bars to fit scroll (mouse wheel).  Returns ``{label: value}``."""
     plot = view.reset()
     shapes = shapes_in(series)
     if not shapes:
         view.show_placeholder("No results to compare yet")
         return {}
     shape = opts.compare_shape if opts.compare_shape in shapes else shapes[-1]
-    metric = METRICS["runtime" if opts.compare_metric == "runtime" else "gflops"]
+    key = "runtime" if opts.compare_metric == "runtime" else "gflops"
+    metric = METRICS[key]
     rows = []
     for s in series:
+        if s.label in opts.hidden:
+            continue
         recs = [r for r in s.records if shape_of(r) == shape]
         if recs:
             rec = recs[-1]
             val = metric.values(rec)[0]
-            if math.isfinite(val):
+            if math.isfinite(val) and val > 0:
                 rows.append((s, rec, val))
+    # Best first: the highest rate, or the shortest time.
+    rows.sort(key=lambda row: row[2], reverse=key != "runtime")
     sp = speedups(r for s in series for r in s.records)
-    plot.getViewBox().invertY(True)  # first series at the top, in legend order
+    vb = plot.getViewBox()
+    vb.invertY(True)  # the best at the top
     view.legend.hide()  # the axis names the bars
-    view.set_labels(f"{metric.title} ({metric.unit})", "")
-    plot.setTitle(f"Problem size {shape_text(shape)}", color=view.theme.foreground.name(), size="10pt")
+    unit = pick_unit(key, [v for _, _, v in rows])
+    plot.getAxis("bottom").set_unit_factor(unit[1])
+    view.set_labels(f"{metric.title} ({unit[0]})", "")
     if not rows:
+        plot.setTitle(f"Problem size {shape_text(shape)}", color=view.theme.foreground.name(), size="10pt")
         view.show_placeholder("No timed results at this size")
         return {}
     values = np.array([v for _, _, v in rows])
     ys = np.arange(len(rows), dtype=float)
-    brushes = [pg.mkBrush(s.color) for s, _, _ in rows]
-    pens = [pg.mkPen(FAILED_COLOR, width=2.5) if r.status == "failed" else pg.mkPen(s.color.darker(130))
-            for s, r, _ in rows]
-    plot.addItem(pg.BarGraphItem(x0=np.zeros(len(rows)), y=ys, height=0.66, width=values,
+    ref_brush = _with_alpha(view.theme.ceiling, 110)
+    brushes = [pg.mkBrush(ref_brush if s.reference else s.color) for s, _, _ in rows]
+    pens = [pg.mkPen(FAILED_COLOR, width=2.5) if r.status == "failed"
+            else pg.mkPen(view.theme.foreground, width=1.2, style=Qt.PenStyle.DashLine) if s.reference
+            else pg.mkPen(s.color.darker(130)) for s, r, _ in rows]
+    plot.addItem(pg.BarGraphItem(x0=np.zeros(len(rows)), y=ys, height=0.7, width=values,
                                  brushes=brushes, pens=pens))
-    vmax = float(values.max()) if len(values) else 1.0
+    vmax = float(values.max())
+    font = QFont(view.font())
+    font.setPointSizeF(8.0)
     out: dict[str, float] = {}
+    texts: list[str] = []
     for (s, rec, val), y in zip(rows, ys):
         speed = sp.get(id(rec))
-        text = f"{format(val, '.4g') if metric.key == 'runtime' else rate_text(val)} {metric.unit}"
+        parts = [value_text(val, key, unit)]
         if speed is not None and math.isfinite(speed) and rec.variant != "naive":
-            text += f"   ×{speed:.2f} vs naive"
+            parts.append(f"×{speed:.3g} vs naive")
+        pct = rec.pct_of_cublas
+        if isinstance(pct, float) and math.isfinite(pct) and not s.reference:
+            parts.append(f"{pct:.0f}% of cuBLAS")
         if rec.status == "failed":
-            text += "   ✗ failed verification"
+            parts.append("✗ failed verification")
+        text = "  ·  ".join(parts)
+        texts.append(text)
         label = pg.TextItem(text, anchor=(0, 0.5),
                             color=FAILED_COLOR if rec.status == "failed" else view.theme.foreground)
-        label.setPos(val + vmax * 0.01, y)
+        label.setFont(font)
+        label.setPos(val + vmax * 0.008, y)
         plot.addItem(label)
-        view.hover.add_box(0.0, val, y - 0.33, y + 0.33, describe_record(rec, speed))
+        view.hover.add_box(0.0, val, y - 0.35, y + 0.35, describe_record(rec, speed))
         out[s.label] = val
+    # cuBLAS: a dashed line across every bar, the bar to beat.
+    for s, _, val in rows:
+        if s.reference:
+            line = pg.InfiniteLine(pos=val, angle=90, movable=False,
+                                   pen=pg.mkPen(view.theme.foreground, width=1.2, style=Qt.PenStyle.DashLine),
+                                   )
+            line.setZValue(-5)
+            plot.addItem(line, ignoreBounds=True)
     axis = plot.getAxis("left")
-    axis.setTicks([[(float(y), s.label) for (s, _, _), y in zip(rows, ys)], []])
-    fm = QFontMetrics(view.font())
-    axis.setWidth(min(420, max(fm.horizontalAdvance(s.label) for s, _, _ in rows) + 16))
-    plot.getViewBox().setRange(xRange=(0, vmax * 1.45), yRange=(-0.6, len(rows) - 0.4), padding=0)
+    axis.setTickFont(font)
+    fm = QFontMetrics(font)
+    names = [s.short or s.label for s, _, _ in rows]
+    width = min(COMPARE_LABEL_MAX_PX, max(fm.horizontalAdvance(n) for n in names) + 4)
+    axis.setTicks([[(float(y), fm.elidedText(n, Qt.TextElideMode.ElideMiddle, width))
+                    for n, y in zip(names, ys)], []])
+    axis.setWidth(width + 12)
+    # Room right of every bar for its text: x_hi ≥ val + text width in data units.
+    plot_px = max((view.width() or 800) - width - 50, 200)
+    x_hi = max(val / max(0.25, 1 - (fm.horizontalAdvance(t) + 12) / plot_px)
+               for (_, _, val), t in zip(rows, texts))
+    height_px = max((vb.height() or view.height() - 90), 100)
+    fit = max(3, int(height_px // COMPARE_ROW_PX))
+    title = f"Problem size {shape_text(shape)}"
+    vb.setMouseEnabled(x=False, y=True)
+    if len(rows) > fit:
+        vb.wheel_scrolls = True
+        vb.setLimits(yMin=-0.6, yMax=len(rows) - 0.4, xMin=0, xMax=x_hi)
+        vb.setRange(xRange=(0, x_hi), yRange=(-0.6, fit - 0.4), padding=0)
+        title += f"  —  {len(rows)} bars, scroll for more"
+    else:
+        vb.setRange(xRange=(0, x_hi), yRange=(-0.6, len(rows) - 0.4), padding=0)
+    plot.setTitle(title, color=view.theme.foreground.name(), size="9pt")
+    return out
+
+
+def _with_alpha(color, alpha: int) -> QColor:
+    c = QColor(color)
+    c.setAlpha(alpha)
+    return c
+
+
+@dataclass(frozen=True)
+class Roof:
+    """One device's ceilings: FP32 peak (GFLOP/s) and memory bandwidth (GB/s)."""
+
+    device: str
+    peak_gflops: float | None
+    peak_gbps: float | None
+    derived: bool = False        # the peak was worked out from the records' % of peak
+
+
+def roofs_for(series: list[Series], opts: ChartOptions) -> list[Roof]:
+    """The roof of each device shown: the typed (or the device's own) figures for
+    ``opts.peak_device`` (the first device when that one is not shown), the peak
+    derived from % of peak for the others."""
+    devices = list(dict.fromkeys(r.device for s in series for r in s.records))
+    if not devices:
+        return []
+    derived = dict(opts.derived_peaks)
+    primary = opts.peak_device if opts.peak_device in devices else devices[0]
+    out = []
+    for d in devices:
+        typed = d == primary and bool(opts.peak_gflops)
+        peak = opts.peak_gflops if typed else derived.get(d)
+        gbps = opts.peak_gbps if d == primary else None
+        if peak or gbps:
+            out.append(Roof(d, peak or None, gbps or None, derived=not typed and bool(peak)))
     return out
 
 
 def render_roofline(view: ChartView, series: list[Series], opts: ChartOptions
                     ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Each result a point (arithmetic intensity, GFLOP/s) under the device's FP32 and
-    bandwidth ceilings.  Returns ``{label: (intensity, gflops)}``."""
+    """Each result a point (arithmetic intensity, GFLOP/s) under each device's FP32
+    and bandwidth ceilings.  Returns ``{label: (intensity, gflops)}``."""
     plot = view.reset()
     plot.getAxis("bottom").setLogMode(True)
     plot.getAxis("left").setLogMode(True)
-    view.set_labels("Arithmetic intensity (FLOP / byte of compulsory traffic)", "Throughput (GFLOP/s)")
     out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     all_ai, all_g = [], []
     fail_x, fail_y = [], []
     sp = speedups(r for s in series for r in s.records)
+    roofs = roofs_for(series, opts)
+    by_device = {rf.device: rf for rf in roofs}
+    ref_symbols = _reference_symbols(series)
+    entries = []
     for s in series:
         pts = [(intensity(r), METRICS["gflops"].values(r)[0], r) for r in s.records]
         pts = [(a, g, r) for a, g, r in pts if math.isfinite(a) and a > 0 and math.isfinite(g) and g > 0]
@@ -246,16 +381,27 @@ def render_roofline(view: ChartView, series: list[Series], opts: ChartOptions
             continue
         ai = np.array([p[0] for p in pts])
         g = np.array([p[1] for p in pts])
+        out[s.label] = (ai, g)
         tx, ty = np.log10(ai), np.log10(g)
-        plot.addItem(pg.ScatterPlotItem(x=tx, y=ty, symbol=_symbol(s), size=9,
-                                        brush=pg.mkBrush(s.color), pen=pg.mkPen(s.color.darker(140)),
-                                        name=s.label))
+        color = _color(s, view.theme)
+        item = pg.ScatterPlotItem(x=tx, y=ty, symbol=ref_symbols.get(s.label) or _symbol(s),
+                                  size=10 if s.reference else 9,
+                                  brush=pg.mkBrush(view.theme.background if s.reference else color),
+                                  pen=pg.mkPen(color if s.reference else s.color.darker(140),
+                                               width=1.8 if s.reference else 1))
+        plot.addItem(item)
+        entries.append(_entry(s, item))
+        if s.label in opts.hidden:
+            item.setVisible(False)
+            continue
         texts = []
         for a, gf, r in pts:
             t = describe_record(r, sp.get(id(r))) + f"<br>intensity {a:.3g} FLOP/B"
-            ceiling = float(roof(np.array([a]), opts.peak_gflops, opts.peak_gbps)[0])
-            if math.isfinite(ceiling):
-                t += f" · {100 * gf / ceiling:.1f}% of the roof"
+            rf = by_device.get(r.device)
+            if rf is not None:
+                ceiling = float(roof(np.array([a]), rf.peak_gflops, rf.peak_gbps)[0])
+                if math.isfinite(ceiling):
+                    t += f" · {100 * gf / ceiling:.1f}% of the roof"
             texts.append(t)
             if r.status == "failed":
                 fail_x.append(math.log10(a))
@@ -263,45 +409,52 @@ def render_roofline(view: ChartView, series: list[Series], opts: ChartOptions
         view.hover.add_points(tx, ty, texts)
         all_ai.extend(ai)
         all_g.extend(g)
-        out[s.label] = (ai, g)
     if fail_x:
         plot.addItem(_failed_item(fail_x, fail_y, view.theme))
     lo = min(all_ai) / 4 if all_ai else 0.1
     hi = max(all_ai) * 4 if all_ai else 1000.0
-    if opts.peak_gflops and opts.peak_gbps:
-        ridge = opts.peak_gflops / opts.peak_gbps
-        lo, hi = min(lo, ridge / 4), max(hi, ridge * 4)
-    _draw_ceilings(view, plot, lo, hi, opts)
-    if out:
+    for rf in roofs:
+        if rf.peak_gflops and rf.peak_gbps:
+            ridge = rf.peak_gflops / rf.peak_gbps
+            lo, hi = min(lo, ridge / 4), max(hi, ridge * 4)
+    unit = pick_unit("gflops", list(all_g) + [rf.peak_gflops for rf in roofs if rf.peak_gflops])
+    plot.getAxis("left").set_unit_factor(unit[1])
+    view.set_labels("Arithmetic intensity (FLOP / byte of compulsory traffic)", f"Throughput ({unit[0]})")
+    for i, rf in enumerate(roofs):
+        _draw_ceilings(view, plot, lo, hi, rf, i, len(roofs) > 1, unit)
+    view.set_legend(entries, opts.hidden)
+    if all_g:
         view.place_legend(np.log10(all_ai), np.log10(all_g))
     if not out:
         view.legend.hide()
         view.show_placeholder("No results yet" if (opts.peak_gflops or opts.peak_gbps)
                               else "No results yet; device peaks unknown (enter them above)")
-    elif not (opts.peak_gflops or opts.peak_gbps):
+    elif not roofs:
         plot.setTitle("Device peaks unknown: enter the peak GFLOP/s and GB/s above to draw the roof",
                       color=view.theme.muted.name(), size="9pt")
     return out
 
 
-def _draw_ceilings(view: ChartView, plot: pg.PlotItem, lo: float, hi: float, opts: ChartOptions) -> None:
-    if not (opts.peak_gflops or opts.peak_gbps):
-        return
+ROOF_STYLES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine, Qt.PenStyle.DashDotLine)
+
+
+def _draw_ceilings(view: ChartView, plot: pg.PlotItem, lo: float, hi: float, rf: Roof, index: int,
+                   named: bool, unit: tuple[str, float]) -> None:
     ai = np.logspace(math.log10(lo), math.log10(hi), 200)
-    g = roof(ai, opts.peak_gflops, opts.peak_gbps)
-    pen = pg.mkPen(view.theme.ceiling, width=2.5)
+    g = roof(ai, rf.peak_gflops, rf.peak_gbps)
+    pen = pg.mkPen(view.theme.ceiling, width=2.5, style=ROOF_STYLES[index % len(ROOF_STYLES)])
     plot.addItem(pg.PlotCurveItem(np.log10(ai), np.log10(g), pen=pen))
-    if opts.peak_gflops:
-        t = pg.TextItem(f"FP32 peak {opts.peak_gflops:,.0f} GFLOP/s", color=view.theme.ceiling,
-                        anchor=(1, 1))
-        t.setPos(math.log10(hi), math.log10(opts.peak_gflops))
+    who = f"{rf.device} · " if named else ""
+    if rf.peak_gflops:
+        how = " (from % of peak)" if rf.derived else ""
+        t = pg.TextItem(f"{who}FP32 peak {value_text(rf.peak_gflops, 'gflops', unit)}{how}",
+                        color=view.theme.ceiling, anchor=(1, 1))
+        t.setPos(math.log10(hi), math.log10(rf.peak_gflops))
         plot.addItem(t)
-    if opts.peak_gbps:
+    if rf.peak_gbps:
         x0 = lo * 1.5
-        t = pg.TextItem(f"bandwidth {opts.peak_gbps:,.0f} GB/s", color=view.theme.ceiling, anchor=(0, 1),
-                        angle=0)
-        t.setPos(math.log10(x0), math.log10(float(roof(np.array([x0]), opts.peak_gflops,
-                                                            opts.peak_gbps)[0])))
+        t = pg.TextItem(f"{who}bandwidth {rf.peak_gbps:,.0f} GB/s", color=view.theme.ceiling, anchor=(0, 1))
+        t.setPos(math.log10(x0), math.log10(float(roof(np.array([x0]), rf.peak_gflops, rf.peak_gbps)[0])))
         plot.addItem(t)
 
 

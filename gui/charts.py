@@ -17,9 +17,9 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout
 
 from engine.backends import DeviceInfo
 
-from .chart_data import Series, build_series, shape_text, shapes_in
+from .chart_data import Series, best_per_variant, build_series, derived_peaks, shape_text, shapes_in
 from .chart_render import ChartOptions, render
-from .chart_view import ChartView
+from .chart_view import ChartView, SeriesLegend
 from .results_store import ResultStore
 from .theme import ChartTheme
 
@@ -53,6 +53,12 @@ class ChartsPanel(QWidget):
         self._stale: set[str] = set(CHARTS)
         self.last: dict[str, object] = {}
         self._compare_choice: list[int] | None = None   # a size picked by the user
+        #: Series labels the user hid (legend clicks); every chart hides them.
+        self.hidden: set[str] = set()
+        #: The device the Roof figures belong to (None: the first device shown), and
+        #: the FP32 peaks worked out from the records' % of peak.
+        self._peak_device: str | None = None
+        self._derived: dict[str, float] = {}
         self._build()
         store.changed.connect(self.mark_stale)
         self._timer = QTimer(self)
@@ -69,15 +75,30 @@ class ChartsPanel(QWidget):
         for kind, title in CHARTS.items():
             view = ChartView(kind)
             self.views[kind] = view
-            self.tabs.addTab(view, title)
+            view.side = SeriesLegend()
+            view.side.hide()
+            view.side.toggled.connect(lambda label, on: self.set_hidden(label, not on))
+            view.side.set_all.connect(lambda on, v=view: self.set_all_hidden(v, not on))
+            view.legend_toggled.connect(lambda label: self.set_hidden(label, label not in self.hidden))
+            page = QWidget()
+            pl = QHBoxLayout(page)
+            pl.setContentsMargins(0, 0, 0, 0)
+            pl.setSpacing(0)
+            pl.addWidget(view, 1)
+            pl.addWidget(view.side)
+            self.tabs.addTab(page, title)
         self.log_axes = QCheckBox("Log axes")
         self.log_axes.setChecked(True)
         self.error_bars = QCheckBox("Min–max bars")
         self.error_bars.setChecked(True)
         self.error_bars.setToolTip("Error bars from the fastest to the slowest timed launch")
+        self.best_only = QCheckBox("Best per variant")
+        self.best_only.setToolTip("Per variant, show only the parameter set that is fastest at the "
+                                  "largest size measured")
 
         self.compare_size = QComboBox()
-        self.compare_size.setMinimumContentsLength(10)
+        self.compare_size.setMinimumContentsLength(6)
+        self.compare_size.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.compare_metric = QComboBox()
         self.compare_metric.addItem("GFLOP/s", "gflops")
         self.compare_metric.addItem("Runtime (ms)", "runtime")
@@ -88,15 +109,13 @@ class ChartsPanel(QWidget):
         cl.addWidget(self.compare_size)
         cl.addWidget(self.compare_metric)
 
-        self.peak_gflops = self._peak_spin(" GFLOP/s", "FP32 peak of the device (0: unknown)")
-        self.peak_gbps = self._peak_spin(" GB/s", "Memory bandwidth of the device (0: unknown)")
+        roof_tip = ("The roof: the device's FP32 peak and memory bandwidth (the device's own "
+                    "estimates, the peak worked out from the results' % of peak, or your own figures)")
+        self.peak_gflops = self._peak_spin(" GFLOP/s", "FP32 peak of the device (0: unknown).\n" + roof_tip)
+        self.peak_gbps = self._peak_spin(" GB/s", "Memory bandwidth of the device (0: unknown).\n" + roof_tip)
         roof_opts = QWidget()
         rl = QHBoxLayout(roof_opts)
         rl.setContentsMargins(0, 0, 0, 0)
-        roof_label = QLabel("Roof")
-        roof_label.setToolTip("The device's FP32 peak and memory bandwidth (estimates from the "
-                              "device, or your own figures)")
-        rl.addWidget(roof_label)
         rl.addWidget(self.peak_gflops)
         rl.addWidget(self.peak_gbps)
 
@@ -112,9 +131,10 @@ class ChartsPanel(QWidget):
         self.export_button.setToolTip("Save this chart (or all) as PNG or SVG at a chosen size")
         bar = QHBoxLayout()
         bar.setContentsMargins(4, 0, 4, 0)
+        bar.addWidget(self.best_only)
         for page in self.option_pages:
             bar.addWidget(page)
-        bar.addSpacing(12)
+        bar.addSpacing(6)
         bar.addWidget(self.export_button)
         self.tabs.setCornerWidget(self._corner(bar), Qt.Corner.TopRightCorner)
         layout = QVBoxLayout(self)
@@ -122,6 +142,7 @@ class ChartsPanel(QWidget):
         layout.addWidget(self.tabs)
 
         self.tabs.currentChanged.connect(self._tab_changed)
+        self.best_only.toggled.connect(self._best_toggled)
         for sig in (self.log_axes.toggled, self.error_bars.toggled,
                     self.compare_size.currentIndexChanged, self.compare_metric.currentIndexChanged,
                     self.peak_gflops.valueChanged, self.peak_gbps.valueChanged):
@@ -139,13 +160,13 @@ class ChartsPanel(QWidget):
     @staticmethod
     def _peak_spin(suffix: str, tip: str) -> QDoubleSpinBox:
         spin = QDoubleSpinBox()
-        spin.setFixedWidth(spin.fontMetrics().horizontalAdvance("9,999,999" + suffix) + 28)
+        spin.setFixedWidth(spin.fontMetrics().horizontalAdvance("999,999" + suffix) + 20)
         spin.setRange(0, 1e7)
         spin.setDecimals(0)
         spin.setGroupSeparatorShown(True)
         spin.setSingleStep(100)
         spin.setSuffix(suffix)
-        spin.setSpecialValueText("unknown")
+        spin.setSpecialValueText("peak ?" if "FLOP" in suffix else "GB/s ?")
         spin.setToolTip(tip)
         spin.setKeyboardTracking(False)
         return spin
@@ -168,12 +189,61 @@ class ChartsPanel(QWidget):
             compare_metric=self.compare_metric.currentData() or "gflops",
             peak_gflops=self.peak_gflops.value() or None,
             peak_gbps=self.peak_gbps.value() or None,
+            peak_device=self._peak_device,
+            derived_peaks=tuple(self._derived.items()),
+            hidden=frozenset(self.hidden),
         )
 
     def set_device(self, info: DeviceInfo | None) -> None:
         """Take the roofline's ceilings from the device's estimates (0 when unknown)."""
+        self._peak_device = info.name if info else None
         self.peak_gflops.setValue(info.peak_gflops_fp32 or 0 if info else 0)
         self.peak_gbps.setValue(info.peak_gbps or 0 if info else 0)
+        self._fill_peak()
+
+    def set_live_peaks(self, info: DeviceInfo) -> None:
+        """The opened device's own estimates for a live run (kept where it knows nothing)."""
+        if info.peak_gflops_fp32:
+            self._peak_device = info.name
+            self.peak_gflops.setValue(info.peak_gflops_fp32)
+        if info.peak_gbps:
+            self.peak_gbps.setValue(info.peak_gbps)
+
+    def _fill_peak(self) -> None:
+        """An unknown FP32 peak takes the one derived from the shown records' % of
+        peak, for the first such device (others get their own roof in the chart)."""
+        if self.peak_gflops.value() or not self._derived:
+            return
+        device = self._peak_device if self._peak_device in self._derived else next(iter(self._derived))
+        self._peak_device = device
+        self.peak_gflops.blockSignals(True)
+        self.peak_gflops.setValue(round(self._derived[device]))
+        self.peak_gflops.blockSignals(False)
+        self.peak_gflops.setToolTip(f"FP32 peak of {device}: worked out from the results' % of peak "
+                                    "(type your own figure to change it)")
+        self._stale = set(CHARTS)
+
+    # --- hiding curves and the best-per-variant filter ------------------------------------
+
+    def set_hidden(self, label: str, hide: bool) -> None:
+        """Hide or show one series (by label) in every chart."""
+        if hide:
+            self.hidden.add(label)
+        else:
+            self.hidden.discard(label)
+        self._options_changed()
+
+    def set_all_hidden(self, view: ChartView, hide: bool) -> None:
+        labels = [e.label for e in view.entries]
+        if hide:
+            self.hidden.update(labels)
+        else:
+            self.hidden.difference_update(labels)
+        self._options_changed()
+
+    def _best_toggled(self, _on: bool) -> None:
+        self._series_stale = True
+        self._options_changed()
 
     # --- redrawing -----------------------------------------------------------------------
 
@@ -204,7 +274,11 @@ class ChartsPanel(QWidget):
         if not self._series_stale:
             return
         self.series = build_series(self.store.records)
+        if self.best_only.isChecked():
+            self.series = best_per_variant(self.series)
         self._series_stale = False
+        self._derived = derived_peaks(r for s in self.series for r in s.records)
+        self._fill_peak()
         # Keep a size the user picked while it still exists; otherwise follow the
         # largest size shown (which grows during a sweep).
         shapes = shapes_in(self.series)
@@ -247,6 +321,7 @@ class ChartsPanel(QWidget):
 
     def options_state(self) -> dict:
         return {"log": self.log_axes.isChecked(), "error_bars": self.error_bars.isChecked(),
+                "best": self.best_only.isChecked(),
                 "tab": self.current_kind, "metric": self.compare_metric.currentData()}
 
     def set_options_state(self, state: dict) -> None:
@@ -254,6 +329,7 @@ class ChartsPanel(QWidget):
             return
         self.log_axes.setChecked(bool(state.get("log", True)))
         self.error_bars.setChecked(bool(state.get("error_bars", True)))
+        self.best_only.setChecked(bool(state.get("best", False)))
         i = self.compare_metric.findData(state.get("metric"))
         if i >= 0:
             self.compare_metric.setCurrentIndex(i)

@@ -349,10 +349,7 @@ class MainWindow(QMainWindow):
         if ev.device is not None:
             # The opened device may know more than the probe did; keep user-typed peaks
             # where it knows nothing.
-            if ev.device.peak_gflops_fp32:
-                self.charts.peak_gflops.setValue(ev.device.peak_gflops_fp32)
-            if ev.device.peak_gbps:
-                self.charts.peak_gbps.setValue(ev.device.peak_gbps)
+            self.charts.set_live_peaks(ev.device)
 
     def _run_progress(self, ev: Event) -> None:
         self.run_bar.progressed(ev.done, ev.total, ev.current, ev.eta_s)

@@ -15,17 +15,27 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
 from PySide6.QtWidgets import QApplication
 
-#: Ten clearly different colours that read on white and on near-black (the
-#: category-10 set with its red swapped for gold: red means "failed").
+#: Twenty-one clearly different colours that read on white and on near-black: the
+#: category-10 set (its red swapped for gold: red means "failed") and eleven more of
+#: middling lightness.  Past 21 curves a colour comes round again with another marker.
 SERIES_COLORS = (
     "#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#17becf", "#8c564b",
     "#e377c2", "#bcbd22", "#7f7f7f", "#f2b701",
+    "#3b5bdb", "#0ca678", "#ae3ec9", "#a0522d", "#66a80f", "#1098ad",
+    "#845ef7", "#d9480f", "#74c0fc", "#b197fc", "#e599f7",
 )
 FAILED_COLOR = "#e3242b"
 #: Line styles by source (live run, first file, second file, ...).
 SOURCE_STYLES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine,
                  Qt.PenStyle.DashDotLine, Qt.PenStyle.DashDotDotLine)
-SOURCE_SYMBOLS = ("o", "t", "s", "d", "p", "h")
+SOURCE_SYMBOLS = ("o", "t", "s", "d", "p", "h", "star", "t1", "+")
+#: Dash patterns of the cuBLAS reference lines, by source.
+REFERENCE_STYLES = (Qt.PenStyle.DashLine, Qt.PenStyle.DashDotLine, Qt.PenStyle.DotLine)
+
+
+def is_reference(variant: str) -> bool:
+    """cuBLAS runs are the bar to beat: drawn as reference lines, not as contenders."""
+    return variant.lower().startswith("cublas")
 
 
 def stable_index(text: str, modulo: int) -> int:
@@ -33,25 +43,31 @@ def stable_index(text: str, modulo: int) -> int:
     return zlib.crc32(text.encode("utf-8")) % modulo
 
 
-def assign_colors(labels: Iterable[str]) -> dict[str, QColor]:
-    """Colour per label: its hashed slot, or the next free one on a collision.
+def assign_styles(labels: Iterable[str]) -> dict[str, tuple[QColor, int]]:
+    """Colour and style round per label: its hashed colour slot, or the next free one.
 
-    Labels are resolved in sorted order so that the same set of labels always gets
-    the same colours, whichever order the results arrived in.
+    Up to ten labels draw on the first ten (most distinct) colours.  Once every colour is taken, the next round starts (round 1, 2, ...); the charts
+    give each round another marker, so two curves never look the same.  Labels are
+    resolved in sorted order so that the same set of labels always gets the same
+    styles, whichever order the results arrived in.
     """
-    out: dict[str, QColor] = {}
-    taken: set[int] = set()
-    n = len(SERIES_COLORS)
-    for label in sorted(set(labels)):
-        slot = stable_index(label, n)
-        for step in range(n):
-            cand = (slot + step) % n
-            if cand not in taken or len(taken) >= n:
-                slot = cand
-                break
-        taken.add(slot)
-        out[label] = QColor(SERIES_COLORS[slot])
+    out: dict[str, tuple[QColor, int]] = {}
+    taken: set[tuple[int, int]] = set()
+    labels = sorted(set(labels))
+    # Up to ten curves take the ten most distinct colours only.
+    n = len(SERIES_COLORS) if len(labels) > 10 else 10
+    for label in labels:
+        start = stable_index(label, n)
+        rnd = len(taken) // n
+        slot = next((start + step) % n for step in range(n) if ((start + step) % n, rnd) not in taken)
+        taken.add((slot, rnd))
+        out[label] = (QColor(SERIES_COLORS[slot]), rnd)
     return out
+
+
+def assign_colors(labels: Iterable[str]) -> dict[str, QColor]:
+    """Colour per label (see :func:`assign_styles`)."""
+    return {k: c for k, (c, _) in assign_styles(labels).items()}
 
 
 def is_dark(palette: QPalette | None = None) -> bool:

@@ -1,0 +1,307 @@
+"""GUI: charts with many curves (a real 29-kernel H200 sweep): legend, units, roofline
+peaks, the bar view, distinct styles and the best-per-variant filter."""
+import copy
+import math
+import os
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import pyqtgraph as pg  # noqa: E402
+from PySide6.QtCore import Qt  # noqa: E402
+
+from engine import records  # noqa: E402
+from engine.records import ResultRecord  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+LADDER = ROOT / "benchmarks" / "results" / "h200_ladder_v2.json"
+
+
+def _ladder_records():
+    if not LADDER.is_file():
+        pytest.skip(f"{LADDER.name} is not in this checkout")
+    return records.load(LADDER)
+
+
+def _synthetic(n_series=30, sizes=(256, 512, 1024), device="dev A", peak=20_000.0):
+    """``n_series`` parameter sets of one variant plus a cuBLAS reference."""
+    out = []
+    for i in range(n_series):
+        for m in sizes:
+            flops = 2 * m ** 3
+            g = 1000.0 + 500 * i + m
+            ms = flops / g / 1e6
+            out.append(ResultRecord(backend="cuda", device=device, variant="tiled", params={"block": i},
+                                    m=m, n=m, k=m, dtype="float32", median_ms=ms, min_ms=ms * 0.98, max_ms=ms * 1.05,
+                                    gflops=g, flops=flops, bytes=12 * m * m, pct_of_peak=100 * g / peak,
+                                    repeats=3, status="ok", passed=True))
+    return out
+
+
+@pytest.fixture
+def ladder_window(make_window):
+    recs = _ladder_records()
+    assert len(recs) > 100
+    win = make_window()
+    assert win.open_results(LADDER)
+    return win
+
+
+# --- 1. legend ----------------------------------------------------------------------------
+
+def test_legend_in_columns_with_compact_rows_for_30_series(qtbot):
+    """An exported view (no side list) puts 30 entries in several tight columns."""
+    from gui.chart_data import build_series
+    from gui.chart_render import ChartOptions, render
+    from gui.chart_view import ChartView, CompactSample
+
+    view = ChartView("gflops")
+    qtbot.addWidget(view)
+    view.resize(1200, 700)
+    view.show()
+    qtbot.waitExposed(view)
+    series = build_series(_synthetic(30))
+    assert len(series) == 30
+    render(view, "gflops", series, ChartOptions())
+    legend = view.legend
+    assert len(legend.items) == 30 and legend.isVisible()
+    assert legend.columnCount >= 2
+    assert legend.rowCount <= math.ceil(30 / legend.columnCount)
+    sample, label = legend.items[0]
+    assert isinstance(sample, CompactSample) and sample.boundingRect().height() <= 15
+    # The box stays well inside the plot rather than covering it.
+    assert legend.boundingRect().height() < 0.6 * view.getPlotItem().getViewBox().height()
+    # Clicking a sample asks for that curve to be hidden.
+    asked = []
+    view.legend_toggled.connect(asked.append)
+    sample.sigClicked.emit(sample.item)
+    assert asked == [series[0].label]
+
+
+def test_many_curves_list_beside_the_plot_and_toggle(ladder_window, qtbot):
+    win = ladder_window
+    charts = win.charts
+    charts.set_current("gflops")
+    curves = charts.curves("gflops")
+    assert len(curves) == 30
+    view = charts.views["gflops"]
+    assert view.legend_in_side and not view.legend.isVisible()
+    side = view.side
+    assert side.isVisible() and side.list.count() == 30
+    assert side.list.item(0).toolTip()  # the full label
+    # Legend texts drop the parameters that all of a variant's sets share.
+    texts = [side.list.item(i).text() for i in range(side.list.count())]
+    assert "pipelined[bm=64,minb=2]" in texts
+    # Unticking a row hides the curve in every chart; ticking brings it back.
+    label = side.list.item(3).data(Qt.ItemDataRole.UserRole)
+    side.list.item(3).setCheckState(Qt.CheckState.Unchecked)
+    assert label in charts.hidden
+    curve, bars = view.items[label]
+    assert not curve.isVisible() and not bars.isVisible()  # its error bars go too
+    assert label not in charts.curves("compare")
+    assert "29 of 30" in side.title.text()
+    side.list.item(3).setCheckState(Qt.CheckState.Checked)
+    charts.set_current("gflops")
+    assert curve.isVisible() and label not in charts.hidden
+    side.none_button.click()
+    assert len(charts.hidden) == 30
+    side.all_button.click()
+    assert not charts.hidden
+
+
+# --- 2. axis units and tick labels ----------------------------------------------------------
+
+def test_plain_tick_strings_and_units(qapp):
+    from gui.chart_data import pick_unit, value_text
+    from gui.chart_view import PlainLogAxis, plain_number
+
+    axis = PlainLogAxis("left")
+    axis.setLogMode(True)
+    vals = list(np.log10([1e5, 2e5, 3e5, 5e5, 1e6]))
+    assert axis.logTickStrings(vals, 1.0, 1.0) == ["100000", "200000", "", "500000", "1000000"]
+    axis.set_unit_factor(1e-3)   # GFLOP/s data shown in TFLOP/s
+    assert axis.logTickStrings(vals, 1.0, 1.0) == ["100", "200", "", "500", "1000"]
+    axis.set_unit_factor(1.0)
+    assert axis.logTickStrings(list(np.log10([0.05, 0.1, 0.2])), 1.0, 1.0) == ["0.05", "0.1", "0.2"]
+    axis.setLogMode(False)
+    assert axis.tickStrings([0, 100_000, 200_000], 1.0, 100_000) == ["0", "100000", "200000"]
+    axis.set_unit_factor(1e-3)
+    assert axis.tickStrings([0, 100_000, 250_000], 1.0, 50_000) == ["0", "100", "250"]
+    assert plain_number(16384) == "16384" and plain_number(0.5) == "0.5" and "e" not in plain_number(5e5)
+
+    assert pick_unit("gflops", [900, 5e5]) == ("TFLOP/s", 1e-3)
+    assert pick_unit("gflops", [900, 9000]) == ("GFLOP/s", 1.0)
+    assert pick_unit("bandwidth", [20_000]) == ("TB/s", 1e-3)
+    assert pick_unit("runtime", [0.02, 0.9]) == ("µs", 1e3)
+    assert pick_unit("runtime", [0.02, 3.0]) == ("ms", 1.0)
+    assert value_text(416_255, "gflops") == "416.3 TFLOP/s"
+
+
+def test_axes_of_the_ladder_read_in_tflops(ladder_window):
+    charts = ladder_window.charts
+    charts.curves("gflops")
+    plot = charts.views["gflops"].getPlotItem()
+    assert "TFLOP/s" in plot.getAxis("left").labelText
+    assert plot.getAxis("left").unit_factor == pytest.approx(1e-3)
+    # The data (and the view coordinates) stay in GFLOP/s.
+    label = next(lbl for lbl in charts.curves("gflops") if lbl.startswith("cublas_tf32"))
+    assert max(charts.curves("gflops")[label][1]) > 1e5
+
+
+# --- 3. roofline peaks ----------------------------------------------------------------------
+
+def test_roofline_peak_derived_from_pct_of_peak(ladder_window):
+    from gui.chart_data import derived_peaks
+
+    recs = _ladder_records()
+    peaks = derived_peaks(recs)
+    assert set(peaks) == {"NVIDIA H200"}
+    expected = recs[0].gflops / recs[0].pct_of_peak * 100
+    assert peaks["NVIDIA H200"] == pytest.approx(expected, rel=1e-3)
+
+    charts = ladder_window.charts
+    charts.set_current("roofline")
+    assert charts.curves("roofline")
+    assert charts.peak_gflops.value() == pytest.approx(expected, abs=1)
+    plot = charts.views["roofline"].getPlotItem()
+    assert "unknown" not in (plot.titleLabel.text or "")
+    texts = [i.textItem.toPlainText() for i in plot.items if isinstance(i, pg.TextItem)]
+    assert any("FP32 peak 66.9" in t and "TFLOP/s" in t for t in texts), texts
+
+
+def test_roofline_gives_each_device_its_own_roof(qtbot):
+    from gui.chart_data import build_series, derived_peaks
+    from gui.chart_render import ChartOptions, render, roofs_for
+    from gui.chart_view import ChartView
+
+    recs = _synthetic(3, device="dev A", peak=20_000) + _synthetic(3, device="dev B", peak=50_000)
+    series = build_series(recs)
+    opts = ChartOptions(derived_peaks=tuple(derived_peaks(recs).items()), peak_gbps=1000)
+    roofs = roofs_for(series, opts)
+    assert {r.device: round(r.peak_gflops) for r in roofs} == {"dev A": 20_000, "dev B": 50_000}
+    # A typed (or the device's own) figure wins for its device; bandwidth only where typed.
+    typed = roofs_for(series, ChartOptions(peak_gflops=30_000, peak_gbps=900, peak_device="dev B",
+                                           derived_peaks=opts.derived_peaks))
+    by = {r.device: r for r in typed}
+    assert by["dev B"].peak_gflops == 30_000 and by["dev B"].peak_gbps == 900 and not by["dev B"].derived
+    assert round(by["dev A"].peak_gflops) == 20_000 and by["dev A"].peak_gbps is None
+    view = ChartView("roofline")
+    qtbot.addWidget(view)
+    render(view, "roofline", series, opts)
+    texts = [i.textItem.toPlainText() for i in view.getPlotItem().items if isinstance(i, pg.TextItem)]
+    assert any(t.startswith("dev A") and "FP32 peak" in t for t in texts)
+    assert any(t.startswith("dev B") and "FP32 peak" in t for t in texts)
+
+
+def test_live_device_estimates_are_kept(make_window):
+    from engine.backends import DeviceInfo
+
+    win = make_window()
+    info = DeviceInfo(backend="cuda", index=0, name="Some GPU", peak_gflops_fp32=12_345.0, peak_gbps=678.0)
+    win.charts.set_live_peaks(info)
+    assert win.charts.peak_gflops.value() == 12_345 and win.charts.peak_gbps.value() == 678
+    assert win.charts.options_now().peak_device == "Some GPU"
+
+
+# --- 4. the bar view --------------------------------------------------------------------------
+
+def test_compare_sorted_best_first_with_cublas_share(ladder_window):
+    charts = ladder_window.charts
+    charts.set_current("compare")
+    bars = charts.curves("compare")
+    # The largest size (8192): the 26 parameter sets that ran it.
+    assert charts.compare_size.currentText() == "8192"
+    assert len(bars) == sum(any(r.m == 8192 for r in s.records) for s in charts.series) == 26
+    values = list(bars.values())
+    assert values == sorted(values, reverse=True)
+    plot = charts.views["compare"].getPlotItem()
+    texts = [i.textItem.toPlainText() for i in plot.items if isinstance(i, pg.TextItem)]
+    assert any("% of cuBLAS" in t and "TFLOP/s" in t for t in texts)
+    assert not any("% of cuBLAS" in t for t in texts if t.startswith("416"))  # not on cuBLAS itself
+    # Every bar is named on the axis (elided, never dropped).
+    ticks = plot.getAxis("left")._tickLevels[0]
+    assert len(ticks) == 26 and all(text for _, text in ticks)
+    # Runtime: the fastest first.
+    charts.compare_metric.setCurrentIndex(charts.compare_metric.findData("runtime"))
+    times = list(charts.curves("compare").values())
+    assert times == sorted(times)
+
+
+def test_compare_scrolls_when_bars_do_not_fit(qtbot):
+    from gui.chart_data import build_series
+    from gui.chart_render import ChartOptions, render
+    from gui.chart_view import ChartView
+
+    view = ChartView("compare")
+    qtbot.addWidget(view)
+    view.resize(800, 300)
+    view.show()
+    qtbot.waitExposed(view)
+    render(view, "compare", build_series(_synthetic(60)), ChartOptions())
+    vb = view.getPlotItem().getViewBox()
+    assert vb.wheel_scrolls
+    (_, _), (y0, y1) = vb.viewRange()
+    assert y1 - y0 < 40   # a window onto the 60 bars
+    assert "scroll" in view.getPlotItem().titleLabel.text
+
+
+# --- 5. distinct styles -----------------------------------------------------------------------
+
+def test_thirty_labels_get_distinct_styles_and_cublas_reads_as_reference(qtbot):
+    from gui.chart_data import build_series
+    from gui.chart_render import ChartOptions, render
+    from gui.chart_view import ChartView
+    from gui.theme import SERIES_COLORS, assign_styles
+
+    assert len(set(SERIES_COLORS)) >= 20
+    styles = assign_styles(f"kernel_{i}[p={i}]" for i in range(30))
+    assert len({(c.name(), rnd) for c, rnd in styles.values()}) == 30
+    assert assign_styles(f"kernel_{i}[p={i}]" for i in reversed(range(30))) == styles  # stable
+
+    recs = _synthetic(30)
+    cublas = [copy.copy(r) for r in recs if r.params == {"block": 0}]
+    for r in cublas:
+        r.variant, r.params = "cublas_fp32", {}
+    series = build_series(recs + cublas)
+    view = ChartView("gflops")
+    qtbot.addWidget(view)
+    render(view, "gflops", series, ChartOptions())
+    looks = set()
+    for s in series:
+        curve, _ = view.items[s.label]
+        pen = curve.opts["pen"]
+        looks.add((pen.color().name(), pen.style(), curve.opts["symbol"]))
+        if s.reference:
+            assert pen.widthF() >= 3 and pen.style() != Qt.PenStyle.SolidLine
+            assert pen.color() == view.theme.foreground
+        else:
+            assert pen.color() != view.theme.foreground
+    assert len(looks) == len(series) == 31
+
+
+# --- 6. best per variant ----------------------------------------------------------------------
+
+def test_best_per_variant_filter(ladder_window):
+    from gui.chart_data import best_per_variant, build_series
+
+    series = build_series(_ladder_records())
+    best = best_per_variant(series)
+    assert len(series) == 30 and len(best) == 10
+    assert len({s.variant for s in best}) == 10
+    pipelined = next(s for s in best if s.variant == "pipelined")
+    assert pipelined.records[0].params["bm"] == 64 and pipelined.records[0].params["minb"] == 2
+    # naive_uncoalesced never ran the largest size: its best at its own largest.
+    naive = next(s for s in best if s.variant == "naive_uncoalesced")
+    assert naive.records[0].params == {"block": 16}
+
+    charts = ladder_window.charts
+    assert len(charts.curves("gflops")) == 30
+    charts.best_only.setChecked(True)
+    assert len(charts.curves("gflops")) == 10
+    assert len(charts.curves("compare")) == 8   # two variants never ran 8192
+    assert len(charts.curves("roofline")) == 10
+    assert charts.options_state()["best"] is True
+    charts.best_only.setChecked(False)
+    assert len(charts.curves("runtime")) == 30
