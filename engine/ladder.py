@@ -12,7 +12,7 @@ reason. :func:`engine.runner._fill_pct_of_cublas` compares every kernel with the
 """
 from __future__ import annotations
 
-from .registry import Geometry, Params, Variant, cdiv, register
+from .registry import REGISTRY, Geometry, Params, Variant, cdiv, register
 
 SIBOEHM = "siboehm's SGEMM_CUDA worklog (https://siboehm.com/articles/22/CUDA-MMM)"
 FLOAT = ("float32",)
@@ -54,6 +54,18 @@ def ffma_splits(p: Params, m: int, n: int) -> int:
 
 def _ffma_geometry(p: Params, m: int, n: int, k: int) -> Geometry:
     return (cdiv(n, 128), cdiv(m, p["bm"]) * ffma_splits(p, m, n)), (256, 1)
+
+
+def regdb_threads(p: Params) -> int:
+    return (p["bm"] // 8) * (128 // p["tn"])
+
+
+def regdb_splits(p: Params, m: int, n: int) -> int:
+    return p["splitk"] if cdiv(m, p["bm"]) * cdiv(n, 128) <= FFMA_MAX_TILES else 1
+
+
+def _regdb_geometry(p: Params, m: int, n: int, k: int) -> Geometry:
+    return (cdiv(n, 128), cdiv(m, p["bm"]) * regdb_splits(p, m, n)), (regdb_threads(p), 1)
 
 
 def _wgmma_geometry(p: Params, m: int, n: int, k: int) -> Geometry:
@@ -134,6 +146,18 @@ def _ffma_constraint(p, m, n, k, dtype):
     return None
 
 
+def _regdb_constraint(p, m, n, k, dtype):
+    if p["bm"] not in (64, 128) or p["tn"] not in (8, 16) or p["bk"] not in (8, 16) or p["splitk"] < 1:
+        return "bm must be 64 or 128, tn 8 or 16, bk 8 or 16, splitk ≥ 1"
+    if regdb_threads(p) < 128:
+        return "bm=64 with tn=16 is 64 threads per block: too few warps per SM"
+    if p["bm"] == 128 and p["tn"] == 8 and p["splitk"] > 1:
+        return "split-K with the 256-thread 128×128 tile needs more than 128 registers (spills at 2 blocks/SM)"
+    if p["bm"] == 128 and p["tn"] == 8 and p["bk"] == 16:
+        return "bk=16 with the 256-thread 128×128 tile spills at 128 registers (2 blocks/SM)"
+    return None
+
+
 # --- dynamic shared memory (bytes), passed by the cuda backend at launch ----------------
 
 def pipelined_shared_bytes(p: Params) -> int:
@@ -142,6 +166,14 @@ def pipelined_shared_bytes(p: Params) -> int:
 
 def ffma_shared_bytes(p: Params) -> int:
     return 3 * (p["bm"] * 16 + 16 * 128) * 4          # STAGES=3, BK=16, BN=128
+
+
+def regdb_stages(p: Params) -> int:
+    return 4 if p["bk"] == 8 else 3                    # cuda/20_ffma_regdb.cu's STAGES default
+
+
+def regdb_shared_bytes(p: Params) -> int:
+    return regdb_stages(p) * p["bk"] * (p["bm"] + 4 + 128) * 4
 
 
 def wgmma_shared_bytes(p: Params) -> int:
@@ -265,6 +297,20 @@ register(Variant(
     extra={"dynamic_shared": ffma_shared_bytes},
 ))
 
+#: FP32 kernels of ladder v4 (cuda/2x_*.cu: outside LADDER, whose tests expect 1x_ files).
+FP32_V4 = ("ffma_regdb",)
+
+register(Variant(
+    name="ffma_regdb",
+    technique="FP32 SIMT with register double buffering (fragments of k+1 read while the FFMAs of k run), A transposed in shared memory so both fragments are LDS.128, 8×TN per thread in strided 4×4 pieces, BM×128 tiles, cp.async pipeline with one barrier per k-tile, optional serial split-K.",
+    seed="register double buffering of hand-tuned SGEMMs (YHs_Sample sgemm, CUTLASS SIMT fragment prefetch); CUTLASS multistage mainloop and serial split-K",
+    sources={"cuda": "cuda/20_ffma_regdb.cu"},
+    space={"bm": (128, 64), "tn": (8,), "bk": (8,), "splitk": (1, 2, 3)},  # tn=16, bk=16: v4 notes
+    geometry=_regdb_geometry,
+    constraint=_regdb_constraint,
+    extra={"dynamic_shared": regdb_shared_bytes},
+))
+
 register(Variant(
     name="tf32_mma",
     technique="TF32 tensor cores via mma.sync.m16n8k8 (FP32 accumulate), 128×128 block, 64×32 warp tiles, cp.async pipeline.",
@@ -289,3 +335,56 @@ register(Variant(
     precision="tf32",
     extra={"dynamic_shared": wgmma_shared_bytes, "arch_suffix": "a"},
 ))
+
+
+# --- ladder v4, TF32 (issue 4): warp-specialized wgmma with a B-transposing pre-pass -----
+# Registered outside LADDER for now: tests/test_ladder.py checks LADDER files against
+# 1\d_*.cu; tests/test_ladder.py's v4 section covers this entry instead.
+
+def wgmma_ws_scratch_bytes(m: int, n: int, k: int) -> int:
+    """Bt (N × Kp) and, when K % 4, a padded copy of A (M × Kp); Kp = roundup(K, 4)."""
+    kp = (k + 3) // 4 * 4
+    return 4 * kp * (n + (m if k % 4 else 0))
+
+
+def _wgmma_ws_prepass_geometry(m: int, n: int, k: int) -> Geometry:
+    kp = (k + 3) // 4 * 4
+    return (cdiv(kp, 32), cdiv(n, 32) + (cdiv(m, 32) if k % 4 else 0)), (32, 8)
+
+
+def _wgmma_ws_geometry(p: Params, m: int, n: int, k: int) -> Geometry:
+    cl = p.get("cl", 1)                               # clusters of cl CTAs along M
+    return (cdiv(n, p["bn"]), cdiv(cdiv(m, 128), cl) * cl), (384, 1)
+
+
+def wgmma_ws_shared_bytes(p: Params) -> int:
+    return p["stages"] * (128 + p["bn"]) * 32 * 4 + 1024 + 256   # + atom alignment, mbarriers
+
+
+def _wgmma_ws_constraint(p, m, n, k, dtype):
+    if wgmma_ws_shared_bytes(p) > 227 * 1024:
+        return f"bn={p['bn']} with {p['stages']} stages needs {wgmma_ws_shared_bytes(p)} B of shared memory (> 227 KB)"
+    return None
+
+
+TF32_V4 = ("tf32_wgmma_ws",)
+
+register(Variant(
+    name="tf32_wgmma_ws",
+    technique="TF32 wgmma (m64nBNk8, sm_90a), warp-specialized: a producer warpgroup fills STAGES 128B-swizzled stages with 16-byte cp.async (B pre-transposed to K-major by a one-off pre-pass kernel, timed with the GEMM), full/empty mbarriers per stage, 2 consumer warpgroups with one wgmma group in flight; cl=2: 2-CTA clusters along M share the B tile (each loads half, DSMEM bulk copy to the peer).",
+    seed="PTX ISA wgmma.mma_async, mbarrier, fence.proxy.async; CUTLASS sm90 warp-specialized GMMA mainloop (cp.async instead of TMA)",
+    sources={"cuda": "cuda/21_tf32_wgmma_ws.cu"},
+    space={"bn": (256, 128), "stages": (4, 3), "cl": (1, 2)},
+    geometry=_wgmma_ws_geometry,
+    constraint=_wgmma_ws_constraint,
+    dtypes=FLOAT,
+    precision="tf32",
+    extra={"dynamic_shared": wgmma_ws_shared_bytes, "arch_suffix": "a",
+           "prepass": {"entry": "prepass", "geometry": _wgmma_ws_prepass_geometry,
+                       "scratch_bytes": wgmma_ws_scratch_bytes}},
+))
+
+
+# Ladder v4's kernels (cuda/2x_*.cu) close the ladder: the GUI, the CLI and the ladder
+# benchmark see one list, in the order the techniques build on each other.
+LADDER = tuple(n for n in REGISTRY if n in set(LADDER + FP32_V4 + TF32_V4))

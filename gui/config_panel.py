@@ -132,6 +132,11 @@ class ConfigPanel(QWidget):
         self.verify = QCheckBox("Verify results")
         self.verify.setChecked(True)
         self.verify.setToolTip("Compare each kernel's C against a reference before timing")
+        self.autotune = QCheckBox("Autotune")
+        self.autotune.setToolTip(
+            "Search each checked variant's checked parameter values at every size and report "
+            "only the fastest verified one. Winners are remembered per device, variant, dtype "
+            "and shape (autotune cache), so a second run only re-times them.")
         mform = QFormLayout()
         mform.setContentsMargins(0, 0, 0, 0)
         mform.setHorizontalSpacing(8)
@@ -143,6 +148,7 @@ class ConfigPanel(QWidget):
         r2 = QHBoxLayout()
         r2.addWidget(self.warmup, 1)
         r2.addWidget(self.verify)
+        r2.addWidget(self.autotune)
         mform.addRow("Warm-up", r2)
         r3 = QHBoxLayout()
         r3.addWidget(self.repeats_radio)
@@ -173,7 +179,7 @@ class ConfigPanel(QWidget):
         self.dtype.currentTextChanged.connect(self._changed)
         for sig in (self.mode.currentIndexChanged, self.warmup.valueChanged,
                     self.repeats.valueChanged, self.budget.valueChanged,
-                    self.repeats_radio.toggled, self.verify.toggled):
+                    self.repeats_radio.toggled, self.verify.toggled, self.autotune.toggled):
             sig.connect(self._changed)
         self.inputs.changed.connect(self._inputs_changed)
 
@@ -279,6 +285,7 @@ class ConfigPanel(QWidget):
         elif not files and not self.verify.isEnabled():
             self.verify.setChecked(self._saved_verify)
         self.verify.setEnabled(not files)
+        self.autotune.setEnabled(not files)  # autotuning searches sizes, not loaded matrices
         self._changed()
 
     # --- validity and the plan ----------------------------------------------------------
@@ -340,6 +347,7 @@ class ConfigPanel(QWidget):
             seed=self.inputs.seed.value(),
             dist=self.inputs.dist.currentText(),
             matrices=files,
+            autotune=files is None and self.autotune.isChecked(),
         )
         plan.validate()
         return plan
@@ -364,6 +372,7 @@ class ConfigPanel(QWidget):
             "use_budget": self.budget_radio.isChecked(),
             "budget_s": self.budget.value(),
             "verify": self.verify.isChecked() if self.inputs.mode != "files" else self._saved_verify,
+            "autotune": self.autotune.isChecked(),
             "inputs": self.inputs.state(),
         }
 
@@ -401,6 +410,7 @@ class ConfigPanel(QWidget):
         (self.budget_radio if state.get("use_budget") else self.repeats_radio).setChecked(True)
         self._saved_verify = bool(state.get("verify", True))
         self.verify.setChecked(self._saved_verify)
+        self.autotune.setChecked(bool(state.get("autotune", False)))
         self.inputs.set_state(state.get("inputs", {}))
         self._changed()
 

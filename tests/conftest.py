@@ -3,7 +3,29 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+import gc  # noqa: E402
+
 import pytest  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _collect_garbage_between_gui_tests(request):
+    """Run Python's cyclic GC only between GUI tests, never in the middle of a Qt call.
+
+    A collection that starts inside a PySide/pyqtgraph call (e.g. while a new chart
+    connects its signals) can destroy the previous test's Qt wrappers re-entrantly; we
+    saw rare hangs there. Collecting explicitly at the test boundaries avoids that.
+    """
+    if "test_gui" not in request.module.__name__:
+        yield
+        return
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect()
 
 
 @pytest.fixture

@@ -36,7 +36,7 @@ def test_ladder_registered_in_order():
 def test_kernel_source_exists_with_header(v):
     path = v.source_path("cuda")
     assert path.is_file(), path
-    assert re.fullmatch(r"1\d_[a-z0-9_]+\.cu", path.name), path.name
+    assert re.fullmatch(r"[12]\d_[a-z0-9_]+\.cu", path.name), path.name
     text = path.read_text()
     assert text.lstrip().startswith("/*")
     header = text[:text.find("*/")]
@@ -209,3 +209,124 @@ def test_cublas_on_engine_thread_context():
     if recs[0].status == "skipped":
         pytest.skip(recs[0].error)
     assert all(r.passed for r in recs), [(r.variant, r.error) for r in recs]
+
+
+# --- ladder v4, TF32: tf32_wgmma_ws (cuda/21_tf32_wgmma_ws.cu) ---------------------------
+
+WS = registry.get("tf32_wgmma_ws")
+#: odd shapes plus K % 4 == 0 ones (no A pre-pass copy) and several 32-deep k-tiles
+WS_SHAPES = ODD_SHAPES + [(129, 257, 64), (128, 256, 36), (257, 513, 1000), (300, 200, 100)]
+
+
+def test_wgmma_ws_registered():
+    assert WS.name in ladder.TF32_V4
+    assert WS.dtypes == ("float32",) and WS.precision == "tf32"
+    assert WS.extra["arch_suffix"] == "a"
+    path = WS.source_path("cuda")
+    assert path.is_file() and re.fullmatch(r"2\d_[a-z0-9_]+\.cu", path.name)
+    text = path.read_text()
+    assert text.lstrip().startswith("/*") and "Technique" in text[:text.find("*/")]
+    for name in WS.space:
+        assert re.search(rf"\b{name.upper()}\b", text)
+    assert re.search(r'extern\s+"C"\s+__global__\b[^;{]*?\bvoid\s+prepass\s*\(', text)
+
+
+def test_wgmma_ws_space_and_shapes():
+    combos = WS.combos()
+    assert 1 <= len(combos) <= 8
+    valid = [c for c in combos if WS.check("cuda", c, 4096, 4096, 4096, "float32") is None]
+    assert valid and WS.check("cuda", WS.default_params(), 4096, 4096, 4096, "float32") is None
+    assert "shared memory" in ladder._wgmma_ws_constraint({"bn": 256, "stages": 6, "cl": 1}, 64, 64, 64, "float32")
+    for c in valid:
+        assert ladder.wgmma_ws_shared_bytes(c) <= 227 * 1024
+        for shape in WS_SHAPES:
+            assert WS.check("cuda", c, *shape, "float32") is None
+            (gx, gy), (bx, by) = WS.geometry(c, *shape)
+            m, n, _k = shape
+            assert bx * by == 384 and gx * c["bn"] >= n and gy * 128 >= m
+            assert gy % c["cl"] == 0                       # whole clusters along M
+
+
+@pytest.mark.parametrize("shape", WS_SHAPES + [(4096, 4096, 4096)])
+def test_wgmma_ws_prepass_covers_scratch(shape):
+    """The pre-pass grid covers Bt (N × Kp) and, when K % 4, Ap (M × Kp); the scratch fits."""
+    m, n, k = shape
+    pre = WS.extra["prepass"]
+    kp = (k + 3) // 4 * 4
+    (gx, gy), (bx, by) = pre["geometry"](m, n, k)
+    assert (bx, by) == (32, 8) and gx * 32 >= kp
+    rows = n + (m if k % 4 else 0)
+    assert pre["scratch_bytes"](m, n, k) == 4 * kp * rows
+    nby = -(-n // 32)
+    assert gy == nby + ((-(-m // 32)) if k % 4 else 0)
+
+
+@pytest.mark.gpu
+def test_wgmma_ws_verifies_at_odd_shapes():
+    _need_cuda()
+    items = [(WS.name, c) for c in WS.combos()
+             if WS.check("cuda", c, 4096, 4096, 4096, "float32") is None]
+    plan = Plan(backend="cuda", items=items, shapes=WS_SHAPES, dtype="float32",
+                warmup=0, repeats=1)
+    recs = _run(plan)
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
+    assert not bad, bad
+
+
+@pytest.mark.gpu
+def test_wgmma_ws_and_cublas_tf32_verify_at_4096():
+    _need_cuda()
+    items = [("cublas_tf32", {}), (WS.name, WS.default_params())]
+    plan = Plan(backend="cuda", items=items, shapes=[(4096, 4096, 4096)], dtype="float32",
+                warmup=1, repeats=3)
+    recs = _run(plan)
+    byname = {r.variant: r for r in recs}
+    assert byname[WS.name].passed, (byname[WS.name].status, byname[WS.name].error)
+    if byname["cublas_tf32"].status != "skipped":
+        assert math.isfinite(byname[WS.name].pct_of_cublas)
+
+
+# --- ladder v4, FP32: ffma_regdb (cuda/20_ffma_regdb.cu) -----------------------------------
+
+RD = registry.get("ffma_regdb")
+#: odd shapes, N % 4 != 0 (4-byte B copies), several k-tiles, split-K with uneven slices
+RD_SHAPES = ODD_SHAPES + [(129, 257, 64), (257, 130, 1000), (300, 200, 100), (1024, 1024, 1024)]
+
+
+def test_regdb_registered():
+    assert RD.name in ladder.FP32_V4
+    path = RD.source_path("cuda")
+    assert path.is_file() and re.fullmatch(r"2\d_[a-z0-9_]+\.cu", path.name)
+    text = path.read_text()
+    assert text.lstrip().startswith("/*") and "Technique" in text[:text.find("*/")]
+    for name in RD.space:
+        assert re.search(rf"\b{name.upper()}\b", text)
+
+
+def test_regdb_space_and_shapes():
+    combos = RD.combos()
+    assert 1 <= len(combos) <= 8
+    valid = [c for c in combos if RD.check("cuda", c, 4096, 4096, 4096, "float32") is None]
+    assert valid and RD.check("cuda", RD.default_params(), 4096, 4096, 4096, "float32") is None
+    assert "spills" in RD.check("cuda", dict(RD.default_params(), bm=128, tn=8, splitk=2),
+                                64, 64, 64, "float32")
+    for c in valid:
+        assert ladder.regdb_shared_bytes(c) <= 227 * 1024
+        for shape in RD_SHAPES:
+            assert RD.check("cuda", c, *shape, "float32") is None
+            (gx, gy), (bx, by) = RD.geometry(c, *shape)
+            m, n, _k = shape
+            assert bx * by in (128, 256) and gx * 128 >= n and gy * c["bm"] >= m
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_regdb_verifies_at_odd_shapes(dtype):
+    _need_cuda()
+    items = [(RD.name, c) for c in RD.combos()
+             if RD.check("cuda", c, 4096, 4096, 4096, dtype) is None]
+    plan = Plan(backend="cuda", items=items, shapes=RD_SHAPES, dtype=dtype, warmup=0, repeats=2,
+                dist="int" if dtype == "int32" else "uniform")
+    recs = _run(plan)
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
+    assert not bad, bad

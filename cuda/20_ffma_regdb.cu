@@ -1,0 +1,338 @@
+/*
+ * 20_ffma_regdb.cu -- FP32 (and int32) SIMT GEMM with register double buffering: while
+ * the FFMAs of k-step k run, the A and B fragments of step k+1 are already being read
+ * from shared memory into the second register buffer, so the LDS latency hides behind
+ * 64-128 independent FFMAs of the same warp (the 4-8 warps per SM sub-partition alone
+ * are too few to hide it). One barrier per k-tile, placed in the tile's last k-step:
+ * after it the next tile's first fragments are read and the freed stage is refilled.
+ *
+ * Layout: BM x BN block tile (BN = 128), each thread TM x TN (TM = 8) made of 4x4 pieces
+ * strided by BM/(TM/4) rows and BN/(TN/4) columns; A is stored transposed (As[k][m],
+ * padded by 4: conflict-free 4-byte cp.async stores) so that both fragments are LDS.128:
+ * per k a thread issues TM/4 + TN/4 LDS.128 for TM*TN FFMA. Within a warp the A reads
+ * hit 2 (TN=8) or 4 (TN=16) consecutive 16-byte words (broadcast) and the B reads 16 or
+ * 8 consecutive 16-byte words: no bank conflicts. TN = 16 with 128 threads is the
+ * cuBLAS-like "few threads, 128 accumulators each" shape (2 blocks/SM at <= 255 registers).
+ * STAGES-deep cp.async pipeline (A 4-byte transposing copies, B 16-byte copies);
+ * optional deterministic serial split-K as in 18_ffma_tuned.cu (per-tile counters).
+ *
+ * Technique and source: register double buffering and the strided 4x4 thread tile of
+ * the well-known hand-tuned SGEMMs (e.g. Yinghan Li's "YHs_Sample" sgemm, the
+ * "how to optimize GEMM" write-ups, CUTLASS SIMT warp-level fragment prefetch);
+ * multistage cp.async mainloop and serial split-K as in CUTLASS. Written anew here.
+ *
+ * Tails: out-of-bounds elements are zero-filled by cp.async's src-size 0; B goes 4 bytes
+ * at a time when N % 4 != 0; stores guarded: any M, N, K. Tiles wholly in bounds (block
+ * tile inside M x N, full k-tile, N % 4 == 0) take a copy path without bounds logic.
+ *
+ * Compile-time constants (defaults let the file compile alone):
+ *   ELEM, ACC  element and accumulator types                     (default float)
+ *   BM         block rows (64 or 128); BN = 128                   (default 128)
+ *   TN         columns per thread (8 or 16); TM = 8               (default 8)
+ *   BK         k-tile depth                                       (default 8)
+ *   STAGES     k-tiles in flight, >= 2                 (default 4 at BK=8, else 3)
+ *   SPLITK     k-slices (grid.y = ceil(M/BM) * SPLITK)            (default 1)
+ *   MINB       __launch_bounds__ minimum blocks per SM            (default 2)
+ * Shared memory is dynamic: STAGES * (BK*(BM+4) + BK*BN) * sizeof(ELEM) bytes.
+ * Launch geometry: block ((BM/TM)*(BN/TN), 1), grid (ceil(N/BN), ceil(M/BM)*S), S = SPLITK
+ * (1 when the tile count exceeds MAX_TILES). Needs sm_80 or newer.
+ */
+#ifndef ELEM
+#define ELEM float
+#endif
+#ifndef ACC
+#define ACC float
+#endif
+#ifndef BM
+#define BM 128
+#endif
+#define BN 128
+#define TM 8
+#ifndef TN
+#define TN 8
+#endif
+#ifndef BK
+#define BK 8
+#endif
+#ifndef STAGES
+#if BK == 8
+#define STAGES 4
+#else
+#define STAGES 3
+#endif
+#endif
+#ifndef SPLITK
+#define SPLITK 1
+#endif
+#ifndef MINB
+#define MINB 2
+#endif
+#define APAD 4
+#ifndef FASTCOPY               /* bounds-free copies of interior tiles; on sm_80 ptxas spills with it */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define FASTCOPY 1
+#else
+#define FASTCOPY 0
+#endif
+#endif
+#define TX (BN / TN)
+#define TY (BM / TM)
+#define NT (TX * TY)
+#define PM (TM / 4)
+#define PN (TN / 4)
+#define SM_ (BM / PM)
+#define SN_ (BN / PN)
+#define MAX_TILES 65536
+#if TN % 4 || BK % 4 || BM % TM || BN % TN || STAGES < 2 || SPLITK < 1 || NT < 32
+#error "inconsistent parameters"
+#endif
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define VEC CAT(ELEM, 4)
+#define AS_WORDS (BK * (BM + APAD))
+#define BS_WORDS (BK * BN)
+#define STAGE_WORDS (AS_WORDS + BS_WORDS)
+
+__device__ unsigned tile_counter[MAX_TILES];     /* split-K order; 0 between launches */
+
+__device__ __forceinline__ void cp_async4(void* smem, const void* gmem, bool in)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 4 : 0));
+}
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool in)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 16 : 0));
+}
+
+/* Interior tiles: no bounds, no src-size operand (fewer integer instructions per copy). */
+__device__ __forceinline__ void cp_async4_full(void* smem, const void* gmem)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" :: "r"(s), "l"(gmem));
+}
+
+__device__ __forceinline__ void cp_async16_full(void* smem, const void* gmem)
+{
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem));
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+template <int N_>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N_)); }
+
+/* Per-thread copy state: A copies rows ar + i*(NT/BK) at k column ac (transposing 4-byte
+ * copies, consecutive threads along k), B copies rows br + i*(NT/(BN/4)) at columns bc..bc+3. */
+#define A_COPIES ((BM * BK + NT - 1) / NT)
+#define B_COPIES ((BS_WORDS / 4 + NT - 1) / NT)
+#if (BM * BK) % NT || (BS_WORDS / 4) % NT
+#error "the tile copies must split evenly over the threads"
+#endif
+/* Copies of the k-tile starting at k0 into one stage (As[k][m] transposed, Bs[k][n]). */
+__device__ __forceinline__ void load_tile(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
+                                          ELEM* st, int N, int K, int k0, int kend, int tid,
+                                          unsigned arows_ok, bool bcol_ok, bool vec_b,
+                                          int arow, int bcol, bool full)
+{
+    ELEM* As = st;
+    ELEM* Bs = st + AS_WORDS;
+    const int ac = tid % BK, ar = tid / BK;
+    const int bc = (tid % (BN / 4)) * 4, br = tid / (BN / 4);
+#if FASTCOPY
+    if (full) {                                    /* whole tile in bounds, N % 4 == 0 */
+#pragma unroll
+        for (int it = 0; it < A_COPIES; ++it)
+            cp_async4_full(&As[ac * (BM + APAD) + ar + it * (NT / BK)],
+                           A + (arow + it * (NT / BK)) * K + k0 + ac);
+#pragma unroll
+        for (int it = 0; it < B_COPIES; ++it) {
+            const int r = br + it * (NT / (BN / 4));
+            cp_async16_full(&Bs[r * BN + bc], B + (k0 + r) * N + bcol);
+        }
+        return;
+    }
+#endif
+    const bool ak = k0 + ac < kend;
+#pragma unroll
+    for (int it = 0; it < A_COPIES; ++it) {
+        const bool in = ak && ((arows_ok >> it) & 1u);
+        const ELEM* src = A + (arow + it * (NT / BK)) * K + k0 + ac;
+        cp_async4(&As[ac * (BM + APAD) + ar + it * (NT / BK)], in ? src : A, in);
+    }
+#pragma unroll
+    for (int it = 0; it < B_COPIES; ++it) {
+        const int r = br + it * (NT / (BN / 4));
+        const int gk = k0 + r;
+        const ELEM* src = B + gk * N + bcol;
+        if (vec_b) {
+            const bool in = gk < kend && bcol_ok;
+            cp_async16(&Bs[r * BN + bc], in ? src : B, in);
+        } else {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const bool in = gk < kend && bcol + j < N;
+                cp_async4(&Bs[r * BN + bc + j], in ? src + j : B, in);
+            }
+        }
+    }
+}
+
+/* Fragments of k-step k from one stage: fa[TM] (A column k), fb[TN] (B row k). */
+__device__ __forceinline__ void load_frag(const ELEM* st, int k, int ty, int tx, ELEM* fa, ELEM* fb)
+{
+#pragma unroll
+    for (int p = 0; p < PM; ++p) {
+        const VEC x = *reinterpret_cast<const VEC*>(&st[k * (BM + APAD) + p * SM_ + ty * 4]);
+        fa[4 * p + 0] = x.x; fa[4 * p + 1] = x.y; fa[4 * p + 2] = x.z; fa[4 * p + 3] = x.w;
+    }
+#pragma unroll
+    for (int p = 0; p < PN; ++p) {
+        const VEC x = *reinterpret_cast<const VEC*>(&st[AS_WORDS + k * BN + p * SN_ + tx * 4]);
+        fb[4 * p + 0] = x.x; fb[4 * p + 1] = x.y; fb[4 * p + 2] = x.z; fb[4 * p + 3] = x.w;
+    }
+}
+
+extern "C" __global__ __launch_bounds__(NT, MINB)
+void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
+            int M, int N, int K)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    ELEM* const smem = reinterpret_cast<ELEM*>(smem_raw);
+
+    const int tid = threadIdx.x;
+    const int tx = tid % TX, ty = tid / TX;
+    const int mtiles = (M + BM - 1) / BM;
+    int splits_ = 1, z_ = 0;
+#if SPLITK > 1
+    splits_ = gridDim.y / mtiles;
+    z_ = blockIdx.y / mtiles;
+#endif
+    const int row0 = (blockIdx.y % mtiles) * BM;
+    const int col0 = blockIdx.x * BN;
+
+    const int ktiles_all = (K + BK - 1) / BK;
+    const int per = (ktiles_all + splits_ - 1) / splits_;
+    const int kt0 = z_ * per;
+    const int ktiles = max(0, min(ktiles_all, kt0 + per) - kt0);
+    const int kbeg = kt0 * BK;
+    const int kend = min(K, kbeg + ktiles * BK);
+    const bool vec_b = (N & 3) == 0;
+    const int arow = row0 + tid / BK;                 /* first A row this thread copies */
+    unsigned arows_ok = 0;
+#pragma unroll
+    for (int it = 0; it < A_COPIES; ++it)
+        arows_ok |= (arow + it * (NT / BK) < M ? 1u : 0u) << it;
+    const int bcol = col0 + (tid % (BN / 4)) * 4;     /* first B column this thread copies */
+    const bool bcol_ok = bcol < N;
+    const bool interior = vec_b && row0 + BM <= M && col0 + BN <= N;   /* whole block tile in bounds */
+
+    ACC acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j)
+            acc[i][j] = (ACC)0;
+
+    /* prologue: tiles 0 .. STAGES-1 into every stage */
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+        if (s < ktiles)
+            load_tile(A, B, smem + s * STAGE_WORDS, N, K, kbeg + s * BK, kend, tid, arows_ok, bcol_ok,
+                      vec_b, arow, bcol, interior && kbeg + (s + 1) * BK <= kend);
+        cp_async_commit();
+    }
+    ELEM fa[2][TM], fb[2][TN];
+    cp_async_wait<STAGES - 1>();
+    __syncthreads();
+    load_frag(smem, 0, ty, tx, fa[0], fb[0]);
+
+    int rd = 0;                                        /* stage of tile t */
+    for (int t = 0; t < ktiles; ++t) {
+        const ELEM* st = smem + rd * STAGE_WORDS;
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+            if (k < BK - 1) {
+                load_frag(st, k + 1, ty, tx, fa[(k + 1) & 1], fb[(k + 1) & 1]);
+            } else {
+                /* tile t + 1 landed for everyone, and everyone is done reading stage rd */
+                cp_async_wait<STAGES - 2>();
+                __syncthreads();
+                const int nx = rd + 1 == STAGES ? 0 : rd + 1;
+                load_frag(smem + nx * STAGE_WORDS, 0, ty, tx, fa[(k + 1) & 1], fb[(k + 1) & 1]);
+                const int tn = t + STAGES;
+                if (tn < ktiles)
+                    load_tile(A, B, smem + rd * STAGE_WORDS, N, K, kbeg + tn * BK, kend, tid, arows_ok,
+                              bcol_ok, vec_b, arow, bcol, interior && kbeg + (tn + 1) * BK <= kend);
+                cp_async_commit();
+                rd = nx;
+            }
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j)
+                    acc[i][j] += (ACC)fa[k & 1][i] * (ACC)fb[k & 1][j];
+        }
+    }
+    cp_async_wait<0>();
+
+    const int tile = (blockIdx.y % mtiles) * gridDim.x + blockIdx.x;
+#if SPLITK > 1
+    {
+        const int mt = (M + BM - 1) / BM;
+        z_ = blockIdx.y / mt;
+        splits_ = gridDim.y / mt;
+    }
+    const int z = z_, splits = splits_;
+#else
+    const int z = 0, splits = 1;
+#endif
+    if (splits > 1 && z > 0) {
+        if (tid == 0) {
+            while (*reinterpret_cast<volatile unsigned*>(&tile_counter[tile]) != (unsigned)z) {
+                __nanosleep(64);
+            }
+            __threadfence();
+        }
+        __syncthreads();
+    }
+    const bool add = splits > 1 && z > 0;
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int row = row0 + (i / 4) * SM_ + ty * 4 + i % 4;
+        if (row >= M)
+            continue;
+#pragma unroll
+        for (int p = 0; p < PN; ++p) {
+            const int col = col0 + p * SN_ + tx * 4;
+            ACC* a = &acc[i][4 * p];
+            if (vec_b && col + 3 < N) {
+                VEC x;
+                if (add) {
+                    const VEC o = __ldcg(reinterpret_cast<const VEC*>(&C[row * N + col]));
+                    x.x = (ELEM)((ACC)o.x + a[0]); x.y = (ELEM)((ACC)o.y + a[1]);
+                    x.z = (ELEM)((ACC)o.z + a[2]); x.w = (ELEM)((ACC)o.w + a[3]);
+                } else {
+                    x.x = (ELEM)a[0]; x.y = (ELEM)a[1]; x.z = (ELEM)a[2]; x.w = (ELEM)a[3];
+                }
+                __stcg(reinterpret_cast<VEC*>(&C[row * N + col]), x);
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    if (col + j < N) {
+                        const ACC o = add ? (ACC)__ldcg(&C[row * N + col + j]) : (ACC)0;
+                        __stcg(&C[row * N + col + j], (ELEM)(o + a[j]));
+                    }
+            }
+        }
+    }
+    if (splits > 1) {
+        __threadfence();
+        __syncthreads();
+        if (tid == 0)
+            atomicExch(&tile_counter[tile], z + 1 == splits ? 0u : (unsigned)(z + 1));
+    }
+}

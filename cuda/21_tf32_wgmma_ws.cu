@@ -1,0 +1,411 @@
+/*
+ * 21_tf32_wgmma_ws.cu -- TF32 GEMM on Hopper: warp-specialized wgmma with an mbarrier
+ * pipeline, both operands fed by 16-byte cp.async (sm_90a). Two kernels per GEMM:
+ *
+ * 1. prepass (one-off, launched by the cuda backend right before matmul, inside the same
+ *    timed region, so its cost counts): writes B (K x N, row-major = N-major) transposed
+ *    into a K-major scratch buffer Bt (N rows of Kp = roundup(K, 4) floats, zero-padded
+ *    k in [K, Kp)), through a 32x33 shared tile (coalesced reads and writes). When K % 4
+ *    != 0 it also copies A into M rows of Kp floats (zero-padded), so that every operand
+ *    row starts 16-byte aligned. At 4096^2 the transpose moves 2 x 64 MB (~0.04 ms at
+ *    ~3.5 TB/s) against ~0.34 ms of GEMM at 400 TFLOP/s. TF32 wgmma reads only K-major
+ *    operands from shared memory (no transpose flag for .tf32), hence the pre-pass.
+ * 2. matmul: a block of 3 warpgroups (384 threads) computes a 128 x BN tile of C.
+ *    Warpgroup 0 is the producer: its 128 threads copy the A (128 x 32) and Bt (BN x 32)
+ *    k-tiles of a stage with 16-byte cp.async (src-size 0 zero-fills out-of-range rows and
+ *    k) into the 128-byte swizzle layout (16-byte chunk c of row r at chunk c ^ (r % 8),
+ *    1024-byte 8-row atoms), and releases a stage to the consumers on its "full" mbarrier
+ *    once its copies have landed: cp.async.wait_group LAG (LAG = STAGES - 2 tiles stay in
+ *    flight), fence.proxy.async.shared::cta (generic-proxy writes -> async-proxy reads of
+ *    the tensor cores), mbarrier.arrive. Warpgroups 1 and 2 are the consumers: each waits
+ *    on the stage's full barrier, issues 4 wgmma.mma_async.m64nBNk8.f32.tf32.tf32
+ *    back-to-back over the 32-deep k-tile (rows 64(g-1) .. 64(g-1)+63 of the tile, FP32
+ *    accumulators in registers: BN/2 per thread), commits, waits with wgmma.wait_group 1
+ *    (one group in flight) and then arrives on the "empty" mbarrier of the previous stage,
+ *    which the producer waits on before refilling it. No setmaxnreg: the kernel fits the
+ *    168-register cap of 384 threads (ptxas: 154 at BN = 256, no spills), while capping the
+ *    producer at 40 or 56 registers made ptxas spill its precomputed copy addresses.
+ *    Epilogue: accumulators stored straight to C (float2 where N is even), guarded.
+ *    CL = 2: the grid is made of 2-CTA clusters along M (__cluster_dims__(1, 2, 1)) that
+ *    need the same Bt tile: each CTA's producer copies only its half (BN/2 rows) from L2
+ *    and, once landed, pushes it into the peer's stage with cp.async.bulk.shared::cluster
+ *    (completing as tx bytes on the peer's full barrier, announced there by
+ *    mbarrier.arrive.expect_tx); a stage is empty when the consumer warps of both CTAs have
+ *    arrived (local + remote mbarrier.arrive). L2->SM bytes per k-tile drop from 48 KB to
+ *    32 KB at BN = 256. Cluster barriers after the barrier init and before exit.
+ *
+ * Technique and source: NVIDIA PTX ISA ("Asynchronous Warpgroup Level Matrix Multiply-
+ * Accumulate": wgmma.mma_async, matrix descriptors, swizzling modes; mbarrier;
+ * cp.async; fence.proxy.async); the CUTLASS sm90 warp-specialized GMMA
+ * mainloops (producer/consumer warpgroups, full/empty barriers per stage; clusters sharing
+ * operand tiles, as TMA multicast does); written anew
+ * for this lab, cp.async in place of TMA (kept simple: no tensor map to build).
+ * Descriptor and swizzle layout as in 19_tf32_wgmma.cu (verified there).
+ *
+ * Any M, N, K: bounds by zero-fill and guarded stores; the 16-byte copies need operand rows
+ * that are multiples of 4 floats, which the pre-pass provides for Bt always and for A when
+ * K % 4 != 0. The tensor cores read A and B as TF32: precision "tf32". Built for sm_90a
+ * only (the cuda backend passes -gencode=arch=compute_90a,code=sm_90a for this variant);
+ * for any other target matmul is a stub that traps, so that plain builds still link.
+ *
+ * Compile-time constants (defaults let the file compile alone):
+ *   ELEM, ACC  must be float                                     (default float)
+ *   BN         block tile width: 128 or 256                      (default 256)
+ *   STAGES     shared-memory stages, >= 3                         (default 4)
+ *   CL         CTAs per cluster along M sharing the B tile: 1 or 2 (default 1)
+ * Fixed: BM = 128, BK = 32. Dynamic shared memory: STAGES * (128 + BN) * 128 + 1024 (swizzle
+ * atom alignment) + 256 (mbarriers).
+ *
+ * Launch: prepass block (32, 8), grid (ceil(Kp/32), ceil(N/32) + (K % 4 ? ceil(M/32) : 0)),
+ * args (A, B, scratch, M, N, K); matmul block (384, 1), grid (ceil(N/BN), ceil(M/128)
+ * rounded up to a multiple of CL),
+ * args (A, scratch, C, M, N, K). Scratch: 4 * Kp * (N + (K % 4 ? M : 0)) bytes.
+ */
+#ifndef ELEM
+#define ELEM float
+#endif
+#ifndef ACC
+#define ACC float
+#endif
+#ifndef BN
+#define BN 256
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef CL
+#define CL 1
+#endif
+#define BM 128
+#define BK 32
+#define NT 384
+#define LAG (STAGES - 2)                     /* k-tiles of copies in flight in the producer */
+#define A_BYTES (BM * BK * 4)                /* 16 KB */
+#define B_BYTES (BN * BK * 4)
+#define STAGE_BYTES (A_BYTES + B_BYTES)
+#define BROWS (BN / CL)                      /* Bt rows of a stage this CTA copies from L2 */
+#define HALF_B_BYTES (BROWS * BK * 4)
+#if (BN != 128 && BN != 256) || STAGES < 3 || (CL != 1 && CL != 2)
+#error "BN must be 128 or 256, STAGES >= 3, CL 1 or 2"
+#endif
+
+/* B (K x N) -> Bt (N x Kp, K-major, zero-padded); if K % 4, A (M x K) -> Ap (M x Kp). */
+extern "C" __global__ __launch_bounds__(256)
+void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
+             int M, int N, int K)
+{
+    __shared__ float tile[32][33];
+    const int Kp = (K + 3) & ~3;
+    const int nby = (N + 31) / 32;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int k0 = blockIdx.x * 32;
+    if ((int)blockIdx.y < nby) {
+        const int n0 = blockIdx.y * 32;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int k = k0 + ty + 8 * i, n = n0 + tx;
+            tile[ty + 8 * i][tx] = (k < K && n < N) ? B[(size_t)k * N + n] : 0.f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int n = n0 + ty + 8 * i, k = k0 + tx;
+            if (n < N && k < Kp)
+                S[(size_t)n * Kp + k] = tile[tx][ty + 8 * i];
+        }
+    } else {
+        ELEM* Ap = S + (size_t)N * Kp;
+        const int m0 = (blockIdx.y - nby) * 32;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int m = m0 + ty + 8 * i, k = k0 + tx;
+            if (m < M && k < Kp)
+                Ap[(size_t)m * Kp + k] = k < K ? A[(size_t)m * K + k] : 0.f;
+        }
+    }
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ void cp_async16(unsigned s, const void* gmem, bool in)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 16 : 0));
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+template <int N_>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N_) : "memory"); }
+
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(unsigned bar)
+{
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" :: "r"(bar) : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
+{
+    asm volatile(
+        "{\n.reg .pred P1;\n"
+        "LAB_WAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+        "@P1 bra DONE;\n"
+        "bra LAB_WAIT;\n"
+        "DONE:\n}\n" :: "r"(bar), "r"(parity) : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait_cluster(unsigned bar, unsigned parity)
+{
+    asm volatile(
+        "{\n.reg .pred P1;\n"
+        "LAB_WAIT:\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P1, [%0], %1;\n"
+        "@P1 bra DONE;\n"
+        "bra LAB_WAIT;\n"
+        "DONE:\n}\n" :: "r"(bar), "r"(parity) : "memory");
+}
+
+#if CL == 2
+__device__ __forceinline__ unsigned cluster_rank()
+{
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+
+/* a local shared::cta address -> the same offset in CTA `rank` of the cluster */
+__device__ __forceinline__ unsigned map_peer(unsigned addr, unsigned rank)
+{
+    unsigned r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+    return r;
+}
+
+__device__ __forceinline__ void mbar_arrive_remote(unsigned cluster_bar)
+{
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" :: "r"(cluster_bar) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned bytes)
+{
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n"
+                 :: "r"(bar), "r"(bytes) : "memory");
+}
+
+/* bulk copy local smem -> peer smem; completes as tx bytes on the peer's mbarrier */
+__device__ __forceinline__ void bulk_to_peer(unsigned dst_cluster, unsigned src, unsigned bytes,
+                                             unsigned bar_cluster)
+{
+    asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 :: "r"(dst_cluster), "r"(src), "r"(bytes), "r"(bar_cluster) : "memory");
+}
+
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+#endif
+
+/* wgmma shared-memory matrix descriptor: K-major, 128B swizzle, 8-row atoms 1024 B apart */
+__device__ __forceinline__ unsigned long long make_desc(unsigned addr)
+{
+    unsigned long long d = 0;
+    d |= (unsigned long long)((addr & 0x3FFFF) >> 4);
+    d |= (unsigned long long)1 << 16;                  /* leading byte offset (unused here) */
+    d |= (unsigned long long)(1024 >> 4) << 32;        /* stride byte offset */
+    d |= (unsigned long long)1 << 62;                  /* swizzle mode: 128B */
+    return d;
+}
+
+__device__ __forceinline__ void wgmma_n256(float* d, unsigned long long da, unsigned long long db)
+{
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(da), "l"(db), "r"(1));
+}
+
+__device__ __forceinline__ void wgmma_n128(float* d, unsigned long long da, unsigned long long db)
+{
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "r"(1));
+}
+
+/* one k-tile of A (128 rows) and Bt (BN rows), 32 floats = eight 16-byte chunks per row */
+__device__ __forceinline__ void load_stage(const float* __restrict__ Ap, const float* __restrict__ Bt,
+                                           unsigned sa, unsigned sb, int M, int N, int Kp,
+                                           int row0, int col0, int k0, int ptid, int brow0)
+{
+    const int c = ptid & 7;                          /* same chunk for every row of a thread */
+    const int gk = k0 + 4 * c;
+    const bool kin = gk < Kp;
+#pragma unroll
+    for (int it = 0; it < BM / 16; ++it) {
+        const int r = (ptid >> 3) + 16 * it;
+        const int gr = row0 + r;
+        const bool in = kin && gr < M;
+        cp_async16(sa + (unsigned)(r * 128 + ((c ^ (r & 7)) << 4)),
+                   in ? Ap + (size_t)gr * Kp + gk : Ap, in);
+    }
+#pragma unroll
+    for (int it = 0; it < BROWS / 16; ++it) {
+        const int r = brow0 + (ptid >> 3) + 16 * it;
+        const int gn = col0 + r;
+        const bool in = kin && gn < N;
+        cp_async16(sb + (unsigned)(r * 128 + ((c ^ (r & 7)) << 4)),
+                   in ? Bt + (size_t)gn * Kp + gk : Bt, in);
+    }
+}
+#endif
+
+extern "C" __global__ __launch_bounds__(NT, 1)
+#if CL == 2 && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__cluster_dims__(1, 2, 1)
+#endif
+void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __restrict__ C,
+            int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
+    const unsigned bars = base + STAGES * STAGE_BYTES;  /* full[s] at +8s, empty[s] at +8(STAGES+s) */
+
+    const int tid = threadIdx.x;
+    const int wg = tid >> 7;                            /* 0: producer, 1-2: consumers */
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int Kp = (K + 3) & ~3;
+    const float* Bt = S;
+    const float* Ap = (K & 3) ? S + (size_t)N * Kp : A;
+    const int ktiles = (Kp + BK - 1) / BK;
+
+#if CL == 2
+    /* cluster of 2 CTAs along M (same B columns): each copies half of the Bt tile from L2
+       and pushes it into the peer's stage with a bulk DSMEM copy (tx bytes on its full
+       barrier); a stage is empty once the consumer warps of both CTAs released it. */
+    const unsigned rank = cluster_rank(), peer = rank ^ 1u;
+    const int brow0 = (int)rank * BROWS;
+    const unsigned empty_count = 2 * 8;                 /* consumer warps of both CTAs */
+#else
+    const int brow0 = 0;
+    const unsigned empty_count = 256;                   /* consumer threads */
+#endif
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(bars + 8 * s, 128);               /* producer threads (+ tx bytes) */
+            mbar_init(bars + 8 * (STAGES + s), empty_count);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+#if CL == 2
+    cluster_sync();
+#else
+    __syncthreads();
+#endif
+
+    /* producer: k-tile j of this CTA has landed and is fenced (this thread) -> full[j % S] */
+    auto release_full = [&](int j) {
+        const unsigned full = bars + 8 * (j % STAGES);
+#if CL == 2
+        asm volatile("bar.sync 1, 128;\n" ::: "memory");   /* all 128 producers' copies */
+        if (tid == 0) {
+            const unsigned half = base + (j % STAGES) * STAGE_BYTES + A_BYTES + brow0 * 128;
+            bulk_to_peer(map_peer(half, peer), half, HALF_B_BYTES, map_peer(full, peer));
+            mbar_arrive_expect_tx(full, HALF_B_BYTES);  /* the peer's half, pushed likewise */
+        } else {
+            mbar_arrive(full);
+        }
+#else
+        mbar_arrive(full);
+#endif
+    };
+
+    if (wg == 0) {
+        for (int t = 0; t < ktiles; ++t) {
+            const int s = t % STAGES;
+            if (t >= STAGES)
+                mbar_wait_cluster(bars + 8 * (STAGES + s), ((t / STAGES) - 1) & 1);
+            load_stage(Ap, Bt, base + s * STAGE_BYTES, base + s * STAGE_BYTES + A_BYTES,
+                       M, N, Kp, row0, col0, t * BK, tid, brow0);
+            cp_async_commit();
+            if (t >= LAG) {
+                cp_async_wait<LAG>();                   /* tile t - LAG has landed (this thread) */
+                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                release_full(t - LAG);
+            }
+        }
+        cp_async_wait<0>();
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        for (int t = ktiles > LAG ? ktiles - LAG : 0; t < ktiles; ++t)
+            release_full(t);
+    } else {
+        const int cw = wg - 1;
+        float acc[BN / 2];
+#pragma unroll
+        for (int j = 0; j < BN / 2; ++j)
+            acc[j] = 0.f;
+        for (int t = 0; t < ktiles; ++t) {
+            const int s = t % STAGES;
+            mbar_wait(bars + 8 * s, (t / STAGES) & 1);
+            const unsigned sa = base + s * STAGE_BYTES + cw * (64 * 128);
+            const unsigned sb = base + s * STAGE_BYTES + A_BYTES;
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+            for (int kk = 0; kk < BK / 8; ++kk) {
+#if BN == 256
+                wgmma_n256(acc, make_desc(sa + kk * 32), make_desc(sb + kk * 32));
+#else
+                wgmma_n128(acc, make_desc(sa + kk * 32), make_desc(sb + kk * 32));
+#endif
+            }
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+            if (t > 0) {                                /* tile t-1 read: release its stage */
+                const unsigned empty = bars + 8 * (STAGES + (t - 1) % STAGES);
+#if CL == 2
+                if ((tid & 31) == 0) {
+                    mbar_arrive(empty);
+                    mbar_arrive_remote(map_peer(empty, peer));
+                }
+#else
+                mbar_arrive(empty);
+#endif
+            }
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+
+        const int warp = (tid >> 5) & 3, lane = tid & 31;
+        const bool vec_c = (N & 1) == 0;
+#pragma unroll
+        for (int j = 0; j < BN / 2; j += 2) {
+            const int row = row0 + cw * 64 + warp * 16 + (lane >> 2) + 8 * ((j >> 1) & 1);
+            const int col = col0 + (j >> 2) * 8 + (lane & 3) * 2;
+            if (row >= M)
+                continue;
+            if (vec_c && col + 1 < N) {
+                *reinterpret_cast<float2*>(&C[(size_t)row * N + col]) = make_float2(acc[j], acc[j + 1]);
+            } else {
+                if (col < N)
+                    C[(size_t)row * N + col] = acc[j];
+                if (col + 1 < N)
+                    C[(size_t)row * N + col + 1] = acc[j + 1];
+            }
+        }
+    }
+#if CL == 2
+    cluster_sync();                                     /* no CTA leaves while its peer may
+                                                           still arrive on / copy into it */
+#endif
+#else
+    __trap();                                           /* built for a target without wgmma */
+#endif
+}
