@@ -298,7 +298,7 @@ register(Variant(
 ))
 
 #: FP32 kernels of ladder v4 (cuda/2x_*.cu: outside LADDER, whose tests expect 1x_ files).
-FP32_V4 = ("ffma_regdb",)
+FP32_V4 = ("ffma_regdb", "ffma_wide")
 
 register(Variant(
     name="ffma_regdb",
@@ -309,6 +309,41 @@ register(Variant(
     geometry=_regdb_geometry,
     constraint=_regdb_constraint,
     extra={"dynamic_shared": regdb_shared_bytes},
+))
+
+# --- ladder v5, FP32: ffma_wide (cuda/23_ffma_wide.cu), the 256×128 one-block-per-SM tile ---
+
+def wide_splits(p: Params, m: int, n: int) -> int:
+    return p["splitk"] if cdiv(m, p["bm"]) * cdiv(n, 128) <= FFMA_MAX_TILES else 1
+
+
+def _wide_geometry(p: Params, m: int, n: int, k: int) -> Geometry:
+    return (cdiv(n, 128), cdiv(m, p["bm"]) * wide_splits(p, m, n)), (256, 1)
+
+
+def wide_shared_bytes(p: Params) -> int:
+    return p["stages"] * p["bk"] * (p["bm"] + 4 + 128) * 4
+
+
+def _wide_constraint(p, m, n, k, dtype):
+    if p["bm"] != 256:
+        return "bm must be 256 (bm=128 spills 8 bytes at 128 registers on sm_90; use ffma_regdb)"
+    if p["bk"] not in (8, 16) or p["stages"] < 2 or p["sw"] < 1 or p["splitk"] < 1:
+        return "bk must be 8 or 16, stages ≥ 2, sw ≥ 1, splitk ≥ 1"
+    if wide_shared_bytes(p) > 227 * 1024:
+        return f"{wide_shared_bytes(p)} B of shared memory (> 227 KB)"
+    return None
+
+
+register(Variant(
+    name="ffma_wide",
+    technique="FP32 SIMT with cuBLAS's shape: 256×128 tiles, 256 threads of 8×16 (128 accumulators, 1 block/SM), register double buffering, LDS.128 fragments of transposed A, interior tiles copied from running pointers (9.6 % non-FFMA instructions per k-tile), optional grouped block order (sw) and serial split-K.",
+    seed="cuBLAS sm80 256x128x8 FFMA kernel shape (ncu, v4 notes); register double buffering of hand-tuned SGEMMs; Triton grouped block order; CUTLASS multistage mainloop and serial split-K",
+    sources={"cuda": "cuda/23_ffma_wide.cu"},
+    space={"bm": (256,), "bk": (8, 16), "stages": (4,), "sw": (1, 8), "splitk": (1, 4)},  # v5 notes
+    geometry=_wide_geometry,
+    constraint=_wide_constraint,
+    extra={"dynamic_shared": wide_shared_bytes},
 ))
 
 register(Variant(
@@ -367,7 +402,7 @@ def _wgmma_ws_constraint(p, m, n, k, dtype):
     return None
 
 
-TF32_V4 = ("tf32_wgmma_ws",)
+TF32_V4 = ("tf32_wgmma_ws", "tf32_wgmma_rs")
 
 register(Variant(
     name="tf32_wgmma_ws",
@@ -382,6 +417,47 @@ register(Variant(
     extra={"dynamic_shared": wgmma_ws_shared_bytes, "arch_suffix": "a",
            "prepass": {"entry": "prepass", "geometry": _wgmma_ws_prepass_geometry,
                        "scratch_bytes": wgmma_ws_scratch_bytes}},
+))
+
+
+# --- ladder v5, TF32 (issue 4): no pre-pass -- C^T = B^T A^T with wgmma's A from registers ---
+
+#: SMs of an H100/H200 SXM: the persistent grid of tf32_wgmma_rs (a GPU with fewer SMs
+#: only queues the extra CTAs; with more, some SMs stay idle).
+RS_SMS = 132
+
+
+def rs_tiles(m: int, n: int) -> int:
+    return cdiv(m, 256) * cdiv(n, 128)               # 256 (M) × 128 (N) tiles of C
+
+
+def _wgmma_rs_geometry(p: Params, m: int, n: int, k: int) -> Geometry:
+    tiles = rs_tiles(m, n)
+    return (min(tiles, RS_SMS) if p["persist"] else tiles, 1), (384, 1)
+
+
+def wgmma_rs_shared_bytes(p: Params) -> int:
+    # per stage: the A tile (256 × 32, 128B-swizzled) + the B tile (32 × 136 floats)
+    return p["stages"] * (256 * 32 * 4 + 32 * 136 * 4) + 1024 + 256   # + alignment, mbarriers
+
+
+def _wgmma_rs_constraint(p, m, n, k, dtype):
+    if p["stages"] not in (3, 4) or p["persist"] not in (0, 1):
+        return "stages must be 3 or 4 (5 exceeds 227 KB of shared memory), persist 0 or 1"
+    return None
+
+
+register(Variant(
+    name="tf32_wgmma_rs",
+    technique="TF32 wgmma without a pre-pass: computes C^T = B^T·A^T so that A's K-major rows are wgmma's shared-memory operand (16-byte cp.async, 128B swizzle) and B's N-major tile feeds wgmma's register operand (conflict-free ld.shared.v2 fragments, rows paired onto adjacent columns); m64n256k8, 256×128 tiles of C, producer + 2 consumer warpgroups (setmaxnreg 40/232), full/empty mbarriers, two fragment sets with one commit group always queued, transposed float2 epilogue; persist=1: persistent grid, the next tile's loads overlap the epilogue.",
+    seed="PTX ISA wgmma.mma_async (A in registers, .m64nNk8 fragment layouts), mbarrier, setmaxnreg; CUTLASS sm90 RS warp-specialized mainloops and swap-AB",
+    sources={"cuda": "cuda/22_tf32_wgmma_rs.cu"},
+    space={"stages": (4, 3), "persist": (1, 0)},
+    geometry=_wgmma_rs_geometry,
+    constraint=_wgmma_rs_constraint,
+    dtypes=FLOAT,
+    precision="tf32",
+    extra={"dynamic_shared": wgmma_rs_shared_bytes, "arch_suffix": "a"},
 ))
 
 

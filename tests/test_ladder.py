@@ -330,3 +330,104 @@ def test_regdb_verifies_at_odd_shapes(dtype):
     recs = _run(plan)
     bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
     assert not bad, bad
+
+
+# --- ladder v5, FP32: ffma_wide (cuda/23_ffma_wide.cu) --------------------------------------
+
+WD = registry.get("ffma_wide")
+
+
+def test_wide_registered():
+    assert WD.name in ladder.FP32_V4 and WD.name in ladder.LADDER
+    path = WD.source_path("cuda")
+    assert path.is_file() and re.fullmatch(r"2\d_[a-z0-9_]+\.cu", path.name)
+    for name in WD.space:
+        assert re.search(rf"\b{name.upper()}\b", path.read_text())
+
+
+def test_wide_space_and_shapes():
+    combos = WD.combos()
+    assert 1 <= len(combos) <= 8
+    assert all(WD.check("cuda", c, 4096, 4096, 4096, "float32") is None for c in combos)
+    assert "bm must be 256" in ladder._wide_constraint(dict(WD.default_params(), bm=128), 64, 64, 64, "float32")
+    for c in combos:
+        assert ladder.wide_shared_bytes(c) <= 227 * 1024
+        for shape in RD_SHAPES:
+            assert WD.check("cuda", c, *shape, "float32") is None
+            (gx, gy), (bx, by) = WD.geometry(c, *shape)
+            m, n, _k = shape
+            assert bx * by == 256 and gx * 128 >= n and gy * c["bm"] >= m
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_wide_verifies_at_odd_shapes(dtype):
+    _need_cuda()
+    items = [(WD.name, c) for c in WD.combos()]
+    shapes = RD_SHAPES + [(513, 385, 129), (1300, 900, 77)]   # a partial group of sw=8 block rows
+    plan = Plan(backend="cuda", items=items, shapes=shapes, dtype=dtype, warmup=0, repeats=2,
+                dist="int" if dtype == "int32" else "uniform")
+    recs = _run(plan)
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
+    assert not bad, bad
+
+
+# --- ladder v5, TF32: tf32_wgmma_rs (cuda/22_tf32_wgmma_rs.cu) -----------------------------
+
+RS = registry.get("tf32_wgmma_rs")
+#: odd shapes; K % 4 != 0 and N % 4 != 0 (4-byte copy paths) next to aligned ones; several
+#: k-tiles; (2049, 2100, 36): 153 tiles > 132, so the persistent grid loops over tiles
+RS_SHAPES = ODD_SHAPES + [(129, 257, 64), (256, 128, 36), (257, 513, 1000), (300, 200, 100),
+                          (2049, 2100, 36), (513, 260, 130)]
+
+
+def test_wgmma_rs_registered():
+    assert RS.name in ladder.TF32_V4 and RS.name in ladder.LADDER
+    assert RS.dtypes == ("float32",) and RS.precision == "tf32"
+    assert RS.extra["arch_suffix"] == "a" and "prepass" not in RS.extra
+    path = RS.source_path("cuda")
+    assert path.is_file() and re.fullmatch(r"2\d_[a-z0-9_]+\.cu", path.name)
+    text = path.read_text()
+    assert text.lstrip().startswith("/*") and "Technique" in text[:text.find("*/")]
+    for name in RS.space:
+        assert re.search(rf"\b{name.upper()}\b", text)
+
+
+def test_wgmma_rs_space_and_shapes():
+    combos = RS.combos()
+    assert 1 <= len(combos) <= 8
+    assert all(RS.check("cuda", c, 4096, 4096, 4096, "float32") is None for c in combos)
+    assert "stages" in ladder._wgmma_rs_constraint({"stages": 5, "persist": 1}, 64, 64, 64, "float32")
+    for c in combos:
+        assert ladder.wgmma_rs_shared_bytes(c) <= 227 * 1024
+        for m, n, k in RS_SHAPES + [(4096, 4096, 4096)]:
+            assert RS.check("cuda", c, m, n, k, "float32") is None
+            (gx, gy), (bx, by) = RS.geometry(c, m, n, k)
+            tiles = ladder.rs_tiles(m, n)
+            assert bx * by == 384 and gy == 1 and 1 <= gx <= tiles
+            assert gx == (min(tiles, ladder.RS_SMS) if c["persist"] else tiles)
+
+
+@pytest.mark.gpu
+def test_wgmma_rs_verifies_at_odd_shapes():
+    _need_cuda()
+    items = [(RS.name, c) for c in RS.combos()]
+    plan = Plan(backend="cuda", items=items, shapes=RS_SHAPES, dtype="float32",
+                warmup=0, repeats=1)
+    recs = _run(plan)
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
+    assert not bad, bad
+
+
+@pytest.mark.gpu
+def test_wgmma_rs_and_cublas_tf32_verify_at_4096():
+    _need_cuda()
+    items = [("cublas_tf32", {})] + [(RS.name, c) for c in RS.combos()]
+    plan = Plan(backend="cuda", items=items, shapes=[(4096, 4096, 4096)], dtype="float32",
+                warmup=1, repeats=3)
+    recs = _run(plan)
+    for r in recs:
+        if r.variant == RS.name:
+            assert r.passed, (r.label(), r.status, r.error)
+            if recs[0].status != "skipped":
+                assert math.isfinite(r.pct_of_cublas)

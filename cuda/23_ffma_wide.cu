@@ -1,0 +1,352 @@
+/*
+ * 23_ffma_wide.cu -- FP32 (and int32) SIMT GEMM, 256 threads, cuBLAS-like 256x128 tiles:
+ * 20_ffma_regdb.cu's register double buffering and LDS.128 fragments, with three changes
+ * aimed at issue efficiency (the v4 gap to cuBLAS: 17 % non-FFMA instructions per k-tile
+ * on the interior path against cuBLAS's 12 %, see benchmarks/NOTES.md):
+ *  1. BM = 256 (TN = 16: 8x16 = 128 accumulators per thread, 1 block per SM at <= 255
+ *     registers), so that per k-step a thread issues 6 LDS.128 per 128 FFMA (4 per 64 at
+ *     128x128) and the tile copies are half as many per FFMA. BM = 128 keeps TN = 8 and
+ *     2 blocks per SM (the v4 shape) with the new copy path, for comparison.
+ *  2. Copy path of interior tiles from running pointers: the global source pointers of A
+ *     and B advance by BK (and BK*N) per k-tile and the shared destinations are a stage
+ *     base plus per-thread constants, instead of recomputing row*K + k0 + col each time.
+ *  3. Optional grouped ("swizzled") block order: SW block rows share the columns of B
+ *     while they run, for L2 reuse (SW = 1: row-major order as in 20).
+ *
+ * Layout: BM x 128 block tile, each thread 8 x TN in strided 4x4 pieces; A transposed in
+ * shared memory (As[k][m], padded by 4: conflict-free 4-byte cp.async stores), both
+ * fragments LDS.128, broadcast / consecutive within a warp: no bank conflicts. STAGES-deep
+ * cp.async pipeline, one barrier per k-tile; optional deterministic serial split-K.
+ *
+ * Technique and source: register double buffering and the strided 4x4 thread tile of the
+ * well-known hand-tuned SGEMMs (YHs_Sample sgemm, CUTLASS SIMT warp-level fragment
+ * prefetch); the 256x128x8 one-block-per-SM shape of cuBLAS's sm80 FFMA kernel (seen in
+ * ncu, v4 notes); grouped block order as in Triton's matmul tutorial; multistage cp.async
+ * mainloop and serial split-K as in CUTLASS. Written anew here.
+ *
+ * Tails: out-of-bounds elements zero-filled by cp.async's src-size 0; B goes 4 bytes at a
+ * time when N % 4 != 0; stores guarded: any M, N, K. Tiles wholly in bounds (block tile
+ * inside M x N, full k-tile, N % 4 == 0) take the bounds-free pointer copy path.
+ *
+ * Compile-time constants (defaults let the file compile alone):
+ *   ELEM, ACC  element and accumulator types                      (default float)
+ *   BM         block rows, 128 or 256 (TN = BM / 16; 256 threads)   (default 256)
+ *   BK         k-tile depth, 8 or 16                                (default 8)
+ *   STAGES     k-tiles in flight, >= 2                              (default 4)
+ *   SW         block rows per group of the block order, >= 1        (default 1)
+ *   SPLITK     k-slices (grid.y = ceil(M/BM) * SPLITK)              (default 1)
+ *   MINB       __launch_bounds__ minimum blocks per SM   (default 1 at BM=256, else 2)
+ * Shared memory is dynamic: STAGES * (BK*(BM+4) + BK*128) * sizeof(ELEM) bytes.
+ * Launch geometry: block (256, 1), grid (ceil(N/128), ceil(M/BM)*S), S = SPLITK (1 when
+ * the tile count exceeds MAX_TILES). Needs sm_80 or newer.
+ */
+#ifndef ELEM
+#define ELEM float
+#endif
+#ifndef ACC
+#define ACC float
+#endif
+#ifndef BM
+#define BM 256
+#endif
+#define BN 128
+#define TM 8
+#define TN (BM / 16)
+#ifndef BK
+#define BK 8
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef SW
+#define SW 1
+#endif
+#ifndef SPLITK
+#define SPLITK 1
+#endif
+#ifndef MINB
+#if BM >= 256
+#define MINB 1
+#else
+#define MINB 2
+#endif
+#endif
+#define APAD 4
+#ifndef FASTCOPY               /* bounds-free copies of interior tiles (sm_90; see 20_ffma_regdb.cu) */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define FASTCOPY 1
+#else
+#define FASTCOPY 0
+#endif
+#endif
+#define TX (BN / TN)
+#define TY (BM / TM)
+#define NT (TX * TY)
+#define PM (TM / 4)
+#define PN (TN / 4)
+#define SM_ (BM / PM)
+#define SN_ (BN / PN)
+#define MAX_TILES 65536
+#if (BM != 128 && BM != 256) || BK % 4 || STAGES < 2 || SPLITK < 1 || SW < 1 || NT != 256
+#error "inconsistent parameters"
+#endif
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define VEC CAT(ELEM, 4)
+#define AS_WORDS (BK * (BM + APAD))
+#define BS_WORDS (BK * BN)
+#define STAGE_WORDS (AS_WORDS + BS_WORDS)
+
+__device__ unsigned tile_counter[MAX_TILES];     /* split-K order; 0 between launches */
+
+__device__ __forceinline__ void cp_async4(unsigned s, const void* gmem, bool in)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 4 : 0));
+}
+
+__device__ __forceinline__ void cp_async16(unsigned s, const void* gmem, bool in)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 16 : 0));
+}
+
+__device__ __forceinline__ void cp_async4_full(unsigned s, const void* gmem)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" :: "r"(s), "l"(gmem));
+}
+
+__device__ __forceinline__ void cp_async16_full(unsigned s, const void* gmem)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem));
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+template <int N_>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N_)); }
+
+/* Per-thread copy assignment: A rows ar + i*(NT/BK) at k column ac (transposing 4-byte
+ * copies, consecutive threads along k); B rows br + i*(NT/(BN/4)) at columns bc..bc+3. */
+#define A_COPIES ((BM * BK) / NT)
+#define A_RSTEP (NT / BK)
+#define B_COPIES ((BS_WORDS / 4) / NT)
+#define B_RSTEP (NT / (BN / 4))
+#if (BM * BK) % NT || (BS_WORDS / 4) % NT || B_COPIES < 1
+#error "the tile copies must split evenly over the threads"
+#endif
+
+/* General copy of the k-tile at k0 into the stage at shared address sst (bounds checked). */
+__device__ __forceinline__ void load_tile_edge(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
+                                               unsigned sst, int M, int N, int K, int k0, int kend,
+                                               int tid, int arow, int bcol, bool vec_b)
+{
+    const int ac = tid % BK, ar = tid / BK;
+    const int bc = (tid % (BN / 4)) * 4, br = tid / (BN / 4);
+    const bool ak = k0 + ac < kend;
+#pragma unroll
+    for (int it = 0; it < A_COPIES; ++it) {
+        const bool in = ak && arow + it * A_RSTEP < M;
+        const ELEM* src = A + (size_t)(arow + it * A_RSTEP) * K + k0 + ac;
+        cp_async4(sst + 4u * (ac * (BM + APAD) + ar + it * A_RSTEP), in ? src : A, in);
+    }
+#pragma unroll
+    for (int it = 0; it < B_COPIES; ++it) {
+        const int r = br + it * B_RSTEP;
+        const int gk = k0 + r;
+        const ELEM* src = B + (size_t)gk * N + bcol;
+        const unsigned d = sst + 4u * (AS_WORDS + r * BN + bc);
+        if (vec_b) {
+            const bool in = gk < kend && bcol < N;
+            cp_async16(d, in ? src : B, in);
+        } else {
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const bool in = gk < kend && bcol + j < N;
+                cp_async4(d + 4u * j, in ? src + j : B, in);
+            }
+        }
+    }
+}
+
+/* Fragments of k-step k from the stage at st: fa[TM] (A column k), fb[TN] (B row k). */
+__device__ __forceinline__ void load_frag(const ELEM* st, int k, int ty, int tx, ELEM* fa, ELEM* fb)
+{
+#pragma unroll
+    for (int p = 0; p < PM; ++p) {
+        const VEC x = *reinterpret_cast<const VEC*>(&st[k * (BM + APAD) + p * SM_ + ty * 4]);
+        fa[4 * p + 0] = x.x; fa[4 * p + 1] = x.y; fa[4 * p + 2] = x.z; fa[4 * p + 3] = x.w;
+    }
+#pragma unroll
+    for (int p = 0; p < PN; ++p) {
+        const VEC x = *reinterpret_cast<const VEC*>(&st[AS_WORDS + k * BN + p * SN_ + tx * 4]);
+        fb[4 * p + 0] = x.x; fb[4 * p + 1] = x.y; fb[4 * p + 2] = x.z; fb[4 * p + 3] = x.w;
+    }
+}
+
+extern "C" __global__ __launch_bounds__(NT, MINB)
+void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
+            int M, int N, int K)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    ELEM* const smem = reinterpret_cast<ELEM*>(smem_raw);
+    const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem_raw);
+
+    const int tid = threadIdx.x;
+    const int tx = tid % TX, ty = tid / TX;
+    const int mtiles = (M + BM - 1) / BM;
+    int splits = 1, z = 0;
+#if SPLITK > 1
+    splits = gridDim.y / mtiles;
+    z = blockIdx.y / mtiles;
+#endif
+    /* block order: groups of SW block rows, column-major inside a group (SW = 1: row-major) */
+    int tm = blockIdx.y % mtiles, tcol = blockIdx.x;
+#if SW > 1
+    {
+        const int ntiles_n = gridDim.x;
+        const int lin = tm * ntiles_n + blockIdx.x;
+        const int group = lin / (SW * ntiles_n);
+        const int first = group * SW;
+        const int gsz = min(mtiles - first, SW);
+        const int in_g = lin - group * (SW * ntiles_n);
+        tm = first + in_g % gsz;
+        tcol = in_g / gsz;
+    }
+#endif
+    const int row0 = tm * BM;
+    const int col0 = tcol * BN;
+
+    const int ktiles_all = (K + BK - 1) / BK;
+    const int per = (ktiles_all + splits - 1) / splits;
+    const int kt0 = z * per;
+    const int ktiles = max(0, min(ktiles_all, kt0 + per) - kt0);
+    const int kbeg = kt0 * BK;
+    const int kend = min(K, kbeg + ktiles * BK);
+    const bool vec_b = (N & 3) == 0;
+    const int ac = tid % BK, ar = tid / BK;
+    const int bc = (tid % (BN / 4)) * 4, br = tid / (BN / 4);
+    const int arow = row0 + ar;                        /* first A row this thread copies */
+    const int bcol = col0 + bc;                        /* first B column this thread copies */
+    const bool interior = vec_b && row0 + BM <= M && col0 + BN <= N;   /* whole block tile in bounds */
+
+    /* running copy state of the interior path: sources of the next k-tile to copy */
+    const ELEM* ga = A + (size_t)min(arow, M - 1) * K + kbeg + ac;
+    const ELEM* gb = B + (size_t)(kbeg + br) * N + min(bcol, max(N - 4, 0));
+    const size_t a_rstride = (size_t)A_RSTEP * K;
+    const size_t b_rstride = (size_t)B_RSTEP * N;
+    const size_t b_tstride = (size_t)BK * N;
+    const unsigned sa_off = 4u * (ac * (BM + APAD) + ar);
+    const unsigned sb_off = 4u * (AS_WORDS + br * BN + bc);
+
+    ACC acc[TM][TN];
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j)
+            acc[i][j] = (ACC)0;
+
+    /* copy of the next k-tile (index tn) into the stage at sst; advances ga, gb */
+    auto copy_tile = [&](int tn, unsigned sst) {
+        const int k0 = kbeg + tn * BK;
+#if FASTCOPY
+        if (interior && k0 + BK <= kend) {
+#pragma unroll
+            for (int it = 0; it < A_COPIES; ++it)
+                cp_async4_full(sst + sa_off + 4u * it * A_RSTEP, ga + it * a_rstride);
+#pragma unroll
+            for (int it = 0; it < B_COPIES; ++it)
+                cp_async16_full(sst + sb_off + 4u * it * B_RSTEP * BN, gb + it * b_rstride);
+        } else
+#endif
+            load_tile_edge(A, B, sst, M, N, K, k0, kend, tid, arow, bcol, vec_b);
+        ga += BK;
+        gb += b_tstride;
+    };
+
+    /* prologue: tiles 0 .. STAGES-1 into every stage */
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+        if (s < ktiles)
+            copy_tile(s, sbase + 4u * s * STAGE_WORDS);
+        cp_async_commit();
+    }
+    ELEM fa[2][TM], fb[2][TN];
+    cp_async_wait<STAGES - 1>();
+    __syncthreads();
+    load_frag(smem, 0, ty, tx, fa[0], fb[0]);
+
+    int rd = 0;                                        /* stage of tile t */
+    for (int t = 0; t < ktiles; ++t) {
+        const ELEM* st = smem + rd * STAGE_WORDS;
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+            if (k < BK - 1) {
+                load_frag(st, k + 1, ty, tx, fa[(k + 1) & 1], fb[(k + 1) & 1]);
+            } else {
+                /* tile t + 1 landed for everyone, and everyone is done reading stage rd */
+                cp_async_wait<STAGES - 2>();
+                __syncthreads();
+                const int nx = rd + 1 == STAGES ? 0 : rd + 1;
+                load_frag(smem + nx * STAGE_WORDS, 0, ty, tx, fa[(k + 1) & 1], fb[(k + 1) & 1]);
+                const int tn = t + STAGES;
+                if (tn < ktiles)
+                    copy_tile(tn, sbase + 4u * rd * STAGE_WORDS);
+                cp_async_commit();
+                rd = nx;
+            }
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j)
+                    acc[i][j] += (ACC)fa[k & 1][i] * (ACC)fb[k & 1][j];
+        }
+    }
+    cp_async_wait<0>();
+
+    const int tile = tm * gridDim.x + tcol;
+    if (splits > 1 && z > 0) {
+        if (tid == 0) {
+            while (*reinterpret_cast<volatile unsigned*>(&tile_counter[tile]) != (unsigned)z) {
+                __nanosleep(64);
+            }
+            __threadfence();
+        }
+        __syncthreads();
+    }
+    const bool add = splits > 1 && z > 0;
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int row = row0 + (i / 4) * SM_ + ty * 4 + i % 4;
+        if (row >= M)
+            continue;
+#pragma unroll
+        for (int p = 0; p < PN; ++p) {
+            const int col = col0 + p * SN_ + tx * 4;
+            ACC* a = &acc[i][4 * p];
+            ELEM* c = C + (size_t)row * N + col;
+            if (vec_b && col + 3 < N) {
+                VEC x;
+                if (add) {
+                    const VEC o = __ldcg(reinterpret_cast<const VEC*>(c));
+                    x.x = (ELEM)((ACC)o.x + a[0]); x.y = (ELEM)((ACC)o.y + a[1]);
+                    x.z = (ELEM)((ACC)o.z + a[2]); x.w = (ELEM)((ACC)o.w + a[3]);
+                } else {
+                    x.x = (ELEM)a[0]; x.y = (ELEM)a[1]; x.z = (ELEM)a[2]; x.w = (ELEM)a[3];
+                }
+                __stcg(reinterpret_cast<VEC*>(c), x);
+            } else {
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    if (col + j < N) {
+                        const ACC o = add ? (ACC)__ldcg(c + j) : (ACC)0;
+                        __stcg(c + j, (ELEM)(o + a[j]));
+                    }
+            }
+        }
+    }
+    if (splits > 1) {
+        __threadfence();
+        __syncthreads();
+        if (tid == 0)
+            atomicExch(&tile_counter[tile], z + 1 == splits ? 0u : (unsigned)(z + 1));
+    }
+}
