@@ -56,6 +56,12 @@
  *   ELEM, ACC  must be float                                      (default float)
  *   STAGES     shared-memory stages, 3 or 4                        (default 4)
  *   PERSIST    1: persistent grid of <= 132 CTAs; 0: one tile per CTA (default 1)
+ * Tried (v5 notes): one commit group of 4 wgmmas per k-tile with the next k-tile's
+ * fragments loaded while it runs gave WRONG results: ptxas reused the fragment registers
+ * of the in-flight group without a wait, so RS fragments must stay untouched until
+ * wgmma.wait_group retires their group, as the PTX ISA says.
+ * Measured (v5): ~129 TFLOP/s at 4096^2 whatever STAGES and PERSIST, the same per-SM
+ * rate at 1024^2 with 32 CTAs -- bound inside the SM, not by memory; see the v5 notes.
  * Fixed: BM = 256 (C rows per tile = wgmma N), BN = 128 (C columns), BK = 32.
  * Dynamic shared memory: STAGES * (256 * 128 + 32 * 136 * 4) + 1024 + 256 bytes.
  * Launch: block (384, 1), grid (min(tiles, 132) if PERSIST else tiles, 1),

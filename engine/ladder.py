@@ -402,7 +402,7 @@ def _wgmma_ws_constraint(p, m, n, k, dtype):
     return None
 
 
-TF32_V4 = ("tf32_wgmma_ws", "tf32_wgmma_rs")
+TF32_V4 = ("tf32_wgmma_ws", "tf32_wgmma_rs", "tf32_wgmma_tp")
 
 register(Variant(
     name="tf32_wgmma_ws",
@@ -449,7 +449,7 @@ def _wgmma_rs_constraint(p, m, n, k, dtype):
 
 register(Variant(
     name="tf32_wgmma_rs",
-    technique="TF32 wgmma without a pre-pass: computes C^T = B^T·A^T so that A's K-major rows are wgmma's shared-memory operand (16-byte cp.async, 128B swizzle) and B's N-major tile feeds wgmma's register operand (conflict-free ld.shared.v2 fragments, rows paired onto adjacent columns); m64n256k8, 256×128 tiles of C, producer + 2 consumer warpgroups (setmaxnreg 40/232), full/empty mbarriers, two fragment sets with one commit group always queued, transposed float2 epilogue; persist=1: persistent grid, the next tile's loads overlap the epilogue.",
+    technique="TF32 wgmma without a pre-pass: computes C^T = B^T·A^T so that A's K-major rows are wgmma's shared-memory operand (16-byte cp.async, 128B swizzle) and B's N-major tile feeds wgmma's register operand (conflict-free ld.shared.v2 fragments, rows paired onto adjacent columns); m64n256k8, 256×128 tiles of C, producer + 2 consumer warpgroups (setmaxnreg 40/232), full/empty mbarriers, two 8-register fragment sets with one commit group always queued, transposed float2 epilogue; persist=1: persistent grid, the next tile's loads overlap the epilogue.",
     seed="PTX ISA wgmma.mma_async (A in registers, .m64nNk8 fragment layouts), mbarrier, setmaxnreg; CUTLASS sm90 RS warp-specialized mainloops and swap-AB",
     sources={"cuda": "cuda/22_tf32_wgmma_rs.cu"},
     space={"stages": (4, 3), "persist": (1, 0)},
@@ -458,6 +458,34 @@ register(Variant(
     dtypes=FLOAT,
     precision="tf32",
     extra={"dynamic_shared": wgmma_rs_shared_bytes, "arch_suffix": "a"},
+))
+
+
+def _wgmma_tp_geometry(p: Params, m: int, n: int, k: int) -> Geometry:
+    return (cdiv(n, 256), cdiv(m, 128)), (384, 1)
+
+
+def wgmma_tp_shared_bytes(p: Params) -> int:
+    return p["stages"] * (128 + 256) * 32 * 4 + 1024 + 256   # + atom alignment, mbarriers
+
+
+def _wgmma_tp_constraint(p, m, n, k, dtype):
+    if p["stages"] < 3 or wgmma_tp_shared_bytes(p) > 227 * 1024:
+        return f"stages={p['stages']}: need 3 or 4 (≥ 3 for the pipeline, ≤ 4 for 227 KB of shared memory)"
+    return None
+
+
+register(Variant(
+    name="tf32_wgmma_tp",
+    technique="tf32_wgmma_ws without its pre-pass: the producer warpgroup loads B's 32×256 k-tiles with 16-byte read-only loads one k-tile ahead, transposes 4×4 blocks in registers and stores K-major 16-byte chunks (st.shared.v4, conflict-free) into the 128B-swizzled stage; A by 16-byte cp.async; fence.proxy.async + full/empty mbarriers; consumers unchanged (2 × wgmma.m64n256k8, 128×256 tiles).",
+    seed="PTX ISA wgmma.mma_async, mbarrier, fence.proxy.async; CUTLASS sm90 warp-specialized GMMA mainloop with a transposing producer; cuda/21_tf32_wgmma_ws.cu",
+    sources={"cuda": "cuda/22_tf32_wgmma_tp.cu"},
+    space={"stages": (4, 3)},
+    geometry=_wgmma_tp_geometry,
+    constraint=_wgmma_tp_constraint,
+    dtypes=FLOAT,
+    precision="tf32",
+    extra={"dynamic_shared": wgmma_tp_shared_bytes, "arch_suffix": "a"},
 ))
 
 

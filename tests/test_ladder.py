@@ -431,3 +431,37 @@ def test_wgmma_rs_and_cublas_tf32_verify_at_4096():
             assert r.passed, (r.label(), r.status, r.error)
             if recs[0].status != "skipped":
                 assert math.isfinite(r.pct_of_cublas)
+
+
+# --- ladder v5, TF32: tf32_wgmma_tp (cuda/22_tf32_wgmma_tp.cu) -----------------------------
+
+TP = registry.get("tf32_wgmma_tp")
+
+
+def test_wgmma_tp_registered_and_shapes():
+    assert TP.name in ladder.TF32_V4 and TP.name in ladder.LADDER
+    assert TP.dtypes == ("float32",) and TP.precision == "tf32"
+    assert TP.extra["arch_suffix"] == "a" and "prepass" not in TP.extra
+    path = TP.source_path("cuda")
+    assert re.fullmatch(r"2\d_[a-z0-9_]+\.cu", path.name)
+    text = path.read_text()
+    assert text.lstrip().startswith("/*") and "Technique" in text[:text.find("*/")]
+    assert "stages" in ladder._wgmma_tp_constraint({"stages": 5}, 64, 64, 64, "float32")
+    for c in TP.combos():
+        assert TP.check("cuda", c, 4096, 4096, 4096, "float32") is None
+        assert ladder.wgmma_tp_shared_bytes(c) <= 227 * 1024
+        for m, n, k in RS_SHAPES:
+            assert TP.check("cuda", c, m, n, k, "float32") is None
+            (gx, gy), (bx, by) = TP.geometry(c, m, n, k)
+            assert bx * by == 384 and gx * 256 >= n and gy * 128 >= m
+
+
+@pytest.mark.gpu
+def test_wgmma_tp_verifies_at_odd_shapes_and_4096():
+    _need_cuda()
+    items = [(TP.name, c) for c in TP.combos()]
+    plan = Plan(backend="cuda", items=items, shapes=RS_SHAPES + [(4096, 4096, 4096)],
+                dtype="float32", warmup=0, repeats=1)
+    recs = _run(plan)
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
+    assert not bad, bad

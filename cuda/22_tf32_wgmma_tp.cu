@@ -1,0 +1,282 @@
+/*
+ * 22_tf32_wgmma_tp.cu -- TF32 GEMM on Hopper without a pre-pass: 21_tf32_wgmma_ws.cu's
+ * warp-specialized SS wgmma pipeline, with B transposed to K-major by the PRODUCER on its
+ * way into shared memory instead of by a separate kernel (sm_90a).
+ *
+ * Technique. TF32 wgmma reads only K-major operands from shared memory; B (K x N,
+ * row-major) is N-major. 21_ ran a transposing pre-pass (0.043 ms of 0.456 at 4096^2).
+ * Here the producer warpgroup (128 threads) loads each 32 x 256 k-tile of B with 16-byte
+ * read-only global loads (4 consecutive k-rows x 4 consecutive n per unit, 4 units per
+ * thread, 64 registers, issued one k-tile ahead), transposes each 4 x 4 block in
+ * registers and writes four K-major 16-byte chunks (k 4c..4c+3 of one column n) into the
+ * 128-byte swizzle layout with st.shared.v4 (chunk c of row n at c ^ (n % 8): the 8 lanes
+ * of a quarter-warp write the 8 chunks of one 128-byte row, conflict-free). A's k-tile
+ * (K-major already) still goes by 16-byte cp.async. Before arriving on the stage's full
+ * mbarrier the producer waits for its cp.async (wait_group LAG) and executes
+ * fence.proxy.async.shared::cta, which publishes both its cp.async writes and its plain
+ * st.shared writes to the tensor cores (async proxy). Consumers are 21_'s unchanged:
+ * 2 warpgroups x wgmma.m64n256k8 over a 128 x 256 tile of C, one commit group in flight,
+ * empty mbarrier per stage.
+ *
+ * Source: NVIDIA PTX ISA (wgmma.mma_async, matrix descriptors, 128B swizzle, mbarrier,
+ * cp.async, fence.proxy.async); CUTLASS sm90 warp-specialized GMMA mainloops and its
+ * "transpose in the producer" idea for operands that TMA cannot deliver K-major; written
+ * anew for this lab on top of 21_tf32_wgmma_ws.cu (descriptor, swizzle, consumers).
+ *
+ * Any M, N, K: zero-filled copies and loads at the edges, guarded stores. 16-byte
+ * accesses need aligned rows: A when K % 4 == 0 (else 4-byte cp.async), B when N % 4 == 0
+ * (else guarded scalar loads). Precision "tf32". sm_90a only; a stub that traps elsewhere.
+ *
+ * Compile-time constants: ELEM, ACC = float; STAGES >= 3 (default 4).
+ * Fixed: BM = 128, BN = 256, BK = 32. Dynamic shared memory: STAGES * 48 KB + 1024 + 256.
+ * Launch: block (384, 1), grid (ceil(N / 256), ceil(M / 128)); args (A, B, C, M, N, K).
+ */
+#ifndef ELEM
+#define ELEM float
+#endif
+#ifndef ACC
+#define ACC float
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#define BM 128
+#define BN 256
+#define BK 32
+#define NT 384
+#define LAG (STAGES - 2)
+#define A_BYTES (BM * BK * 4)
+#define B_BYTES (BN * BK * 4)
+#define STAGE_BYTES (A_BYTES + B_BYTES)
+#if STAGES < 3
+#error "STAGES must be >= 3"
+#endif
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ void cp_async16(unsigned s, const void* gmem, bool in)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 16 : 0));
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+template <int N_>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N_) : "memory"); }
+
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(unsigned bar)
+{
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" :: "r"(bar) : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
+{
+    asm volatile(
+        "{\n.reg .pred P1;\n"
+        "LAB_WAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+        "@P1 bra DONE;\n"
+        "bra LAB_WAIT;\n"
+        "DONE:\n}\n" :: "r"(bar), "r"(parity) : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait_cluster(unsigned bar, unsigned parity)
+{
+    asm volatile(
+        "{\n.reg .pred P1;\n"
+        "LAB_WAIT:\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P1, [%0], %1;\n"
+        "@P1 bra DONE;\n"
+        "bra LAB_WAIT;\n"
+        "DONE:\n}\n" :: "r"(bar), "r"(parity) : "memory");
+}
+
+/* wgmma shared-memory matrix descriptor: K-major, 128B swizzle, 8-row atoms 1024 B apart */
+__device__ __forceinline__ unsigned long long make_desc(unsigned addr)
+{
+    unsigned long long d = 0;
+    d |= (unsigned long long)((addr & 0x3FFFF) >> 4);
+    d |= (unsigned long long)1 << 16;                  /* leading byte offset (unused here) */
+    d |= (unsigned long long)(1024 >> 4) << 32;        /* stride byte offset */
+    d |= (unsigned long long)1 << 62;                  /* swizzle mode: 128B */
+    return d;
+}
+
+__device__ __forceinline__ void wgmma_n256(float* d, unsigned long long da, unsigned long long db)
+{
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(da), "l"(db), "r"(1));
+}
+
+
+__device__ __forceinline__ void cp_async4(unsigned s, const void* gmem, bool in)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 4 : 0));
+}
+
+__device__ __forceinline__ void sts128(unsigned addr, float a, float b, float c, float d)
+{
+    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" :: "r"(addr), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+}
+
+/* B k-tile (32 x 256) -> registers: unit u = rows k0+4c..+3 (c = lane % 8) x columns
+   n0+4g..+3 (g = lane / 8 + 4 warp + 16 u) */
+__device__ __forceinline__ void load_b(float4 (&v)[4][4], const float* __restrict__ B, int N, int K,
+                                       int n0, int k0, int c, int gbase, bool vecB)
+{
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+        const int gn = n0 + 4 * (gbase + 16 * u);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const int gk = k0 + 4 * c + j;
+            const float* p = B + (size_t)gk * N + gn;
+            if (gk < K && vecB && gn < N) {
+                v[u][j] = __ldg(reinterpret_cast<const float4*>(p));
+            } else {
+                v[u][j].x = (gk < K && gn < N) ? __ldg(p) : 0.f;
+                v[u][j].y = (gk < K && gn + 1 < N) ? __ldg(p + 1) : 0.f;
+                v[u][j].z = (gk < K && gn + 2 < N) ? __ldg(p + 2) : 0.f;
+                v[u][j].w = (gk < K && gn + 3 < N) ? __ldg(p + 3) : 0.f;
+            }
+        }
+    }
+}
+
+/* registers -> stage, transposed: column n = 4g + i gets the chunk (k 4c..4c+3) */
+__device__ __forceinline__ void store_b(const float4 (&v)[4][4], unsigned sb, int c, int gbase)
+{
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+        const int n = 4 * (gbase + 16 * u);
+        sts128(sb + (unsigned)((n + 0) * 128 + ((c ^ ((n + 0) & 7)) << 4)), v[u][0].x, v[u][1].x, v[u][2].x, v[u][3].x);
+        sts128(sb + (unsigned)((n + 1) * 128 + ((c ^ ((n + 1) & 7)) << 4)), v[u][0].y, v[u][1].y, v[u][2].y, v[u][3].y);
+        sts128(sb + (unsigned)((n + 2) * 128 + ((c ^ ((n + 2) & 7)) << 4)), v[u][0].z, v[u][1].z, v[u][2].z, v[u][3].z);
+        sts128(sb + (unsigned)((n + 3) * 128 + ((c ^ ((n + 3) & 7)) << 4)), v[u][0].w, v[u][1].w, v[u][2].w, v[u][3].w);
+    }
+}
+#endif
+
+extern "C" __global__ __launch_bounds__(NT, 1)
+void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
+            int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
+    const unsigned bars = base + STAGES * STAGE_BYTES;
+
+    const int tid = threadIdx.x;
+    const int wg = tid >> 7;
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int ktiles = (K + BK - 1) / BK;
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(bars + 8 * s, 128);
+            mbar_init(bars + 8 * (STAGES + s), 256);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        const int ptid = tid, lane = tid & 31;
+        const bool vecA = (K & 3) == 0, vecB = (N & 3) == 0;
+        const int c = lane & 7, gbase = (lane >> 3) + 4 * (ptid >> 5);
+        float4 v[4][4];
+        load_b(v, B, N, K, col0, 0, c, gbase, vecB);
+        for (int t = 0; t < ktiles; ++t) {
+            const int s = t % STAGES;
+            if (t >= STAGES)
+                mbar_wait(bars + 8 * (STAGES + s), ((t / STAGES) - 1) & 1);
+            const unsigned sa = base + s * STAGE_BYTES, sb = sa + A_BYTES;
+            const int k0 = t * BK;
+            if (vecA) {
+                const int ca = ptid & 7, gk = k0 + 4 * ca;
+                const bool kin = gk < K;
+#pragma unroll
+                for (int i = 0; i < BM / 16; ++i) {
+                    const int r = (ptid >> 3) + 16 * i, gr = row0 + r;
+                    const bool in = kin && gr < M;
+                    cp_async16(sa + (unsigned)(r * 128 + ((ca ^ (r & 7)) << 4)),
+                               in ? A + (size_t)gr * K + gk : A, in);
+                }
+            } else {
+                const int kk = ptid & 31, gk = k0 + kk;
+                const bool kin = gk < K;
+#pragma unroll 4
+                for (int i = 0; i < BM / 4; ++i) {
+                    const int r = (ptid >> 5) + 4 * i, gr = row0 + r;
+                    const bool in = kin && gr < M;
+                    cp_async4(sa + (unsigned)(r * 128 + ((((kk >> 2) ^ (r & 7)) << 4) | ((kk & 3) << 2))),
+                              in ? A + (size_t)gr * K + gk : A, in);
+                }
+            }
+            cp_async_commit();
+            store_b(v, sb, c, gbase);                   /* k-tile t of B, loaded one tile ago */
+            if (t + 1 < ktiles)
+                load_b(v, B, N, K, col0, k0 + BK, c, gbase, vecB);
+            if (t >= LAG) {
+                cp_async_wait<LAG>();
+                asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                mbar_arrive(bars + 8 * ((t - LAG) % STAGES));
+            }
+        }
+        cp_async_wait<0>();
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        for (int t = ktiles > LAG ? ktiles - LAG : 0; t < ktiles; ++t)
+            mbar_arrive(bars + 8 * (t % STAGES));
+    } else {
+        const int cw = wg - 1;
+        float acc[BN / 2];
+#pragma unroll
+        for (int j = 0; j < BN / 2; ++j)
+            acc[j] = 0.f;
+        for (int t = 0; t < ktiles; ++t) {
+            const int s = t % STAGES;
+            mbar_wait(bars + 8 * s, (t / STAGES) & 1);
+            const unsigned sa = base + s * STAGE_BYTES + cw * (64 * 128);
+            const unsigned sb = base + s * STAGE_BYTES + A_BYTES;
+            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+            for (int kk = 0; kk < BK / 8; ++kk)
+                wgmma_n256(acc, make_desc(sa + kk * 32), make_desc(sb + kk * 32));
+            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+            if (t > 0)
+                mbar_arrive(bars + 8 * (STAGES + (t - 1) % STAGES));
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+
+        const int warp = (tid >> 5) & 3, lane = tid & 31;
+        const bool vec_c = (N & 1) == 0;
+#pragma unroll
+        for (int j = 0; j < BN / 2; j += 2) {
+            const int row = row0 + cw * 64 + warp * 16 + (lane >> 2) + 8 * ((j >> 1) & 1);
+            const int col = col0 + (j >> 2) * 8 + (lane & 3) * 2;
+            if (row >= M)
+                continue;
+            if (vec_c && col + 1 < N) {
+                *reinterpret_cast<float2*>(&C[(size_t)row * N + col]) = make_float2(acc[j], acc[j + 1]);
+            } else {
+                if (col < N)
+                    C[(size_t)row * N + col] = acc[j];
+                if (col + 1 < N)
+                    C[(size_t)row * N + col + 1] = acc[j + 1];
+            }
+        }
+    }
+#else
+    __trap();
+#endif
+}
