@@ -194,6 +194,7 @@ class Sweep:
         backend = self.backend
         total = len(sets) * len(plan.items)
         emit(Event("started", f"{total} runs on {device.name}", total=total, device=device))
+        self._precompile(plan, [shape for shape, _ in sets], emit)
         done = 0
         t_start = time.perf_counter()
         versions = backend.versions()
@@ -245,6 +246,21 @@ class Sweep:
         emit(Event("finished", f"{done} of {total} runs", done=done, total=total,
                    cancelled=cancel.cancelled, started=True, records=final))
         return final
+
+    def _precompile(self, plan: Plan, shapes: list[Shape], emit: Emit) -> None:
+        """Build every kernel the plan will run at once (a backend that can: cuda runs one
+        nvcc per core), instead of one at a time in the middle of the timings."""
+        precompile = getattr(self.backend, "precompile", None)
+        if precompile is None:
+            return
+        jobs = []
+        for name, params in plan.items:
+            v = registry.get(name)
+            if any(v.check(plan.backend, params, *shape, plan.dtype) is None for shape in shapes):
+                jobs.append((v, params, plan.dtype))
+        built, seconds = precompile(jobs)
+        if built:
+            emit(Event("log", f"compiled {built} kernels in {seconds:.1f} s (in parallel)"))
 
     def _record(self, plan, device, versions, name, params, shape) -> ResultRecord:
         v = registry.get(name)

@@ -8,14 +8,54 @@ its own CUDA event pair; transfers are timed apart from kernels.
 """
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import tempfile
 import time
-import warnings
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 
 from ..registry import ROOT, Variant
 from .base import (FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, BackendStatus,
                    CompiledKernel, DeviceInfo, Workspace, keep_timing)
+
+
+def find_nvcc() -> str:
+    """nvcc from CUDA_ROOT/CUDA_HOME, else from PATH."""
+    for env in ("CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"):
+        root = os.environ.get(env)
+        if root and (Path(root) / "bin" / "nvcc").is_file():
+            return str(Path(root) / "bin" / "nvcc")
+    found = shutil.which("nvcc")
+    if not found:
+        raise BackendError("nvcc was not found (install the CUDA toolkit, or set CUDA_ROOT)")
+    return found
+
+
+def nvcc_cubin(source: Path, options: list[str], arch: str) -> tuple[bytes, str]:
+    """Compile one kernel file to a cubin for ``arch``; returns (cubin, ptxas report).
+
+    A plain nvcc process (not pycuda's compiler, whose ptxas report arrives through
+    the process-global warnings machinery): builds can run in parallel threads, and
+    nvcc's messages name the real file.
+    """
+    target = (f"-gencode=arch=compute_{arch[3:]},code={arch}" if arch.endswith("a")
+              else f"-arch={arch}")
+    with tempfile.TemporaryDirectory(prefix="matmul-lab-") as tmp:
+        out = Path(tmp) / "kernel.cubin"
+        cmd = [find_nvcc(), "-cubin", target, *options, f"-I{ROOT / 'cuda'}", "-o", str(out),
+               str(source)]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise BackendError(f"nvcc could not run on {source.name}: {exc}") from None
+        log = (proc.stdout + proc.stderr).strip()
+        if proc.returncode != 0:
+            raise BackendError(f"nvcc failed on {source.name}:\n{log}")
+        return out.read_bytes(), log
 
 
 class ArchUnavailable(BackendError):
@@ -200,13 +240,9 @@ class CudaBackend(Backend):
             ws.scratch_bytes = nbytes
         return ws.scratch
 
-    def compile(self, variant: Variant, params, dtype) -> CompiledKernel:
-        from pycuda.compiler import compile as nvcc_compile  # noqa: PLC0415
-
-        if variant.library:
-            return self._compile_library(variant, params, dtype)
+    def _nvcc_job(self, variant: Variant, params, dtype) -> tuple[tuple, list[str], str]:
+        """(cache key, nvcc options, target arch) of one kernel build on this device."""
         path = variant.source_path("cuda")
-        src = path.read_text()
         defines = variant.defines(params, dtype)
         options = [f"-D{k}={v}" for k, v in defines.items()] + ["-Xptxas", "-v", "-lineinfo"]
         arch = self.arch
@@ -216,19 +252,55 @@ class CudaBackend(Backend):
                 raise ArchUnavailable(f"{variant.name} needs sm_90{suffix} (wgmma); "
                                       f"this device is {self.arch}")
             arch = self.arch + suffix
-        key = (src, tuple(options), arch)
+        return (path.read_text(), tuple(options), arch), options, arch
+
+    def _build(self, variant: Variant, params, dtype) -> tuple[tuple, str]:
+        """Compile (or find in the cache) one kernel; returns (key, target arch).
+
+        Thread-safe apart from the dict store, which the GIL makes atomic: precompile
+        calls it from a pool, since each build is an nvcc process.
+        """
+        key, options, arch = self._nvcc_job(variant, params, dtype)
+        if key not in self._cubins:
+            self._cubins[key] = nvcc_cubin(variant.source_path("cuda"), options, arch)
+        return key, arch
+
+    def precompile(self, jobs, workers: int | None = None) -> tuple[int, float]:
+        """Build many kernels at once, one nvcc process per core (a sweep over the ladder
+        has ~100 of them). Failures are left for :meth:`compile` to report on their row.
+
+        Returns (kernels built, seconds).
+        """
+        todo = []
+        for variant, params, dtype in jobs:
+            if variant.library:
+                continue
+            try:
+                key, _options, _arch = self._nvcc_job(variant, params, dtype)
+            except BackendError:
+                continue
+            if key not in self._cubins and all(key != k for k, *_ in todo):
+                todo.append((key, variant, params, dtype))
+        if not todo:
+            return 0, 0.0
+        t0 = time.perf_counter()
+        workers = workers or min(len(todo), os.cpu_count() or 2)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(self._build, v, p, d) for _key, v, p, d in todo]
+            for fut in futures:
+                try:
+                    fut.result()
+                except BackendError:
+                    pass  # reported by compile() on the run's own row
+        return len(todo), time.perf_counter() - t0
+
+    def compile(self, variant: Variant, params, dtype) -> CompiledKernel:
+        if variant.library:
+            return self._compile_library(variant, params, dtype)
+        path = variant.source_path("cuda")
+        key, arch = self._build(variant, params, dtype)
         if key in self._kernels:
             return self._kernels[key]
-        if key not in self._cubins:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                try:
-                    cubin = nvcc_compile(src, options=options, arch=arch, no_extern_c=True,
-                                         include_dirs=[str(ROOT / "cuda")], cache_dir=None)
-                except Exception as exc:  # pycuda raises CompileError with nvcc's output  # noqa: BLE001
-                    raise BackendError(f"nvcc failed on {path.name}:\n{exc}") from None
-            ptxas = "\n".join(str(w.message) for w in caught)
-            self._cubins[key] = (cubin, ptxas)
         cubin, ptxas = self._cubins[key]
         try:
             module = self.drv.module_from_buffer(cubin)
