@@ -1,9 +1,9 @@
 #!/bin/bash
-# compute-sanitizer memcheck, racecheck and synccheck on every CUDA ladder kernel (not
-# cuBLAS) at an odd shape, through the engine (main.py bench), float32 and int32.
+# compute-sanitizer memcheck, racecheck and synccheck on every CUDA kernel (seeds and
+# ladder; not cuBLAS) at an odd shape, through the engine (main.py bench), float32 and int32.
 #   bash benchmarks/sanitize.sh [SHAPE]          (default 127x253x61; needs nvcc/CUDA on PATH)
-# Prints one line per tool and dtype with the sanitizer's summary; full logs go to
-# $OUT/sanitize_<tool>_<dtype>.log (or ./sanitize-logs/). Exits non-zero on any error.
+# Prints one line per tool and dtype; full logs go to
+# $OUT/sanitize_<tool>_<dtype>_<kernel>.log (or ./sanitize-logs/). Exits non-zero on any error.
 # memcheck runs with verification (a poisoned C, one checked launch + one timed launch);
 # racecheck and synccheck run one launch per kernel (--no-verify, no warm-up): racecheck
 # is slow.
@@ -14,29 +14,39 @@ LOGS=${OUT:-sanitize-logs}
 mkdir -p "$LOGS"
 SAN=$(command -v compute-sanitizer || echo "${CUDA_ROOT:-/usr/local/cuda}/bin/compute-sanitizer")
 [ -x "$SAN" ] || { echo "compute-sanitizer not found"; exit 2; }
-variants() {  # ladder kernels (library lines excluded) that support dtype $1
+variants() {  # every CUDA kernel of the registry (cuBLAS lines excluded) that supports dtype $1
   python3 -c "
-from engine import ladder, registry
-print(','.join(n for n in ladder.LADDER if not registry.get(n).library and '$1' in registry.get(n).dtypes))"
+from engine import registry
+print(','.join(n for n, v in registry.REGISTRY.items()
+               if 'cuda' in v.sources and not v.library and '$1' in v.dtypes))"
 }
 status=0
+# One sanitizer process per kernel: a failure names its kernel, and compute-sanitizer's
+# memcheck was seen to crash (SIGSEGV at start-up) when one process loaded all ~60
+# modules of the ladder, while each kernel on its own ran clean.
 for dtype in float32 int32; do
   names=$(variants $dtype)
   dist=uniform; [ $dtype = int32 ] && dist=int
   for tool in memcheck racecheck synccheck; do
     extra=(--no-verify --warmup 0 --repeats 1)
     [ $tool = memcheck ] && extra=(--warmup 0 --repeats 1)
-    log="$LOGS/sanitize_${tool}_${dtype}.log"
-    t0=$(date +%s)
-    "$SAN" --tool $tool --error-exitcode 99 python3 main.py bench --backend cuda --quiet \
-        --sizes "$SHAPE" --dtype $dtype --dist $dist --variants "$names" "${extra[@]}" >"$log" 2>&1
-    rc=$?
-    summary=$(grep -E "(ERROR|RACECHECK) SUMMARY" "$log" | tail -1)
-    [ -n "$summary" ] || summary="(no summary line)"
-    echo "$tool $dtype $SHAPE: ${summary#========= } rc=$rc ($(( $(date +%s) - t0 )) s; $names)"
-    if [ $rc -ne 0 ] || ! grep -qE "SUMMARY: 0 (errors|hazards)" "$log"; then
+    t0=$(date +%s); bad=""; count=0
+    for name in ${names//,/ }; do
+      log="$LOGS/sanitize_${tool}_${dtype}_${name}.log"
+      "$SAN" --tool $tool --error-exitcode 99 python3 main.py bench --backend cuda --quiet \
+          --sizes "$SHAPE" --dtype $dtype --dist $dist --variants "$name" "${extra[@]}" >"$log" 2>&1
+      rc=$?
+      count=$((count + 1))
+      if [ $rc -ne 0 ] || ! grep -qE "SUMMARY: 0 (errors|hazards)" "$log"; then
+        bad="$bad $name(rc=$rc)"
+        grep -E "^=========" "$log" | head -20
+      fi
+    done
+    if [ -z "$bad" ]; then
+      echo "$tool $dtype $SHAPE: 0 errors in $count kernels ($(( $(date +%s) - t0 )) s)"
+    else
       status=1
-      grep -E "^=========" "$log" | head -20
+      echo "$tool $dtype $SHAPE: ERRORS in$bad ($(( $(date +%s) - t0 )) s)"
     fi
   done
 done
