@@ -402,7 +402,7 @@ def _wgmma_ws_constraint(p, m, n, k, dtype):
     return None
 
 
-TF32_V4 = ("tf32_wgmma_ws", "tf32_wgmma_rs", "tf32_wgmma_tp")
+TF32_V4 = ("tf32_wgmma_ws", "tf32_wgmma_rs", "tf32_wgmma_tp", "tf32_wgmma_tma")
 
 register(Variant(
     name="tf32_wgmma_ws",
@@ -488,6 +488,63 @@ register(Variant(
     extra={"dynamic_shared": wgmma_tp_shared_bytes, "arch_suffix": "a"},
 ))
 
+
+# --- ladder v6, TF32: tf32_wgmma_ws's pipeline fed by TMA, persistent rasterised tiles ---
+
+def tma_tiles(m: int, n: int) -> int:
+    return cdiv(m, 128) * cdiv(n, 256)               # 128 (M) × 256 (N) tiles of C
+
+
+def _wgmma_tma_geometry(p: Params, m: int, n: int, k: int) -> Geometry:
+    tiles = tma_tiles(m, n)
+    return (min(tiles, RS_SMS) if p["persist"] else tiles, 1), (384, 1)
+
+
+def wgmma_tma_shared_bytes(p: Params) -> int:
+    return p["stages"] * (128 + 256) * 32 * 4 + 1024 + 256   # + atom alignment, mbarriers
+
+
+def wgmma_tma_maps_offset(m: int, n: int, k: int) -> int:
+    """Byte offset of the two tensor maps in the scratch: after the pre-pass's Bt (and Ap)."""
+    return (wgmma_ws_scratch_bytes(m, n, k) + 127) // 128 * 128
+
+
+def wgmma_tma_scratch_bytes(m: int, n: int, k: int) -> int:
+    return wgmma_tma_maps_offset(m, n, k) + 2 * 128
+
+
+def wgmma_tma_tensor_maps(p: Params, m: int, n: int, k: int):
+    """The backend's tensor-map spec: A (or its padded copy Ap when K % 4) as M rows of Kp
+    floats, box 32 × 128; Bt as N rows of Kp floats, box 32 × 256; 128B swizzle."""
+    kp = (k + 3) // 4 * 4
+    a = ("scratch", 4 * kp * n) if k % 4 else ("a", 0)
+    return wgmma_tma_maps_offset(m, n, k), [
+        (*a, kp, m, 4 * kp, 32, 128),
+        ("scratch", 0, kp, n, 4 * kp, 32, 256),
+    ]
+
+
+def _wgmma_tma_constraint(p, m, n, k, dtype):
+    if p["stages"] not in (3, 4) or p["persist"] not in (0, 1):
+        return "stages must be 3 or 4 (5 exceeds 227 KB of shared memory), persist 0 or 1"
+    return None
+
+
+register(Variant(
+    name="tf32_wgmma_tma",
+    technique="tf32_wgmma_ws with its producer replaced by TMA: one elected thread issues cp.async.bulk.tensor.2d loads (128B-swizzle tensor maps for A and the pre-transposed Bt, encoded on the host with cuTensorMapEncodeTiled and stored in the scratch tail) completing as tx bytes on the stage's full mbarrier; 2 consumer warpgroups × wgmma.m64n256k8, 128×256 tiles; persist=1: persistent grid of #SMs CTAs looping over tiles rasterised in groups of 8 tile rows, the stage ring running on across tiles.",
+    seed="PTX ISA cp.async.bulk.tensor, mbarrier expect_tx, fence.proxy.tensormap, wgmma.mma_async; CUDA driver cuTensorMapEncodeTiled; CUTLASS sm90 TMA warp-specialized persistent GMMA kernels; cuda/21_tf32_wgmma_ws.cu",
+    sources={"cuda": "cuda/24_tf32_wgmma_tma.cu"},
+    space={"stages": (4, 3), "persist": (1, 0)},
+    geometry=_wgmma_tma_geometry,
+    constraint=_wgmma_tma_constraint,
+    dtypes=FLOAT,
+    precision="tf32",
+    extra={"dynamic_shared": wgmma_tma_shared_bytes, "arch_suffix": "a",
+           "prepass": {"entry": "prepass", "geometry": _wgmma_ws_prepass_geometry,
+                       "scratch_bytes": wgmma_tma_scratch_bytes,
+                       "tensor_maps": wgmma_tma_tensor_maps}},
+))
 
 # Ladder v4's kernels (cuda/2x_*.cu) close the ladder: the GUI, the CLI and the ladder
 # benchmark see one list, in the order the techniques build on each other.

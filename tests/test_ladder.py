@@ -465,3 +465,55 @@ def test_wgmma_tp_verifies_at_odd_shapes_and_4096():
     recs = _run(plan)
     bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
     assert not bad, bad
+
+
+# --- ladder v6, TF32: tf32_wgmma_tma (cuda/24_tf32_wgmma_tma.cu) ---------------------------
+
+TMA = registry.get("tf32_wgmma_tma")
+
+
+def test_wgmma_tma_registered_and_shapes():
+    assert TMA.name in ladder.TF32_V4 and TMA.name in ladder.LADDER
+    assert TMA.dtypes == ("float32",) and TMA.precision == "tf32"
+    assert TMA.extra["arch_suffix"] == "a"
+    text = TMA.source_path("cuda").read_text()
+    assert re.search(r'extern\s+"C"\s+__global__\b[^;{]*?\bvoid\s+prepass\s*\(', text)
+    assert "cp.async.bulk.tensor.2d" in text
+    assert "stages" in ladder._wgmma_tma_constraint({"stages": 5, "persist": 1}, 64, 64, 64, "float32")
+    for c in TMA.combos():
+        assert TMA.check("cuda", c, 4096, 4096, 4096, "float32") is None
+        assert ladder.wgmma_tma_shared_bytes(c) <= 227 * 1024
+        for m, n, k in WS_SHAPES + [(4096, 4096, 4096)]:
+            (gx, gy), (bx, by) = TMA.geometry(c, m, n, k)
+            tiles = -(-m // 128) * -(-n // 256)
+            assert bx * by == 384 and gy == 1
+            assert gx == (min(tiles, ladder.RS_SMS) if c["persist"] else tiles)
+
+
+@pytest.mark.parametrize("shape", WS_SHAPES + [(4096, 4096, 4096)])
+def test_wgmma_tma_tensor_maps_fit_scratch(shape):
+    """The two 128-byte maps sit 128-aligned after Bt (and Ap) inside the scratch; TMA's rules:
+    16-byte row strides and base offsets, inner box 32 floats (= the 128B swizzle span)."""
+    m, n, k = shape
+    pre = TMA.extra["prepass"]
+    offset, maps = pre["tensor_maps"](TMA.default_params(), m, n, k)
+    kp = (k + 3) // 4 * 4
+    assert offset % 128 == 0 and offset >= ladder.wgmma_ws_scratch_bytes(m, n, k)
+    assert pre["scratch_bytes"](m, n, k) == offset + 128 * len(maps) and len(maps) == 2
+    (sa, oa, a0, a1, sta, ba0, ba1), (sb, ob, b0, b1, stb, bb0, bb1) = maps
+    assert (sa, oa) == (("scratch", 4 * kp * n) if k % 4 else ("a", 0))
+    assert (sb, ob) == ("scratch", 0)
+    assert (a0, a1, b0, b1) == (kp, m, kp, n)
+    assert sta == stb == 4 * kp and sta % 16 == 0 and oa % 16 == 0
+    assert (ba0, ba1, bb0, bb1) == (32, 128, 32, 256)
+
+
+@pytest.mark.gpu
+def test_wgmma_tma_verifies_at_odd_shapes_and_4096():
+    _need_cuda()
+    items = [(TMA.name, c) for c in TMA.combos()]
+    plan = Plan(backend="cuda", items=items, shapes=WS_SHAPES + [(4096, 4096, 4096)],
+                dtype="float32", warmup=0, repeats=1)
+    recs = _run(plan)
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
+    assert not bad, bad

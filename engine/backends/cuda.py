@@ -1,7 +1,7 @@
 """The cuda backend (pycuda): the engine thread creates and owns the context.
 
 ``open`` calls ``make_context()`` on the engine thread and ``close`` pops and detaches
-it there; nothing here imports ``pycuda.autoinit``. Kernels are compiled for the
+it there; pycuda's auto-initialising module is never imported. Kernels are compiled for the
 device's own architecture (``sm_XY``) with their parameters as ``-D`` constants, and
 the cubins are cached per (source, defines, arch). Each timed launch is bracketed by
 its own CUDA event pair; transfers are timed apart from kernels.
@@ -58,6 +58,39 @@ def nvcc_cubin(source: Path, options: list[str], arch: str) -> tuple[bytes, str]
         return out.read_bytes(), log
 
 
+# --- TMA tensor maps (cuTensorMapEncodeTiled through ctypes) --------------------------------
+
+_TMAP_FLOAT32, _TMAP_SWIZZLE_128B, _TMAP_L2_256B = 7, 3, 3   # CUtensorMap* enums (cuda.h)
+_libcuda = None
+
+
+def encode_tensor_map_2d(addr: int, dim0: int, dim1: int, stride_bytes: int, box0: int,
+                         box1: int) -> bytes:
+    """A 128-byte CUtensorMap of a row-major float32 matrix (dim1 rows of dim0 elements,
+    rows ``stride_bytes`` apart) at device address ``addr``, box ``box0`` x ``box1``,
+    128-byte swizzle, zero fill out of bounds; encoded by libcuda's cuTensorMapEncodeTiled."""
+    import ctypes  # noqa: PLC0415
+
+    global _libcuda
+    if _libcuda is None:
+        try:
+            _libcuda = ctypes.CDLL("libcuda.so.1")
+        except OSError as exc:
+            raise BackendError(f"libcuda cannot be loaded for cuTensorMapEncodeTiled: {exc}") from None
+    raw = (ctypes.c_uint8 * (128 + 64))()            # the map must be 64-byte aligned
+    addr_map = (ctypes.addressof(raw) + 63) & ~63
+    u64x2, u32x2 = ctypes.c_uint64 * 2, ctypes.c_uint32 * 2
+    res = _libcuda.cuTensorMapEncodeTiled(
+        ctypes.c_void_p(addr_map), ctypes.c_int(_TMAP_FLOAT32), ctypes.c_uint32(2), ctypes.c_void_p(addr),
+        u64x2(dim0, dim1), (ctypes.c_uint64 * 1)(stride_bytes), u32x2(box0, box1), u32x2(1, 1),
+        ctypes.c_int(0), ctypes.c_int(_TMAP_SWIZZLE_128B), ctypes.c_int(_TMAP_L2_256B),
+        ctypes.c_int(0))
+    if res != 0:
+        raise BackendError(f"cuTensorMapEncodeTiled failed (CUresult {res}) for a {dim1} x {dim0} "
+                           f"float32 matrix, box {box1} x {box0}")
+    return ctypes.string_at(addr_map, 128)
+
+
 class ArchUnavailable(BackendError):
     """The variant needs an architecture-specific target (e.g. sm_90a) this device lacks:
     the run is skipped, not failed."""
@@ -76,7 +109,7 @@ def fp32_lanes_per_sm(major: int, minor: int) -> int | None:
 
 def _import_cuda():
     try:
-        import pycuda.driver as drv  # noqa: PLC0415  (lazy; never pycuda.autoinit)
+        import pycuda.driver as drv  # noqa: PLC0415  (lazy; the engine thread makes the context)
     except ImportError as exc:
         raise BackendError(f"pycuda is not installed ({exc})") from None
     except Exception as exc:  # a broken install, e.g. libcuda missing  # noqa: BLE001
@@ -238,6 +271,7 @@ class CudaBackend(Backend):
             except self.drv.Error as exc:
                 raise BackendError(f"allocating scratch ({nbytes / 2**20:.1f} MiB) failed: {exc}") from None
             ws.scratch_bytes = nbytes
+            ws.tma_key = None  # tensor maps written into the old scratch are gone
         return ws.scratch
 
     def _nvcc_job(self, variant: Variant, params, dtype) -> tuple[tuple, list[str], str]:
@@ -392,6 +426,7 @@ class CudaBackend(Backend):
         if getattr(ws, "scratch", None) is not None:
             ws.scratch.free()
             ws.scratch, ws.scratch_bytes = None, 0
+            ws.tma_key = None
         ws.c_shape = None
 
     # -- launches -----------------------------------------------------------------------
@@ -416,11 +451,30 @@ class CudaBackend(Backend):
             kernel.handle[2].prepared_async_call((px, py, 1), (pbx, pby, 1), stream, ws.a, ws.b,
                                                  scratch, np.int32(m), np.int32(n), np.int32(k))
             args = (ws.a, scratch, ws.c, np.int32(m), np.int32(n), np.int32(k))
+            if pre.get("tensor_maps"):
+                self._write_tensor_maps(ws, scratch, pre["tensor_maps"], kernel.params, m, n, k)
         dyn = self._dynamic_shared(v, kernel.params)
         if dyn:
             fn.prepared_async_call((gx, gy, 1), (bx, by, 1), stream, *args, shared_size=dyn)
         else:
             fn.prepared_async_call((gx, gy, 1), (bx, by, 1), stream, *args)
+
+    def _write_tensor_maps(self, ws, scratch, spec, params, m, n, k) -> None:
+        """``Variant.extra['prepass']['tensor_maps'](params, m, n, k)`` -> (byte offset in the
+        scratch, [(base "a" | "scratch", byte offset, dim0, dim1, row stride bytes, box0,
+        box1), ...]): each map is encoded (:func:`encode_tensor_map_2d`) and the 128-byte maps
+        are copied, back to back, to scratch + offset. Done only when the inputs, the scratch,
+        the shape or the parameters change (not on every timed launch)."""
+        offset, maps = spec(params, m, n, k)
+        key = (int(ws.a), int(scratch), m, n, k, tuple(sorted(params.items())))
+        if getattr(ws, "tma_key", None) == key:
+            return
+        blob = b"".join(
+            encode_tensor_map_2d((int(ws.a) if src == "a" else int(scratch)) + off,
+                                 d0, d1, stride, b0, b1)
+            for src, off, d0, d1, stride, b0, b1 in maps)
+        self.drv.memcpy_htod(int(scratch) + offset, np.frombuffer(blob, dtype=np.uint8))
+        ws.tma_key = key
 
     def _check(self, what: str) -> None:
         try:

@@ -1,0 +1,280 @@
+/*
+ * 24_tf32_wgmma_tma.cu -- TF32 GEMM on Hopper: warp-specialized wgmma fed by TMA (sm_90a),
+ * optionally persistent. Same two kernels per GEMM as 21_tf32_wgmma_ws.cu:
+ *
+ * 1. prepass (timed with the GEMM, launched by the cuda backend): B (K x N) transposed into
+ *    a K-major scratch buffer Bt (N rows of Kp = roundup(K, 4) floats, zero-padded) and,
+ *    when K % 4 != 0, A copied into M rows of Kp floats, so that every operand row stride is
+ *    a multiple of 16 bytes (a TMA requirement as much as cp.async's). Verbatim from 21.
+ * 2. matmul: a block of 3 warpgroups (384 threads) computes 128 x 256 tiles of C.
+ *    Warpgroup 0 is the producer, but only one elected thread works: per stage it announces
+ *    the stage's bytes on the "full" mbarrier (mbarrier.arrive.expect_tx) and issues two
+ *    cp.async.bulk.tensor.2d loads (A box 32 x 128, Bt box 32 x 256, 128-byte swizzle done by
+ *    the copy engine into the same layout that 21 built by hand: 16-byte chunk c of row r at
+ *    c ^ (r % 8), 1024-byte atoms), completing as tx bytes; out-of-range rows and k are
+ *    zero-filled by the TMA unit (box bytes always count in full). The two tensor maps
+ *    (CUtensorMap, 128 bytes each) are encoded on the host with cuTensorMapEncodeTiled and
+ *    written by the backend into the tail of the scratch buffer, at byte offset
+ *    roundup(4 * Kp * (N + (K % 4 ? M : 0)), 128) (A's map, then Bt's); the producer thread
+ *    orders them into the tensormap proxy with fence.proxy.tensormap::generic.acquire and
+ *    prefetch.tensormap before its first copy. Warpgroups 1 and 2 consume as in 21: wait
+ *    on full, 4 x wgmma.mma_async.m64n256k8.f32.tf32.tf32 per 32-deep k-tile, one wgmma group
+ *    in flight, arrive on the previous stage's "empty" mbarrier (256 arrivals).
+ *    PERSIST = 1: grid of min(tiles, #SMs) CTAs, each looping over tiles t = blockIdx.x +
+ *    i * gridDim.x; the stage ring and its barrier phases run on across tiles, so the
+ *    producer loads the next tile while the consumers store the last one. Tiles are
+ *    rasterised in groups of GM = 8 tile rows (M), column by column within a group, so the
+ *    ~132 tiles in flight share a few A row panels and Bt column panels in L2.
+ *    PERSIST = 0: one tile per CTA (grid = tiles), same order.
+ *
+ * Technique and source: NVIDIA PTX ISA (cp.async.bulk.tensor, mbarrier expect_tx /
+ * complete_tx, fence.proxy.tensormap, prefetch.tensormap, wgmma.mma_async and its matrix
+ * descriptors); CUDA Driver API cuTensorMapEncodeTiled; the CUTLASS sm90 TMA warp-specialized
+ * (persistent) GMMA kernels and their tile-rasterisation swizzle; written anew for this lab
+ * on top of 21_tf32_wgmma_ws.cu (descriptors, swizzle layout and pre-pass from there).
+ *
+ * Any M, N, K (bounds by TMA zero-fill and guarded stores). Precision "tf32". Built for
+ * sm_90a only; for other targets matmul is a stub that traps.
+ *
+ * Compile-time constants (defaults let the file compile alone):
+ *   ELEM, ACC  must be float                                      (default float)
+ *   STAGES     shared-memory stages, 3 or 4                        (default 4)
+ *   PERSIST    1: persistent grid with a tile loop, 0: one tile per CTA (default 1)
+ * Fixed: BM = 128, BN = 256, BK = 32, GM = 8. Dynamic shared memory: STAGES * 48 KB + 1024
+ * (atom alignment) + 256 (mbarriers).
+ *
+ * Launch: prepass as in 21; matmul block (384, 1), grid (PERSIST ? min(tiles, 132) : tiles, 1),
+ * tiles = ceil(M/128) * ceil(N/256); args (A, scratch, C, M, N, K). Scratch: the pre-pass's
+ * bytes rounded up to 128, + 256 for the two tensor maps.
+ */
+#ifndef ELEM
+#define ELEM float
+#endif
+#ifndef ACC
+#define ACC float
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef PERSIST
+#define PERSIST 1
+#endif
+#define BM 128
+#define BN 256
+#define BK 32
+#define GM 8
+#define NT 384
+#define A_BYTES (BM * BK * 4)                /* 16 KB */
+#define B_BYTES (BN * BK * 4)                /* 32 KB */
+#define STAGE_BYTES (A_BYTES + B_BYTES)
+#if STAGES < 3 || STAGES > 4 || (PERSIST != 0 && PERSIST != 1)
+#error "STAGES must be 3 or 4, PERSIST 0 or 1"
+#endif
+
+/* B (K x N) -> Bt (N x Kp, K-major, zero-padded); if K % 4, A (M x K) -> Ap (M x Kp). */
+extern "C" __global__ __launch_bounds__(256)
+void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
+             int M, int N, int K)
+{
+    __shared__ float tile[32][33];
+    const int Kp = (K + 3) & ~3;
+    const int nby = (N + 31) / 32;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int k0 = blockIdx.x * 32;
+    if ((int)blockIdx.y < nby) {
+        const int n0 = blockIdx.y * 32;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int k = k0 + ty + 8 * i, n = n0 + tx;
+            tile[ty + 8 * i][tx] = (k < K && n < N) ? B[(size_t)k * N + n] : 0.f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int n = n0 + ty + 8 * i, k = k0 + tx;
+            if (n < N && k < Kp)
+                S[(size_t)n * Kp + k] = tile[tx][ty + 8 * i];
+        }
+    } else {
+        ELEM* Ap = S + (size_t)N * Kp;
+        const int m0 = (blockIdx.y - nby) * 32;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int m = m0 + ty + 8 * i, k = k0 + tx;
+            if (m < M && k < Kp)
+                Ap[(size_t)m * Kp + k] = k < K ? A[(size_t)m * K + k] : 0.f;
+        }
+    }
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(unsigned bar)
+{
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" :: "r"(bar) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned bytes)
+{
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n"
+                 :: "r"(bar), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
+{
+    asm volatile(
+        "{\n.reg .pred P1;\n"
+        "LAB_WAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+        "@P1 bra DONE;\n"
+        "bra LAB_WAIT;\n"
+        "DONE:\n}\n" :: "r"(bar), "r"(parity) : "memory");
+}
+
+/* 2-D tensor copy global -> shared (box at (k0, r0)), tx bytes on mbarrier bar */
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const void* tmap, int k0, int r0, unsigned bar)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+        :: "r"(dst), "l"(tmap), "r"(k0), "r"(r0), "r"(bar) : "memory");
+}
+
+/* wgmma shared-memory matrix descriptor: K-major, 128B swizzle, 8-row atoms 1024 B apart */
+__device__ __forceinline__ unsigned long long make_desc(unsigned addr)
+{
+    unsigned long long d = 0;
+    d |= (unsigned long long)((addr & 0x3FFFF) >> 4);
+    d |= (unsigned long long)1 << 16;                  /* leading byte offset (unused here) */
+    d |= (unsigned long long)(1024 >> 4) << 32;        /* stride byte offset */
+    d |= (unsigned long long)1 << 62;                  /* swizzle mode: 128B */
+    return d;
+}
+
+__device__ __forceinline__ void wgmma_n256(float* d, unsigned long long da, unsigned long long db)
+{
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(da), "l"(db), "r"(1));
+}
+
+/* tile id -> (row0, col0): groups of GM tile rows, column-major inside a group */
+__device__ __forceinline__ void tile_origin(int t, int mt, int nt, int& row0, int& col0)
+{
+    const int per_group = GM * nt;
+    const int g = t / per_group, r = t - g * per_group;
+    const int gm = min(GM, mt - g * GM);
+    row0 = (g * GM + r % gm) * BM;
+    col0 = (r / gm) * BN;
+}
+#endif
+
+extern "C" __global__ __launch_bounds__(NT, 1)
+void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __restrict__ C,
+            int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
+    const unsigned bars = base + STAGES * STAGE_BYTES;  /* full[s] at +8s, empty[s] at +8(STAGES+s) */
+
+    const int tid = threadIdx.x;
+    const int wg = tid >> 7;                            /* 0: producer, 1-2: consumers */
+    const int Kp = (K + 3) & ~3;
+    const int ktiles = (Kp + BK - 1) / BK;
+    const int mt = (M + BM - 1) / BM, nt = (N + BN - 1) / BN;
+    const int tiles = mt * nt;
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(bars + 8 * s, 1);                 /* the producer's arrive + tx bytes */
+            mbar_init(bars + 8 * (STAGES + s), 256);    /* consumer threads */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        if (tid == 0) {
+            const size_t pre = (size_t)4 * Kp * (N + ((K & 3) ? M : 0));
+            const unsigned char* maps = reinterpret_cast<const unsigned char*>(S) + ((pre + 127) & ~(size_t)127);
+            const void* tmA = maps;
+            const void* tmB = maps + 128;
+            asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;\n" :: "l"(tmA) : "memory");
+            asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;\n" :: "l"(tmB) : "memory");
+            asm volatile("prefetch.tensormap [%0];\n" :: "l"(tmA) : "memory");
+            asm volatile("prefetch.tensormap [%0];\n" :: "l"(tmB) : "memory");
+            int it = 0;
+            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+                int row0, col0;
+                tile_origin(t, mt, nt, row0, col0);
+                for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                    const int s = it % STAGES;
+                    if (it >= STAGES)
+                        mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
+                    const unsigned full = bars + 8 * s;
+                    const unsigned sa = base + s * STAGE_BYTES;
+                    mbar_arrive_expect_tx(full, STAGE_BYTES);
+                    tma_load_2d(sa, tmA, kt * BK, row0, full);
+                    tma_load_2d(sa + A_BYTES, tmB, kt * BK, col0, full);
+                }
+            }
+        }
+    } else {
+        const int cw = wg - 1;
+        const int warp = (tid >> 5) & 3, lane = tid & 31;
+        const bool vec_c = (N & 1) == 0;
+        float acc[BN / 2];
+        int it = 0;
+        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            int row0, col0;
+            tile_origin(t, mt, nt, row0, col0);
+#pragma unroll
+            for (int j = 0; j < BN / 2; ++j)
+                acc[j] = 0.f;
+            for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                const int s = it % STAGES;
+                mbar_wait(bars + 8 * s, (it / STAGES) & 1);
+                const unsigned sa = base + s * STAGE_BYTES + cw * (64 * 128);
+                const unsigned sb = base + s * STAGE_BYTES + A_BYTES;
+                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+                for (int kk = 0; kk < BK / 8; ++kk)
+                    wgmma_n256(acc, make_desc(sa + kk * 32), make_desc(sb + kk * 32));
+                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+                if (kt > 0)                             /* k-tile it-1 read: release its stage */
+                    mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+            }
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+            if (ktiles > 0)
+                mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+
+#pragma unroll
+            for (int j = 0; j < BN / 2; j += 2) {
+                const int row = row0 + cw * 64 + warp * 16 + (lane >> 2) + 8 * ((j >> 1) & 1);
+                const int col = col0 + (j >> 2) * 8 + (lane & 3) * 2;
+                if (row >= M)
+                    continue;
+                if (vec_c && col + 1 < N) {
+                    *reinterpret_cast<float2*>(&C[(size_t)row * N + col]) = make_float2(acc[j], acc[j + 1]);
+                } else {
+                    if (col < N)
+                        C[(size_t)row * N + col] = acc[j];
+                    if (col + 1 < N)
+                        C[(size_t)row * N + col + 1] = acc[j + 1];
+                }
+            }
+        }
+    }
+#else
+    __trap();                                           /* built for a target without wgmma */
+#endif
+}
