@@ -23,7 +23,6 @@ Entry points:
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import os
@@ -185,7 +184,7 @@ def run_autotuned(sweep, plan, emit, cancel=None) -> list[ResultRecord]:
     """:meth:`Sweep.run` for ``plan.autotune``: one record per (variant, shape), that of
     the best parameters. The search space of a variant is the set of its items in the
     plan (``expand_items`` gives the whole space, or the ``--params`` restriction)."""
-    from .runner import CancelToken, Event, Plan, _fill_pct_of_cublas, _fill_speedups  # noqa: PLC0415
+    from .runner import CancelToken, Event, Plan, final_records  # noqa: PLC0415
 
     cancel = cancel or CancelToken()
     results: list[ResultRecord] = []
@@ -233,9 +232,7 @@ def run_autotuned(sweep, plan, emit, cancel=None) -> list[ResultRecord]:
                 results.append(rec)
                 done += 1
                 emit(Event("result", record=rec, done=done, total=total))
-    final = [dataclasses.replace(r, params=dict(r.params), extra=dict(r.extra)) for r in results]
-    _fill_speedups(final)
-    _fill_pct_of_cublas(final)
+    final = final_records(results)
     emit(Event("finished", f"{done} of {total} autotuned", done=done, total=total,
                cancelled=cancel.cancelled, started=True, records=final))
     return final

@@ -155,8 +155,8 @@ def _results_table(recs: list[records.ResultRecord]):
     return t
 
 
-def _default_backend() -> str:
-    status = probe_all()
+def _default_backend(status) -> str:
+    """The first available backend of ``status`` (a :func:`probe_all` result)."""
     for name in BACKENDS:
         if status[name].available:
             return name
@@ -179,8 +179,9 @@ def run_bench(argv: Sequence[str]) -> int:
         _print_list(console)
         return EXIT_OK
     try:
-        backend = args.backend or _default_backend()
-        status = probe_all()[backend]
+        probed = probe_all()  # once: probing CUDA initialises the driver
+        backend = args.backend or _default_backend(probed)
+        status = probed[backend]
         if not status.available:
             raise UsageError(f"the {backend} backend is unavailable: {status.reason}")
         if not 0 <= args.device < len(status.devices):

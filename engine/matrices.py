@@ -29,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .registry import gemm_bytes
+
 __all__ = [
     "DTYPES",
     "DISTRIBUTIONS",
@@ -304,8 +306,7 @@ def generate_pair(
 
 def matmul_bytes(m: int, n: int, k: int, dtype: str) -> int:
     """Bytes needed on the device for A (m×k), B (k×n) and C (m×n)."""
-    itemsize = np.dtype(_check_dtype(dtype)).itemsize
-    return (m * k + k * n + m * n) * itemsize
+    return gemm_bytes(m, n, k, np.dtype(_check_dtype(dtype)).itemsize)
 
 
 def check_device_fit(

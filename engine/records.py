@@ -68,6 +68,29 @@ _FLOATS = {f.name for f in fields(ResultRecord) if f.type in ("float", float)}
 _INTS = {"m", "n", "k", "warmup", "repeats", "flops", "bytes"}
 
 
+def ratio_to_best_baseline(records: Iterable[ResultRecord], baseline_key, record_key
+                           ) -> dict[int, float]:
+    """``best baseline median / record median`` per record, keyed by ``id(record)``.
+
+    ``baseline_key(r)`` is the group a baseline run belongs to (None for non-baselines);
+    ``record_key(r)`` the group whose fastest baseline ``r`` is compared with. Records
+    without a finite, positive median, or without a baseline in their group, get none.
+    Speed-up over naive and per cent of cuBLAS are both this ratio.
+    """
+    recs = [r for r in records if math.isfinite(r.median_ms) and r.median_ms > 0]
+    best: dict[Any, float] = {}
+    for r in recs:
+        key = baseline_key(r)
+        if key is not None:
+            best[key] = min(best.get(key, math.inf), r.median_ms)
+    out = {}
+    for r in recs:
+        key = record_key(r)
+        if key in best:
+            out[id(r)] = best[key] / r.median_ms
+    return out
+
+
 def now_stamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 

@@ -9,7 +9,6 @@ final ``finished`` event. A failure is recorded on its row and the sweep goes on
 from __future__ import annotations
 
 import dataclasses
-import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -20,7 +19,7 @@ import numpy as np
 from . import matrices, metrics, registry
 from .backends import get_backend
 from .backends.base import Backend, BackendError, DeviceInfo, Workspace
-from .records import ResultRecord, now_stamp
+from .records import ResultRecord, now_stamp, ratio_to_best_baseline
 from .verify import Reference
 
 Shape = tuple[int, int, int]
@@ -240,9 +239,7 @@ class Sweep:
                     emit(Event("result", record=rec, done=done, total=total))
             finally:
                 backend.release(ws)  # device memory goes back between shapes
-        final = [dataclasses.replace(r, params=dict(r.params), extra=dict(r.extra)) for r in results]
-        _fill_speedups(final)
-        _fill_pct_of_cublas(final)
+        final = final_records(results)
         emit(Event("finished", f"{done} of {total} runs", done=done, total=total,
                    cancelled=cancel.cancelled, started=True, records=final))
         return final
@@ -325,17 +322,17 @@ class Sweep:
         return rec
 
 
+def _same_run_key(r: ResultRecord) -> tuple:
+    return (r.backend, r.device, r.m, r.n, r.k, r.dtype, r.mode)
+
+
 def _fill_speedups(results: list[ResultRecord]) -> None:
     """Speed-up over the best naive run of the same shape, dtype, mode and device."""
-    best: dict[tuple, float] = {}
+    ratios = ratio_to_best_baseline(
+        results, lambda r: _same_run_key(r) if r.variant == "naive" else None, _same_run_key)
     for r in results:
-        if r.variant == "naive" and math.isfinite(r.median_ms):
-            key = (r.backend, r.device, r.m, r.n, r.k, r.dtype, r.mode)
-            best[key] = min(best.get(key, math.inf), r.median_ms)
-    for r in results:
-        key = (r.backend, r.device, r.m, r.n, r.k, r.dtype, r.mode)
-        if key in best and math.isfinite(r.median_ms) and r.median_ms > 0:
-            r.speedup_vs_naive = best[key] / r.median_ms
+        if id(r) in ratios:
+            r.speedup_vs_naive = ratios[id(r)]
 
 
 #: The cuBLAS line each arithmetic is compared with (engine.ladder registers both).
@@ -345,14 +342,24 @@ CUBLAS_FOR_PRECISION = {"fp32": "cublas_fp32", "tf32": "cublas_tf32"}
 def _fill_pct_of_cublas(results: list[ResultRecord]) -> None:
     """Per cent of the best cuBLAS run of the same shape, dtype, mode, device and arithmetic
     (FP32 kernels against cublas_fp32, TF32 ones against cublas_tf32), in this run."""
-    best: dict[tuple, float] = {}
     refs = set(CUBLAS_FOR_PRECISION.values())
+
+    def reference_of(r):
+        precision = getattr(registry.REGISTRY.get(r.variant), "precision", "fp32")
+        return (CUBLAS_FOR_PRECISION.get(precision),) + _same_run_key(r)
+
+    ratios = ratio_to_best_baseline(
+        results, lambda r: (r.variant,) + _same_run_key(r) if r.variant in refs else None,
+        reference_of)
     for r in results:
-        if r.variant in refs and math.isfinite(r.median_ms) and r.median_ms > 0:
-            key = (r.variant, r.backend, r.device, r.m, r.n, r.k, r.dtype, r.mode)
-            best[key] = min(best.get(key, math.inf), r.median_ms)
-    for r in results:
-        ref = CUBLAS_FOR_PRECISION.get(getattr(registry.REGISTRY.get(r.variant), "precision", "fp32"))
-        key = (ref, r.backend, r.device, r.m, r.n, r.k, r.dtype, r.mode)
-        if key in best and math.isfinite(r.median_ms) and r.median_ms > 0:
-            r.pct_of_cublas = 100.0 * best[key] / r.median_ms
+        if id(r) in ratios:
+            r.pct_of_cublas = 100.0 * ratios[id(r)]
+
+
+def final_records(results: list[ResultRecord]) -> list[ResultRecord]:
+    """New copies of a sweep's records with the post-run columns (speed-up over naive,
+    % of cuBLAS) filled in; the records already sent in result events stay unchanged."""
+    final = [dataclasses.replace(r, params=dict(r.params), extra=dict(r.extra)) for r in results]
+    _fill_speedups(final)
+    _fill_pct_of_cublas(final)
+    return final

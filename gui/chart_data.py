@@ -13,7 +13,7 @@ import numpy as np
 from PySide6.QtGui import QColor
 
 from engine import metrics, registry
-from engine.records import ResultRecord
+from engine.records import ResultRecord, ratio_to_best_baseline
 from engine.sizes import format_shape
 
 from .results_store import is_plottable, source_name
@@ -250,19 +250,13 @@ def speedups(records: Iterable[ResultRecord]) -> dict[int, float]:
     and mode, keyed by ``id(record)``; the record's own figure where no naive run is
     shown (e.g. a file saved with speed-ups)."""
     recs = [r for r in records if is_plottable(r)]
-    best: dict[tuple, float] = {}
 
     def key(r):
         return r.source, r.backend, r.device, r.m, r.n, r.k, r.dtype, r.mode
 
+    out = ratio_to_best_baseline(recs, lambda r: key(r) if r.variant == "naive" else None, key)
     for r in recs:
-        if r.variant == "naive":
-            best[key(r)] = min(best.get(key(r), math.inf), r.median_ms)
-    out = {}
-    for r in recs:
-        if key(r) in best:
-            out[id(r)] = best[key(r)] / r.median_ms
-        elif math.isfinite(r.speedup_vs_naive):
+        if id(r) not in out and math.isfinite(r.speedup_vs_naive):
             out[id(r)] = r.speedup_vs_naive
     return out
 
