@@ -16,10 +16,11 @@ Entry points:
   -> (best_params, records)``: one variant at one shape; ``records`` are the search's
   records (empty when the cache answered). Give it a :class:`Sweep` on the engine
   thread, or an :class:`~engine.worker.EngineThread` from any other thread (it blocks).
-* ``Plan(autotune=True, retune=...)``: :meth:`Sweep.run` hands such a plan to
-  :func:`run_autotuned`, which tunes every variant of the plan at every shape and
-  returns one record per (variant, shape): that of the best parameters (a fresh timed
-  run when the cache answered). This is what ``main.py bench --autotune`` uses.
+* ``Plan(autotune=True, retune=...)``: an engine (``engine.worker``) or a multi-device
+  run (``engine.dispatch``) hands such a plan to :func:`run_autotuned`, which tunes
+  every variant of the plan at every shape and returns one record per (variant, shape):
+  that of the best parameters (a fresh timed run when the cache answered). This module
+  sits above the runner: the runner never imports it.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from typing import Any, Callable, Iterable, Mapping
 
 from . import registry
 from .records import ResultRecord, now_stamp
+from .runner import CancelToken, Event, Plan, final_records
 
 CACHE_ENV = "MATMUL_LAB_CACHE"
 CACHE_FILE = "autotune.json"
@@ -108,20 +110,30 @@ def search_space(variant: str, backend: str, shape: Shape, dtype: str,
     return [p for p in pool if v.check(backend, p, *shape, dtype) is None]
 
 
-# --- running plans on a Sweep or an EngineThread ---------------------------------------
+# --- running plans on a Sweep, an EngineThread, or any executor ------------------------
 
-def _runner(sweep_or_engine) -> Callable:
-    """A function ``(plan, emit, cancel) -> records`` for a Sweep or an EngineThread."""
+#: ``execute(plan, emit, cancel) -> records``: runs one plain plan somewhere (a Sweep on
+#: this thread, an engine thread, the engines of a multi-device run).
+Execute = Callable
+
+
+def _runner(sweep_or_engine) -> Execute:
+    """A function ``(plan, emit, cancel) -> records`` for a Sweep, an EngineThread, or an
+    executor function (returned as is)."""
     if hasattr(sweep_or_engine, "submit"):          # EngineThread: from another thread
         def run(plan, emit, cancel=None):
-            return sweep_or_engine.submit(plan, emit).result()
+            job = sweep_or_engine.submit(plan, emit)
+            if cancel is not None and cancel.cancelled:
+                job.cancel()
+            return job.result()
         return run
-    return lambda plan, emit, cancel=None: sweep_or_engine.run(plan, emit, cancel)
+    if hasattr(sweep_or_engine, "run"):
+        return lambda plan, emit, cancel=None: sweep_or_engine.run(plan, emit, cancel)
+    return sweep_or_engine
 
 
 def _device_name(sweep_or_engine, backend: str, device: int) -> str:
-    sweep = getattr(sweep_or_engine, "ensure_open", None)
-    if sweep is not None and not hasattr(sweep_or_engine, "submit"):
+    if hasattr(sweep_or_engine, "ensure_open") and not hasattr(sweep_or_engine, "submit"):
         return sweep_or_engine.ensure_open(backend, device).name
     from .backends import probe_all  # noqa: PLC0415
     st = probe_all()[backend]
@@ -142,18 +154,21 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
              time_budget_s: float | None = None, cold: bool = False, verify: bool = True,
              retune: bool = False, combos: Iterable[Mapping[str, int]] | None = None,
              seed: int = 0, dist: str = "uniform", emit=None, cancel=None,
-             cache: Path | None = None) -> tuple[dict[str, int] | None, list[ResultRecord]]:
+             cache: Path | None = None, device_name: str | None = None,
+             launch_timeout_s: float | None = None,
+             ) -> tuple[dict[str, int] | None, list[ResultRecord]]:
     """Best parameters of ``variant`` at ``shape`` on this device, and the search's records.
 
-    With a cache entry (and not ``retune``) nothing runs: ``(params, [])``. Otherwise
-    every valid combination is compiled, verified (unless ``verify=False``) and timed,
-    the fastest record that was not wrong wins and is stored. ``best_params`` is None
-    when nothing ran successfully (the records say why).
+    ``sweep_or_engine`` is a :class:`~engine.runner.Sweep` (this thread), an
+    :class:`~engine.worker.EngineThread` or an executor ``(plan, emit, cancel) ->
+    records`` (then give ``device_name``, the cache key's device). With a cache entry
+    (and not ``retune``) nothing runs: ``(params, [])``. Otherwise every valid
+    combination is compiled, verified (unless ``verify=False``) and timed, the fastest
+    record that was not wrong wins and is stored. ``best_params`` is None when nothing
+    ran successfully (the records say why).
     """
-    from .runner import Event, Plan  # noqa: PLC0415  (runner imports this module lazily)
-
     shape = tuple(int(x) for x in shape)
-    name = _device_name(sweep_or_engine, backend, device)
+    name = device_name or _device_name(sweep_or_engine, backend, device)
     if not retune:
         cached = lookup(backend, name, variant, dtype, shape, cache)
         if cached is not None:
@@ -168,7 +183,8 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
         raise ValueError(f"autotune: no valid parameters for {variant} at {shape}: {why}")
     plan = Plan(backend=backend, items=[(variant, p) for p in space], shapes=[shape],
                 dtype=dtype, device=device, warmup=warmup, repeats=repeats,
-                time_budget_s=time_budget_s, cold=cold, verify=verify, seed=seed, dist=dist)
+                time_budget_s=time_budget_s, cold=cold, verify=verify, seed=seed, dist=dist,
+                launch_timeout_s=launch_timeout_s)
     recs = _runner(sweep_or_engine)(plan, _only_logs(emit), cancel)
     best = best_record(recs)
     if best is None:
@@ -180,40 +196,50 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
     return dict(best.params), recs
 
 
-def run_autotuned(sweep, plan, emit, cancel=None) -> list[ResultRecord]:
-    """:meth:`Sweep.run` for ``plan.autotune``: one record per (variant, shape), that of
-    the best parameters. The search space of a variant is the set of its items in the
-    plan (``expand_items`` gives the whole space, or the ``--params`` restriction)."""
-    from .runner import CancelToken, Event, Plan, final_records  # noqa: PLC0415
+def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str | None = None,
+                  frame: bool = True) -> list[ResultRecord]:
+    """A plan with ``autotune`` set: one record per (variant, shape), that of the best
+    parameters. The search space of a variant is the set of its items in the plan
+    (``expand_items`` gives the whole space, or the ``--params`` restriction).
 
+    ``sweep_or_execute`` runs the searches (see :func:`autotune`); with ``frame`` the
+    ``started`` and ``finished`` events are emitted here, else the caller frames the run
+    (a multi-device run does).
+    """
     cancel = cancel or CancelToken()
+    execute = _runner(sweep_or_execute)
     results: list[ResultRecord] = []
     try:
         plan.validate()
         if not plan.shapes:
             raise ValueError("autotune needs sizes (not loaded matrices)")
+        if device_name is None:
+            device_name = _device_name(sweep_or_execute, plan.backend, plan.device)
     except ValueError as exc:
         emit(Event("log", str(exc), level="error"))
-        emit(Event("finished", str(exc)))
+        if frame:
+            emit(Event("finished", str(exc)))
         return results
     spaces: dict[str, list[dict[str, int]]] = {}
     for vname, params in plan.items:
         spaces.setdefault(vname, []).append(dict(params))
     total = len(spaces) * len(plan.shapes)
-    emit(Event("started", f"autotune: {total} (variant, shape) pairs", total=total))
+    if frame:
+        emit(Event("started", f"autotune: {total} (variant, shape) pairs", total=total))
     done = 0
+    kw = dict(warmup=plan.warmup, repeats=plan.repeats, time_budget_s=plan.time_budget_s,
+              cold=plan.cold, verify=plan.verify, seed=plan.seed, dist=plan.dist)
     for shape in plan.shapes:
         for vname, combos in spaces.items():
             if cancel.cancelled:
                 break
             label = f"autotune {vname} @ {shape[0]}×{shape[1]}×{shape[2]}"
             emit(Event("progress", label, done=done, total=total, current=label))
-            kw = dict(warmup=plan.warmup, repeats=plan.repeats, time_budget_s=plan.time_budget_s,
-                      cold=plan.cold, verify=plan.verify, seed=plan.seed, dist=plan.dist)
             try:
-                best, recs = autotune(sweep, plan.backend, plan.device, vname, shape, plan.dtype,
-                                      retune=plan.retune, combos=combos, emit=emit,
-                                      cancel=cancel, **kw)
+                best, recs = autotune(execute, plan.backend, plan.device, vname, shape, plan.dtype,
+                                      retune=plan.retune, combos=combos, emit=emit, cancel=cancel,
+                                      device_name=device_name,
+                                      launch_timeout_s=plan.launch_timeout_s, **kw)
             except (ValueError, KeyError) as exc:
                 emit(Event("log", str(exc), level="error"))
                 best, recs = None, []
@@ -223,8 +249,9 @@ def run_autotuned(sweep, plan, emit, cancel=None) -> list[ResultRecord]:
                            None)
             if best is not None and rec is None:         # cache hit: time the winner once more
                 one = Plan(backend=plan.backend, items=[(vname, best)], shapes=[shape],
-                           dtype=plan.dtype, device=plan.device, **kw)
-                got = sweep.run(one, _only_logs(emit), cancel)
+                           dtype=plan.dtype, device=plan.device,
+                           launch_timeout_s=plan.launch_timeout_s, **kw)
+                got = execute(one, _only_logs(emit), cancel)
                 rec = got[0] if got else None
             if rec is None and recs:                     # nothing ran: report why (first record)
                 rec = recs[0]
@@ -233,7 +260,7 @@ def run_autotuned(sweep, plan, emit, cancel=None) -> list[ResultRecord]:
                 done += 1
                 emit(Event("result", record=rec, done=done, total=total))
     final = final_records(results)
-    emit(Event("finished", f"{done} of {total} autotuned", done=done, total=total,
-               cancelled=cancel.cancelled, started=True, records=final))
+    if frame:
+        emit(Event("finished", f"{done} of {total} autotuned", done=done, total=total,
+                   cancelled=cancel.cancelled, started=True, records=final))
     return final
-

@@ -13,11 +13,13 @@ from typing import Sequence
 
 from . import matrices, records, registry
 from .backends import BACKENDS, probe_all
+from .dispatch import MODES, Run, start_run
+from .engines import EngineHandle, LocalEngine
+from .process import ProcessEngine
 from .runner import Event, Plan, expand_items
 from .sizes import SizeSpecError, format_shape, parse_sizes
-from .worker import EngineThread
 
-EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 class UsageError(ValueError):
@@ -65,6 +67,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=BACKENDS, default=None,
                    help="cuda, opencl or cpu (default: the first one available)")
     p.add_argument("--device", type=int, default=0, help="device index within the backend")
+    p.add_argument("--devices", default=None,
+                   help="several devices at once: 'all' or indices such as 0,1 (replaces --device)")
+    p.add_argument("--mode", choices=MODES, default="compare",
+                   help="with several devices: 'compare' runs every item on every device, "
+                        "'share' divides the items (and autotune candidates) among them")
+    p.add_argument("--launch-timeout", type=float, default=None, metavar="SECONDS",
+                   help="end a kernel launch that runs longer (default: from the FLOPs and the "
+                        "device's peak, at least 10 s); the engine restarts and the sweep goes on")
+    p.add_argument("--in-process", action="store_true",
+                   help="run the engine in this process (no isolation: a crashing or hanging "
+                        "kernel takes the command with it)")
     p.add_argument("--variants", default=None, help="comma-separated variant names (default: all of the backend)")
     p.add_argument("--params", default=None, help="restrict parameters, e.g. 'block=16,32;wpt=4'")
     p.add_argument("--sizes", default="256,512", help="sizes (see above)")
@@ -184,9 +197,7 @@ def run_bench(argv: Sequence[str]) -> int:
         status = probed[backend]
         if not status.available:
             raise UsageError(f"the {backend} backend is unavailable: {status.reason}")
-        if not 0 <= args.device < len(status.devices):
-            raise UsageError(f"--device {args.device}: the {backend} backend has "
-                             f"{len(status.devices)} device(s)")
+        devices = parse_devices(args.devices, args.device, len(status.devices), backend)
         names = [s.strip() for s in args.variants.split(",") if s.strip()] if args.variants else None
         for name in names or []:
             try:
@@ -214,28 +225,95 @@ def run_bench(argv: Sequence[str]) -> int:
             raise UsageError("--budget must be positive")
         if (args.autotune or args.retune) and args.a_path:
             raise UsageError("--autotune needs --sizes, not matrix files")
+        if args.launch_timeout is not None and not (math.isfinite(args.launch_timeout)
+                                                    and args.launch_timeout > 0):
+            raise UsageError("--launch-timeout must be a positive number of seconds")
+        if args.in_process and len(devices) > 1:
+            raise UsageError("--in-process runs one device; drop --devices or --in-process")
     except (UsageError, SizeSpecError, matrices.MatrixInputError) as exc:
         err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
         return EXIT_BAD_INPUT
 
-    plan = Plan(backend=backend, items=items, shapes=shapes, dtype=args.dtype, device=args.device,
+    plan = Plan(backend=backend, items=items, shapes=shapes, dtype=args.dtype, device=devices[0],
                 warmup=args.warmup, repeats=args.repeats, time_budget_s=args.budget,
                 cold=args.cold, verify=not args.no_verify, seed=args.seed, dist=args.dist,
-                matrices=mats, autotune=args.autotune or args.retune, retune=args.retune)
-    engine = EngineThread().start()
+                matrices=mats, autotune=args.autotune or args.retune, retune=args.retune,
+                launch_timeout_s=args.launch_timeout)
+    engines: list[EngineHandle] = ([LocalEngine(backend, devices[0])] if args.in_process
+                                   else [ProcessEngine(backend, d) for d in devices])
     try:
-        recs = _run_with_progress(engine, plan, err, quiet=args.quiet)
+        recs, interrupted = _run_with_progress(engines, plan, args.mode, err, quiet=args.quiet)
     finally:
-        engine.shutdown()
+        for eng in engines:
+            eng.close()
     console.print(_results_table(recs))
     if args.out:
         path = records.save(recs, args.out)
         err.print(f"saved {len(recs)} records to {path}")
+    if interrupted:
+        err.print(f"interrupted: kept {len(recs)} finished result(s)")
+        return EXIT_INTERRUPTED
     bad = [r for r in recs if r.passed is False or r.status == "error"]
     return EXIT_FAILED if bad else EXIT_OK
 
 
-def _run_with_progress(engine: EngineThread, plan: Plan, err, quiet: bool) -> list[records.ResultRecord]:
+def parse_devices(text: str | None, single: int, count: int, backend: str) -> list[int]:
+    """``--devices``: 'all' or comma-separated indices (each once); else ``[--device]``."""
+    if text is None:
+        chosen = [single]
+    elif text.strip().lower() == "all":
+        chosen = list(range(count))
+    else:
+        chosen = []
+        for tok in text.split(","):
+            tok = tok.strip()
+            if not tok:
+                continue
+            try:
+                idx = int(tok)
+            except ValueError:
+                raise UsageError(f"--devices: '{tok}' is not a device index (write e.g. 0,1 or all)") from None
+            if idx in chosen:
+                raise UsageError(f"--devices: device {idx} is listed twice")
+            chosen.append(idx)
+    if not chosen:
+        raise UsageError(f"--devices: no device given; the {backend} backend has {count}")
+    flag = "--device" if text is None else "--devices"
+    for idx in chosen:
+        if not 0 <= idx < count:
+            raise UsageError(f"{flag} {idx}: the {backend} backend has {count} device(s)"
+                             + (f" (0–{count - 1})" if count else ""))
+    return chosen
+
+
+def _wait(run: Run, err) -> tuple[list[records.ResultRecord], bool]:
+    """The run's final records; Ctrl-C (or SIGTERM) cancels it, keeps what finished."""
+    import signal  # noqa: PLC0415
+
+    interrupted = False
+
+    def on_term(signum, frame):  # SIGTERM: the same as Ctrl-C
+        raise KeyboardInterrupt
+    try:
+        old = signal.signal(signal.SIGTERM, on_term)
+    except ValueError:          # not the main thread (a test, a library caller)
+        old = None
+    try:
+        while True:
+            try:
+                return run.result(), interrupted
+            except KeyboardInterrupt:
+                if not interrupted:
+                    interrupted = True
+                    run.cancel()
+                    err.print("interrupted: stopping after the current item…")
+    finally:
+        if old is not None:
+            signal.signal(signal.SIGTERM, old)
+
+
+def _run_with_progress(engines: list[EngineHandle], plan: Plan, mode: str, err, quiet: bool
+                       ) -> tuple[list[records.ResultRecord], bool]:
     from rich.markup import escape  # noqa: PLC0415
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,  # noqa: PLC0415
                                TimeElapsedColumn, TimeRemainingColumn)
@@ -245,24 +323,22 @@ def _run_with_progress(engine: EngineThread, plan: Plan, err, quiet: bool) -> li
         def emit(ev: Event) -> None:
             if ev.kind == "log" and ev.level == "error":
                 errors.append(ev.message)
-        job = engine.submit(plan, emit)
-        recs = job.result()
+        recs, interrupted = _wait(start_run(plan, engines, emit, mode), err)
     else:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=True) as prog:
             task = prog.add_task("starting", total=None)
 
-            def emit(ev: Event) -> None:  # called on the engine thread; rich is thread-safe
+            def emit(ev: Event) -> None:  # called on the run's threads; rich is thread-safe
                 if ev.kind in ("started", "progress", "result"):
                     prog.update(task, total=ev.total or None, completed=ev.done,
                                 description=escape(ev.current or ev.message or "running"))
-                elif ev.kind == "log" and ev.level == "error":
+                elif ev.kind == "log" and ev.level in ("error", "warning"):
                     errors.append(ev.message)
-            job = engine.submit(plan, emit)
-            recs = job.result()
+            recs, interrupted = _wait(start_run(plan, engines, emit, mode), err)
     for msg in errors:
         err.print(f"[red]{escape(msg)}[/red]")
-    return recs
+    return recs, interrupted
 
 
 def main(argv: Sequence[str] | None = None) -> int:

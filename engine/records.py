@@ -53,19 +53,31 @@ class ResultRecord:
     pct_of_cublas: float = math.nan
     source: str = ""                   # a label for overlays (file the record came from)
     extra: dict[str, Any] = field(default_factory=dict)
+    host: str = ""                     # the machine it ran on (socket.gethostname())
+    device_index: int = -1             # the device's index within its backend on that host
+    worker: str = ""                   # the engine that ran it: "local", "process 1234", "ray …"
 
     def label(self) -> str:
         return f"{self.variant}[{params_to_str(self.params)}]" if self.params else self.variant
 
     def series_key(self) -> tuple:
         """What one chart curve groups by."""
-        return (self.source, self.backend, self.device, self.variant,
-                params_to_str(self.params), self.dtype, self.mode)
+        return (self.source, self.backend) + self.device_key() + (
+            self.variant, params_to_str(self.params), self.dtype, self.mode)
+
+    def device_key(self) -> tuple:
+        """One physical device: two GPUs of the same model on a host differ by index."""
+        return (self.host, self.device, self.device_index)
+
+    def device_label(self, with_host: bool = False) -> str:
+        """``NVIDIA H200 #1`` (``@ host`` added on request): the device as users name it."""
+        text = self.device + (f" #{self.device_index}" if self.device_index >= 0 else "")
+        return text + (f" @ {self.host}" if with_host and self.host else "")
 
 
 FIELDS = [f.name for f in fields(ResultRecord)]
 _FLOATS = {f.name for f in fields(ResultRecord) if f.type in ("float", float)}
-_INTS = {"m", "n", "k", "warmup", "repeats", "flops", "bytes"}
+_INTS = {"m", "n", "k", "warmup", "repeats", "flops", "bytes", "device_index"}
 
 
 def ratio_to_best_baseline(records: Iterable[ResultRecord], baseline_key, record_key
@@ -120,7 +132,7 @@ def from_dict(d: dict[str, Any]) -> ResultRecord:
         elif name == "passed":
             val = _parse_bool(val)
         elif name in _INTS:
-            val = int(float(val)) if val not in (None, "") else 0
+            val = int(float(val)) if val not in (None, "") else (-1 if name == "device_index" else 0)
         elif name in _FLOATS:
             val = float(val) if val not in (None, "") else math.nan
         elif val is None:

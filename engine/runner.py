@@ -9,6 +9,7 @@ final ``finished`` event. A failure is recorded on its row and the sweep goes on
 from __future__ import annotations
 
 import dataclasses
+import socket
 import threading
 import time
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ import numpy as np
 
 from . import matrices, metrics, registry
 from .backends import get_backend
-from .backends.base import Backend, BackendError, DeviceInfo, Workspace
+from .backends.base import Backend, BackendError, DeviceInfo, DeviceLost, Workspace
 from .records import ResultRecord, now_stamp, ratio_to_best_baseline
 from .verify import Reference
 
@@ -54,6 +55,9 @@ class Plan:
     #: remembered in the autotune cache; ``retune`` ignores the cache.
     autotune: bool = False
     retune: bool = False
+    #: Longest one kernel launch may take before an isolated engine is ended (seconds);
+    #: None: :func:`launch_timeout_s` derives it from the FLOPs and the device's peak.
+    launch_timeout_s: float | None = None
 
     def validate(self) -> None:
         """Raise ValueError with a clear message for a plan that cannot start."""
@@ -69,6 +73,8 @@ class Plan:
             raise ValueError("warm-up must be ≥ 0 and repeats ≥ 1")
         if self.time_budget_s is not None and self.time_budget_s <= 0:
             raise ValueError("the time budget must be positive")
+        if self.launch_timeout_s is not None and not self.launch_timeout_s > 0:
+            raise ValueError("the launch timeout must be positive")
 
 
 def expand_items(backend: str, variant_names: Iterable[str] | None = None,
@@ -89,7 +95,9 @@ def expand_items(backend: str, variant_names: Iterable[str] | None = None,
 @dataclass
 class Event:
     """Something the sweep reports. ``kind`` is one of: ``started``, ``progress``,
-    ``log``, ``result``, ``finished``."""
+    ``log``, ``result``, ``finished``, and ``phase`` (what the engine is doing to the
+    item in flight: ``compile``, ``verify``, ``check`` or ``time``, with ``expected_s``
+    the longest the device part may take; a supervisor uses it as a watchdog)."""
 
     kind: str
     message: str = ""
@@ -106,6 +114,12 @@ class Event:
     #: finished: the final records, with speed-ups and % of cuBLAS filled in. They are
     #: new objects: records sent earlier in result events are never changed afterwards.
     records: list[ResultRecord] | None = None
+    #: progress and phase: the item in flight, ``(variant, params, (m, n, k))``.
+    item: tuple | None = None
+    #: phase: seconds the device part of this phase may take (None: no limit).
+    expected_s: float | None = None
+    #: started: every device of the run (one per engine).
+    devices: list[DeviceInfo] | None = None
 
 
 Emit = Callable[[Event], None]
@@ -145,13 +159,49 @@ def _input_sets(plan: Plan) -> list[tuple[Shape, Callable[[], tuple[np.ndarray, 
     return out
 
 
+HOST = socket.gethostname()
+#: A launch is never ended sooner than this (seconds), whatever the estimate says.
+LAUNCH_TIMEOUT_MIN_S = 10.0
+#: The slowest rate (share of the device's peak) a correct kernel is assumed to reach;
+#: the default launch timeout is 10× the time of a kernel running that slowly.
+SLOWEST_SHARE_OF_PEAK = 0.002
+#: GFLOP/s assumed when the device's peak is unknown (a CPU OpenCL driver, say).
+SLOWEST_GFLOPS_UNKNOWN_PEAK = 0.5
+
+
+def launch_timeout_s(plan: Plan, device: DeviceInfo | None, flops: int) -> float:
+    """The per-launch timeout: ``plan.launch_timeout_s``, or 10× a very slow kernel's time."""
+    if plan.launch_timeout_s:
+        return float(plan.launch_timeout_s)
+    peak = device.peak_gflops_fp32 if device is not None else None
+    slowest = peak * SLOWEST_SHARE_OF_PEAK if peak else SLOWEST_GFLOPS_UNKNOWN_PEAK
+    return max(LAUNCH_TIMEOUT_MIN_S, 10.0 * flops / (max(slowest, 1e-3) * 1e9))
+
+
+def make_record(plan: Plan, device: DeviceInfo, versions: str, name: str, params,
+                shape: Shape, worker: str = "") -> ResultRecord:
+    """The record of one item before it runs: what, where, the FLOP and byte models."""
+    v = registry.get(name)
+    m, n, k = shape
+    n_eff = v.effective_n(m, n)
+    itemsize = registry.ITEMSIZE[plan.dtype]
+    return ResultRecord(backend=plan.backend, device=device.name, variant=name,
+                        params=dict(params), m=m, n=n_eff, k=k, dtype=plan.dtype,
+                        mode="cold" if plan.cold else "hot", warmup=plan.warmup,
+                        repeats=plan.repeats, timestamp=now_stamp(), versions=versions,
+                        flops=v.flops(m, n_eff, k), bytes=v.bytes_moved(m, n_eff, k, itemsize),
+                        host=HOST, device_index=device.index, worker=worker)
+
+
 class Sweep:
     """Runs plans on one open backend device; kept open across plans by the engine thread."""
 
-    def __init__(self):
+    def __init__(self, worker: str = "local"):
         self.backend: Backend | None = None
         self.device_index: int | None = None
         self.device: DeviceInfo | None = None
+        #: Written into every record: which engine ran it.
+        self.worker = worker
 
     def ensure_open(self, name: str, index: int) -> DeviceInfo:
         if self.backend is not None and self.backend.name == name and self.device_index == index:
@@ -173,9 +223,6 @@ class Sweep:
 
     def run(self, plan: Plan, emit: Emit, cancel: CancelToken | None = None) -> list[ResultRecord]:
         cancel = cancel or CancelToken()
-        if plan.autotune:
-            from .autotune import run_autotuned  # noqa: PLC0415
-            return run_autotuned(self, plan, emit, cancel)
         results: list[ResultRecord] = []
         try:
             plan.validate()
@@ -231,14 +278,25 @@ class Sweep:
                     label = f"{registry.get(name).label(params)} @ {m}×{n}×{k}"
                     elapsed = time.perf_counter() - t_start
                     eta = elapsed / done * (total - done) if done else None
-                    emit(Event("progress", label, done=done, total=total, current=label, eta_s=eta))
-                    rec = self._one(plan, device, versions, name, params, shape, ws, a, b, refs,
-                                    emit, cancel)
+                    emit(Event("progress", label, done=done, total=total, current=label, eta_s=eta,
+                               item=(name, dict(params), shape)))
+                    try:
+                        rec = self._one(plan, device, versions, name, params, shape, ws, a, b,
+                                        refs, emit, cancel)
+                    except DeviceLost as exc:
+                        # The context is gone (a sticky CUDA error): nothing more can run in
+                        # this process. The caller decides (restart the engine, or stop).
+                        exc.record = exc.record or self._record(plan, device, versions, name,
+                                                                params, shape)
+                        exc.results = results
+                        ws = None
+                        raise
                     results.append(rec)
                     done += 1
                     emit(Event("result", record=rec, done=done, total=total))
             finally:
-                backend.release(ws)  # device memory goes back between shapes
+                if ws is not None:
+                    backend.release(ws)  # device memory goes back between shapes
         final = final_records(results)
         emit(Event("finished", f"{done} of {total} runs", done=done, total=total,
                    cancelled=cancel.cancelled, started=True, records=final))
@@ -260,15 +318,7 @@ class Sweep:
             emit(Event("log", f"compiled {built} kernels in {seconds:.1f} s (in parallel)"))
 
     def _record(self, plan, device, versions, name, params, shape) -> ResultRecord:
-        v = registry.get(name)
-        m, n, k = shape
-        n_eff = v.effective_n(m, n)
-        itemsize = registry.ITEMSIZE[plan.dtype]
-        return ResultRecord(backend=plan.backend, device=device.name, variant=name,
-                            params=dict(params), m=m, n=n_eff, k=k, dtype=plan.dtype,
-                            mode="cold" if plan.cold else "hot", warmup=plan.warmup,
-                            repeats=plan.repeats, timestamp=now_stamp(), versions=versions,
-                            flops=v.flops(m, n_eff, k), bytes=v.bytes_moved(m, n_eff, k, itemsize))
+        return make_record(plan, device, versions, name, params, shape, self.worker)
 
     def _one(self, plan, device, versions, name, params, shape, ws, a, b, refs, emit,
              cancel) -> ResultRecord:
@@ -281,13 +331,18 @@ class Sweep:
             rec.status, rec.error = "skipped", reason
             emit(Event("log", f"skip {v.label(params)} at {m}×{n}×{k}: {reason}"))
             return rec
+        item = (name, dict(params), shape)
+        per_launch = launch_timeout_s(plan, device, rec.flops)
         try:
+            emit(Event("phase", "compile", item=item))
             kernel = self.backend.compile(v, params, plan.dtype)
             emit(Event("log", kernel.report))
             self.backend.ensure_output(ws, v.output_shape(m, n, k))
             if plan.verify:
                 self.backend.poison_output(ws)
+                emit(Event("phase", "verify", item=item, expected_s=per_launch))
                 c = self.backend.run_once(kernel, ws, m, n, k)
+                emit(Event("phase", "check", item=item))
                 if v.kind not in refs:
                     refs[v.kind] = Reference(a, None if v.kind == "aat" else b, kind=v.kind,
                                              seed=plan.seed + 1)
@@ -304,6 +359,9 @@ class Sweep:
             if cancel.cancelled:
                 rec.error = (rec.error + "; " if rec.error else "") + "cancelled before timing"
                 return rec
+            launches = plan.warmup + (plan.repeats if plan.time_budget_s is None else 3)
+            emit(Event("phase", "time", item=item,
+                       expected_s=per_launch * launches + (plan.time_budget_s or 0.0)))
             times = self.backend.time_launches(kernel, ws, m, n, k, plan.warmup, plan.repeats,
                                                plan.cold, plan.time_budget_s,
                                                should_stop=lambda: cancel.cancelled)
@@ -315,15 +373,31 @@ class Sweep:
             rec.gbps = metrics.gbps(rec.bytes, st.median_ms)
             if device.peak_gflops_fp32 and plan.dtype == "float32":
                 rec.pct_of_peak = 100.0 * rec.gflops / device.peak_gflops_fp32
+        except DeviceLost as exc:
+            rec.status, rec.error = "error", str(exc)
+            exc.record = rec
+            raise
         except BackendError as exc:
             # A library missing here (cuBLAS without nvmath) is a skip, not a failure.
             rec.status, rec.error = "skipped" if getattr(exc, "skip", False) else "error", str(exc)
             emit(Event("log", f"{v.label(params)} at {m}×{n}×{k}: {exc}", level="error"))
+            self._raise_if_lost(rec)
+        except Exception as exc:  # noqa: BLE001  (a driver error no backend wrapped: its row)
+            rec.status, rec.error = "error", f"{type(exc).__name__}: {exc}"
+            emit(Event("log", f"{v.label(params)} at {m}×{n}×{k}: {rec.error}", level="error"))
+            self._raise_if_lost(rec)
         return rec
+
+    def _raise_if_lost(self, rec: ResultRecord) -> None:
+        """After a failed item: a backend whose device context no longer works (CUDA's
+        sticky errors: illegal address, trap, misaligned access) raises DeviceLost."""
+        lost = self.backend.context_lost()
+        if lost:
+            raise DeviceLost(f"{rec.error} ({lost})" if rec.error else lost, record=rec)
 
 
 def _same_run_key(r: ResultRecord) -> tuple:
-    return (r.backend, r.device, r.m, r.n, r.k, r.dtype, r.mode)
+    return (r.backend,) + r.device_key() + (r.m, r.n, r.k, r.dtype, r.mode)
 
 
 def _fill_speedups(results: list[ResultRecord]) -> None:

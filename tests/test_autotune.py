@@ -125,7 +125,7 @@ def test_plan_autotune_in_sweep(cache, timed):
     events = []
     sweep = Sweep()
     try:
-        recs = sweep.run(plan, events.append)
+        recs = at.run_autotuned(sweep, plan, events.append)
         assert [(r.variant, (r.m, r.n, r.k)) for r in recs] == [
             ("naive", SHAPE), ("tiled_any", SHAPE), ("naive", (9, 7, 5)), ("tiled_any", (9, 7, 5))]
         assert all(r.status == "ok" and r.passed for r in recs)
@@ -133,11 +133,11 @@ def test_plan_autotune_in_sweep(cache, timed):
         assert searched == 2 * len(items)
         assert [e.kind for e in events].count("started") == 1
         assert events[-1].kind == "finished" and events[-1].records == recs
-        again = sweep.run(plan, lambda e: None)               # cache hit: one timed run each
+        again = at.run_autotuned(sweep, plan, lambda e: None)  # cache hit: one timed run each
         assert len(timed) == searched + 4
         assert [r.params for r in again] == [r.params for r in recs]
         plan.retune = True
-        sweep.run(plan, lambda e: None)
+        at.run_autotuned(sweep, plan, lambda e: None)
         assert len(timed) == searched + 4 + 2 * len(items)
     finally:
         sweep.close()
@@ -145,7 +145,7 @@ def test_plan_autotune_in_sweep(cache, timed):
 
 def test_cli_autotune(cache, timed, capsys):
     from engine.cli import run_bench
-    args = ["--backend", "opencl", "--variants", "naive", "--sizes", "16x24x8", "--warmup", "0",
+    args = ["--in-process", "--backend", "opencl", "--variants", "naive", "--sizes", "16x24x8", "--warmup", "0",
             "--repeats", "1", "--quiet", "--autotune"]
     assert run_bench(args) == 0
     n = len(timed)

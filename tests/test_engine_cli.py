@@ -160,7 +160,7 @@ def test_npy_inputs_are_verified(capsys, tmp_path):
 def test_wrong_kernel_exits_1(capsys, tmp_path, monkeypatch):
     name = planted_variant(tmp_path, monkeypatch, "k_off_by_one")
     out_file = tmp_path / "r.json"
-    code, out, err = bench(capsys, "--backend", "opencl", "--variants", f"naive,{name}",
+    code, out, err = bench(capsys, "--in-process", "--backend", "opencl", "--variants", f"naive,{name}",
                            "--params", "block=16", "--sizes", "33x17x29", "--repeats", 1,
                            "--warmup", 0, "--out", out_file, "--quiet")
     assert code == 1
@@ -172,7 +172,7 @@ def test_wrong_kernel_exits_1(capsys, tmp_path, monkeypatch):
 def test_planted_kernel_passes_when_correct(capsys, tmp_path, monkeypatch):
     """The control for the test above: the same harness with the fault removed exits 0."""
     name = planted_variant(tmp_path, monkeypatch, "correct")
-    code, out, err = bench(capsys, "--backend", "opencl", "--variants", name, "--params",
+    code, out, err = bench(capsys, "--in-process", "--backend", "opencl", "--variants", name, "--params",
                            "block=16", "--sizes", "33x17x29", "--repeats", 1, "--warmup", 0,
                            "--quiet")
     assert code == 0, err
@@ -180,7 +180,7 @@ def test_planted_kernel_passes_when_correct(capsys, tmp_path, monkeypatch):
 
 def test_no_verify_never_fails(capsys, tmp_path, monkeypatch):
     name = planted_variant(tmp_path, monkeypatch, "k_off_by_one")
-    code, out, err = bench(capsys, "--backend", "opencl", "--variants", name, "--params",
+    code, out, err = bench(capsys, "--in-process", "--backend", "opencl", "--variants", name, "--params",
                            "block=16", "--sizes", "17", "--repeats", 1, "--warmup", 0,
                            "--no-verify", "--quiet")
     assert code == 0 and "not checked" in out

@@ -132,4 +132,7 @@ def test_label_and_series_key(realistic):
         assert r.label() == "naive[block=8]"
     cpu = realistic[0]
     assert cpu.label() == "cpu_numpy"
-    assert cpu.series_key() == ("", "cpu", cpu.device, "cpu_numpy", "", cpu.dtype, cpu.mode)
+    assert cpu.series_key() == ("", "cpu", cpu.host, cpu.device, cpu.device_index, "cpu_numpy", "",
+                                cpu.dtype, cpu.mode)
+    assert cpu.host and cpu.device_index == 0 and cpu.worker == "local"
+    assert cpu.device_label() == f"{cpu.device} #0"

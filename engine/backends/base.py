@@ -19,6 +19,21 @@ class BackendError(RuntimeError):
     """A compile, launch or memory failure; the message is shown verbatim."""
 
 
+class DeviceLost(BackendError):
+    """The device context cannot be used any more (CUDA's sticky errors: an illegal
+    address, a trap, a misaligned access...). Only a new process can use the device
+    again: an isolated engine is restarted, an in-process one stops its sweep.
+
+    ``record`` is the item that hit it (status ``error``); ``results`` what the sweep had
+    finished before it.
+    """
+
+    def __init__(self, message: str, record=None, results=None):
+        super().__init__(message)
+        self.record = record
+        self.results = list(results or [])
+
+
 @dataclass
 class DeviceInfo:
     """What the device panel and the roofline need to know about one device."""
@@ -143,6 +158,11 @@ class Backend(ABC):
 
     def versions(self) -> str:
         return f"numpy {np.__version__}"
+
+    def context_lost(self) -> str | None:
+        """Why the open device can no longer run anything (a reason), or None. Asked after
+        an item failed; backends without sticky errors never lose their context."""
+        return None
 
 
 MIN_BUDGET_LAUNCHES = 3

@@ -230,6 +230,18 @@ class CudaBackend(Backend):
         free, _total = self.drv.mem_get_info()
         return int(free)
 
+    def context_lost(self) -> str | None:
+        """A sticky error (illegal address, trap, misaligned access, ...) makes every later
+        call on this context fail with it: a synchronize and a tiny allocation tell."""
+        if self.ctx is None:
+            return None
+        try:
+            self.ctx.synchronize()
+            self.drv.mem_alloc(4).free()
+        except self.drv.Error as exc:
+            return f"the CUDA context is lost: {exc}"
+        return None
+
     # -- compile ------------------------------------------------------------------------
 
     def _compile_library(self, variant: Variant, params, dtype) -> CompiledKernel:
@@ -518,7 +530,10 @@ class CudaBackend(Backend):
                 batch.append((e0, e1))
                 if budget_s is None and len(pairs) + len(batch) >= repeats:
                     break
-            batch[-1][1].synchronize()
+            try:
+                batch[-1][1].synchronize()
+            except drv.Error as exc:
+                raise BackendError(f"timed launches failed: {exc}") from None
             pairs.extend(batch)
             if should_stop():
                 break
