@@ -55,6 +55,8 @@ class EngineHandle(ABC):
         self.versions = ""
         #: Host the engine runs on (a cluster worker's own).
         self.host = ""
+        #: ``(variant, params, shape)`` the engine is running now, if known.
+        self.in_flight: tuple | None = None
 
     @property
     def label(self) -> str:
@@ -193,14 +195,19 @@ class RemoteEngine(EngineHandle):
                 self.kill()
                 raise EngineLost(f"timed out: the {phase} launches ran past "
                                  f"{deadline_len:.1f} s (launch timeout)", item=item)
-            msg = self._receive(0.05)
+            try:
+                msg = self._receive(0.05)
+            except EngineLost as lost:       # the process died: the item in flight died with it
+                lost.item = lost.item or item
+                self.in_flight = None
+                raise
             if msg is None:
                 continue
             kind = msg[0]
             if kind == "event":
                 ev: Event = msg[1]
                 if ev.kind == "phase":
-                    item = ev.item or item
+                    item = self.in_flight = ev.item or item
                     phase = ev.message
                     if ev.expected_s is not None:
                         deadline_len = ev.expected_s + WATCHDOG_SLACK_S
@@ -209,10 +216,10 @@ class RemoteEngine(EngineHandle):
                         deadline = None
                     continue
                 if ev.kind == "progress":
-                    item = ev.item
+                    item = self.in_flight = ev.item
                 elif ev.kind == "result" and ev.record is not None:
                     got.append(ev.record)
-                    item, deadline = None, None
+                    item, deadline, self.in_flight = None, None, None
                 if ev.kind not in ("started", "finished"):
                     emit(ev)
             elif kind == "done":
