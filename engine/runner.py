@@ -154,9 +154,39 @@ def _input_sets(plan: Plan) -> list[tuple[Shape, Callable[[], tuple[np.ndarray, 
     out = []
     for shape in plan.shapes:
         m, n, k = shape
-        out.append((shape, lambda m=m, n=n, k=k: matrices.generate_pair(
-            m, n, k, plan.dtype, dist=plan.dist, seed=plan.seed)))
+        out.append((shape, lambda m=m, n=n, k=k: _generated_pair(
+            (m, n, k, plan.dtype, plan.dist, plan.seed))))
     return out
+
+
+#: The last generated input set and its references: a multi-device run hands an engine
+#: several pieces of one shape in a row, and generating 8192² inputs and their float64
+#: reference again for each piece would cost more than timing the kernels.
+_LAST_INPUTS: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+_LAST_REFS: dict[tuple, dict[str, Reference]] = {}
+_INPUTS_LOCK = threading.Lock()
+
+
+def _generated_pair(key: tuple) -> tuple[np.ndarray, np.ndarray]:
+    with _INPUTS_LOCK:
+        if key not in _LAST_INPUTS:
+            _LAST_INPUTS.clear()
+            _LAST_REFS.clear()
+            m, n, k, dtype, dist, seed = key
+            _LAST_INPUTS[key] = matrices.generate_pair(m, n, k, dtype, dist=dist, seed=seed)
+        return _LAST_INPUTS[key]
+
+
+def _references_for(plan: Plan, shape: Shape) -> dict[str, "Reference"]:
+    """The reference cache of a generated input set (shared by the pieces of one shape);
+    a fresh dict for loaded matrices."""
+    if plan.matrices is not None or plan.a_path is not None:
+        return {}
+    key = (*shape, plan.dtype, plan.dist, plan.seed)
+    with _INPUTS_LOCK:
+        if key not in _LAST_INPUTS:
+            return {}
+        return _LAST_REFS.setdefault(key, {})
 
 
 HOST = socket.gethostname()
@@ -253,7 +283,7 @@ class Sweep:
             except matrices.MatrixInputError as exc:
                 emit(Event("log", str(exc), level="error"))
                 break
-            refs: dict[str, Reference] = {}
+            refs: dict[str, Reference] = _references_for(plan, shape)
             ws: Workspace | None = None
             try:
                 needs_b = any(registry.get(nm).kind == "gemm" for nm, _ in plan.items)
