@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-from . import matrices, metrics, registry
+from . import matrices, memory, metrics, registry
 from .backends import get_backend
 from .backends.base import Backend, BackendError, DeviceInfo, DeviceLost, Workspace
 from .records import ResultRecord, now_stamp, ratio_to_best_baseline
@@ -279,9 +279,23 @@ class Sweep:
                 break
             m, n, k = shape
             try:
-                a, b = load()
+                # Sized before anything is allocated: a refusal costs nothing.
+                itemsize = registry.ITEMSIZE[plan.dtype]
+                memory.check_host_fit(shape, itemsize, plan.verify)
+                memory.check_device_fit(shape, backend.free_memory(), device.name, itemsize)
             except matrices.MatrixInputError as exc:
+                for name, params in plan.items:
+                    rec = self._record(plan, device, versions, name, params, shape)
+                    rec.status, rec.error = "error", str(exc)
+                    results.append(rec)
+                    done += 1
+                    emit(Event("result", record=rec, done=done, total=total))
                 emit(Event("log", str(exc), level="error"))
+                continue
+            try:
+                a, b = load()
+            except (matrices.MatrixInputError, MemoryError) as exc:
+                emit(Event("log", str(exc) or "out of host memory", level="error"))
                 break
             refs: dict[str, Reference] = _references_for(plan, shape)
             ws: Workspace | None = None

@@ -1,0 +1,113 @@
+"""Sizing a run before anything is allocated: host memory (as the OS and the cgroup see
+it) and device memory, with the largest size that fits in the refusal.
+
+A run at one shape holds, on the host: A and B, the output's host copy, and the
+verification's float64 work (the full reference below
+:data:`~engine.verify.FULL_REFERENCE_LIMIT` multiply-adds: A and B in float64, the
+product and its per-element noise scale; above it, Freivalds' projections and a
+float64 copy of the output in row blocks). On the device: A, B and C.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .matrices import MatrixInputError, _format_bytes
+from .verify import FULL_REFERENCE_LIMIT
+
+#: Part of the available host memory a run may plan to use (the rest is for everything
+#: else on the machine, and for numpy's temporaries this model does not count).
+HOST_SHARE = 0.8
+#: Part of the device's free memory a run may plan to use (contexts, kernels, flush buffers).
+DEVICE_SHARE = 0.95
+
+
+def _cgroup_room() -> int | None:
+    """Bytes the cgroup still lets this process allocate (v2, then v1), or None."""
+    for limit_file, usage_file in (("memory.max", "memory.current"),
+                                   ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes")):
+        base = Path("/sys/fs/cgroup")
+        try:
+            limit = (base / limit_file).read_text().strip()
+            usage = int((base / usage_file).read_text().strip())
+        except (OSError, ValueError):
+            continue
+        if limit == "max" or not limit.isdigit() or int(limit) >= 1 << 60:
+            return None
+        return max(int(limit) - usage, 0)
+    return None
+
+
+def host_available_bytes() -> int:
+    """Memory this process can still allocate: the OS's available memory (psutil), bounded
+    by the cgroup's limit where one is set."""
+    try:
+        import psutil  # noqa: PLC0415
+        avail = int(psutil.virtual_memory().available)
+    except ImportError:                         # psutil is a requirement; be safe anyway
+        try:
+            avail = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (ValueError, OSError):
+            avail = 1 << 34
+    room = _cgroup_room()
+    return min(avail, room) if room is not None else avail
+
+
+def host_bytes(m: int, n: int, k: int, itemsize: int = 4, verify: bool = True) -> int:
+    """Host bytes one shape needs: inputs, output copy, and verification's float64 work."""
+    need = (m * k + k * n + m * n) * itemsize
+    if verify:
+        if m * n * k <= FULL_REFERENCE_LIMIT:
+            need += (m * k + k * n) * 8 * 2 + m * n * 8 * 3   # A, B, A², B² in f64; C, scale, diff
+        else:
+            need += m * n * 8 // 4 + (m + n + k) * 8 * 16        # blocks of C in f64; projections
+    return need
+
+
+def device_bytes(m: int, n: int, k: int, itemsize: int = 4) -> int:
+    """Device bytes one shape needs: A, B and C."""
+    return (m * k + k * n + m * n) * itemsize
+
+
+def largest_square(need, budget: int) -> int:
+    """The largest n with ``need(n, n, n) <= budget`` (0 when not even 1 fits)."""
+    lo, hi = 0, 1
+    while need(hi, hi, hi) <= budget and hi < 1 << 24:
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if need(mid, mid, mid) <= budget:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def check_host_fit(shape, itemsize: int = 4, verify: bool = True, copies: int = 1,
+                   available: int | None = None) -> None:
+    """Raise MatrixInputError (with the numbers and the largest square size that fits)
+    when ``copies`` engines on this host cannot hold the run at ``shape``."""
+    m, n, k = shape
+    avail = host_available_bytes() if available is None else available
+    budget = int(avail * HOST_SHARE) // max(copies, 1)
+    need = host_bytes(m, n, k, itemsize, verify)
+    if need > budget:
+        fits = largest_square(lambda a, b, c: host_bytes(a, b, c, itemsize, verify), budget)
+        who = f" for each of {copies} engines" if copies > 1 else ""
+        raise MatrixInputError(
+            f"{m}×{n}×{k} needs {_format_bytes(need)} of host memory{who} (inputs, output and "
+            f"{'verification' if verify else 'no verification'}), but only "
+            f"{_format_bytes(budget)} can be used ({_format_bytes(avail)} available); the largest "
+            f"square size that fits is {fits}" + (" (or turn verification off)" if verify else ""))
+
+
+def check_device_fit(shape, free_bytes: int, device: str, itemsize: int = 4) -> None:
+    """Raise MatrixInputError when A, B and C do not fit in the device's free memory."""
+    m, n, k = shape
+    budget = int(free_bytes * DEVICE_SHARE)
+    need = device_bytes(m, n, k, itemsize)
+    if need > budget:
+        fits = largest_square(lambda a, b, c: device_bytes(a, b, c, itemsize), budget)
+        raise MatrixInputError(
+            f"{m}×{n}×{k} needs {_format_bytes(need)} on {device} (A, B and C), but only "
+            f"{_format_bytes(free_bytes)} is free; the largest square size that fits is {fits}")

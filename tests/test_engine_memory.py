@@ -1,0 +1,62 @@
+"""Runs are sized before anything is allocated: host and device memory, with the numbers
+and the largest size that fits in the refusal."""
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from engine import memory
+from engine.matrices import MatrixInputError
+from engine.runner import Plan, Sweep
+
+
+@pytest.mark.parametrize("verify", [True, False])
+@pytest.mark.parametrize("budget", [10_000, 3 * 2**20, 5 * 2**30])
+def test_largest_square_is_the_boundary(verify, budget):
+    need = lambda m, n, k: memory.host_bytes(m, n, k, 4, verify)  # noqa: E731
+    n = memory.largest_square(need, budget)
+    assert need(n, n, n) <= budget < need(n + 1, n + 1, n + 1)
+
+
+def test_refusal_names_the_numbers_and_a_size_that_fits():
+    avail = 2**30
+    with pytest.raises(MatrixInputError) as err:
+        memory.check_host_fit((20000, 20000, 20000), 4, True, available=avail)
+    text = str(err.value)
+    assert "20000×20000×20000 needs" in text and "1.00 GiB available" in text
+    fits = int(re.search(r"largest square size that fits is (\d+)", text).group(1))
+    memory.check_host_fit((fits, fits, fits), 4, True, available=avail)      # it does fit
+    with pytest.raises(MatrixInputError, match="for each of 2 engines"):
+        memory.check_host_fit((fits, fits, fits), 4, True, copies=2, available=avail)
+    memory.check_host_fit((fits, fits, fits), 4, False, available=avail)
+
+
+def test_device_refusal():
+    with pytest.raises(MatrixInputError, match=r"on GPU X \(A, B and C\).*largest square size"):
+        memory.check_device_fit((4096, 4096, 4096), 100 * 2**20, "GPU X")
+    memory.check_device_fit((1024, 1024, 1024), 100 * 2**20, "GPU X")
+
+
+def test_available_memory_is_positive_and_bounded():
+    import psutil
+    avail = memory.host_available_bytes()
+    assert 0 < avail <= psutil.virtual_memory().total
+
+
+def test_a_size_beyond_memory_is_refused_at_once_by_the_sweep():
+    """200000³ on the cpu backend: refused in milliseconds with a record per item, and
+    the sweep goes on to the next size."""
+    events = []
+    s = Sweep()
+    try:
+        t0 = time.perf_counter()
+        recs = s.run(Plan(backend="cpu", items=[("cpu_numpy", {})], shapes=[(200000,) * 3, (33, 17, 9)],
+                          warmup=0, repeats=1), events.append)
+        assert time.perf_counter() - t0 < 5
+    finally:
+        s.close()
+    assert [r.status for r in recs] == ["error", "ok"]
+    assert "largest square size that fits" in recs[0].error
+    assert recs[1].passed
