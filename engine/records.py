@@ -9,6 +9,8 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -155,38 +157,127 @@ def _parse_bool(val: Any) -> bool | None:
     raise ValueError(f"'{val}' is not a boolean")
 
 
+STATUSES = ("ok", "failed", "error", "skipped", "unverified")
+
+
+def validate(rec: ResultRecord) -> ResultRecord:
+    """Check a record read from a file field by field; raise ValueError saying which field
+    is wrong. Charts and tables can then trust every record they are given."""
+    from .registry import DTYPES  # noqa: PLC0415
+
+    for name in ("m", "n", "k"):
+        val = getattr(rec, name)
+        if not isinstance(val, int) or isinstance(val, bool) or not 1 <= val <= 1 << 31:
+            raise ValueError(f"{name}={val!r} is not a positive size")
+    if rec.dtype not in DTYPES:
+        raise ValueError(f"dtype '{rec.dtype}' is not one of {', '.join(DTYPES)}")
+    if not isinstance(rec.variant, str) or not rec.variant.strip():
+        raise ValueError("the variant name is empty")
+    if not isinstance(rec.backend, str) or not rec.backend.strip():
+        raise ValueError("the backend name is empty")
+    if rec.status not in STATUSES:
+        raise ValueError(f"status '{rec.status}' is not one of {', '.join(STATUSES)}")
+    if rec.mode not in ("hot", "cold"):
+        raise ValueError(f"mode '{rec.mode}' is not hot or cold")
+    if not isinstance(rec.params, dict) or not all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+            for k, v in rec.params.items()):
+        raise ValueError(f"params {rec.params!r} are not name=whole-number pairs")
+    for name in sorted(_FLOATS):
+        val = getattr(rec, name)
+        if not isinstance(val, float):
+            raise ValueError(f"{name}={val!r} is not a number")
+        if math.isinf(val) and name not in ("rel_l2", "max_abs"):
+            raise ValueError(f"{name} is infinite")
+        if name.endswith("_ms") and val < 0:
+            raise ValueError(f"{name}={val} is negative")
+    if not isinstance(rec.extra, dict):
+        raise ValueError("extra is not a mapping")
+    for name in ("device", "error", "timestamp", "versions", "source", "host", "worker",
+                 "verify_method"):
+        if not isinstance(getattr(rec, name), str):
+            raise ValueError(f"{name} is not text")
+    return rec
+
+
 def save(records: Iterable[ResultRecord], path: str | Path) -> Path:
-    """Write records to ``.json`` or ``.csv`` (chosen by the extension)."""
+    """Write records to ``.json`` or ``.csv`` (chosen by the extension), atomically: a
+    temporary file in the same folder, then a rename, so a failure never leaves a torn
+    file and never destroys an earlier one."""
     path = Path(path)
     recs = list(records)
-    if path.suffix.lower() == ".json":
-        path.write_text(json.dumps([to_dict(r) for r in recs], indent=1))
-    elif path.suffix.lower() == ".csv":
-        with path.open("w", newline="") as fh:
-            w = csv.DictWriter(fh, fieldnames=FIELDS)
-            w.writeheader()
-            for r in recs:
-                row = to_dict(r)
-                row["params"] = params_to_str(r.params)
-                row["extra"] = json.dumps(r.extra) if r.extra else ""
-                w.writerow({k: ("" if v is None else v) for k, v in row.items()})
-    else:
+    suffix = path.suffix.lower()
+    if path.is_dir():
+        raise ValueError(f"{path} is a folder, not a results file")
+    if suffix not in (".json", ".csv"):
         raise ValueError(f"results go to .json or .csv, not '{path.suffix or path.name}'")
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "w", newline="") as fh:
+            if suffix == ".json":
+                fh.write(json.dumps([to_dict(r) for r in recs], indent=1))
+            else:
+                w = csv.DictWriter(fh, fieldnames=FIELDS)
+                w.writeheader()
+                for r in recs:
+                    row = to_dict(r)
+                    row["params"] = params_to_str(r.params)
+                    row["extra"] = json.dumps(r.extra) if r.extra else ""
+                    w.writerow({k: ("" if v is None else v) for k, v in row.items()})
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 
-def load(path: str | Path) -> list[ResultRecord]:
-    """Read records written by :func:`save` (or by hand, with at least the key fields)."""
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def load_report(path: str | Path) -> tuple[list[ResultRecord], list[str]]:
+    """Read records written by :func:`save` (or by hand, with at least the key fields).
+
+    Returns ``(records, skipped)``: a record that fails :func:`validate` is left out and
+    ``skipped`` says which and why ("record 7: m=0 is not a positive size"). Raises
+    ValueError when the file is not a results file at all, or when no record is valid.
+    """
     path = Path(path)
+    rows: list[Any]
     try:
         if path.suffix.lower() == ".json":
             data = json.loads(path.read_text())
             if not isinstance(data, list):
-                raise ValueError("the file does not hold a JSON list of records")
-            return [from_dict(d) for d in data]
-        if path.suffix.lower() == ".csv":
+                raise ValueError(f"{path.name}: the file does not hold a JSON list of records")
+            rows = data
+        elif path.suffix.lower() == ".csv":
             with path.open(newline="") as fh:
-                return [from_dict(row) for row in csv.DictReader(fh)]
-    except (OSError, json.JSONDecodeError, ValueError, TypeError) as exc:
+                rows = list(csv.DictReader(fh))
+        else:
+            raise ValueError(f"{path.name}: results files are .json or .csv")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, csv.Error, RecursionError) as exc:
         raise ValueError(f"{path.name}: not a results file ({exc})") from None
-    raise ValueError(f"{path.name}: results files are .json or .csv")
+    out: list[ResultRecord] = []
+    skipped: list[str] = []
+    for i, row in enumerate(rows, 1):
+        try:
+            if not isinstance(row, dict):
+                raise ValueError("not a record (a JSON object with named fields)")
+            out.append(validate(from_dict(row)))
+        except (ValueError, TypeError, OverflowError, AttributeError) as exc:
+            skipped.append(f"record {i}: {exc}")
+    if skipped and not out:
+        raise ValueError(f"{path.name}: not a results file: no valid record ({skipped[0]}"
+                         + (f"; and {len(skipped) - 1} more" if len(skipped) > 1 else "") + ")")
+    return out, skipped
+
+
+def load(path: str | Path) -> list[ResultRecord]:
+    """The valid records of a results file (see :func:`load_report`)."""
+    return load_report(path)[0]

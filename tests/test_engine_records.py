@@ -136,3 +136,31 @@ def test_label_and_series_key(realistic):
                                 cpu.dtype, cpu.mode)
     assert cpu.host and cpu.device_index == 0 and cpu.worker == "local"
     assert cpu.device_label() == f"{cpu.device} #0"
+
+
+def test_bad_records_are_skipped_with_reasons(tmp_path, realistic):
+    good = records.to_dict(realistic[0])
+    rows = [good, dict(good, m=0), dict(good, dtype="float16"), dict(good, median_ms=-1.0),
+            dict(good, status="weird"), dict(good, params={"block": "x"}), "text", good]
+    p = tmp_path / "mixed.json"
+    p.write_text(json.dumps(rows))
+    recs, skipped = records.load_report(p)
+    assert len(recs) == 2
+    assert [s.split(":")[0] for s in skipped] == [f"record {i}" for i in (2, 3, 4, 5, 6, 7)]
+    assert "m=0 is not a positive size" in skipped[0] and "float16" in skipped[1]
+
+
+def test_save_is_atomic_and_refuses_folders(tmp_path, realistic, monkeypatch):
+    p = tmp_path / "r.json"
+    records.save(realistic, p)
+    before = p.read_text()
+    with pytest.raises(ValueError, match="is a folder"):
+        records.save(realistic, tmp_path)
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+    monkeypatch.setattr(records.os, "fsync", boom)
+    with pytest.raises(OSError, match="disk full"):
+        records.save(realistic[:1], p)
+    assert p.read_text() == before                        # the earlier file is intact
+    assert [f.name for f in tmp_path.iterdir()] == ["r.json"]   # no temporary left behind
