@@ -681,3 +681,32 @@ def test_errors_are_value_errors_with_single_line_messages(tmp_path):
         load_matrix(tmp_path / "data.csv", "float32")
     assert isinstance(info.value, MatrixInputError)
     assert "\n" not in str(info.value)
+
+
+# --- special files: refused at once, never opened --------------------------------------
+
+def test_special_files_are_refused_without_blocking(tmp_path):
+    import os
+    import time
+    fifo = tmp_path / "pipe.npy"
+    os.mkfifo(fifo)
+    (tmp_path / "l1.npy").symlink_to(tmp_path / "l2.npy")
+    (tmp_path / "l2.npy").symlink_to(tmp_path / "l1.npy")
+    cases = [(fifo, "is a named pipe; only regular files are read"),
+             (tmp_path / "l1.npy", "is a loop of symbolic links")]
+    if os.path.exists("/dev/zero"):
+        cases.append(("/dev/zero", "is a device; only regular files are read"))
+    for path, message in cases:
+        t0 = time.monotonic()
+        with pytest.raises(matrices.MatrixInputError, match=message):
+            matrices.load_matrix(path, "float32")
+        assert time.monotonic() - t0 < 2
+
+
+def test_a_file_larger_than_memory_allows_is_refused(tmp_path, monkeypatch):
+    from engine import memory
+    p = tmp_path / "big.npy"
+    np.save(p, np.ones((64, 64), np.float32))
+    monkeypatch.setattr(memory, "host_available_bytes", lambda: 4096)
+    with pytest.raises(matrices.MatrixInputError, match="more than this machine can load"):
+        matrices.load_matrix(p, "float32")
