@@ -23,6 +23,15 @@ def main(argv: list[str]) -> int:
               "Run it in a desktop session, set QT_QPA_PLATFORM=offscreen for a headless "
               "check, or use 'python main.py bench' for the command line.", file=sys.stderr)
         return 1
+    platform = os.environ.get("QT_QPA_PLATFORM", "")
+    if (sys.platform.startswith("linux") and os.environ.get("DISPLAY")
+            and platform in ("", "xcb") and not os.environ.get("WAYLAND_DISPLAY")):
+        # Qt aborts (exit 134) without naming the library when one is missing: ask first.
+        from gui.desktop_check import explain, missing_xcb_libraries  # noqa: PLC0415
+        missing = missing_xcb_libraries()
+        if missing:
+            print(explain(missing), file=sys.stderr)
+            return 1
     try:
         from gui.app import main as gui_main  # noqa: PLC0415
     except ImportError as exc:
