@@ -22,9 +22,7 @@ for Matrix Market files).
 from __future__ import annotations
 
 import csv
-import errno
 import os
-import stat
 import zipfile
 import zlib
 from pathlib import Path
@@ -479,31 +477,11 @@ def _check_file(path, name: str) -> Path:
         raise MatrixInputError(f"{name}: no file was given.")
     p = Path(path)
     label = f"{name}: {p.name}"
-    try:
-        st = os.stat(p)         # follows links; a loop of links fails here, not later
-    except FileNotFoundError:
-        raise MatrixInputError(
-            f"{label} was not found (looked for {os.path.abspath(p)})."
-        ) from None
-    except OSError as err:
-        if err.errno == errno.ELOOP:
-            raise MatrixInputError(f"{label} is a loop of symbolic links.") from None
-        raise MatrixInputError(f"{label} cannot be read: {err.strerror or err}.") from None
-    if stat.S_ISDIR(st.st_mode):
-        raise MatrixInputError(f"{label} is a directory, not a file.")
-    if not stat.S_ISREG(st.st_mode):
-        # Opening a named pipe waits for a writer forever; a device never ends.
-        kind = ("a named pipe" if stat.S_ISFIFO(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode)
-                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
-                else "not a regular file")
-        raise MatrixInputError(f"{label} is {kind}; only regular files are read.")
+    from .files import check_regular_file  # noqa: PLC0415
     from .memory import HOST_SHARE, host_available_bytes  # noqa: PLC0415  (memory imports this module)
-    budget = int(host_available_bytes() * HOST_SHARE) // 2
-    if st.st_size > budget:
-        raise MatrixInputError(
-            f"{label} is {_format_bytes(st.st_size)}, more than this machine can load and "
-            f"convert ({_format_bytes(budget)} at most now)."
-        )
+    # Half the usable memory: the file's bytes and the converted matrix live at once.
+    check_regular_file(p, label, MatrixInputError,
+                       max_bytes=int(host_available_bytes() * HOST_SHARE) // 2)
     ext = p.suffix.lower()
     if ext not in SUPPORTED_EXTENSIONS:
         shown = f"'{p.suffix}'" if p.suffix else "no extension"

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
 
+from .files import check_regular_file
 from .registry import params_from_str, params_to_str
 
 
@@ -160,6 +161,10 @@ def _parse_bool(val: Any) -> bool | None:
 STATUSES = ("ok", "failed", "error", "skipped", "unverified")
 
 
+class ResultsFileError(ValueError):
+    """A results file that cannot be read (the message names the file and the problem)."""
+
+
 def validate(rec: ResultRecord) -> ResultRecord:
     """Check a record read from a file field by field; raise ValueError saying which field
     is wrong. Charts and tables can then trust every record they are given."""
@@ -250,19 +255,24 @@ def load_report(path: str | Path) -> tuple[list[ResultRecord], list[str]]:
     """
     path = Path(path)
     rows: list[Any]
+    from .memory import HOST_SHARE, host_available_bytes  # noqa: PLC0415
+    check_regular_file(path, path.name, ResultsFileError,
+                       max_bytes=int(host_available_bytes() * HOST_SHARE) // 8)
     try:
         if path.suffix.lower() == ".json":
             data = json.loads(path.read_text())
             if not isinstance(data, list):
-                raise ValueError(f"{path.name}: the file does not hold a JSON list of records")
+                raise ResultsFileError(f"{path.name}: the file does not hold a JSON list of records")
             rows = data
         elif path.suffix.lower() == ".csv":
             with path.open(newline="") as fh:
                 rows = list(csv.DictReader(fh))
         else:
-            raise ValueError(f"{path.name}: results files are .json or .csv")
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, csv.Error, RecursionError) as exc:
-        raise ValueError(f"{path.name}: not a results file ({exc})") from None
+            raise ResultsFileError(f"{path.name}: results files are .json or .csv")
+    except ResultsFileError:
+        raise
+    except (OSError, UnicodeDecodeError, ValueError, csv.Error, RecursionError, MemoryError) as exc:
+        raise ResultsFileError(f"{path.name}: not a results file ({exc})") from None
     out: list[ResultRecord] = []
     skipped: list[str] = []
     for i, row in enumerate(rows, 1):
@@ -270,10 +280,10 @@ def load_report(path: str | Path) -> tuple[list[ResultRecord], list[str]]:
             if not isinstance(row, dict):
                 raise ValueError("not a record (a JSON object with named fields)")
             out.append(validate(from_dict(row)))
-        except (ValueError, TypeError, OverflowError, AttributeError) as exc:
+        except (ValueError, TypeError, OverflowError, AttributeError, RecursionError) as exc:
             skipped.append(f"record {i}: {exc}")
     if skipped and not out:
-        raise ValueError(f"{path.name}: not a results file: no valid record ({skipped[0]}"
+        raise ResultsFileError(f"{path.name}: not a results file: no valid record ({skipped[0]}"
                          + (f"; and {len(skipped) - 1} more" if len(skipped) > 1 else "") + ")")
     return out, skipped
 

@@ -116,7 +116,7 @@ def test_bad_files_raise_value_error_naming_the_file(tmp_path, name, content, me
 
 
 def test_missing_file_and_wrong_extensions(tmp_path, realistic):
-    with pytest.raises(ValueError, match="nothere.json: not a results file"):
+    with pytest.raises(records.ResultsFileError, match="nothere.json was not found"):
         records.load(tmp_path / "nothere.json")
     (tmp_path / "r.txt").write_text("[]")
     with pytest.raises(ValueError, match="results files are .json or .csv"):
