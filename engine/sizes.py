@@ -21,14 +21,21 @@ class SizeSpecError(ValueError):
     """A size text that cannot be read; the message says which part and why."""
 
 
+def _short(text: str, limit: int = 24) -> str:
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def _dim(text: str, whole: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise SizeSpecError(f"'{text}' in '{whole}' is not a whole number") from None
-    if not 1 <= v <= MAX_DIM:
-        raise SizeSpecError(f"{v} in '{whole}' is out of range (1..{MAX_DIM})")
-    return v
+    digits = text.strip()
+    if not re.fullmatch(r"[+-]?[0-9]+", digits):      # ASCII digits only: int() takes others too
+        raise SizeSpecError(f"'{_short(text)}' in '{_short(whole, 40)}' is not a whole number")
+    if len(digits.lstrip("+-0")) > 9 or not 1 <= int(digits) <= MAX_DIM:
+        raise SizeSpecError(f"{_short(digits)} in '{_short(whole, 40)}' is out of range (1..{MAX_DIM})")
+    return int(digits)
+
+
+#: The most sizes one specification may give.
+MAX_SIZES = 10000
 
 
 def parse_sizes(text: str) -> list[Shape]:
@@ -67,6 +74,9 @@ def parse_sizes(text: str) -> list[Shape]:
                     v *= factor
             else:
                 inc = _dim(step, part)
+                if (stop - start) // inc + 1 + len(shapes) > MAX_SIZES:   # before expanding it
+                    raise SizeSpecError(f"{(stop - start) // inc + 1 + len(shapes)} sizes is too many "
+                                        f"(at most {MAX_SIZES}): range '{part}'")
                 shapes.extend((v, v, v) for v in range(start, stop + 1, inc))
         elif "x" in low:
             dims = low.split("x")
@@ -83,8 +93,8 @@ def parse_sizes(text: str) -> list[Shape]:
         if s not in seen:
             seen.add(s)
             out.append(s)
-    if len(out) > 10000:
-        raise SizeSpecError(f"{len(out)} sizes is too many (at most 10000)")
+    if len(out) > MAX_SIZES:
+        raise SizeSpecError(f"{len(out)} sizes is too many (at most {MAX_SIZES})")
     return out
 
 
