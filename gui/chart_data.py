@@ -5,6 +5,7 @@ the live charts and the exported images.
 """
 from __future__ import annotations
 
+import html
 import math
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
@@ -127,7 +128,7 @@ def build_series(records: Iterable[ResultRecord]) -> list[Series]:
 
     parts = [(varies(lambda r: r.source), lambda r: source_name(r)),
              (varies(lambda r: r.backend), lambda r: r.backend),
-             (varies(lambda r: r.device), lambda r: r.device),
+             (varies(lambda r: r.device_key()), device_namer(g[0] for g in groups.values())),
              (varies(lambda r: r.dtype), lambda r: r.dtype),
              (varies(lambda r: r.mode), lambda r: r.mode)]
     out = []
@@ -145,6 +146,18 @@ def build_series(records: Iterable[ResultRecord]) -> list[Series]:
         s.color, s.style_round = styles.get(s.kernel, (QColor("#000000"), 0))
     set_short_labels(out)
     return out
+
+
+def device_namer(records: Iterable[ResultRecord]) -> Callable[[ResultRecord], str]:
+    """The shortest device name that tells ``records``' devices apart: the model
+    (``NVIDIA H200``) when models differ, with the index (``NVIDIA H200 #1``) when one
+    model ran on several devices, with the host too when one index ran on several hosts."""
+    keys = {r.device_key() for r in records}
+    if len({k[1] for k in keys}) == len(keys):
+        return lambda r: r.device
+    if len({(k[1], k[2]) for k in keys}) == len(keys):
+        return lambda r: r.device_label()
+    return lambda r: r.device_label(with_host=True)
 
 
 def set_short_labels(series: list[Series]) -> None:
@@ -172,7 +185,8 @@ def best_per_variant(series: list[Series]) -> list[Series]:
     groups: dict[tuple, list[Series]] = {}
     for s in series:
         r = s.records[0]
-        groups.setdefault((r.source, r.backend, r.device, r.variant, r.dtype, r.mode), []).append(s)
+        groups.setdefault((r.source, r.backend) + r.device_key() + (r.variant, r.dtype, r.mode),
+                          []).append(s)
     keep: set[int] = set()
     for group in groups.values():
         timed = [(s, r) for s in group for r in s.records
@@ -200,15 +214,25 @@ def _finite(v) -> bool:
     return isinstance(v, (int, float)) and math.isfinite(v)
 
 
-def derived_peaks(records: Iterable[ResultRecord]) -> dict[str, float]:
-    """FP32 peak GFLOP/s per device, from records that carry their share of it:
-    ``gflops / pct_of_peak × 100`` (the median over the device's records)."""
-    found: dict[str, list[float]] = {}
+def derived_peaks(records: Iterable[ResultRecord]) -> dict[tuple, float]:
+    """FP32 peak GFLOP/s per device (keyed by :meth:`ResultRecord.device_key`: host,
+    model, index), from records that carry their share of it: ``gflops / pct_of_peak ×
+    100`` (the median over the device's records)."""
+    found: dict[tuple, list[float]] = {}
     for r in records:
         g, pct = r.gflops, r.pct_of_peak
         if _finite(g) and _finite(pct) and g > 0 and pct > 0 and r.status in ("ok", "unverified"):
-            found.setdefault(r.device, []).append(g / pct * 100.0)
+            found.setdefault(r.device_key(), []).append(g / pct * 100.0)
     return {d: float(np.median(v)) for d, v in found.items()}
+
+
+def peaks_by_model(derived: Iterable[tuple[tuple | str, float]]) -> dict[str, float]:
+    """:func:`derived_peaks` per device model (a roof is the model's: two GPUs of one
+    model share it); the first device's figure where several of one model differ."""
+    out: dict[str, float] = {}
+    for key, peak in derived:
+        out.setdefault(key[1] if isinstance(key, tuple) else key, peak)
+    return out
 
 
 #: Units a metric may be shown in: (name, factor from the base unit), smallest first.
@@ -252,7 +276,7 @@ def speedups(records: Iterable[ResultRecord]) -> dict[int, float]:
     recs = [r for r in records if is_plottable(r)]
 
     def key(r):
-        return r.source, r.backend, r.device, r.m, r.n, r.k, r.dtype, r.mode
+        return (r.source, r.backend) + r.device_key() + (r.m, r.n, r.k, r.dtype, r.mode)
 
     out = ratio_to_best_baseline(recs, lambda r: key(r) if r.variant == "naive" else None, key)
     for r in recs:
@@ -290,6 +314,7 @@ def describe_record(rec: ResultRecord, speedup: float | None = None) -> str:
     """Hover text (HTML) for one point: what, where, how fast, how correct."""
     lines = [f"<b>{rec.label()}</b>",
              f"{shape_text(shape_of(rec))} · {rec.dtype} · {rec.mode} · {rec.backend}",
+             f"on {html.escape(rec.device_label(with_host=True))}",
              f"median {rec.median_ms:.4g} ms (min {rec.min_ms:.4g}, max {rec.max_ms:.4g}, "
              f"{rec.repeats} runs)"]
     rates = []

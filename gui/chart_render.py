@@ -15,8 +15,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics
 
-from .chart_data import (METRICS, Series, describe_record, intensity, pick_unit, problem_size,
-                         roof, shape_of, shape_text, shapes_in, speedups, value_text)
+from .chart_data import (METRICS, Series, describe_record, intensity, peaks_by_model, pick_unit,
+                         problem_size, roof, shape_of, shape_text, shapes_in, speedups,
+                         value_text)
 from .chart_view import ChartView, LegendEntry, plain_number
 from .theme import FAILED_COLOR, REFERENCE_STYLES, SOURCE_SYMBOLS, ChartTheme
 
@@ -35,7 +36,8 @@ class ChartOptions:
     peak_gflops: float | None = None                    # the FP32 roof of peak_device
     peak_gbps: float | None = None
     peak_device: str | None = None                      # None: the first device shown
-    derived_peaks: tuple[tuple[str, float], ...] = ()   # (device, GFLOP/s) from % of peak
+    #: (device model, or a device_key(), GFLOP/s) worked out from the records' % of peak
+    derived_peaks: tuple[tuple[str | tuple, float], ...] = ()
     hidden: frozenset[str] = frozenset()                # series labels hidden by the user
 
 
@@ -347,7 +349,7 @@ def roofs_for(series: list[Series], opts: ChartOptions) -> list[Roof]:
     devices = list(dict.fromkeys(r.device for s in series for r in s.records))
     if not devices:
         return []
-    derived = dict(opts.derived_peaks)
+    derived = peaks_by_model(opts.derived_peaks)
     primary = opts.peak_device if opts.peak_device in devices else devices[0]
     out = []
     for d in devices:

@@ -17,7 +17,8 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout
 
 from engine.backends import DeviceInfo
 
-from .chart_data import Series, best_per_variant, build_series, derived_peaks, shape_text, shapes_in
+from .chart_data import (Series, best_per_variant, build_series, derived_peaks, peaks_by_model,
+                         shape_text, shapes_in)
 from .chart_render import ChartOptions, render
 from .chart_view import ChartView, SeriesLegend
 from .results_store import ResultStore
@@ -55,8 +56,8 @@ class ChartsPanel(QWidget):
         self._compare_choice: list[int] | None = None   # a size picked by the user
         #: Series labels the user hid (legend clicks); every chart hides them.
         self.hidden: set[str] = set()
-        #: The device the Roof figures belong to (None: the first device shown), and
-        #: the FP32 peaks worked out from the records' % of peak.
+        #: The device model the Roof figures belong to (None: the first device shown),
+        #: and the FP32 peaks worked out from the records' % of peak, per model.
         self._peak_device: str | None = None
         self._derived: dict[str, float] = {}
         self._build()
@@ -277,7 +278,8 @@ class ChartsPanel(QWidget):
         if self.best_only.isChecked():
             self.series = best_per_variant(self.series)
         self._series_stale = False
-        self._derived = derived_peaks(r for s in self.series for r in s.records)
+        shown = (r for s in self.series for r in s.records)
+        self._derived = peaks_by_model(derived_peaks(shown).items())
         self._fill_peak()
         # Keep a size the user picked while it still exists; otherwise follow the
         # largest size shown (which grows during a sweep).
@@ -295,6 +297,10 @@ class ChartsPanel(QWidget):
         self._refresh_series()
         self.last[kind] = render(self.views[kind], kind, self.series, self.options_now())
         self._stale.discard(kind)
+
+    def stop_updates(self) -> None:
+        """Stop the redraw timer (the window is closing)."""
+        self._timer.stop()
 
     def redraw(self, kind: str | None = None) -> None:
         """Draw now: one chart, or every chart (tests, exports, screenshots)."""

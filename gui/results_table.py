@@ -71,9 +71,14 @@ COLUMNS: list[Column] = [
     Column("dtype", lambda r: r.dtype),
     Column("Mode", lambda r: r.mode),
     Column("Backend", lambda r: r.backend),
-    Column("Device", lambda r: r.device),
+    Column("Device", lambda r: r.device_label(), tip="The device's model and its index on its host"),
+    Column("Host", lambda r: r.host, tip="The machine the row ran on"),
     Column("Error / note", lambda r: r.error),
 ]
+
+
+SOURCE_COLUMN = [c.title for c in COLUMNS].index("Source")
+HOST_COLUMN = [c.title for c in COLUMNS].index("Host")
 
 
 class ResultsModel(QAbstractTableModel):
@@ -188,15 +193,19 @@ class ResultsTable(QTableView):
         fm = self.fontMetrics()
         for i, col in enumerate(COLUMNS):
             sample = {"Variant": "aat_coalesced", "Params": "ts=32,wpt=4", "Source": "this session",
-                      "Device": "a device name of some length", "Status": "unverified",
+                      "Device": "a device name of some length #0", "Host": "a host name",
+                      "Status": "unverified",
                       "Median ms": "0.0000", "GFLOP/s": "10,000.0", "GB/s": "0.00000", "Rel-L2": "0.00e-00",
                       "Max abs": "0.00e-00"}.get(col.title, "")
             width = max(fm.horizontalAdvance(col.title), fm.horizontalAdvance(sample)) + 18
             self.setColumnWidth(i, max(width, 40))
 
     def _sources_changed(self) -> None:
-        # The Source column only earns its width once there is something to tell apart.
-        self.setColumnHidden(0, len(self.model_.store.sources()) <= 1)
+        # The Source and Host columns only earn their width once there is something to
+        # tell apart.
+        recs = self.model_.store.records
+        self.setColumnHidden(SOURCE_COLUMN, len(self.model_.store.sources()) <= 1)
+        self.setColumnHidden(HOST_COLUMN, len({r.host for r in recs}) <= 1)
 
     def _rows_inserted(self, *_):
         # Follow a live run unless the user scrolled away from the bottom.
