@@ -1,8 +1,8 @@
 """The Qt desktop front end of the matmul lab.
 
-Everything here runs in the GUI thread except what :mod:`gui.bridge` hands to the
-engine thread; no widget is touched from another thread, and no widget waits on a
-device.  Entry point: :func:`gui.app.main`.
+Everything here runs in the GUI thread except what :mod:`gui.run_controller` hands
+to worker threads and engine processes; no widget is touched from another thread, and
+no widget waits on a device.  Entry point: :func:`gui.app.main`.
 """
 from .qt_compat import guard_singletons
 

@@ -15,9 +15,12 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDoubleSpinBo
 
 from engine import registry
 from engine.backends import BACKENDS, BackendStatus, DeviceInfo
+from engine.records import ResultRecord
 from engine.runner import Plan
 
+from .device_picker import DevicePicker
 from .matrix_inputs import MatrixInputs
+from .run_controller import RunTarget
 from .sizes_editor import SizesEditor
 from .variant_tree import VariantTree
 
@@ -47,7 +50,7 @@ class ConfigPanel(QWidget):
     changed()
         Any setting changed (the window re-checks whether Run is possible).
     device_changed(str, int)
-        Backend or device changed: ``(backend, index)``.
+        Backend or devices changed: ``(backend, index of the first chosen device)``.
     """
 
     changed = Signal()
@@ -56,7 +59,9 @@ class ConfigPanel(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.statuses: dict[str, BackendStatus] = {}
-        self._pending_device: int | None = None
+        #: Devices to check once the backend's devices are known (restored settings).
+        self._pending_devices: list[int] | None = None
+        self._picker_backend = ""
         self._build()
         self._connect()
         self._set_backend_items({})
@@ -67,17 +72,18 @@ class ConfigPanel(QWidget):
     def _build(self) -> None:
         self.backend = QComboBox()
         self.backend.setObjectName("backendCombo")
-        self.device = QComboBox()
-        self.device.setObjectName("deviceCombo")
-        self.device.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToMinimumContentsLengthWithIcon)
-        self.device.setMinimumContentsLength(12)
+        self.picker = DevicePicker(self)
         self.device_note = QLabel("Probing backends…")
         self.device_note.setObjectName("hint")
         self.device_note.setWordWrap(True)
         form = QFormLayout()
         form.setContentsMargins(0, 0, 0, 0)
+        form.setVerticalSpacing(4)
         form.addRow("Backend", self.backend)
-        form.addRow("Device", self.device)
+        form.addRow("Devices", self.picker.checks)
+        form.addRow("Several", self.picker.mode_row)
+        form.addRow("Cluster", self.picker.ray_row)
+        form.addRow("", self.picker.ray_note)
         target = _group("Target", form, self.device_note)
 
         self.variants = VariantTree()
@@ -170,7 +176,7 @@ class ConfigPanel(QWidget):
 
     def _connect(self) -> None:
         self.backend.currentIndexChanged.connect(self._backend_chosen)
-        self.device.currentIndexChanged.connect(self._device_chosen)
+        self.picker.changed.connect(self._device_chosen)
         self.variants.choice_changed.connect(self._changed)
         self.all_button.clicked.connect(lambda: self.variants.set_all(True))
         self.none_button.clicked.connect(lambda: self.variants.set_all(False))
@@ -221,18 +227,18 @@ class ConfigPanel(QWidget):
         if self.variants.backend != name:
             self.variants.set_backend(name)
         st = self.statuses.get(name)
-        self.device.blockSignals(True)
-        self.device.clear()
+        if self._pending_devices is not None:
+            want = self._pending_devices
+        elif self._picker_backend == name:
+            want = self.picker.devices() or [0]     # re-probed: keep the choice
+        else:
+            want = [0]
+        self._picker_backend = name
+        self.picker.blockSignals(True)
+        self.picker.set_devices(list(st.devices) if st is not None else [], want)
+        self.picker.blockSignals(False)
         if st is not None:
-            for d in st.devices:
-                self.device.addItem(f"{d.index}: {d.name}", d.index)
-                self.device.setItemData(self.device.count() - 1, d.name, Qt.ItemDataRole.ToolTipRole)
-        want = self._pending_device if self._pending_device is not None else 0
-        idx = self.device.findData(want)
-        self.device.setCurrentIndex(idx if idx >= 0 else 0)
-        self.device.blockSignals(False)
-        if st is not None:
-            self._pending_device = None
+            self._pending_devices = None
         self._device_chosen()
 
     def _device_chosen(self, *_) -> None:
@@ -242,34 +248,68 @@ class ConfigPanel(QWidget):
             self.device_note.setText("Probing backends…")
         elif st is None or not st.available:
             self.device_note.setText(f"{name} is unavailable: {st.reason if st else 'not probed'}")
+        elif self.picker.ray_chosen():
+            how = ("each runs everything" if self.picker.mode() == "compare"
+                   else "they share the work")
+            per = "per GPU" if name == "cuda" else "per worker slot"
+            self.device_note.setText(f"The Ray cluster's {name} engines ({per}) run it: {how}")
         else:
-            info = self.device_info()
-            self.device_note.setText(_device_summary(info) if info else "No device.")
+            infos = self.devices_info()
+            if len(infos) > 1:
+                self.device_note.setText(_devices_summary(infos, self.picker.mode()))
+            else:
+                self.device_note.setText(_device_summary(infos[0]) if infos else "No device.")
         self.device_changed.emit(name, self.device_index())
         self._changed()
 
     def backend_name(self) -> str:
         return self.backend.currentData() or ""
 
-    def device_index(self) -> int:
-        d = self.device.currentData()
-        return int(d) if d is not None else 0
+    def device_indices(self) -> list[int]:
+        """The chosen devices of the backend (at least one once probed)."""
+        return self.picker.devices() or ([] if self.picker.checks.boxes else [0])
 
-    def device_info(self) -> DeviceInfo | None:
+    def device_index(self) -> int:
+        """The first chosen device (the one whose figures the roofline takes)."""
+        chosen = self.device_indices()
+        return chosen[0] if chosen else 0
+
+    def devices_info(self) -> list[DeviceInfo]:
         st = self.statuses.get(self.backend_name())
         if st is None:
-            return None
-        return next((d for d in st.devices if d.index == self.device_index()), None)
+            return []
+        chosen = self.device_indices()
+        return [d for d in st.devices if d.index in chosen]
+
+    def device_info(self) -> DeviceInfo | None:
+        """The first chosen device's properties (None before probing)."""
+        infos = self.devices_info()
+        return infos[0] if infos else None
 
     def select(self, backend: str, index: int = 0) -> None:
-        """Choose a backend and device (e.g. from the device panel or a test)."""
-        self._pending_device = index
+        """Choose a backend and one device (e.g. from the device panel or a test)."""
+        self.select_devices(backend, [index])
+
+    def select_devices(self, backend: str, indices: list[int], mode: str | None = None) -> None:
+        """Choose a backend, several of its devices, and how they share a run."""
+        if mode is not None:
+            self.picker.set_mode(mode)
+        self._pending_devices = list(indices)
         i = self.backend.findData(backend)
         if i >= 0:
             if i == self.backend.currentIndex():
                 self._backend_chosen()
             else:
                 self.backend.setCurrentIndex(i)
+
+    def set_ray_status(self, available: bool, reason: str) -> None:
+        """Whether the Ray cluster choice can be offered (and why not)."""
+        self.picker.set_ray_status(available, reason)
+
+    def target(self) -> RunTarget:
+        """Where the configured run goes: the chosen devices, or the Ray cluster."""
+        return RunTarget(self.backend_name(), tuple(self.device_indices()), self.picker.mode(),
+                         self.picker.address())
 
     # --- inputs ------------------------------------------------------------------------
 
@@ -309,6 +349,7 @@ class ConfigPanel(QWidget):
             out.append(f"The {self.backend_name()} backend is unavailable.")
         elif not st.devices:
             out.append(f"The {self.backend_name()} backend has no device.")
+        out.extend(self.picker.problems())
         out.extend(self.variants.problems())
         if self.inputs.mode == "files":
             out.extend(self.inputs.problems())
@@ -317,9 +358,14 @@ class ConfigPanel(QWidget):
         return out
 
     def run_count(self) -> int:
+        """Runs of the configured sweep: items × sizes, per device when comparing (a Ray
+        cluster's devices are not known before it runs: counted once)."""
         items = len(self.variants.plan_items()) if self.variants.checked_variants() else 0
         shapes = 1 if self.inputs.mode == "files" else len(self.sizes.shapes())
-        return items * shapes
+        copies = 1
+        if self.picker.mode() == "compare" and not self.picker.ray_chosen():
+            copies = max(1, len(self.device_indices()))
+        return items * shapes * copies
 
     def build_plan(self) -> Plan:
         """The sweep these settings describe.
@@ -357,12 +403,21 @@ class ConfigPanel(QWidget):
         for child in self.findChildren(QGroupBox):
             child.setEnabled(not running)
 
+    def show_verification(self, recs: list[ResultRecord]) -> None:
+        """After a run: how loaded matrices fared (the Inputs box says it)."""
+        self.inputs.show_verification(recs)
+
+    def shutdown(self) -> None:
+        """Stop background work (a matrix file still loading)."""
+        self.inputs.shutdown()
+
     # --- persistence ---------------------------------------------------------------------
 
     def state(self) -> dict:
         return {
             "backend": self.backend_name(),
             "device": self.device_index(),
+            **self.picker.state(),
             "variants": self.variants.state(),
             "sizes": self.sizes.text.text(),
             "dtype": self.dtype.currentText(),
@@ -391,9 +446,16 @@ class ConfigPanel(QWidget):
                 return default
 
         self.variants.set_state(state.get("variants", {}))
+        self.picker.set_mode(state.get("device_mode", "compare"))
+        self.picker.set_ray_state(bool(state.get("ray", False)),
+                                  str(state.get("ray_address") or ""))
         backend = state.get("backend")
         if backend in BACKENDS:
-            self.select(backend, get("device", int, 0) or 0)
+            devices = state.get("devices")
+            if not (isinstance(devices, list) and devices
+                    and all(isinstance(d, int) for d in devices)):
+                devices = [get("device", int, 0) or 0]   # settings from before several devices
+            self.select_devices(backend, devices)
         if isinstance(state.get("sizes"), str):
             self.sizes.set_text(state["sizes"])
         if state.get("dtype") in registry.DTYPES:
@@ -413,6 +475,16 @@ class ConfigPanel(QWidget):
         self.autotune.setChecked(bool(state.get("autotune", False)))
         self.inputs.set_state(state.get("inputs", {}))
         self._changed()
+
+
+def _devices_summary(infos: list[DeviceInfo], mode: str) -> str:
+    """``2 devices (2 × NVIDIA H200) · each runs everything``."""
+    counts: dict[str, int] = {}
+    for d in infos:
+        counts[d.name] = counts.get(d.name, 0) + 1
+    names = ", ".join(f"{n} × {name}" if n > 1 else name for name, n in counts.items())
+    how = "each runs everything" if mode == "compare" else "they share the work"
+    return f"{len(infos)} devices ({names}) · {how}"
 
 
 def _device_summary(info: DeviceInfo) -> str:

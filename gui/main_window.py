@@ -4,9 +4,10 @@ Layout: a *Configure* dock on the left (target, variants, sizes, measurement,
 inputs); a run toolbar on top (Run, Cancel, progress, current item, ETA); charts in
 the middle; results, log and devices in tabs below.
 
-Threads: one long-lived :class:`engine.worker.EngineThread` owns the backends (and
-the CUDA context).  :class:`gui.bridge.EngineBridge` turns its callbacks into queued
-signals, so every slot here runs in the GUI thread and never waits on a device.
+The window only wires widgets and actions to two owners: :class:`RunController`
+(engines, runs, progress, cancel, faults, shutdown; its signals arrive queued in the
+GUI thread, so no slot here ever waits on a device) and :class:`ResultsFiles` (the
+live run's records, opened and saved results files, recent files).
 """
 from __future__ import annotations
 
@@ -18,31 +19,30 @@ from PySide6.QtCore import QEvent, QSettings, Qt, QTimer
 from PySide6.QtGui import QAction, QKeySequence, QPalette
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QMainWindow,
                                QMessageBox, QScrollArea, QSizePolicy, QSplitter, QStyle,
-                               QTabWidget, QToolBar, QToolButton)
+                               QTabWidget, QToolBar, QToolButton, QWidget)
 
-from engine import records
 from engine.backends import BackendStatus
 from engine.records import ResultRecord
 from engine.runner import Event
-from engine.worker import EngineThread
 
 from . import dialogs
-from .bridge import EngineBridge
 from .charts import ChartsPanel
 from .config_panel import ConfigPanel
 from .device_panel import DevicePanel, backend_line
 from .export import ExportDialog, export_chart, export_paths
 from .log_panel import LogPanel
+from .results_files import ResultsFileError, ResultsFiles
 from .results_store import ResultStore
 from .results_table import ResultsTable
 from .run_bar import RunBar, format_duration
+from .run_controller import ClusterFactory, EngineFactory, RunController
 from .settings import APPLICATION, AppSettings, default_settings
 from .theme import ChartTheme, dark_palette
 
 RESULTS_FILTER = "Results (*.json *.csv);;JSON (*.json);;CSV (*.csv)"
-#: How long a close waits for a cancelled sweep before shutting the engine down anyway.
-CLOSE_GRACE_MS = 15_000
-ENGINE_SHUTDOWN_S = 10.0
+#: A close ends the engines within this time whatever they are doing (they are killed
+#: when they do not stop), so the window is gone within it.
+CLOSE_DEADLINE_MS = 4_500
 
 STYLE_SHEET = """
 QLineEdit[invalid="true"] { border: 1px solid #e3242b; border-radius: 3px; padding: 2px 3px; }
@@ -56,6 +56,34 @@ QToolBar { spacing: 6px; }
 """
 
 
+class PanelScroll(QScrollArea):
+    """Scrolls a tall panel vertically and stays as wide as the panel needs.
+
+    The panel's minimum width changes after construction (style sheet, fonts, the
+    devices found), and the vertical scroll bar takes width of its own; a fixed minimum
+    would clip the right edge of every row.
+    """
+
+    def __init__(self, panel: QWidget):
+        super().__init__()
+        self.setWidget(panel)
+        self.setWidgetResizable(True)
+        self.setFrameShape(QScrollArea.Shape.NoFrame)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        panel.installEventFilter(self)
+        self._fit()
+
+    def _fit(self) -> None:
+        self.setMinimumWidth(self.widget().minimumSizeHint().width()
+                             + self.verticalScrollBar().sizeHint().width() + 6)
+
+    def eventFilter(self, obj, event):  # noqa: N802 (Qt API)
+        if obj is self.widget() and event.type() in (QEvent.Type.LayoutRequest,
+                                                     QEvent.Type.Show):
+            self._fit()
+        return False
+
+
 class MainWindow(QMainWindow):
     """The lab's window.
 
@@ -64,27 +92,32 @@ class MainWindow(QMainWindow):
     settings
         Where configuration, geometry and recent files live; by default the user's
         store.  Tests pass an ini file in a temporary directory.
-    engine
-        The engine thread to use (started here if needed); by default a new one.
-        The window shuts it down when it closes.
+    engine_factory
+        Makes one device's engine, ``factory(backend, index)``; by default each device
+        gets its own process (:class:`engine.process.ProcessEngine`).  Tests pass
+        :class:`engine.engines.LocalEngine` for speed.
+    cluster_factory
+        Makes a Ray cluster's engines, ``factory(address, backend)``.
     """
 
-    def __init__(self, settings: QSettings | None = None, engine: EngineThread | None = None):
+    def __init__(self, settings: QSettings | None = None,
+                 engine_factory: EngineFactory | None = None,
+                 cluster_factory: ClusterFactory | None = None):
         super().__init__()
         self.settings = AppSettings(settings if settings is not None else default_settings())
-        self.engine = (engine or EngineThread()).start()
         self.store = ResultStore(self)
-        self.bridge = EngineBridge(self.engine, self)
+        self.files = ResultsFiles(self.store, self.settings, self)
+        self.controller = RunController(engine_factory, cluster_factory, self)
         self.statuses: dict[str, BackendStatus] = {}
-        self.running = False
+        #: (available, reason) of Ray clusters once checked (after the backends).
+        self.ray_status: tuple[bool, str] | None = None
         self._closing = False
+        self._force_close = False
+        self._settings_saved = False
         self._shut_down = False
         self._restyling = False
         self._palette_key: tuple | None = None
-        self._run_records: list[ResultRecord] = []
         self._run_t0 = 0.0
-        self._run_serial = 0
-        self._opened: dict[str, str] = {}   # results file path → source name
         self.setWindowTitle(APPLICATION)
         self.setAcceptDrops(True)
         self.setDockNestingEnabled(True)
@@ -93,7 +126,12 @@ class MainWindow(QMainWindow):
         self._connect()
         self._restore()
         self._refresh_ready()
-        self.bridge.probe()
+        self.controller.probe()
+
+    @property
+    def running(self) -> bool:
+        """Whether a run is going (from Run until its finished event is handled)."""
+        return self.controller.running
 
     # --- construction --------------------------------------------------------------------
 
@@ -103,12 +141,7 @@ class MainWindow(QMainWindow):
         self._palette_key = tuple(pal.color(role).rgba() for role in (
             QPalette.ColorRole.Window, QPalette.ColorRole.Base, QPalette.ColorRole.Text))
         self.config = ConfigPanel()
-        scroll = QScrollArea()
-        scroll.setWidget(self.config)
-        scroll.setWidgetResizable(True)
-        scroll.setFrameShape(QScrollArea.Shape.NoFrame)
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        scroll.setMinimumWidth(self.config.minimumSizeHint().width() + 16)
+        scroll = PanelScroll(self.config)
         self.config_dock = QDockWidget("Configure", self)
         self.config_dock.setObjectName("configureDock")
         self.config_dock.setWidget(scroll)
@@ -222,13 +255,16 @@ class MainWindow(QMainWindow):
         self.config.device_changed.connect(self._device_changed)
         self.devices.device_activated.connect(self.config.select)
         self.charts.export_requested.connect(self.export_dialog)
-        self.bridge.backends_probed.connect(self._backends_probed)
-        self.bridge.probe_failed.connect(self._probe_failed)
-        self.bridge.started.connect(self._run_started)
-        self.bridge.progress.connect(self._run_progress)
-        self.bridge.log.connect(self.log.append)
-        self.bridge.result.connect(self._run_result)
-        self.bridge.finished.connect(self._run_finished)
+        self.controller.backends_probed.connect(self._backends_probed)
+        self.controller.probe_failed.connect(self._probe_failed)
+        self.controller.ray_probed.connect(self._ray_probed)
+        self.controller.started.connect(self._run_started)
+        self.controller.progress.connect(self._run_progress)
+        self.controller.log.connect(self.log.append)
+        self.controller.result.connect(self._run_result)
+        self.controller.finished.connect(self._run_finished)
+        self.controller.closed.connect(self._engines_closed)
+        self.files.recent_changed.connect(self._rebuild_recent_menu)
         self.store.changed.connect(self._store_changed)
         self.log.errors_changed.connect(self._log_errors)
 
@@ -253,6 +289,7 @@ class MainWindow(QMainWindow):
 
     def save_settings(self) -> None:
         """Write configuration, layout and chart options to the QSettings store."""
+        self._settings_saved = True
         self.settings.save_config(self.config.state())
         self.settings.save_window(self.saveGeometry(), self.saveState(), self.splitter.saveState())
         self.settings.set_value("charts/options_json", json.dumps(self.charts.options_state()))
@@ -276,6 +313,12 @@ class MainWindow(QMainWindow):
                                        + "\n\nClick for devices")
         self._refresh_ready()
 
+    def _ray_probed(self, available: bool, reason: str) -> None:
+        self.ray_status = (available, reason)
+        self.config.set_ray_status(available, reason)
+        self.log.append("info", "ray: available (Ray cluster in the Target box)" if available
+                        else f"ray: unavailable — {reason}")
+
     def _probe_failed(self, text: str) -> None:
         self.log.append("error", f"probing backends failed: {text}")
         self.backend_button.setText("Backends: probe failed")
@@ -297,43 +340,33 @@ class MainWindow(QMainWindow):
 
     def start_run(self) -> bool:
         """Start the configured sweep; False (and a message) if it cannot start."""
-        if self.running:
+        if self.running or self._closing:
             return False
         try:
             plan = self.config.build_plan()
         except ValueError as exc:
             dialogs.show_error(self, "Cannot run", str(exc))
             return False
-        if self.keep_runs_action.isChecked():
-            live = [r for r in self.store.records if not r.source]
-            if live:
-                label = f"run {self._run_serial} ({time.strftime('%H:%M')})"
-                for r in live:
-                    r.source = label
-                self.store.replace_where(lambda r: True)
-        else:
-            self.store.replace_where(lambda r: bool(r.source))
-        self._run_serial += 1
-        self._run_records = []
+        target = self.config.target()
+        self.files.begin_run(self.keep_runs_action.isChecked())
         self._run_t0 = time.perf_counter()
         what = f"{len(plan.items)} parameter set(s) × " + (
             "the loaded matrices" if plan.matrices is not None else f"{len(plan.shapes)} size(s)")
-        self.log.append("info", f"run: {what} on {plan.backend} device {plan.device}, {plan.dtype}, "
+        self.log.append("info", f"run: {what} on {target.describe()}, {plan.dtype}, "
                                 f"{'cold' if plan.cold else 'hot'}, warm-up {plan.warmup}, "
                                 + (f"budget {plan.time_budget_s} s" if plan.time_budget_s
                                    else f"{plan.repeats} repeats"))
-        self.bridge.submit(plan)
+        if not self.controller.start(plan, target):
+            return False
         self._set_running(True)
         return True
 
     def cancel_run(self) -> None:
         if self.running:
-            self.bridge.cancel()
-            self.run_bar.status.setText("Cancelling after the current launch…")
-            self.run_bar.cancel_button.setEnabled(False)
+            self.controller.cancel()
+            self.run_bar.cancelling()
 
     def _set_running(self, running: bool) -> None:
-        self.running = running
         self.config.set_running(running)
         self.run_bar.set_running(running)
         self.run_action.setEnabled(not running)
@@ -344,29 +377,30 @@ class MainWindow(QMainWindow):
             self._refresh_ready()
 
     def _run_started(self, ev: Event) -> None:
-        where = ev.device.name if ev.device else "the device"
+        devices = ev.devices or ([ev.device] if ev.device is not None else [])
+        if len(devices) == 1:
+            where = devices[0].name
+        elif devices:
+            where = f"{len(devices)} devices ({self.controller.target.mode})"
+        else:
+            where = "the device"
         self.run_bar.started(ev.total, where)
-        if ev.device is not None:
+        if devices:
             # The opened device may know more than the probe did; keep user-typed peaks
             # where it knows nothing.
-            self.charts.set_live_peaks(ev.device)
+            self.charts.set_live_peaks(devices[0])
 
     def _run_progress(self, ev: Event) -> None:
         self.run_bar.progressed(ev.done, ev.total, ev.current, ev.eta_s)
 
     def _run_result(self, rec: ResultRecord) -> None:
-        self._run_records.append(rec)
-        self.store.add([rec])
-        self.run_bar.result_in(len(self._run_records), max(self.run_bar.progress.maximum(), 1))
+        self.files.add_live(rec)
+        self.run_bar.result_in(len(self.files.live_records))
 
     def _run_finished(self, ev: Event) -> None:
         self._set_running(False)
-        if ev.records is not None:
-            # The engine's final copies carry speed-ups over naive and % of cuBLAS.
-            live = {id(r) for r in self._run_records}
-            self.store.replace_where(lambda r: id(r) not in live, ev.records)
-            self._run_records = list(ev.records)
-        recs = self._run_records
+        # The engine's final copies carry speed-ups over naive and % of cuBLAS.
+        recs = self.files.finish_run(ev.records)
         counts = {s: sum(r.status == s for r in recs) for s in ("failed", "error", "skipped")}
         took = format_duration(time.perf_counter() - self._run_t0)
         if ev.cancelled:
@@ -381,101 +415,65 @@ class MainWindow(QMainWindow):
         self.run_bar.finished(text)
         self.statusBar().showMessage(text, 10_000)
         self.log.append("error" if counts["failed"] or counts["error"] else "info", text)
-        self.config.inputs.show_verification(recs)
+        self.config.show_verification(recs)
         if not ev.started and not ev.cancelled and not self._closing:
             dialogs.show_error(self, "The run could not start", ev.message or "unknown reason")
         if counts["failed"] or counts["error"]:
             self.bottom_tabs.setCurrentWidget(self.table)
-        if self._closing:
-            self.close()
 
     # --- results files -------------------------------------------------------------------
-
-    def _source_for(self, path: Path) -> str:
-        """A short, unique name for a file's curves: the file name, or parent/name."""
-        key = str(path.resolve())
-        if key in self._opened:
-            return self._opened[key]
-        name = path.name
-        taken = set(self._opened.values()) | {r.source for r in self.store.records}
-        if name in taken:
-            name = f"{path.parent.name}/{path.name}"
-        n = 2
-        base = name
-        while name in taken:
-            name, n = f"{base} ({n})", n + 1
-        return name
 
     def open_results(self, path: str | Path) -> bool:
         """Add a results file's records to the charts and table (replacing an earlier
         opening of the same file).  A bad file gives a dialog and returns False."""
         path = Path(path)
         try:
-            recs = records.load(path)
-        except ValueError as exc:
+            recs = self.files.open(path)
+        except ResultsFileError as exc:
             dialogs.show_error(self, "Cannot open results", str(exc))
             return False
-        except OSError as exc:  # e.g. a directory or unreadable file
-            dialogs.show_error(self, "Cannot open results", f"{path.name}: {exc.strerror or exc}")
-            return False
-        if not recs:
-            dialogs.show_error(self, "Cannot open results", f"{path.name} holds no results.")
-            return False
-        key = str(path.resolve())
-        source = self._source_for(path)
-        for r in recs:
-            # A file saved from an overlay keeps its own sources; a plain run gets the name.
-            r.source = r.source or source
-        old_sources = {source}
-        self._opened[key] = source
-        self.store.replace_where(lambda r: r.source not in old_sources, recs)
-        self.settings.add_recent(path)
-        self._rebuild_recent_menu()
         self.log.append("info", f"opened {path.name}: {len(recs)} results")
         self.statusBar().showMessage(f"Opened {path.name} ({len(recs)} results)", 8000)
         return True
 
     def open_results_dialog(self) -> None:
-        start = self.settings.value("dirs/results", "")
-        paths, _ = QFileDialog.getOpenFileNames(self, "Open results", str(start or ""), RESULTS_FILTER)
+        paths, _ = QFileDialog.getOpenFileNames(self, "Open results", self.files.last_dir("results"),
+                                                RESULTS_FILTER)
         for p in paths:
-            self.settings.set_value("dirs/results", str(Path(p).parent))
+            self.files.remember_dir("results", p)
             self.open_results(p)
 
     def save_results(self, path: str | Path) -> bool:
         path = Path(path)
         try:
-            records.save(self.store.records, path)
-        except (ValueError, OSError) as exc:
+            n = self.files.save(path)
+        except ResultsFileError as exc:
             dialogs.show_error(self, "Cannot save results", str(exc))
             return False
-        self.settings.add_recent(path)
-        self._rebuild_recent_menu()
-        self.statusBar().showMessage(f"Saved {len(self.store)} results to {path.name}", 8000)
+        self.statusBar().showMessage(f"Saved {n} results to {path.name}", 8000)
         return True
 
     def save_results_dialog(self) -> None:
         if not len(self.store):
             dialogs.show_error(self, "Nothing to save", "There are no results yet.")
             return
-        start = Path(str(self.settings.value("dirs/results", "") or "")) / "results.csv"
+        start = Path(self.files.last_dir("results")) / "results.csv"
         path, selected = QFileDialog.getSaveFileName(self, "Save results", str(start), RESULTS_FILTER)
         if not path:
             return
         if Path(path).suffix.lower() not in (".csv", ".json"):
             path += ".json" if "JSON" in selected else ".csv"
-        self.settings.set_value("dirs/results", str(Path(path).parent))
+        self.files.remember_dir("results", path)
         self.save_results(path)
 
     def clear_results(self) -> None:
         if self.running:
             return
-        self.store.clear()
-        self._opened.clear()
+        self.files.clear()
 
     def _rebuild_recent_menu(self) -> None:
         self.recent_menu.clear()
-        files = self.settings.recent_files()
+        files = self.files.recent()
         for f in files:
             act = self.recent_menu.addAction(Path(f).name)
             act.setToolTip(f)
@@ -483,23 +481,15 @@ class MainWindow(QMainWindow):
             act.triggered.connect(lambda _=False, p=f: self._open_recent(p))
         if files:
             self.recent_menu.addSeparator()
-            self.recent_menu.addAction("Clear list", self._clear_recent)
+            self.recent_menu.addAction("Clear list", self.files.clear_recent)
         self.recent_menu.setEnabled(bool(files))
 
     def _open_recent(self, path: str) -> None:
         if not Path(path).is_file():
             dialogs.show_error(self, "Cannot open results", f"{path} no longer exists.")
-            files = [f for f in self.settings.recent_files() if f != path]
-            self.settings.clear_recent()
-            for f in reversed(files):
-                self.settings.add_recent(f)
-            self._rebuild_recent_menu()
+            self.files.forget(path)
             return
         self.open_results(path)
-
-    def _clear_recent(self) -> None:
-        self.settings.clear_recent()
-        self._rebuild_recent_menu()
 
     # --- charts export ------------------------------------------------------------------
 
@@ -514,7 +504,7 @@ class MainWindow(QMainWindow):
         return out
 
     def export_dialog(self) -> None:
-        start = str(self.settings.value("dirs/export", "") or Path.home())
+        start = self.files.last_dir("export") or str(Path.home())
         dlg = ExportDialog(self.charts.current_kind, start, self)
         if dlg.exec() != ExportDialog.DialogCode.Accepted:
             return
@@ -524,7 +514,7 @@ class MainWindow(QMainWindow):
         except (ValueError, OSError) as exc:
             dialogs.show_error(self, "Cannot export", str(exc))
             return
-        self.settings.set_value("dirs/export", str(path.parent))
+        self.files.remember_dir("export", path)
         self.statusBar().showMessage(f"Exported {', '.join(p.name for p in written)}", 8000)
 
     # --- misc ------------------------------------------------------------------------
@@ -532,7 +522,7 @@ class MainWindow(QMainWindow):
     def _store_changed(self) -> None:
         n = len(self.store)
         self.bottom_tabs.setTabText(0, f"Results ({n})" if n else "Results")
-        sources = [s for s in self.store.sources() if s]
+        sources = self.files.file_sources()
         self.count_label.setText(f"{n} results" + (f" · {len(sources)} file(s)" if sources else ""))
         self.setWindowTitle(f"{APPLICATION} — {n} results" if n else APPLICATION)
 
@@ -598,39 +588,52 @@ class MainWindow(QMainWindow):
     # --- lifecycle ---------------------------------------------------------------------
 
     def closeEvent(self, event):  # noqa: N802 (Qt API)
-        """Cancel a running sweep, wait for it (without freezing), then shut down."""
-        if self.running and not self._shut_down:
-            if not self._closing:
-                self._closing = True
-                self.bridge.cancel()
-                self.run_bar.status.setText("Stopping the run before closing…")
-                QTimer.singleShot(CLOSE_GRACE_MS, self._close_anyway)
-            event.ignore()  # _run_finished closes again once the engine has stopped
+        """Close without freezing: cancel the run, close the engines on a worker thread,
+        and close for real once they are closed (or ended, after a deadline)."""
+        if self._shut_down or self._force_close or self.controller.is_closed:
+            self.shutdown()
+            event.accept()
             return
-        self.shutdown()
-        event.accept()
+        if not self._closing and not self.running and not self.controller.engines():
+            self.shutdown()            # nothing to wait for
+            event.accept()
+            return
+        if not self._closing:
+            self._closing = True
+            self.save_settings()       # now, while every widget is as the user left it
+            self.run_bar.say("Stopping the run and closing…" if self.running else "Closing…")
+            self.controller.close_async()
+            QTimer.singleShot(CLOSE_DEADLINE_MS, self._close_anyway)
+        event.ignore()                 # _engines_closed closes again
 
-    def _close_anyway(self) -> None:
-        if not self._shut_down:
-            self.running = False
+    def _engines_closed(self) -> None:
+        if self._closing:
             self.close()
 
+    def _close_anyway(self) -> None:
+        """The engines did not close in time: end them and close."""
+        if self._shut_down:
+            return
+        self.controller.kill_all()
+        self._force_close = True
+        self.close()
+
     def shutdown(self) -> bool:
-        """Save settings, stop listening, close the backends on the engine thread and
-        join it.  True when the engine thread ended in time.  Idempotent."""
+        """Save settings, stop the timers and background loads, close every engine
+        (blocking for a few seconds at most; engines that do not stop are killed).
+        True when everything ended cleanly.  Idempotent."""
         if self._shut_down:
             return True
         self._shut_down = True
         try:
-            self.save_settings()
+            if not self._settings_saved:
+                self.save_settings()
         finally:
-            self.bridge.detach()
-            self.bridge.cancel()
-            self.charts._timer.stop()
-            self.config.inputs.shutdown()
+            self.charts.stop_updates()
+            self.config.shutdown()
             if self.dark_action.isChecked():
                 QApplication.setPalette(QPalette())
-        return self.engine.shutdown(ENGINE_SHUTDOWN_S)
+        return self.controller.close()
 
 
 def _json(text) -> dict:

@@ -1,7 +1,7 @@
 """The records the window shows: the live run's plus any opened results files.
 
 One list, shared by the results table and the charts.  Records arrive one at a
-time from the engine (through :mod:`gui.bridge`) or in bulk from a file; views
+time from a run (through :mod:`gui.run_controller`) or in bulk from a file; views
 listen to the signals and never keep their own copy.
 """
 from __future__ import annotations

@@ -3,9 +3,15 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy,
                                QStyle, QWidget)
+
+
+#: The progress bar is brought up to date at most this often during a run: QProgressBar
+#: repaints the window synchronously whenever its text changes, which would cost one full
+#: paint per result.
+PROGRESS_REFRESH_MS = 100
 
 
 def format_duration(seconds: float | None) -> str:
@@ -52,6 +58,28 @@ class RunBar(QWidget):
         layout.addWidget(self.status, 1)
         self.running = False
         self._problem = False
+        self._pending: tuple[int, int] | None = None     # (value, maximum) not shown yet
+        self._refresh = QTimer(self)
+        self._refresh.setSingleShot(True)
+        self._refresh.setInterval(PROGRESS_REFRESH_MS)
+        self._refresh.timeout.connect(self._show_progress)
+
+    def _set_progress(self, value: int, maximum: int) -> None:
+        """Show ``value`` of ``maximum`` within :data:`PROGRESS_REFRESH_MS`."""
+        self._pending = (value, max(maximum, 1))
+        if not self._refresh.isActive():
+            self._refresh.start()
+
+    def _show_progress(self) -> None:
+        if self._pending is not None:
+            value, maximum = self._pending
+            self._pending = None
+            if self.progress.maximum() != maximum or self.progress.minimum() != 0:
+                self.progress.setRange(0, maximum)
+            self.progress.setValue(value)
+
+    def _target_maximum(self) -> int:
+        return self._pending[1] if self._pending is not None else self.progress.maximum()
 
     def set_ready(self, problems: list[str], runs: int) -> None:
         """Between runs: enable Run when nothing is wrong, else say what is."""
@@ -74,6 +102,8 @@ class RunBar(QWidget):
         self.run_button.setEnabled(not running)
         self.cancel_button.setEnabled(running)
         if running:
+            self._pending = None
+            self._refresh.stop()
             self.progress.setFormat("%v of %m")
             self.status.setProperty("invalid", False)
             self.status.style().polish(self.status)
@@ -81,24 +111,36 @@ class RunBar(QWidget):
             self.status.setText("Starting…")
 
     def started(self, total: int, where: str) -> None:
+        self._pending = None
         self.progress.setFormat("%v of %m")
         self.progress.setRange(0, max(total, 1))
         self.progress.setValue(0)
         self.status.setText(f"{total} runs on {where}")
 
     def progressed(self, done: int, total: int, current: str, eta_s: float | None) -> None:
-        self.progress.setRange(0, max(total, 1))
-        self.progress.setValue(done)
+        self._set_progress(done, total)
         eta = format_duration(eta_s)
         text = f"Running {min(done + 1, total)} of {total}: {current}"
         self.status.setText(text + (f"   ·   ETA {eta}" if eta else ""))
         self.status.setToolTip(text)
 
-    def result_in(self, done: int, total: int) -> None:
-        self.progress.setRange(0, max(total, 1))
-        self.progress.setValue(done)
+    def result_in(self, done: int, total: int | None = None) -> None:
+        """``done`` results are in (of ``total``, or of the total the run announced)."""
+        self._set_progress(done, total if total is not None else self._target_maximum())
+
+    def cancelling(self) -> None:
+        """Cancel was pressed: say so, and do not offer it twice."""
+        self.cancel_button.setEnabled(False)
+        self.status.setText("Cancelling after the current launch…")
+
+    def say(self, text: str) -> None:
+        """A one-off status line (e.g. while the window closes)."""
+        self.status.setText(text)
+        self.status.setToolTip(text)
 
     def finished(self, text: str) -> None:
+        self._refresh.stop()
+        self._show_progress()
         self.set_running(False)
         if self.progress.maximum() == 0:
             self.progress.setRange(0, 1)

@@ -53,18 +53,28 @@ def gui_settings(tmp_path):
 
 @pytest.fixture
 def make_window(qtbot, gui_settings, error_dialogs):
-    """Factory: a shown 1280×800 MainWindow whose backends have been probed."""
+    """Factory: a shown 1280×800 MainWindow whose backends have been probed.
+
+    ``engines``: ``"local"`` (default: in-process engines, fast), ``"process"`` (the
+    app's own default, one process per device), or an ``engine_factory``.
+    """
+    from engine.engines import LocalEngine
     from gui.app import MainWindow
 
     made = []
 
-    def make(settings=None):
-        win = MainWindow(settings if settings is not None else gui_settings)
+    def make(settings=None, engines="local"):
+        factory = {"local": LocalEngine, "process": None}.get(engines, engines) \
+            if isinstance(engines, str) else engines
+        win = MainWindow(settings if settings is not None else gui_settings, engine_factory=factory)
         qtbot.addWidget(win)
         made.append(win)
         win.resize(1280, 800)
         win.show()
-        qtbot.waitUntil(win.backends_ready, timeout=20_000)
+        # Ray is checked after the backends (importing it takes a moment): wait for both,
+        # so that no test times its event loop while an import holds the interpreter.
+        qtbot.waitUntil(lambda: win.backends_ready() and win.ray_status is not None,
+                        timeout=30_000)
         return win
 
     yield make

@@ -15,7 +15,7 @@ def test_autotune_reports_the_best_parameters_and_caches_them(qtbot, make_window
                     params={("naive", "block"): [8, 16], ("wpt", "ts"): [16], ("wpt", "wpt"): [2, 4]})
     win.config.autotune.setChecked(True)
     assert win.config.build_plan().autotune is True
-    with qtbot.waitSignal(win.bridge.finished, timeout=60_000) as done:
+    with qtbot.waitSignal(win.controller.finished, timeout=60_000) as done:
         qtbot.mouseClick(win.run_bar.run_button, Qt.MouseButton.LeftButton)
     assert done.args[0].cancelled is False
     recs = win.store.records

@@ -117,7 +117,7 @@ def test_settings_persist_across_a_restart(make_window, gui_settings, tmp_path, 
     win.settings.add_recent(results)
     win.resize(1100, 700)
     win.close()
-    assert not win.engine.thread.is_alive()
+    assert win.controller.is_closed
 
     again = make_window()
     again.resize(100, 100)  # the fixture's size; restoreGeometry happened at construction
@@ -159,13 +159,13 @@ def test_keep_previous_runs_overlays_them(qtbot, make_window, configure):
     win = configure(make_window(), "cpu", ("cpu_numpy",), "32,48")
     win.keep_runs_action.setChecked(True)
     for _ in range(2):
-        with qtbot.waitSignal(win.bridge.finished, timeout=30_000):
+        with qtbot.waitSignal(win.controller.finished, timeout=30_000):
             win.start_run()
     labels = sorted(win.charts.curves("runtime"))
     assert len(labels) == 2 and len(win.store) == 4
     assert labels[0].startswith("cpu_numpy · run 1 (") and labels[1] == "cpu_numpy · this session"
     win.keep_runs_action.setChecked(False)
-    with qtbot.waitSignal(win.bridge.finished, timeout=30_000):
+    with qtbot.waitSignal(win.controller.finished, timeout=30_000):
         win.start_run()
     # Replacing drops only the live run; kept runs stay until cleared.
     assert len(win.charts.curves("runtime")) == 2

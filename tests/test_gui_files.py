@@ -21,7 +21,7 @@ def ran(qtbot, make_window, configure):
     """A window after a tiny opencl sweep: naive and tiled_any at block 16, 3 sizes."""
     win = configure(make_window(), "opencl", ("naive", "tiled_any"), SIZES,
                     params={("naive", "block"): [16], ("tiled_any", "block"): [16]})
-    with qtbot.waitSignal(win.bridge.finished, timeout=60_000):
+    with qtbot.waitSignal(win.controller.finished, timeout=60_000):
         win.start_run()
     assert len(win.store) == 6
     return win

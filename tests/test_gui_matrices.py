@@ -44,7 +44,7 @@ def test_good_files_verify_every_selected_variant(qtbot, win, tmp_path, error_di
     assert not win.config.verify.isEnabled() and win.config.verify.isChecked()
     assert win.run_bar.status.text() == "Ready: 3 runs"
 
-    with qtbot.waitSignal(win.bridge.finished, timeout=60_000):
+    with qtbot.waitSignal(win.controller.finished, timeout=60_000):
         qtbot.mouseClick(win.run_bar.run_button, Qt.MouseButton.LeftButton)
     recs = win.store.records
     assert [(r.m, r.n, r.k) for r in recs] == [(40, 33, 24)] * 3
@@ -125,7 +125,7 @@ def test_bad_files_give_a_dialog_and_the_app_stays_usable(qtbot, win, tmp_path, 
     assert wait_loaded(qtbot, win) == "ready"
     assert win.run_bar.run_button.isEnabled()
     inputs.set_mode("random")
-    with qtbot.waitSignal(win.bridge.finished, timeout=60_000):
+    with qtbot.waitSignal(win.controller.finished, timeout=60_000):
         assert win.start_run()
     assert len(win.store) == 3 and all(r.passed for r in win.store.records)
 

