@@ -249,3 +249,61 @@ def test_series_table_and_ratios_tell_two_devices_of_one_model_apart(make_window
     assert win.table.isColumnHidden(cols.index("Host"))        # one host: nothing to tell apart
     win.store.add([_rec(0, host="node2")])
     assert not win.table.isColumnHidden(cols.index("Host"))
+
+
+# --- Ray clusters (a stand-in factory: the cluster tests start real ones) -------------------
+
+def test_ray_cluster_choice_runs_on_the_clusters_engines(qtbot, make_window, configure,
+                                                         error_dialogs):
+    asked = []
+
+    def cluster(address, backend):
+        asked.append((address, backend))
+        if address == "nowhere:1":
+            raise RuntimeError("cannot reach nowhere:1")
+        return [CountingEngine(backend, 0), CountingEngine(backend, 0)]
+
+    CountingEngine.made = []
+    win = configure(make_window(engines=lambda b, d: pytest.fail("no local engine wanted")),
+                    "cpu", ("cpu_numpy",), "32,48,64", repeats=2)
+    win.controller.cluster_factory = cluster
+    picker = win.config.picker
+    picker.set_ray_status(True, "ray (stand-in)")
+    picker.ray_check.setChecked(True)
+    picker.ray_address.setText("head:6379")
+    picker.set_mode("share")
+    assert win.config.target() == RunTarget("cpu", (0,), "share", "head:6379")
+    ev = _finish(qtbot, win)
+    assert ev.started and not ev.cancelled
+    assert asked == [("head:6379", "cpu")]
+    assert sorted(r.m for r in win.store.records) == [32, 48, 64]
+    assert sum(e.tasks for e in CountingEngine.made) == 3
+    assert "Ray cluster 'head:6379': 2 engine(s)" in win.log.plain_text()
+    # The cluster's engines are kept for the next run on it.
+    _finish(qtbot, win)
+    assert asked == [("head:6379", "cpu")] and len(win.controller.engines()) == 2
+
+    # A cluster that cannot be reached: the run does not start, and says why.
+    picker.ray_address.setText("nowhere:1")
+    ev = _finish(qtbot, win)
+    assert not ev.started and "cannot reach nowhere:1" in ev.message
+    assert error_dialogs and "cannot reach nowhere:1" in error_dialogs[-1][1]
+    assert win.run_bar.run_button.isEnabled() and not win.running
+
+
+def test_probing_runs_off_the_gui_thread(qtbot, monkeypatch, make_window):
+    import threading
+
+    import gui.run_controller as rc
+
+    threads = []
+    real = rc.probe_all
+
+    def probe_all():
+        threads.append(threading.current_thread())
+        return real()
+
+    monkeypatch.setattr(rc, "probe_all", probe_all)
+    win = make_window()
+    assert threads and threads[0] is not threading.main_thread()
+    assert win.statuses and "cpu" in win.statuses
