@@ -90,7 +90,10 @@ def test_cancel_stops_early_and_keeps_finished_results(qtbot, make_window, confi
     assert done.args[0].cancelled is True
     kept = len(win.store)
     assert 1 <= kept < total
-    assert all(math.isfinite(r.median_ms) for r in win.store.records)
+    # Every kept item was timed, except one the cancel caught between its verification
+    # and its timing, which says so.
+    assert all(math.isfinite(r.median_ms) or "cancelled before timing" in r.error
+               for r in win.store.records)
     assert win.run_bar.status.text().startswith(f"Cancelled: kept {kept}")
     assert all(g.isEnabled() for g in win.config.findChildren(QGroupBox))
     assert win.run_bar.run_button.isEnabled()
