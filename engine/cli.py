@@ -69,9 +69,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", type=int, default=0, help="device index within the backend")
     p.add_argument("--devices", default=None,
                    help="several devices at once: 'all' or indices such as 0,1 (replaces --device)")
-    p.add_argument("--mode", choices=MODES, default="compare",
+    p.add_argument("--mode", choices=MODES, default=None,
                    help="with several devices: 'compare' runs every item on every device, "
-                        "'share' divides the items (and autotune candidates) among them")
+                        "'share' divides the items (and autotune candidates) among them "
+                        "(default: compare; share with --ray)")
+    p.add_argument("--ray", default=None, metavar="ADDRESS",
+                   help="run on every GPU (cuda) or worker slot (cpu, opencl) of a Ray cluster: "
+                        "'local' starts a small one here, else the head's host:port, 'auto' "
+                        "or ray://host:10001 (pip install -r requirements-cluster.txt)")
     p.add_argument("--launch-timeout", type=float, default=None, metavar="SECONDS",
                    help="end a kernel launch that runs longer (default: from the FLOPs and the "
                         "device's peak, at least 10 s); the engine restarts and the sweep goes on")
@@ -127,6 +132,9 @@ def _print_list(console) -> None:
         space = " ".join(f"{k}={'/'.join(map(str, vals))}" for k, vals in var.space.items()) or "—"
         v.add_row(var.name, ",".join(var.backends), space, var.technique)
     console.print(v)
+    from .cluster import ray_status  # noqa: PLC0415
+    ok, why = ray_status()
+    console.print(f"Ray cluster (--ray): {'available, ' if ok else 'unavailable: '}{escape(why)}")
 
 
 def _results_table(recs: list[records.ResultRecord]):
@@ -134,16 +142,22 @@ def _results_table(recs: list[records.ResultRecord]):
     from rich.table import Table  # noqa: PLC0415
 
     t = Table(title="Results")
+    # Several engines (devices, processes, cluster workers): which one ran each row.
+    several_hosts = len({r.host for r in recs if r.host}) > 1
+    workers = [r.worker + (f" @ {r.host}" if several_hosts and r.host else "") for r in recs]
+    with_worker = len(set(w for w in workers if w)) > 1
     for col, just in (("variant", "left"), ("shape", "right"), ("median ms", "right"),
                       ("noise %", "right"), ("GFLOP/s", "right"), ("GB/s", "right"),
                       ("vs naive", "right"), ("% peak", "right"), ("verified", "left")):
         t.add_column(col, justify=just)
+    if with_worker:
+        t.add_column("worker", justify="left")
 
     def num(x, fmt):
         return "—" if x is None or not math.isfinite(x) else format(x, fmt)
 
     notes: dict[str, list[str]] = {}
-    for r in recs:
+    for r, worker in zip(recs, workers):
         if r.status == "skipped":
             verdict = "[dim]skipped[/dim]"
         elif r.status == "error":
@@ -161,7 +175,7 @@ def _results_table(recs: list[records.ResultRecord]):
         t.add_row(escape(r.label()), format_shape((r.m, r.n, r.k)), num(r.median_ms, ".4f"),
                   num(r.noise_pct, ".1f"), num(r.gflops, ",.1f"), num(r.gbps, ",.1f"),
                   num(r.speedup_vs_naive, ".2f") + ("×" if math.isfinite(r.speedup_vs_naive) else ""),
-                  num(r.pct_of_peak, ".1f"), verdict)
+                  num(r.pct_of_peak, ".1f"), verdict, *([escape(worker)] if with_worker else []))
     t.caption = "\n".join(escape(f"{', '.join(who[:4])}{' …' if len(who) > 4 else ''}: {msg}")
                            for msg, who in notes.items()) or None
     t.caption_justify = "left"
@@ -193,11 +207,14 @@ def run_bench(argv: Sequence[str]) -> int:
         return EXIT_OK
     try:
         probed = probe_all()  # once: probing CUDA initialises the driver
-        backend = args.backend or _default_backend(probed)
-        status = probed[backend]
-        if not status.available:
-            raise UsageError(f"the {backend} backend is unavailable: {status.reason}")
-        devices = parse_devices(args.devices, args.device, len(status.devices), backend)
+        if args.ray is not None:    # the workers' backend, not this machine's
+            backend, devices = _ray_backend(args, probed), [args.device]
+        else:
+            backend = args.backend or _default_backend(probed)
+            status = probed[backend]
+            if not status.available:
+                raise UsageError(f"the {backend} backend is unavailable: {status.reason}")
+            devices = parse_devices(args.devices, args.device, len(status.devices), backend)
         names = [s.strip() for s in args.variants.split(",") if s.strip()] if args.variants else None
         for name in names or []:
             try:
@@ -230,6 +247,9 @@ def run_bench(argv: Sequence[str]) -> int:
             raise UsageError("--launch-timeout must be a positive number of seconds")
         if args.in_process and len(devices) > 1:
             raise UsageError("--in-process runs one device; drop --devices or --in-process")
+        ray_engs = _ray_engines(args.ray, backend, args.device) if args.ray is not None else None
+        if ray_engs:
+            devices = [ray_engs[0].device]
     except (UsageError, SizeSpecError, matrices.MatrixInputError) as exc:
         err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
         return EXIT_BAD_INPUT
@@ -239,10 +259,12 @@ def run_bench(argv: Sequence[str]) -> int:
                 cold=args.cold, verify=not args.no_verify, seed=args.seed, dist=args.dist,
                 matrices=mats, autotune=args.autotune or args.retune, retune=args.retune,
                 launch_timeout_s=args.launch_timeout)
-    engines: list[EngineHandle] = ([LocalEngine(backend, devices[0])] if args.in_process
+    engines: list[EngineHandle] = (list(ray_engs) if ray_engs else
+                                   [LocalEngine(backend, devices[0])] if args.in_process
                                    else [ProcessEngine(backend, d) for d in devices])
+    mode = args.mode or ("share" if ray_engs else "compare")
     try:
-        recs, interrupted = _run_with_progress(engines, plan, args.mode, err, quiet=args.quiet)
+        recs, interrupted = _run_with_progress(engines, plan, mode, err, quiet=args.quiet)
     finally:
         for eng in engines:
             eng.close()
@@ -255,6 +277,37 @@ def run_bench(argv: Sequence[str]) -> int:
         return EXIT_INTERRUPTED
     bad = [r for r in recs if r.passed is False or r.status == "error"]
     return EXIT_FAILED if bad else EXIT_OK
+
+
+def _ray_backend(args, probed) -> str:
+    """``--ray``: Ray usable, no flag against it, and the backend the workers run: --backend,
+    else cuda when the cluster has GPUs, else the first other backend available here."""
+    from .cluster import ClusterError, connect, ray_status  # noqa: PLC0415
+
+    ok, why = ray_status()
+    if not ok:
+        raise UsageError(why)
+    if args.in_process or args.devices is not None:
+        raise UsageError("--ray runs one engine per GPU or slot of the cluster; "
+                         "drop --in-process and --devices")
+    if args.backend is not None:
+        return args.backend
+    try:
+        has_gpus = bool(connect(args.ray).get("GPU"))
+    except ClusterError as exc:
+        raise UsageError(str(exc)) from None
+    return "cuda" if has_gpus else next(
+        (b for b in BACKENDS if b != "cuda" and probed[b].available), "cpu")
+
+
+def _ray_engines(address: str, backend: str, device: int) -> list[EngineHandle]:
+    """One engine per GPU (cuda) or slot (cpu, opencl) of the cluster at ``address``."""
+    from .cluster import ClusterError, ray_engines  # noqa: PLC0415
+
+    try:
+        return list(ray_engines(address, backend, device=device))
+    except ClusterError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def parse_devices(text: str | None, single: int, count: int, backend: str) -> list[int]:

@@ -267,42 +267,70 @@ class Dispatcher:
         autotune search) results go only into the returned list and ``emit`` sees logs.
         """
         tasks = deque(split_plan(plan, 2 * len(engines) if len(engines) > 1 else 1))
-        lock = threading.Lock()
+        # Guards tasks, out, live and busy; idle engines wait on it while another engine
+        # may still put the rest of a task back (its engine lost), so nothing is stranded.
+        lock = threading.Condition()
         out: list[tuple[tuple, int, ResultRecord]] = []
         live = list(engines)
+        busy = [0]          # engines running a task now
+
+        def next_task() -> Task | None:
+            """The next task; None once the queue is empty and no engine can refill it."""
+            with lock:
+                while not cancel.cancelled:
+                    if tasks:
+                        busy[0] += 1
+                        return tasks.popleft()
+                    if busy[0] == 0:
+                        return None
+                    lock.wait(0.2)
+                return None
 
         def work(engine: EngineHandle) -> None:
-            eng_index = self.engines.index(engine)
-            while not cancel.cancelled:
-                with lock:
-                    if not tasks:
-                        return
-                    task = tasks.popleft()
-                got: list[ResultRecord] = []
-                if emit is None:
-                    fwd = self._forward(engine, task.order, got)
-                else:
-                    def fwd(ev, got=got):
-                        if ev.kind == "result" and ev.record is not None:
-                            got.append(ev.record)
-                        elif ev.kind == "log":
-                            emit(dataclasses.replace(ev, message=self._tag(engine) + ev.message))
+            while True:
+                task = next_task()
+                if task is None:
+                    return
                 try:
-                    engine.run(dataclasses.replace(task.plan, device=engine.device), fwd, cancel)
+                    if not run_task(engine, task):
+                        return
+                finally:
                     with lock:
-                        out.extend((task.order, eng_index, r) for r in got)
-                except EngineLost as lost:
+                        busy[0] -= 1
+                        lock.notify_all()
+
+        def run_task(engine: EngineHandle, task: Task) -> bool:
+            """One task on ``engine``; False when the engine left the run."""
+            eng_index = self.engines.index(engine)
+            got: list[ResultRecord] = []
+            if emit is None:
+                fwd = self._forward(engine, task.order, got)
+            else:
+                def fwd(ev, got=got):
+                    if ev.kind == "result" and ev.record is not None:
+                        got.append(ev.record)
+                    elif ev.kind == "log":
+                        emit(dataclasses.replace(ev, message=self._tag(engine) + ev.message))
+            try:
+                engine.run(dataclasses.replace(task.plan, device=engine.device), fwd, cancel)
+                with lock:
+                    out.extend((task.order, eng_index, r) for r in got)
+            except EngineLost as lost:
+                with lock:
+                    out.extend((task.order, eng_index, r) for r in got)
+                rest = self._recover(engine, task, got, lost, emit)
+                with lock:
+                    if rest is not None:
+                        tasks.appendleft(rest)     # an idle engine may take it now
+                        lock.notify_all()
+                # Restarting may take a while: the other engines go on meanwhile.
+                if not lost.restartable or not self._restarted(engine, lost):
                     with lock:
-                        out.extend((task.order, eng_index, r) for r in got)
-                    rest = self._recover(engine, task, got, lost, emit)
-                    with lock:
-                        if rest is not None:
-                            tasks.appendleft(rest)
-                        if not lost.restartable or not self._restarted(engine, lost):
-                            live.remove(engine)
-                            if not live:        # nobody left to run what remains
-                                self._abandon(tasks, engine, lost, emit)
-                            return
+                        live.remove(engine)
+                        if not live:        # nobody left to run what remains
+                            self._abandon(tasks, engine, lost, emit)
+                    return False
+            return True
 
         threads = [threading.Thread(target=self._guard, args=(work, e), daemon=True,
                                     name=f"task-{e.label}") for e in engines]
