@@ -1,5 +1,6 @@
-"""Sizing a run before anything is allocated: host memory (as the OS and the cgroup see
-it) and device memory, with the largest size that fits in the refusal.
+"""Sizing a run before anything is allocated: host memory as the OS and the cgroup see
+it, with the largest size that fits in the refusal (device memory: the runner asks the
+open backend, ``matrices.check_device_fit``).
 
 A run at one shape holds, on the host: A and B, the output's host copy, and the
 verification's float64 work (the full reference below
@@ -18,8 +19,6 @@ from .verify import FULL_REFERENCE_LIMIT
 #: Part of the available host memory a run may plan to use (the rest is for everything
 #: else on the machine, and for numpy's temporaries this model does not count).
 HOST_SHARE = 0.8
-#: Part of the device's free memory a run may plan to use (contexts, kernels, flush buffers).
-DEVICE_SHARE = 0.95
 
 
 def _cgroup_room() -> int | None:
@@ -64,11 +63,6 @@ def host_bytes(m: int, n: int, k: int, itemsize: int = 4, verify: bool = True) -
     return need
 
 
-def device_bytes(m: int, n: int, k: int, itemsize: int = 4) -> int:
-    """Device bytes one shape needs: A, B and C."""
-    return (m * k + k * n + m * n) * itemsize
-
-
 def largest_square(need, budget: int) -> int:
     """The largest n with ``need(n, n, n) <= budget`` (0 when not even 1 fits)."""
     lo, hi = 0, 1
@@ -99,15 +93,3 @@ def check_host_fit(shape, itemsize: int = 4, verify: bool = True, copies: int = 
             f"{'verification' if verify else 'no verification'}), but only "
             f"{_format_bytes(budget)} can be used ({_format_bytes(avail)} available); the largest "
             f"square size that fits is {fits}" + (" (or turn verification off)" if verify else ""))
-
-
-def check_device_fit(shape, free_bytes: int, device: str, itemsize: int = 4) -> None:
-    """Raise MatrixInputError when A, B and C do not fit in the device's free memory."""
-    m, n, k = shape
-    budget = int(free_bytes * DEVICE_SHARE)
-    need = device_bytes(m, n, k, itemsize)
-    if need > budget:
-        fits = largest_square(lambda a, b, c: device_bytes(a, b, c, itemsize), budget)
-        raise MatrixInputError(
-            f"{m}×{n}×{k} needs {_format_bytes(need)} on {device} (A, B and C), but only "
-            f"{_format_bytes(free_bytes)} is free; the largest square size that fits is {fits}")

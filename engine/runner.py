@@ -279,10 +279,14 @@ class Sweep:
                 break
             m, n, k = shape
             try:
-                # Sized before anything is allocated: a refusal costs nothing.
+                # Sized before anything is allocated: a refusal costs nothing. The device
+                # needs A, B (unless every variant is C = A·Aᵀ) and the largest C.
                 itemsize = registry.ITEMSIZE[plan.dtype]
                 memory.check_host_fit(shape, itemsize, plan.verify)
-                memory.check_device_fit(shape, backend.free_memory(), device.name, itemsize)
+                needs_b = any(registry.get(nm).kind == "gemm" for nm, _ in plan.items)
+                out_elems = max(m * registry.get(nm).effective_n(m, n) for nm, _ in plan.items)
+                need = (m * k + (k * n if needs_b else 0) + out_elems) * itemsize
+                matrices.check_device_fit(need, backend.free_memory(), f"the {m}×{n}×{k} problem")
             except matrices.MatrixInputError as exc:
                 for name, params in plan.items:
                     rec = self._record(plan, device, versions, name, params, shape)
@@ -300,10 +304,6 @@ class Sweep:
             refs: dict[str, Reference] = _references_for(plan, shape)
             ws: Workspace | None = None
             try:
-                needs_b = any(registry.get(nm).kind == "gemm" for nm, _ in plan.items)
-                out_elems = max(m * registry.get(nm).effective_n(m, n) for nm, _ in plan.items)
-                need = a.nbytes + (b.nbytes if needs_b else 0) + out_elems * a.itemsize
-                matrices.check_device_fit(need, backend.free_memory(), f"the {m}×{n}×{k} problem")
                 ws = backend.prepare(a, b if needs_b else None)
                 emit(Event("log", f"{m}×{n}×{k} {plan.dtype}: inputs uploaded in {ws.upload_ms:.3f} ms"))
             except (matrices.MatrixInputError, BackendError) as exc:

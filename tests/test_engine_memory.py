@@ -33,12 +33,6 @@ def test_refusal_names_the_numbers_and_a_size_that_fits():
     memory.check_host_fit((fits, fits, fits), 4, False, available=avail)
 
 
-def test_device_refusal():
-    with pytest.raises(MatrixInputError, match=r"on GPU X \(A, B and C\).*largest square size"):
-        memory.check_device_fit((4096, 4096, 4096), 100 * 2**20, "GPU X")
-    memory.check_device_fit((1024, 1024, 1024), 100 * 2**20, "GPU X")
-
-
 def test_available_memory_is_positive_and_bounded():
     import psutil
     avail = memory.host_available_bytes()
