@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Sequence
 
@@ -215,6 +217,10 @@ def run_bench(argv: Sequence[str]) -> int:
             if not status.available:
                 raise UsageError(f"the {backend} backend is unavailable: {status.reason}")
             devices = parse_devices(args.devices, args.device, len(status.devices), backend)
+        if args.b_path and not args.a_path:
+            raise UsageError("--b needs --a (B alone is no problem to multiply)")
+        if args.variants is not None and not args.variants.strip(" ,"):
+            raise UsageError("--variants: no variant named (write e.g. naive,tiled_any)")
         names = [s.strip() for s in args.variants.split(",") if s.strip()] if args.variants else None
         for name in names or []:
             try:
@@ -224,6 +230,11 @@ def run_bench(argv: Sequence[str]) -> int:
             if backend not in v.sources:
                 raise UsageError(f"{name} has no {backend} kernel (it runs on {', '.join(v.backends)})")
         overrides = parse_param_overrides(args.params)
+        chosen = names or [v.name for v in registry.variants_for(backend)]
+        unused = sorted(p for p in overrides if not any(p in registry.get(n).space for n in chosen))
+        if unused:
+            raise UsageError(f"--params: {', '.join(unused)} is not a parameter of "
+                             f"{', '.join(chosen) if len(chosen) <= 6 else 'the chosen variants'}")
         items = expand_items(backend, names, overrides)
         if not items:
             raise UsageError(f"no variants for the {backend} backend")
@@ -232,14 +243,8 @@ def run_bench(argv: Sequence[str]) -> int:
         if args.a_path:
             mats = matrices.load_pair(args.a_path, args.b_path, args.dtype)
             err.print(f"A: {matrices.describe(mats[0])}, B: {matrices.describe(mats[1])}")
-        if args.out and not args.out.lower().endswith((".json", ".csv")):
-            raise UsageError(f"--out must end in .json or .csv, not '{args.out}'")
-        if args.out and not Path(args.out).resolve().parent.is_dir():
-            raise UsageError(f"--out: the folder {Path(args.out).parent} does not exist")
-        if args.warmup < 0 or args.repeats < 1:
-            raise UsageError("--warmup must be ≥ 0 and --repeats ≥ 1")
-        if args.budget is not None and args.budget <= 0:
-            raise UsageError("--budget must be positive")
+        if args.out:
+            check_out_path(args.out)
         if (args.autotune or args.retune) and args.a_path:
             raise UsageError("--autotune needs --sizes, not matrix files")
         if args.launch_timeout is not None and not (math.isfinite(args.launch_timeout)
@@ -250,15 +255,20 @@ def run_bench(argv: Sequence[str]) -> int:
         ray_engs = _ray_engines(args.ray, backend, args.device) if args.ray is not None else None
         if ray_engs:
             devices = [ray_engs[0].device]
+        plan = Plan(backend=backend, items=items, shapes=shapes, dtype=args.dtype,
+                    device=devices[0], warmup=args.warmup, repeats=args.repeats,
+                    time_budget_s=args.budget, cold=args.cold, verify=not args.no_verify,
+                    seed=args.seed, dist=args.dist, matrices=mats,
+                    autotune=args.autotune or args.retune, retune=args.retune,
+                    launch_timeout_s=args.launch_timeout)
+        try:
+            plan.validate()      # the window's limits, in the window's words
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     except (UsageError, SizeSpecError, matrices.MatrixInputError) as exc:
-        err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        from rich.markup import escape  # noqa: PLC0415  (file names and "[row, col]" are text)
+        err.print(f"[red]error:[/red] {escape(str(exc))}", markup=True, highlight=False)
         return EXIT_BAD_INPUT
-
-    plan = Plan(backend=backend, items=items, shapes=shapes, dtype=args.dtype, device=devices[0],
-                warmup=args.warmup, repeats=args.repeats, time_budget_s=args.budget,
-                cold=args.cold, verify=not args.no_verify, seed=args.seed, dist=args.dist,
-                matrices=mats, autotune=args.autotune or args.retune, retune=args.retune,
-                launch_timeout_s=args.launch_timeout)
     engines: list[EngineHandle] = (list(ray_engs) if ray_engs else
                                    [LocalEngine(backend, devices[0])] if args.in_process
                                    else [ProcessEngine(backend, d) for d in devices])
@@ -270,8 +280,17 @@ def run_bench(argv: Sequence[str]) -> int:
             eng.close()
     console.print(_results_table(recs))
     if args.out:
-        path = records.save(recs, args.out)
-        err.print(f"saved {len(recs)} records to {path}")
+        from rich.markup import escape  # noqa: PLC0415
+        try:
+            path = records.save(recs, args.out)
+            err.print(f"saved {len(recs)} records to {escape(str(path))}")
+        except (OSError, ValueError) as exc:
+            # The folder was writable at the start; keep the results anyway.
+            fallback = Path(tempfile.gettempdir()) / f"matmul-lab-results-{os.getpid()}.json"
+            records.save(recs, fallback)
+            err.print(f"[red]error:[/red] saving to {escape(args.out)} failed ({escape(str(exc))}); "
+                      f"the {len(recs)} records are in {escape(str(fallback))}")
+            return EXIT_FAILED
     if interrupted:
         err.print(f"interrupted: kept {len(recs)} finished result(s)")
         return EXIT_INTERRUPTED
@@ -308,6 +327,25 @@ def _ray_engines(address: str, backend: str, device: int) -> list[EngineHandle]:
         return list(ray_engines(address, backend, device=device))
     except ClusterError as exc:
         raise UsageError(str(exc)) from None
+
+
+def check_out_path(out: str) -> None:
+    """``--out`` before the sweep: a .json/.csv file name (not a folder) in a folder that
+    exists and can be written, and if the file exists, one that can be replaced."""
+    p = Path(out)
+    if p.is_dir():
+        raise UsageError(f"--out: {out} is a folder; give a file name ending in .json or .csv")
+    if p.suffix.lower() not in (".json", ".csv"):
+        raise UsageError(f"--out must end in .json or .csv, not '{out}'")
+    folder = p.resolve().parent
+    if not folder.is_dir():
+        raise UsageError(f"--out: the folder {p.parent} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--out: the folder {p.parent} cannot be written")
+    if p.exists() and not p.is_file():
+        raise UsageError(f"--out: {out} is not a regular file")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise UsageError(f"--out: {out} cannot be written")
 
 
 def parse_devices(text: str | None, single: int, count: int, backend: str) -> list[int]:

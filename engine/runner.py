@@ -26,6 +26,13 @@ from .verify import Reference
 Shape = tuple[int, int, int]
 
 
+#: Limits of the measurement settings, shared by the window's controls and ``bench``.
+WARMUP_RANGE = (0, 10_000)
+REPEATS_RANGE = (1, 100_000)
+BUDGET_RANGE = (0.01, 3600.0)
+SEED_RANGE = (0, 2**31 - 1)
+
+
 @dataclass
 class Plan:
     """Everything one sweep needs.
@@ -69,12 +76,17 @@ class Plan:
             registry.get(name)
         if not self.shapes and self.a_path is None and self.matrices is None:
             raise ValueError("no sizes given")
-        if self.warmup < 0 or self.repeats < 1:
-            raise ValueError("warm-up must be ≥ 0 and repeats ≥ 1")
-        if self.time_budget_s is not None and self.time_budget_s <= 0:
-            raise ValueError("the time budget must be positive")
-        if self.launch_timeout_s is not None and not self.launch_timeout_s > 0:
-            raise ValueError("the launch timeout must be positive")
+        for what, value, (low, high) in (("warm-up", self.warmup, WARMUP_RANGE),
+                                          ("repeats", self.repeats, REPEATS_RANGE),
+                                          ("the seed", self.seed, SEED_RANGE)):
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ValueError(f"{what} must be a whole number from {low} to {high}, not {value!r}")
+        if self.time_budget_s is not None and not (
+                BUDGET_RANGE[0] <= self.time_budget_s <= BUDGET_RANGE[1]):   # NaN fails too
+            raise ValueError(f"the time budget must be from {BUDGET_RANGE[0]} to {BUDGET_RANGE[1]} s, "
+                             f"not {self.time_budget_s}")
+        if self.launch_timeout_s is not None and not (0 < self.launch_timeout_s <= 86400):
+            raise ValueError(f"the launch timeout must be from 0 to 86400 s, not {self.launch_timeout_s}")
 
 
 def expand_items(backend: str, variant_names: Iterable[str] | None = None,
