@@ -4,7 +4,7 @@
 run's records (source ``""``, renamed ``run N (hh:mm)`` when the next run keeps them),
 each opened results file under a short unique name (the overlay source), saving, the
 recent-files list and the last directories used.  It shows no dialogs: problems come
-back as :class:`ResultsFileError` with a message the window shows verbatim.
+back as :class:`engine.records.ResultsFileError` with a message the window shows verbatim.
 """
 from __future__ import annotations
 
@@ -14,14 +14,12 @@ from pathlib import Path
 from PySide6.QtCore import QObject, Signal
 
 from engine import records
-from engine.records import ResultRecord
+from engine.records import ResultRecord, ResultsFileError
 
 from .results_store import ResultStore
 from .settings import AppSettings
 
-
-class ResultsFileError(Exception):
-    """A results file could not be read or written; ``str()`` says why, for the user."""
+__all__ = ["ResultsFileError", "ResultsFiles"]
 
 
 class ResultsFiles(QObject):
