@@ -591,10 +591,10 @@ class MainWindow(QMainWindow):
         """Close without freezing: cancel the run, close the engines on a worker thread,
         and close for real once they are closed (or ended, after a deadline)."""
         if self._shut_down or self._force_close or self.controller.is_closed:
-            self.shutdown()
+            self.shutdown(wait=not self._force_close)
             event.accept()
             return
-        if not self._closing and not self.running and not self.controller.engines():
+        if not self._closing and self.controller.idle():
             self.shutdown()            # nothing to wait for
             event.accept()
             return
@@ -618,9 +618,10 @@ class MainWindow(QMainWindow):
         self._force_close = True
         self.close()
 
-    def shutdown(self) -> bool:
+    def shutdown(self, wait: bool = True) -> bool:
         """Save settings, stop the timers and background loads, close every engine
         (blocking for a few seconds at most; engines that do not stop are killed).
+        ``wait`` False: the engines were ended already, do not wait for the closing.
         True when everything ended cleanly.  Idempotent."""
         if self._shut_down:
             return True
@@ -633,7 +634,7 @@ class MainWindow(QMainWindow):
             self.config.shutdown()
             if self.dark_action.isChecked():
                 QApplication.setPalette(QPalette())
-        return self.controller.close()
+        return self.controller.close() if wait else False
 
 
 def _json(text) -> dict:

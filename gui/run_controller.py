@@ -249,6 +249,11 @@ class RunController(QObject):
                 out.extend(group)
         return out
 
+    def idle(self) -> bool:
+        """No run, no engine, nothing being closed: closing now would not wait at all."""
+        return (not self.running and not self.engines()
+                and not any(t.is_alive() for t in self._retiring))
+
     def engines_for(self, target: RunTarget) -> list[EngineHandle]:
         """The engines of ``target``'s devices: kept ones reused, missing ones made.
 

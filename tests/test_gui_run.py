@@ -1,6 +1,7 @@
 """GUI: running a sweep, live charts, cancelling, event-loop latency, closing mid-run."""
 import math
 import os
+import threading
 import time
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -10,6 +11,9 @@ import pytest  # noqa: E402
 from PySide6.QtCore import Qt, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication, QGroupBox  # noqa: E402
 
+from engine.backends import get_backend  # noqa: E402
+from engine.engines import EngineHandle, EngineLost  # noqa: E402
+from engine.runner import Event  # noqa: E402
 from gui.charts import CHARTS  # noqa: E402
 
 SIZES = (32, 64, 96)
@@ -247,3 +251,43 @@ def test_event_loop_stays_responsive_with_engine_processes(qtbot, make_window, c
     # the GUI thread, and the OS preempts it now and then whatever the app does: best
     # of two sweeps, within 150 ms (a slot of ours that blocks shows in both).
     assert min(worst) <= 0.150, f"the event loop stalled for {min(worst) * 1e3:.0f} ms"
+
+
+class HangingEngine(EngineHandle):
+    """An engine whose kernel never returns and ignores Cancel, until it is killed."""
+
+    def __init__(self, backend, device):
+        super().__init__(backend, device)
+        self.killed = threading.Event()
+        self.kills = 0
+
+    def open(self):
+        self.info = get_backend("cpu").probe().devices[0]
+        return self.info
+
+    def run(self, plan, emit, cancel):
+        name, params = plan.items[0]
+        emit(Event("progress", "hanging", done=0, total=1, current="hanging",
+                   item=(name, params, plan.shapes[0])))
+        self.killed.wait(60)
+        raise EngineLost("killed", restartable=False)
+
+    def kill(self):
+        self.kills += 1
+        self.killed.set()
+
+    def close(self, timeout=10.0):
+        return self.killed.wait(timeout)
+
+
+def test_closing_while_an_engine_ignores_cancel_kills_it_within_5_s(qtbot, make_window, configure):
+    win = configure(make_window(engines=HangingEngine), "cpu", ("cpu_numpy",), "64")
+    with qtbot.waitSignal(win.controller.progress, timeout=10_000):
+        assert win.start_run()
+    eng, = win.controller.engines()
+    t0 = time.perf_counter()
+    win.close()
+    assert win.isVisible()                     # the close goes on off the GUI thread
+    qtbot.waitUntil(lambda: not win.isVisible(), timeout=6_000)
+    took = time.perf_counter() - t0
+    assert took < 5.0 and eng.kills >= 1 and win.controller.is_closed
