@@ -78,23 +78,36 @@ class ClusterError(RuntimeError):
 
 
 def ray_status() -> tuple[bool, str]:
-    """Whether Ray can be used here: ``(True, "ray 2.x")`` or ``(False, why not)``."""
+    """Whether Ray can be used here: ``(True, "ray 2.x")`` or ``(False, why not)``.
+
+    Asks the installed packages, without importing Ray: importing it takes seconds and
+    holds the interpreter, which a window probing its backends cannot afford. A broken
+    install shows when a cluster is used (:func:`_ray` says what broke).
+    """
+    import importlib.metadata  # noqa: PLC0415
+    import importlib.util  # noqa: PLC0415
+
     try:
-        import ray  # noqa: PLC0415
-    except ModuleNotFoundError as exc:
-        if exc.name == "ray" or exc.name is None:
-            return False, f"Ray is not installed ({INSTALL_HINT})"
-        return False, f"Ray cannot be imported: {exc} ({INSTALL_HINT})"
-    except Exception as exc:  # noqa: BLE001  (a broken install: say what broke)
-        return False, f"Ray cannot be imported: {type(exc).__name__}: {exc}"
-    return True, f"ray {getattr(ray, '__version__', '?')}"
+        found = importlib.util.find_spec("ray") is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        return False, f"Ray is not installed ({INSTALL_HINT})"
+    try:
+        return True, f"ray {importlib.metadata.version('ray')}"
+    except importlib.metadata.PackageNotFoundError:
+        return True, "ray (version unknown)"
 
 
 def _ray():
     ok, why = ray_status()
     if not ok:
         raise ClusterError(why)
-    import ray  # noqa: PLC0415
+    try:
+        import ray  # noqa: PLC0415
+    except Exception as exc:  # noqa: BLE001  (a broken install: say what broke)
+        raise ClusterError(f"Ray cannot be imported: {type(exc).__name__}: {exc} "
+                           f"({INSTALL_HINT})") from None
     return ray
 
 

@@ -72,6 +72,22 @@ def process_engine(backend: str, device: int) -> EngineHandle:
     return ProcessEngine(backend, device)
 
 
+def _prepare_engine_processes() -> None:
+    """Do now, off the GUI thread, what the first engine process would otherwise do in the
+    middle of a run: import the spawn machinery (PySide's import hook reads each importing
+    module's source, holding the interpreter) and start multiprocessing's resource tracker
+    (a process of its own)."""
+    try:
+        import multiprocessing.connection  # noqa: F401, PLC0415
+        import multiprocessing.popen_spawn_posix  # noqa: F401, PLC0415
+        from multiprocessing import resource_tracker  # noqa: PLC0415
+
+        import engine.process  # noqa: F401, PLC0415
+        resource_tracker.ensure_running()
+    except Exception:  # noqa: BLE001  (an optimisation only; a run does the same work)
+        pass
+
+
 def ray_status() -> tuple[bool, str]:
     """Whether Ray clusters can be used here, and if not, why (never raises)."""
     try:
@@ -234,6 +250,7 @@ class RunController(QObject):
                 self._post("backends_probed", statuses)
             ok, why = ray_status()
             self._post("ray_probed", ok, why)
+            _prepare_engine_processes()
 
         thread = threading.Thread(target=body, name="probe-backends", daemon=True)
         thread.start()

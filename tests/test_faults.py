@@ -236,19 +236,29 @@ def test_cuda_faults_end_only_the_engine(faults, fault, words):
 
 
 @pytest.mark.gpu
-def test_cuda_illegal_address_in_process_is_recorded_not_fatal(faults):
+def test_cuda_illegal_address_in_process_is_recorded_not_fatal(tmp_path):
     """Without isolation the sweep stops at the lost context, records the item, and the
-    process stays up."""
+    process stays up and exits 0. (In a child process of its own: a sticky error poisons
+    CUDA for the rest of the process, which must not be this test session.)"""
     require_backend("cuda")
-    from engine.worker import EngineThread
-    eng = EngineThread().start()
-    events = []
-    try:
-        plan = Plan(backend="cuda", items=_items("naive", "fault_illegal_address", "tiled_any"),
+    script = tmp_path / "in_process.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(os.getcwd())!r})
+        import tests.fault_kernels_preload
+        from engine.runner import Plan
+        from engine.worker import EngineThread
+        eng = EngineThread().start()
+        events = []
+        plan = Plan(backend="cuda", items=[(n, {{"block": 16}}) for n in
+                    ("naive", "fault_illegal_address", "tiled_any")],
                     shapes=[(128, 128, 128)], warmup=0, repeats=2)
         recs = eng.submit(plan, events.append).result(120)
-        assert [r.variant for r in recs][:2] == ["naive", "fault_illegal_address"]
-        assert recs[1].status == "error" and "illegal" in recs[1].error.lower()
-        assert events[-1].kind == "finished"
-    finally:
+        print("RESULT", [(r.variant, r.status, r.error) for r in recs], events[-1].kind, flush=True)
         eng.shutdown(10)
+    """))
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT"))
+    assert "('naive', 'ok', '')" in line and "'fault_illegal_address', 'error'" in line
+    assert "illegal" in line.lower() and line.endswith("finished")
