@@ -24,6 +24,8 @@ from multiprocessing.connection import wait
 from .backends.base import DeviceLost
 from .engines import EngineLost, RemoteEngine
 
+#: How much lower than its parent an engine process (and its nvcc builds) is scheduled.
+ENGINE_NICENESS = 5
 #: Exit status of a child whose device context was lost (it ends itself after reporting).
 EXIT_DEVICE_LOST = 3
 
@@ -31,6 +33,12 @@ EXIT_DEVICE_LOST = 3
 def child_main(cmd_conn, evt_conn, preload: tuple[str, ...] = ()) -> None:
     """The engine process: relay commands to an EngineThread, its events back."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle
+    try:
+        # Below the window in the scheduler's eyes: this process and its compilers (one
+        # nvcc per core during a precompile) must never starve the GUI of a core.
+        os.nice(ENGINE_NICENESS)
+    except OSError:
+        pass
     from .worker import EngineThread  # noqa: PLC0415  (after the signal set-up)
 
     send_lock = threading.Lock()

@@ -77,6 +77,29 @@ def _color(s: Series, theme: ChartTheme):
     return theme.foreground if s.reference else s.color
 
 
+def _style_curve(curve, s: Series, ref_symbols: dict[str, str], theme: ChartTheme) -> None:
+    """Pen, marker and fill of a series' curve (again when a new curve shifts the styles)."""
+    color = _color(s, theme)
+    curve.setPen(_pen(s, theme))
+    curve.setSymbol(ref_symbols.get(s.label) or _symbol(s))
+    curve.setSymbolSize(8 if s.reference else 7)
+    curve.setSymbolBrush(pg.mkBrush(theme.background if s.reference else color))
+    curve.setSymbolPen(pg.mkPen(color, width=1.5 if s.reference else 1))
+    curve.setZValue(5 if s.reference else 0)
+
+
+def _curve_items(plot, c, ref_symbols: dict[str, str], theme: ChartTheme) -> tuple:
+    """A series' curve (and its min–max bars when it has them), added to ``plot``."""
+    curve = pg.PlotDataItem()
+    _style_curve(curve, c.series, ref_symbols, theme)
+    plot.addItem(curve)
+    bars = None
+    if c.err is not None:
+        bars = pg.ErrorBarItem(pen=pg.mkPen(_color(c.series, theme), width=1))
+        plot.addItem(bars)
+    return curve, bars
+
+
 def _entry(s: Series, item) -> LegendEntry:
     tip = s.label + ("\ncuBLAS: the reference to beat" if s.reference else "")
     return LegendEntry(s.label, s.short or s.label, tip, item)
@@ -140,8 +163,28 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
     beam = 0.012 * span if span > 0 else 0.02 * (1.0 if log else max(1.0, float(all_tx.max(initial=1.0))))
     unit = pick_unit(metric_key, np.concatenate([c.y for c in shown]) if shown else [])
     ref_symbols = _reference_symbols([c.series for c in curves])
-    signature = ("metric", metric_key, log, opts.error_bars, bool(failed), id(view.theme), unit,
-                 tuple((c.series.label, c.err is not None) for c in curves))
+    frame = ("metric", metric_key, log, opts.error_bars, bool(failed), id(view.theme), unit)
+    signature = frame + (tuple((c.series.label, c.err is not None) for c in curves),)
+    if view.signature != signature and curves and view.signature is not None \
+            and view.signature[:-1] == frame and view.signature[-1]:
+        # Only the set of curves changed (a sweep reached a new kernel or device): add
+        # and drop curve items instead of rebuilding the chart, so the redraw stays short
+        # however many curves there are.
+        plot = view.getPlotItem()
+        wanted = {c.series.label for c in curves}
+        for label in [k for k in view.items if k != "__failed__" and k not in wanted]:
+            for item in view.items.pop(label):
+                if item is not None:
+                    plot.removeItem(item)
+        entries = []
+        for c in curves:
+            if c.series.label not in view.items:
+                view.items[c.series.label] = _curve_items(plot, c, ref_symbols, view.theme)
+            else:
+                _style_curve(view.items[c.series.label][0], c.series, ref_symbols, view.theme)
+            entries.append(_entry(c.series, view.items[c.series.label][0]))
+        view.set_legend(entries, opts.hidden)
+        view.signature = signature
     if view.signature != signature:
         plot = view.reset()
         plot.getAxis("bottom").setLogMode(log)
@@ -152,21 +195,8 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
         view.set_labels(SIZE_AXIS_LABEL, f"{metric.title} ({unit[0]})")
         entries = []
         for c in curves:
-            s = c.series
-            color = _color(s, view.theme)
-            curve = pg.PlotDataItem(pen=_pen(s, view.theme),
-                                    symbol=ref_symbols.get(s.label) or _symbol(s),
-                                    symbolSize=8 if s.reference else 7,
-                                    symbolBrush=pg.mkBrush(view.theme.background if s.reference else color),
-                                    symbolPen=pg.mkPen(color, width=1.5 if s.reference else 1))
-            curve.setZValue(5 if s.reference else 0)
-            plot.addItem(curve)
-            bars = None
-            if c.err is not None:
-                bars = pg.ErrorBarItem(pen=pg.mkPen(color, width=1))
-                plot.addItem(bars)
-            view.items[s.label] = (curve, bars)
-            entries.append(_entry(s, curve))
+            view.items[c.series.label] = _curve_items(plot, c, ref_symbols, view.theme)
+            entries.append(_entry(c.series, view.items[c.series.label][0]))
         if failed:
             view.items["__failed__"] = (_failed_item([], [], view.theme), None)
             plot.addItem(view.items["__failed__"][0])

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from PySide6.QtCore import QObject, Qt, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 
 from engine.backends import probe_all
 from engine.dispatch import MODES, Run, start_run
@@ -70,6 +70,11 @@ def process_engine(backend: str, device: int) -> EngineHandle:
     """The default engine: the device's own child process."""
     from engine.process import ProcessEngine  # noqa: PLC0415  (multiprocessing only when used)
     return ProcessEngine(backend, device)
+
+
+#: Longest the GUI thread spends handing over queued engine events before it lets the
+#: event loop run (timers, painting, input) again.
+DELIVERY_SLICE_S = 0.012
 
 
 def _prepare_engine_processes() -> None:
@@ -210,28 +215,59 @@ class RunController(QObject):
         # Queued even from the GUI thread: a run that fails at once still reports after
         # start() has returned, like any other.
         self._relay.connect(self._deliver, Qt.ConnectionType.QueuedConnection)
+        self._pending: deque = deque()
+        self._pending_lock = threading.Lock()
+        self._wake_posted = False
+        self._progress_seq = 0
 
     # --- signals from worker threads ---------------------------------------------------
 
     def _post(self, name: str, *args, serial: int | None = None) -> None:
         """From any thread: emit signal ``name`` with ``args`` in the GUI thread (for a
-        run's event, only while run ``serial`` is still the current one)."""
-        try:
-            self._relay.emit((serial, name, args))
-        except RuntimeError:   # "Internal C++ object already deleted": the window is gone
-            pass
+        run's event, only while run ``serial`` is still the current one).
+
+        Messages wait in a queue; the GUI thread is woken once per batch and handles them
+        in slices of at most :data:`DELIVERY_SLICE_S`, yielding to the event loop between
+        slices, so a burst of results never freezes the window."""
+        with self._pending_lock:
+            if name == "progress":          # only the latest progress is worth showing
+                self._progress_seq += 1
+                args = args + (self._progress_seq,)
+            self._pending.append((serial, name, args))
+            wake = not self._wake_posted
+            self._wake_posted = True
+        if wake:
+            try:
+                self._relay.emit(None)
+            except RuntimeError:   # "Internal C++ object already deleted": the window is gone
+                pass
 
     @Slot(object)
-    def _deliver(self, message: tuple) -> None:
+    def _deliver(self, _wake=None) -> None:
         # GUI thread, in the order the events were posted.
-        serial, name, args = message
-        if serial is not None:
-            if serial != self._serial:
-                return             # a superseded run's (or a closed window's) straggler
-            if name == "finished":
-                self.running = False
-                self._run = None
-        getattr(self, name).emit(*args)
+        end = time.perf_counter() + DELIVERY_SLICE_S
+        while True:
+            with self._pending_lock:
+                if not self._pending:
+                    self._wake_posted = False
+                    return
+                serial, name, args = self._pending.popleft()
+                latest_progress = self._progress_seq
+            if name == "progress":
+                if args[-1] != latest_progress:
+                    continue                 # superseded by a later progress
+                args = args[:-1]
+            if serial is not None:
+                if serial != self._serial:
+                    continue             # a superseded run's (or a closed window's) straggler
+                if name == "finished":
+                    self.running = False
+                    self._run = None
+            getattr(self, name).emit(*args)
+            if time.perf_counter() > end:
+                # The rest after the event loop had its turn (timers, painting, input).
+                QTimer.singleShot(0, self._deliver)
+                return
 
     # --- probing -----------------------------------------------------------------------
 

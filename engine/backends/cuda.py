@@ -330,7 +330,8 @@ class CudaBackend(Backend):
         if not todo:
             return 0, 0.0
         t0 = time.perf_counter()
-        workers = workers or min(len(todo), os.cpu_count() or 2)
+        # One core stays free for the rest of the machine (the window, above all).
+        workers = workers or max(1, min(len(todo), (os.cpu_count() or 2) - 1))
         with ThreadPoolExecutor(max_workers=workers) as pool:
             futures = [pool.submit(self._build, v, p, d) for _key, v, p, d in todo]
             for fut in futures:
