@@ -78,8 +78,14 @@ def _color(s: Series, theme: ChartTheme):
 
 
 def _style_curve(curve, s: Series, ref_symbols: dict[str, str], theme: ChartTheme) -> None:
-    """Pen, marker and fill of a series' curve (again when a new curve shifts the styles)."""
+    """Pen, marker and fill of a series' curve (again when a new curve shifts the styles;
+    a curve whose style is unchanged is left alone)."""
     color = _color(s, theme)
+    style = (s.reference, s.source_index, s.style_round, str(s.line_style), color.name()
+             if hasattr(color, "name") else str(color), ref_symbols.get(s.label))
+    if getattr(curve, "_lab_style", None) == style:
+        return
+    curve._lab_style = style
     curve.setPen(_pen(s, theme))
     curve.setSymbol(ref_symbols.get(s.label) or _symbol(s))
     curve.setSymbolSize(8 if s.reference else 7)
@@ -90,7 +96,10 @@ def _style_curve(curve, s: Series, ref_symbols: dict[str, str], theme: ChartThem
 
 def _curve_items(plot, c, ref_symbols: dict[str, str], theme: ChartTheme) -> tuple:
     """A series' curve (and its min–max bars when it has them), added to ``plot``."""
-    curve = pg.PlotDataItem()
+    # No dynamic range limit: with it, every change of the view's range (each new result
+    # rescales the axes) makes every curve rebuild its markers in Python while painting.
+    # Our values are run times and rates, never near the float limits it guards against.
+    curve = pg.PlotDataItem(dynamicRangeLimit=None)
     _style_curve(curve, c.series, ref_symbols, theme)
     plot.addItem(curve)
     bars = None
@@ -173,6 +182,7 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
         plot = view.getPlotItem()
         wanted = {c.series.label for c in curves}
         for label in [k for k in view.items if k != "__failed__" and k not in wanted]:
+            view.drawn.pop(label, None)
             for item in view.items.pop(label):
                 if item is not None:
                     plot.removeItem(item)
@@ -213,13 +223,20 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
     for c in curves:
         curve, bars = view.items[c.series.label]
         visible = c.series.label not in opts.hidden
-        curve.setData(c.tx, c.ty)
-        curve.setVisible(visible)
-        if bars is not None:
-            if c.err is not None:
+        # Only curves whose points changed are given them again (pyqtgraph rebuilds a
+        # curve's markers on every setData): a redraw costs what the new results cost.
+        key = (c.tx.tobytes(), c.ty.tobytes(), beam,
+               None if c.err is None else tuple(a.tobytes() for a in c.err))
+        if view.drawn.get(c.series.label) != key:
+            curve.setData(c.tx, c.ty)
+            if bars is not None and c.err is not None:
                 ex, ey, top, bottom = c.err
                 bars.setData(x=ex, y=ey, top=top, bottom=bottom, beam=beam)
-            bars.setVisible(visible)  # after setData, which shows the item
+            view.drawn[c.series.label] = key
+        if curve.isVisible() != visible:
+            curve.setVisible(visible)
+        if bars is not None and bars.isVisible() != visible:
+            bars.setVisible(visible)
         if visible:
             view.hover.add_points(c.tx, c.ty, c.texts)
     view.sync_legend(opts.hidden)

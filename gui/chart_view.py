@@ -150,6 +150,10 @@ class CompactSample(ItemSample):
             self.sigClicked.emit(self.item)
 
 
+#: Item data role: whether a legend row's icon was drawn dimmed (None: not drawn yet).
+_ICON_STATE = Qt.ItemDataRole.UserRole + 1
+
+
 def sample_icon(item, dim: bool = False) -> QIcon:
     pm = QPixmap(QSize(28, 14))
     pm.fill(Qt.GlobalColor.transparent)
@@ -236,8 +240,13 @@ class SeriesLegend(QWidget):
         for i, e in enumerate(self.entries):
             it = self.list.item(i)
             off = e.label in hidden
-            it.setCheckState(Qt.CheckState.Unchecked if off else Qt.CheckState.Checked)
-            it.setIcon(sample_icon(e.item, off))
+            state = Qt.CheckState.Unchecked if off else Qt.CheckState.Checked
+            # Only rows whose state changed get a new icon: painting icons for every row
+            # on every redraw of a sweep is what made long legends slow.
+            if it.data(_ICON_STATE) != off:
+                it.setCheckState(state)
+                it.setIcon(sample_icon(e.item, off))
+                it.setData(_ICON_STATE, off)
         self.list.blockSignals(False)
         n = len(self.entries)
         shown = sum(e.label not in hidden for e in self.entries)
@@ -282,6 +291,8 @@ class ChartView(pg.PlotWidget):
         #: Items of the current drawing by series label, and what they were drawn for:
         #: a render with the same signature only updates their data.
         self.items: dict[str, tuple] = {}
+        #: What each curve was last given (its points), so unchanged curves are skipped.
+        self.drawn: dict[str, tuple] = {}
         self.signature: tuple | None = None
         self.framed = False   # the range was set for an empty frame, not by the user
         self.apply_theme(self.theme)
@@ -308,6 +319,7 @@ class ChartView(pg.PlotWidget):
         plot = self.getPlotItem()
         plot.clear()
         self.items.clear()
+        self.drawn.clear()
         self.signature = None
         self.legend.clear()
         self.legend.show()
