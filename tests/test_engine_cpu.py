@@ -80,8 +80,10 @@ def test_time_budget_runs_until_the_budget_is_spent(sweep):
 
 
 def test_time_budget_gives_at_least_three_launches_when_one_exceeds_it(sweep):
-    plan = Plan(backend="cpu", items=expand_items("cpu"), shapes=[(96, 96, 96)], dtype="int32",
-                dist="int", warmup=0, repeats=50, time_budget_s=1e-6, seed=SEED)
+    # int32 matmul is not BLAS in numpy: one 320³ launch takes longer than the smallest
+    # budget the app accepts (10 ms).
+    plan = Plan(backend="cpu", items=expand_items("cpu"), shapes=[(320, 320, 320)], dtype="int32",
+                dist="int", warmup=0, repeats=50, time_budget_s=0.01, seed=SEED)
     (rec,) = sweep.run(plan, lambda e: None)
     assert rec.passed and rec.repeats == MIN_BUDGET_LAUNCHES
 
