@@ -150,11 +150,19 @@ def build_series(records: Iterable[ResultRecord]) -> list[Series]:
 
 def device_namer(records: Iterable[ResultRecord]) -> Callable[[ResultRecord], str]:
     """The shortest device name that tells ``records``' devices apart: the model
-    (``NVIDIA H200``) when models differ, with the index (``NVIDIA H200 #1``) when one
-    model ran on several devices, with the host too when one index ran on several hosts."""
+    (``NVIDIA H200``) when models differ; the index (``#1``) when one model ran on several
+    devices, with the host (``#0 @ node2``) when one index ran on several hosts; model and
+    index (``NVIDIA H200 #1``) when models and indices are mixed."""
     keys = {r.device_key() for r in records}
-    if len({k[1] for k in keys}) == len(keys):
+    models = {k[1] for k in keys}
+    if len(models) == len(keys):
         return lambda r: r.device
+    if len(models) == 1:
+        # One model on several devices (two H200s): the index says it, the model is noise
+        # in a legend (the table and the tooltips keep the full name).
+        if len({k[2] for k in keys}) == len(keys):
+            return lambda r: f"#{r.device_index}"
+        return lambda r: f"#{r.device_index} @ {r.host}"
     if len({(k[1], k[2]) for k in keys}) == len(keys):
         return lambda r: r.device_label()
     return lambda r: r.device_label(with_host=True)
