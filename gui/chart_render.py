@@ -39,6 +39,8 @@ class ChartOptions:
     #: (device model, or a device_key(), GFLOP/s) worked out from the records' % of peak
     derived_peaks: tuple[tuple[str | tuple, float], ...] = ()
     hidden: frozenset[str] = frozenset()                # series labels hidden by the user
+    #: Drawn for a file (export): no hints that point at the window's controls.
+    for_export: bool = False
 
 
 def _log(a, on: bool) -> np.ndarray:
@@ -216,7 +218,8 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
             plot.getViewBox().setRange(xRange=(1, 3.7) if log else (0, 4096),
                                        yRange=(-2, 2) if log else (0, 100), padding=0)
             view.framed = True
-            view.show_placeholder("No results yet — press Run, or open a results file")
+            view.show_placeholder("No results" if opts.for_export
+                                  else "No results yet — press Run, or open a results file")
         view.signature = signature
     plot = view.getPlotItem()
     view.hover.clear()
@@ -244,7 +247,18 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
         view.items["__failed__"][0].setData([p[0] for p in failed], [p[1] for p in failed])
     sizes = sorted({round(float(v), 6) for c in curves for v in c.x})
     axis = plot.getAxis("bottom")
-    if 1 < len(sizes) <= MAX_SIZE_TICKS:
+    vb = plot.getViewBox()
+    if len(sizes) == 1:
+        # One size: give the point room (half a decade each side) instead of letting the
+        # view zoom onto a zero-width range, where min–max bars become full-width lines.
+        p = float(_log(sizes, log)[0])
+        half = 0.5 if log else 0.5 * sizes[0]
+        vb.setXRange(p - half, p + half, padding=0)
+        view.one_size = True
+    elif getattr(view, "one_size", False):
+        view.one_size = False              # more sizes now: the data sets the range again
+        vb.enableAutoRange(axis=pg.ViewBox.XAxis)
+    if 1 <= len(sizes) <= MAX_SIZE_TICKS:
         # Ticks at the measured sizes (32, 64, 128, ...) say more than decades do; a
         # size too close to the previous labelled one keeps its line but no label.
         pos = [float(_log([v], log)[0]) for v in sizes]
@@ -466,6 +480,12 @@ def render_roofline(view: ChartView, series: list[Series], opts: ChartOptions
         if rf.peak_gflops and rf.peak_gbps:
             ridge = rf.peak_gflops / rf.peak_gbps
             lo, hi = min(lo, ridge / 4), max(hi, ridge * 4)
+    if hi / lo < 100:
+        # At least two decades of intensity, so the axis has ticks to read (points of one
+        # size all share one intensity, and without ceilings nothing else sets the range).
+        mid = math.sqrt(lo * hi)
+        lo, hi = mid / 10, mid * 10
+    plot.getViewBox().setXRange(math.log10(lo), math.log10(hi), padding=0.02)
     unit = pick_unit("gflops", list(all_g) + [rf.peak_gflops for rf in roofs if rf.peak_gflops])
     plot.getAxis("left").set_unit_factor(unit[1])
     view.set_labels("Arithmetic intensity (FLOP / byte of compulsory traffic)", f"Throughput ({unit[0]})")
@@ -476,10 +496,11 @@ def render_roofline(view: ChartView, series: list[Series], opts: ChartOptions
         view.place_legend(np.log10(all_ai), np.log10(all_g))
     if not out:
         view.legend.hide()
-        view.show_placeholder("No results yet" if (opts.peak_gflops or opts.peak_gbps)
+        view.show_placeholder("No results yet" if (opts.peak_gflops or opts.peak_gbps or opts.for_export)
                               else "No results yet; device peaks unknown (enter them above)")
     elif not roofs:
-        plot.setTitle("Device peaks unknown: enter the peak GFLOP/s and GB/s above to draw the roof",
+        plot.setTitle("Device peaks unknown: no roof drawn" if opts.for_export else
+                      "Device peaks unknown: enter the peak GFLOP/s and GB/s above to draw the roof",
                       color=view.theme.muted.name(), size="9pt")
     return out
 

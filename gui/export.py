@@ -6,6 +6,8 @@ as the live tab, then hands it to ``ImageExporter`` or ``SVGExporter``.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -85,7 +87,7 @@ def export_chart(kind: str, series: list[Series], options: ChartOptions, path: s
         view.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
         view.resize(width, height)
         view.show()
-        render(view, kind, series, options)
+        render(view, kind, series, dataclasses.replace(options, for_export=True))
         QApplication.processEvents()
         item = view.getPlotItem()
         if fmt == "png":

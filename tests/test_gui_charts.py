@@ -305,3 +305,61 @@ def test_best_per_variant_filter(ladder_window):
     assert charts.options_state()["best"] is True
     charts.best_only.setChecked(False)
     assert len(charts.curves("runtime")) == 30
+
+
+def test_one_size_chart_has_a_tick_and_short_bars(qtbot, tmp_path):
+    """One size: the x axis is labelled at it and the min–max bars' caps are short, not
+    full-width lines (the view does not zoom onto a zero-width range)."""
+    import math
+    from engine.records import ResultRecord
+    from gui.chart_data import build_series
+    from gui.chart_render import ChartOptions, render
+    from gui.chart_view import ChartView
+
+    recs = [ResultRecord(backend="cpu", device="CPU", variant=v, params={}, m=1024, n=1024, k=1024,
+                         dtype="float32", median_ms=ms, min_ms=ms * 0.9, max_ms=ms * 1.2,
+                         flops=2 * 1024 ** 3, bytes=12 * 1024 ** 2, repeats=5, status="ok", passed=True)
+            for v, ms in (("naive", 4.0), ("tiled", 2.0))]
+    view = ChartView("runtime")
+    qtbot.addWidget(view)
+    view.resize(800, 500)
+    view.show()
+    render(view, "runtime", build_series(recs), ChartOptions())
+    axis = view.getPlotItem().getAxis("bottom")
+    ticks = axis._tickLevels[0] if axis._tickLevels else []
+    assert [label for _p, label in ticks] == ["1024"]
+    (x0, x1), _ = view.getPlotItem().getViewBox().viewRange()
+    assert x1 - x0 >= 0.9                                  # about a decade, not a sliver
+    assert x0 < math.log10(1024) < x1
+    view.grab().save(str(tmp_path / "one_size.png"))
+    # A second size hands the range back to the data.
+    recs2 = recs + [dataclasses_replace(recs[0], m=2048, n=2048, k=2048)]
+    render(view, "runtime", build_series(recs2), ChartOptions())
+    assert [label for _p, label in view.getPlotItem().getAxis("bottom")._tickLevels[0]] == ["1024", "2048"]
+
+
+def dataclasses_replace(rec, **kw):
+    import dataclasses
+    return dataclasses.replace(rec, **kw)
+
+
+def test_roofline_without_peaks_spans_two_decades_and_exports_without_hints(qtbot):
+    from engine.records import ResultRecord
+    from gui.chart_data import build_series
+    from gui.chart_render import ChartOptions, render
+    from gui.chart_view import ChartView
+
+    recs = [ResultRecord(backend="cpu", device="CPU", variant="naive", params={}, m=512, n=512, k=512,
+                         dtype="float32", median_ms=1.0, flops=2 * 512 ** 3, bytes=12 * 512 ** 2,
+                         gflops=268.0, repeats=3, status="ok", passed=True)]
+    for export in (False, True):
+        view = ChartView("roofline")
+        qtbot.addWidget(view)
+        view.resize(800, 500)
+        view.show()
+        render(view, "roofline", build_series(recs), ChartOptions(for_export=export))
+        (x0, x1), _ = view.getPlotItem().getViewBox().viewRange()
+        assert x1 - x0 >= 2.0
+        title = view.getPlotItem().titleLabel.text
+        assert "Device peaks unknown" in title
+        assert ("above" in title) is (not export)          # an image has no controls above it
