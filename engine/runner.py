@@ -300,13 +300,8 @@ class Sweep:
                 need = (m * k + (k * n if needs_b else 0) + out_elems) * itemsize
                 matrices.check_device_fit(need, backend.free_memory(), f"the {m}×{n}×{k} problem")
             except matrices.MatrixInputError as exc:
-                for name, params in plan.items:
-                    rec = self._record(plan, device, versions, name, params, shape)
-                    rec.status, rec.error = "error", str(exc)
-                    results.append(rec)
-                    done += 1
-                    emit(Event("result", record=rec, done=done, total=total))
-                emit(Event("log", str(exc), level="error"))
+                done = self._fail_input_set(plan, device, versions, shape, exc, results, emit,
+                                            done, total)
                 continue
             try:
                 a, b = load()
@@ -319,13 +314,8 @@ class Sweep:
                 ws = backend.prepare(a, b if needs_b else None)
                 emit(Event("log", f"{m}×{n}×{k} {plan.dtype}: inputs uploaded in {ws.upload_ms:.3f} ms"))
             except (matrices.MatrixInputError, BackendError) as exc:
-                for name, params in plan.items:
-                    rec = self._record(plan, device, versions, name, params, shape)
-                    rec.status, rec.error = "error", str(exc)
-                    results.append(rec)
-                    done += 1
-                    emit(Event("result", record=rec, done=done, total=total))
-                emit(Event("log", str(exc), level="error"))
+                done = self._fail_input_set(plan, device, versions, shape, exc, results, emit,
+                                            done, total)
                 continue
             try:
                 for name, params in plan.items:
@@ -357,6 +347,18 @@ class Sweep:
         emit(Event("finished", f"{done} of {total} runs", done=done, total=total,
                    cancelled=cancel.cancelled, started=True, records=final))
         return final
+
+    def _fail_input_set(self, plan, device, versions, shape, exc, results, emit, done, total) -> int:
+        """Every item of an input set that cannot run gets a record saying why; the count
+        of items done after them."""
+        for name, params in plan.items:
+            rec = self._record(plan, device, versions, name, params, shape)
+            rec.status, rec.error = "error", str(exc)
+            results.append(rec)
+            done += 1
+            emit(Event("result", record=rec, done=done, total=total))
+        emit(Event("log", str(exc), level="error"))
+        return done
 
     def _precompile(self, plan: Plan, shapes: list[Shape], emit: Emit) -> None:
         """Build every kernel the plan will run at once (a backend that can: cuda runs one

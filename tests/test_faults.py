@@ -61,6 +61,12 @@ class Recorder:
         return self.events[-1]
 
 
+def _hang_plan(launch_timeout_s: float) -> Plan:
+    """naive, the kernel that never finishes, tiled_any: on OpenCL at an odd shape."""
+    return Plan(backend="opencl", items=_items("naive", "fault_hang", "tiled_any"), shapes=[SHAPE],
+                warmup=0, repeats=2, launch_timeout_s=launch_timeout_s)
+
+
 def _by_variant(recs):
     out = {}
     for r in recs:
@@ -71,8 +77,7 @@ def _by_variant(recs):
 
 def test_hanging_kernel_times_out_and_the_sweep_goes_on(faults):
     require_backend("opencl")
-    plan = Plan(backend="opencl", items=_items("naive", "fault_hang", "tiled_any"), shapes=[SHAPE],
-                warmup=0, repeats=2, launch_timeout_s=1.0)
+    plan = _hang_plan(1.0)
     eng = _engine()
     rec = Recorder()
     try:
@@ -95,8 +100,7 @@ def test_hanging_kernel_times_out_and_the_sweep_goes_on(faults):
 
 def test_engine_killed_mid_kernel_is_recorded_and_restarted(faults):
     require_backend("opencl")
-    plan = Plan(backend="opencl", items=_items("naive", "fault_hang", "tiled_any"), shapes=[SHAPE],
-                warmup=0, repeats=2, launch_timeout_s=120.0)
+    plan = _hang_plan(120.0)
     eng = _engine()
     rec = Recorder()
     rec.hooks["fault_hang"] = lambda: threading.Timer(
@@ -115,8 +119,7 @@ def test_engine_killed_mid_kernel_is_recorded_and_restarted(faults):
 
 def test_cancel_ends_a_kernel_that_never_returns_within_2_s(faults):
     require_backend("opencl")
-    plan = Plan(backend="opencl", items=_items("naive", "fault_hang", "tiled_any"), shapes=[SHAPE],
-                warmup=0, repeats=2, launch_timeout_s=120.0)
+    plan = _hang_plan(120.0)
     eng = _engine()
     rec = Recorder()
     cancelled_at = []
