@@ -152,6 +152,10 @@ def _results_table(recs: list[records.ResultRecord]):
                       ("noise %", "right"), ("GFLOP/s", "right"), ("GB/s", "right"),
                       ("vs naive", "right"), ("% peak", "right"), ("verified", "left")):
         t.add_column(col, justify=just)
+    # Several devices (compare mode, two GPUs of one model): which device each row is.
+    with_device = len({r.device_key() for r in recs}) > 1
+    if with_device:
+        t.add_column("device", justify="left")
     if with_worker:
         t.add_column("worker", justify="left")
 
@@ -177,7 +181,9 @@ def _results_table(recs: list[records.ResultRecord]):
         t.add_row(escape(r.label()), format_shape((r.m, r.n, r.k)), num(r.median_ms, ".4f"),
                   num(r.noise_pct, ".1f"), num(r.gflops, ",.1f"), num(r.gbps, ",.1f"),
                   num(r.speedup_vs_naive, ".2f") + ("×" if math.isfinite(r.speedup_vs_naive) else ""),
-                  num(r.pct_of_peak, ".1f"), verdict, *([escape(worker)] if with_worker else []))
+                  num(r.pct_of_peak, ".1f"), verdict,
+                  *([escape(r.device_label(with_host=several_hosts))] if with_device else []),
+                  *([escape(worker)] if with_worker else []))
     t.caption = "\n".join(escape(f"{', '.join(who[:4])}{' …' if len(who) > 4 else ''}: {msg}")
                            for msg, who in notes.items()) or None
     t.caption_justify = "left"

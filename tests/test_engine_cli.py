@@ -212,3 +212,22 @@ def test_out_in_a_missing_folder_is_bad_input(capsys, tmp_path):
     code, out, err = bench(capsys, "--backend", "cpu", "--sizes", "8", "--repeats", 1,
                            "--warmup", 0, "--quiet", "--out", out_file)
     assert code == 2 and "no_such_folder" in err
+
+
+def test_results_table_names_the_device_when_there_are_several():
+    import io
+
+    from rich.console import Console
+
+    from engine.cli import _results_table
+    from engine.records import ResultRecord
+    recs = [ResultRecord(backend="cuda", device="NVIDIA H200", variant="naive", params={}, m=64, n=64,
+                         k=64, dtype="float32", median_ms=1.0, host="node", device_index=i,
+                         worker=f"process {100 + i}") for i in (0, 1)]
+    out = io.StringIO()
+    Console(file=out, width=200).print(_results_table(recs))
+    text = out.getvalue()
+    assert "NVIDIA H200 #0" in text and "NVIDIA H200 #1" in text and "process 101" in text
+    out = io.StringIO()
+    Console(file=out, width=200).print(_results_table(recs[:1]))
+    assert "#0" not in out.getvalue()                      # one device: no column
