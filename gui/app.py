@@ -47,7 +47,9 @@ def main(argv: list[str] | None = None) -> int:
         window.dark_action.setChecked(True)
     window.show()
     for f in opts.files:
-        window.open_results(f)
+        # Read off the GUI thread; a file that cannot be read (missing, a folder, a pipe,
+        # not a results file) gives a dialog in the running app, never a failed start.
+        window.open_results_in_background(f)
     code = app.exec()
     window.shutdown()  # no-op after a normal close; covers app.quit() from elsewhere
     return int(code)

@@ -16,9 +16,10 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDoubleSpinBo
 from engine import registry
 from engine.backends import BACKENDS, BackendStatus, DeviceInfo
 from engine.records import ResultRecord
-from engine.runner import Plan
+from engine.runner import BUDGET_RANGE, REPEATS_RANGE, WARMUP_RANGE, Plan
 
 from .device_picker import DevicePicker
+from .labels import WrapLabel
 from .matrix_inputs import MatrixInputs
 from .run_controller import RunTarget
 from .sizes_editor import SizesEditor
@@ -73,9 +74,8 @@ class ConfigPanel(QWidget):
         self.backend = QComboBox()
         self.backend.setObjectName("backendCombo")
         self.picker = DevicePicker(self)
-        self.device_note = QLabel("Probing backends…")
+        self.device_note = WrapLabel("Probing backends…")  # device names, unavailability reasons
         self.device_note.setObjectName("hint")
-        self.device_note.setWordWrap(True)
         form = QFormLayout()
         form.setContentsMargins(0, 0, 0, 0)
         form.setVerticalSpacing(4)
@@ -116,7 +116,7 @@ class ConfigPanel(QWidget):
         self.mode.setToolTip("hot: launches back to back (data in cache); cold: caches "
                              "flushed before each timed launch")
         self.warmup = QSpinBox()
-        self.warmup.setRange(0, 10_000)
+        self.warmup.setRange(*WARMUP_RANGE)
         self.warmup.setValue(3)
         self.warmup.setToolTip("Untimed launches before timing")
         self.repeats_radio = QRadioButton("Repeats")
@@ -127,10 +127,10 @@ class ConfigPanel(QWidget):
         timing_group.addButton(self.budget_radio)
         self.repeats_radio.setChecked(True)
         self.repeats = QSpinBox()
-        self.repeats.setRange(1, 100_000)
+        self.repeats.setRange(*REPEATS_RANGE)
         self.repeats.setValue(20)
         self.budget = QDoubleSpinBox()
-        self.budget.setRange(0.01, 3600.0)
+        self.budget.setRange(*BUDGET_RANGE)
         self.budget.setDecimals(2)
         self.budget.setSingleStep(0.1)
         self.budget.setValue(0.5)

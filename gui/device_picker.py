@@ -15,6 +15,8 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QFrame, QHBoxLayout, QLa
 
 from engine.backends import DeviceInfo
 
+from .labels import WrapLabel
+
 #: Rows of devices shown before the list scrolls.
 VISIBLE_DEVICE_ROWS = 4
 MODE_TEXT = {"compare": "Compare devices", "share": "Share the work"}
@@ -161,9 +163,8 @@ class DevicePicker(QObject):
         ray_row.addWidget(self.ray_address, 1)
         self.ray_row = QWidget()
         self.ray_row.setLayout(ray_row)
-        self.ray_note = QLabel()
+        self.ray_note = WrapLabel()   # Ray's reason may quote a long import error
         self.ray_note.setObjectName("hint")
-        self.ray_note.setWordWrap(True)
         self.ray_note.setVisible(False)
         self.ray_available = False
         self.ray_reason = "checking whether Ray can be used…"

@@ -34,3 +34,36 @@ def show_error(parent: QWidget | None, title: str, text: str, details: str = "")
     box.setWindowModality(Qt.WindowModality.WindowModal)
     box.open()
     return box
+
+
+def ask(parent: QWidget | None, title: str, text: str, choices: tuple[str, ...],
+        default: str, escape: str) -> str:
+    """Ask a question and wait for the answer: the chosen button's text.
+
+    Every question the app asks goes through this one function, so tests monkeypatch it
+    to answer without a dialog.  Unlike :func:`show_error` it waits (a nested event loop):
+    the app asks only where nothing can go on before the answer (e.g. at start).
+
+    Parameters
+    ----------
+    choices
+        The buttons' texts, in order.
+    default
+        The button Enter presses.
+    escape
+        What closing the box (Escape, the title bar's close button) answers.
+    """
+    box = QMessageBox(QMessageBox.Icon.Question, title, text, QMessageBox.StandardButton.NoButton,
+                      parent)
+    box.setTextFormat(Qt.TextFormat.PlainText)
+    buttons = {}
+    for choice in choices:
+        role = (QMessageBox.ButtonRole.RejectRole if choice == escape
+                else QMessageBox.ButtonRole.AcceptRole if choice == default
+                else QMessageBox.ButtonRole.DestructiveRole)
+        buttons[choice] = box.addButton(choice, role)
+    box.setDefaultButton(buttons[default])
+    box.setEscapeButton(buttons[escape])
+    box.exec()
+    clicked = box.clickedButton()
+    return next((c for c, b in buttons.items() if b is clicked), escape)

@@ -7,11 +7,16 @@ the middle; results, log and devices in tabs below.
 The window only wires widgets and actions to two owners: :class:`RunController`
 (engines, runs, progress, cancel, faults, shutdown; its signals arrive queued in the
 GUI thread, so no slot here ever waits on a device) and :class:`ResultsFiles` (the
-live run's records, opened and saved results files, recent files).
+live run's records and their journal, opened and saved results files, recent files).
+
+Nothing the user hands the window stops it: results files are read on threads of their
+own (a named pipe is refused at once), settings are checked field by field (a bad one
+takes its default and says so in the Log), and results of a session that crashed or
+was killed are offered back at the next start (:mod:`gui.journal`).
 """
 from __future__ import annotations
 
-import json
+import os
 import time
 from pathlib import Path
 
@@ -30,6 +35,7 @@ from .charts import ChartsPanel
 from .config_panel import ConfigPanel
 from .device_panel import DevicePanel, backend_line
 from .export import ExportDialog, export_chart, export_paths
+from .journal import discard, find_orphans
 from .log_panel import LogPanel
 from .results_files import ResultsFileError, ResultsFiles
 from .results_store import ResultStore
@@ -61,7 +67,9 @@ class PanelScroll(QScrollArea):
 
     The panel's minimum width changes after construction (style sheet, fonts, the
     devices found), and the vertical scroll bar takes width of its own; a fixed minimum
-    would clip the right edge of every row.
+    would clip the right edge of every row.  Styles whose scroll bars overlap the view
+    (overlay scroll bars) would draw the bar over the panel's right edge: there the
+    viewport keeps a margin as wide as the overlap.
     """
 
     def __init__(self, panel: QWidget):
@@ -74,8 +82,12 @@ class PanelScroll(QScrollArea):
         self._fit()
 
     def _fit(self) -> None:
-        self.setMinimumWidth(self.widget().minimumSizeHint().width()
-                             + self.verticalScrollBar().sizeHint().width() + 6)
+        bar = self.verticalScrollBar()
+        margin = max(0, bar.style().pixelMetric(QStyle.PixelMetric.PM_ScrollView_ScrollBarOverlap,
+                                                None, bar))
+        if self.viewportMargins().right() != margin:
+            self.setViewportMargins(0, 0, margin, 0)
+        self.setMinimumWidth(self.widget().minimumSizeHint().width() + bar.sizeHint().width() + 6)
 
     def eventFilter(self, obj, event):  # noqa: N802 (Qt API)
         if obj is self.widget() and event.type() in (QEvent.Type.LayoutRequest,
@@ -127,6 +139,12 @@ class MainWindow(QMainWindow):
         self._restore()
         self._refresh_ready()
         self.controller.probe()
+        # Once the window is up and the event loop runs (not inside the constructor); a
+        # child timer, so that a window destroyed first is never asked.
+        self._offer_timer = QTimer(self)
+        self._offer_timer.setSingleShot(True)
+        self._offer_timer.timeout.connect(self.offer_restore)
+        self._offer_timer.start(0)
 
     @property
     def running(self) -> bool:
@@ -265,37 +283,109 @@ class MainWindow(QMainWindow):
         self.controller.finished.connect(self._run_finished)
         self.controller.closed.connect(self._engines_closed)
         self.files.recent_changed.connect(self._rebuild_recent_menu)
+        self.files.opened.connect(self._results_opened)
+        self.files.open_failed.connect(self._results_failed)
+        self.files.loading_changed.connect(self._loading_changed)
+        self.files.log.connect(self.log.append)
         self.store.changed.connect(self._store_changed)
         self.log.errors_changed.connect(self._log_errors)
 
     # --- settings ------------------------------------------------------------------------
 
     def _restore(self) -> None:
-        geometry = self.settings.geometry()
-        if geometry is None or not self.restoreGeometry(geometry):
+        """Apply the saved settings; each one that is unusable keeps its default and
+        gets a line in the Log (:class:`gui.settings.AppSettings` checks them)."""
+        s = self.settings
+        geometry = s.geometry()
+        restored = geometry is not None and self.restoreGeometry(geometry)
+        if geometry is not None and not restored:
+            s.report_layout_problem("window/geometry", "is not a window geometry Qt can restore")
+        if not restored or not self._geometry_fits():
             self.resize(1280, 800)
-        state = self.settings.window_state()
-        if state is not None:
-            self.restoreState(state)
-        else:
+        state = s.window_state()
+        if state is not None and not self.restoreState(state):
+            s.report_layout_problem("window/state", "is not a dock layout Qt can restore")
+            state = None
+        if state is None:
             self.resizeDocks([self.config_dock], [400], Qt.Orientation.Horizontal)
-        splitter = self.settings.splitter_state()
-        if splitter is None or not self.splitter.restoreState(splitter):
+        splitter = s.splitter_state()
+        if splitter is not None and not self.splitter.restoreState(splitter):
+            s.report_layout_problem("window/splitter", "is not a splitter layout Qt can restore")
+            splitter = None
+        if splitter is None:
             self.splitter.setSizes([470, 250])
-        self.config.set_state(self.settings.load_config())
-        self.charts.set_options_state(_json(self.settings.value("charts/options_json", "") or ""))
-        self.keep_runs_action.setChecked(_bool(self.settings.value("run/keep_previous", False)))
-        self.dark_action.setChecked(_bool(self.settings.value("view/dark", False)))
+        try:
+            self.config.set_state(s.load_config())
+        except Exception as exc:  # noqa: BLE001  (checked already; a last line of defence)
+            s.problems.append(f"settings: the saved configuration could not be applied "
+                              f"({type(exc).__name__}: {exc}); some fields keep their default")
+        self.charts.set_options_state(s.chart_options())
+        self.keep_runs_action.setChecked(s.flag("run/keep_previous", False))
+        self.dark_action.setChecked(s.flag("view/dark", False))
+        # Checked now, so that their problems are logged with the others.
+        s.recent_files()
+        s.last_dir("results")
+        s.last_dir("export")
+        for line in s.problems:
+            self.log.append("warning", line)
+        s.on_problem = lambda line: self.log.append("warning", line)
+
+    def _geometry_fits(self) -> bool:
+        """Whether the restored size is one a window can have (a hand-edited geometry can
+        say 1×1 or 100000×100000 and still be well-formed)."""
+        screen = self.screen().availableGeometry() if self.screen() is not None else None
+        limit = max(4 * screen.width(), 4 * screen.height(), 8192) if screen is not None else 16384
+        ok = 200 <= self.width() <= limit and 150 <= self.height() <= limit
+        if not ok:
+            self.settings.report_layout_problem(
+                "window/geometry", f"gives a {self.width()}×{self.height()} window")
+        return ok
 
     def save_settings(self) -> None:
         """Write configuration, layout and chart options to the QSettings store."""
         self._settings_saved = True
         self.settings.save_config(self.config.state())
         self.settings.save_window(self.saveGeometry(), self.saveState(), self.splitter.saveState())
-        self.settings.set_value("charts/options_json", json.dumps(self.charts.options_state()))
+        self.settings.save_chart_options(self.charts.options_state())
         self.settings.set_value("run/keep_previous", self.keep_runs_action.isChecked())
         self.settings.set_value("view/dark", self.dark_action.isChecked())
         self.settings.sync()
+
+    # --- results of a session that did not close ---------------------------------------
+
+    def offer_restore(self) -> int:
+        """Offer the results journaled by sessions that crashed or were killed; the
+        number of records restored.  Called once the window is up; "Not now" keeps them
+        for the next start, "Discard" deletes them."""
+        if self._closing or self._shut_down:
+            return 0
+        orphans = find_orphans()
+        if not orphans:
+            return 0
+        count = sum(len(o.records) for o in orphans)
+        when = ", ".join(o.when() for o in orphans)
+        sessions = "A session" if len(orphans) == 1 else f"{len(orphans)} sessions"
+        text = (f"{sessions} of Matmul Lab ({when}) ended without closing: a crash, or the "
+                f"app was killed. {count} result{'s' if count != 1 else ''} had not been "
+                "saved.\n\nRestore them? They are shown as \u201crestored session\u201d "
+                "next to this session's results.")
+        answer = dialogs.ask(self, "Restore results?", text, ("Restore", "Discard", "Not now"),
+                             default="Restore", escape="Not now")
+        if self._closing or self._shut_down:
+            return 0          # the window closed while the question was open: ask next time
+        if answer == "Restore":
+            added = self.files.restore(orphans)
+            damaged = sum(o.skipped for o in orphans)
+            self.log.append("info", f"restored {len(added)} results of {sessions.lower()} that "
+                                    f"did not close ({when})"
+                            + (f"; {damaged} damaged journal line(s) skipped" if damaged else ""))
+            return len(added)
+        if answer == "Discard":
+            for o in orphans:
+                discard(o.path)
+            self.log.append("info", f"discarded {count} unsaved results of {sessions.lower()} "
+                                    "that did not close")
+        return 0
 
     # --- backends ----------------------------------------------------------------------
 
@@ -424,24 +514,55 @@ class MainWindow(QMainWindow):
     # --- results files -------------------------------------------------------------------
 
     def open_results(self, path: str | Path) -> bool:
-        """Add a results file's records to the charts and table (replacing an earlier
-        opening of the same file).  A bad file gives a dialog and returns False."""
+        """Read a results file now and add its records to the charts and table (replacing
+        an earlier opening of the same file).  A bad file gives a dialog and returns
+        False.  This waits for the read (scripts, tests); the window's own ways of
+        opening files use :meth:`open_results_in_background`."""
         path = Path(path)
         try:
-            recs = self.files.open(path)
+            recs, skipped = self.files.open(path)
         except ResultsFileError as exc:
-            dialogs.show_error(self, "Cannot open results", str(exc))
+            self._results_failed(str(path), str(exc))
             return False
-        self.log.append("info", f"opened {path.name}: {len(recs)} results")
-        self.statusBar().showMessage(f"Opened {path.name} ({len(recs)} results)", 8000)
+        self._results_opened(str(path), recs, skipped)
         return True
+
+    def open_results_in_background(self, path: str | Path) -> bool:
+        """Open a results file without waiting: it is read on a thread of its own, and
+        its records (or an error dialog) come when it is read.  False, with the dialog
+        shown already, when it cannot be read at all (missing, a folder, a pipe)."""
+        return self.files.open_in_background(path)
+
+    def _results_opened(self, path: str, recs: list[ResultRecord], skipped: list[str]) -> None:
+        name = Path(path).name
+        self.log.append("info", f"opened {name}: {len(recs)} results")
+        if skipped:
+            shown = "; ".join(skipped[:5]) + (f"; and {len(skipped) - 5} more"
+                                              if len(skipped) > 5 else "")
+            self.log.append("warning", f"{name}: skipped {len(skipped)} record"
+                                       f"{'s' if len(skipped) != 1 else ''}: {shown}")
+        self.statusBar().showMessage(
+            f"Opened {name} ({len(recs)} results"
+            + (f", {len(skipped)} skipped: see the Log" if skipped else "") + ")", 8000)
+
+    def _results_failed(self, path: str, message: str) -> None:
+        self.log.append("error", f"cannot open results: {message}")  # names the file
+        if not self._closing and not self._shut_down:
+            dialogs.show_error(self, "Cannot open results", message)
+
+    def _loading_changed(self) -> None:
+        names = [p.name for p in self.files.loading.values()]
+        if names:
+            self.statusBar().showMessage(f"Reading {', '.join(names)}…")
+        elif self.statusBar().currentMessage().startswith("Reading "):
+            self.statusBar().clearMessage()
 
     def open_results_dialog(self) -> None:
         paths, _ = QFileDialog.getOpenFileNames(self, "Open results", self.files.last_dir("results"),
                                                 RESULTS_FILTER)
         for p in paths:
             self.files.remember_dir("results", p)
-            self.open_results(p)
+            self.open_results_in_background(p)
 
     def save_results(self, path: str | Path) -> bool:
         path = Path(path)
@@ -485,11 +606,11 @@ class MainWindow(QMainWindow):
         self.recent_menu.setEnabled(bool(files))
 
     def _open_recent(self, path: str) -> None:
-        if not Path(path).is_file():
+        if not os.path.lexists(path):
             dialogs.show_error(self, "Cannot open results", f"{path} no longer exists.")
             self.files.forget(path)
             return
-        self.open_results(path)
+        self.open_results_in_background(path)
 
     # --- charts export ------------------------------------------------------------------
 
@@ -582,7 +703,7 @@ class MainWindow(QMainWindow):
 
     def dropEvent(self, event):  # noqa: N802
         for p in self._dropped_results(event):
-            self.open_results(p)
+            self.open_results_in_background(p)
         event.acceptProposedAction()
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -630,23 +751,10 @@ class MainWindow(QMainWindow):
             if not self._settings_saved:
                 self.save_settings()
         finally:
+            self.files.close()     # a clean close: the journal is done
             self.charts.stop_updates()
             self.config.shutdown()
             if self.dark_action.isChecked():
                 QApplication.setPalette(QPalette())
         return self.controller.close() if wait else False
 
-
-def _json(text) -> dict:
-    try:
-        val = json.loads(str(text))
-    except ValueError:
-        return {}
-    return val if isinstance(val, dict) else {}
-
-
-def _bool(val) -> bool:
-    """QSettings ini files hand booleans back as 'true'/'false' strings."""
-    if isinstance(val, str):
-        return val.lower() in ("1", "true", "yes")
-    return bool(val)

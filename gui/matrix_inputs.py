@@ -1,26 +1,29 @@
 """Where A and B come from: random (distribution, seed) or files, loaded off the GUI thread.
 
-Files are read by :func:`engine.matrices.load_matrix` / :func:`load_pair` on a small
+Files are read by :func:`engine.matrices.load_matrix` / :func:`load_pair` on a
 background thread (a large ``.mtx`` can take seconds); the result comes back as a
-queued signal.  Any problem becomes a dialog naming the file and the problem, in the
-engine's words, and the panel stays usable.
+queued signal.  What can be told without reading (a missing file, a folder, a named
+pipe, a device) is refused at once, in the GUI thread.  Any problem becomes a dialog
+naming the file and the problem, in the engine's words, and the panel stays usable.
 """
 from __future__ import annotations
 
 import itertools
-from concurrent.futures import Future, ThreadPoolExecutor
+import threading
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (QButtonGroup, QComboBox, QFileDialog, QFormLayout, QGridLayout,
                                QHBoxLayout, QLabel, QLineEdit, QRadioButton, QSpinBox,
                                QToolButton, QVBoxLayout, QWidget)
 
 from engine import matrices
+from engine.files import check_regular_file
 from engine.records import ResultRecord
 
 from . import dialogs
+from .labels import WrapLabel
 
 FILE_FILTER = ("Matrices (" + " ".join(f"*{e}" for e in matrices.SUPPORTED_EXTENSIONS) + ")"
                ";;All files (*)")
@@ -36,6 +39,19 @@ def _npz_array_count(path: str) -> int:
             return len(z.files)
     except Exception:  # noqa: BLE001  (load_matrix will name the real problem)
         return 0
+
+
+def _refusal(a_path: str, b_path: str) -> str:
+    """The engine's message for a named file that cannot be read at all (missing, a
+    folder, a pipe, a device, a loop of links), found with ``stat`` alone; else ''."""
+    for name, path in (("A", a_path), ("B", b_path)):
+        if path:
+            try:
+                check_regular_file(Path(path), f"{name}: {Path(path).name}",
+                                   matrices.MatrixInputError)
+            except matrices.MatrixInputError as exc:
+                return str(exc)
+    return ""
 
 
 def load_inputs(a_path: str, b_path: str, dtype: str) -> tuple[np.ndarray | None, np.ndarray | None]:
@@ -69,7 +85,8 @@ class MatrixInputs(QWidget):
     """
 
     changed = Signal()
-    _load_done = Signal(int, object, object)  # generation, (A, B) or None, error text
+    #: Internal: a loader thread's (generation, (A, B) or None, error text).
+    _load_done = Signal(object)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -80,12 +97,11 @@ class MatrixInputs(QWidget):
         self._b: np.ndarray | None = None
         self._generation = itertools.count(1)
         self._current = 0
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="matrix-loader")
         self._last_dir = ""
         self._requested: tuple[str, str, str] | None = None
         self.setAcceptDrops(True)
         self._build()
-        self._load_done.connect(self._loaded)
+        self._load_done.connect(lambda outcome: self._loaded(*outcome))
         self._mode_changed()
 
     # --- layout ------------------------------------------------------------------------
@@ -122,10 +138,10 @@ class MatrixInputs(QWidget):
 
         self.a_edit, self.a_browse = self._file_row("A")
         self.b_edit, self.b_browse = self._file_row("B")
-        self.shapes_label = QLabel()
+        # Shapes or the loader's message, which names files: wrapped anywhere a long
+        # path needs, so it never widens the panel.
+        self.shapes_label = WrapLabel()
         self.shapes_label.setObjectName("matrixShapes")
-        self.shapes_label.setWordWrap(True)
-        self.shapes_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.verify_label = QLabel()
         self.verify_label.setWordWrap(True)
         self.verify_label.setVisible(False)
@@ -229,25 +245,35 @@ class MatrixInputs(QWidget):
             self._update_label()
             self.changed.emit()
             return
+        refused = _refusal(a_path, b_path)
+        if refused:
+            # Stat says it all (a pipe would block a reader forever): no thread, no wait.
+            self._loaded(self._current, None, refused)
+            return
         self.status, self.error_text = "loading", ""
         self._update_label()
         self.changed.emit()
         gen, dtype = self._current, self.dtype
-        fut = self._pool.submit(load_inputs, a_path, b_path, dtype)
-        fut.add_done_callback(lambda f, g=gen: self._finish(g, f))
+        # A daemon thread per load: a read that never returns (a file swapped for a pipe
+        # after the check, a hung network mount) holds neither later loads nor the exit.
+        threading.Thread(target=self._load_in_thread, args=(gen, a_path, b_path, dtype),
+                         daemon=True, name=f"matrix-loader-{gen}").start()
 
-    def _finish(self, gen: int, fut: Future) -> None:
-        # Loader thread: hand over to the GUI thread through a queued signal, unless
-        # the files changed meanwhile or the panel shut down (it may be gone).
-        if fut.cancelled() or gen != self._current:
+    def _load_in_thread(self, gen: int, a_path: str, b_path: str, dtype: str) -> None:
+        try:
+            outcome = (gen, load_inputs(a_path, b_path, dtype), "")
+        except matrices.MatrixInputError as exc:
+            outcome = (gen, None, str(exc))
+        except Exception as exc:  # noqa: BLE001  (a reader failure is a message, never a crash)
+            outcome = (gen, None, f"Unexpected error while loading: {type(exc).__name__}: {exc}")
+        # Hand over to the GUI thread through a queued signal, unless the files changed
+        # meanwhile or the panel shut down (it may be gone).
+        if gen != self._current:
             return
-        exc = fut.exception()
-        if exc is None:
-            self._load_done.emit(gen, fut.result(), "")
-        elif isinstance(exc, matrices.MatrixInputError):
-            self._load_done.emit(gen, None, str(exc))
-        else:  # an unexpected reader failure still becomes a message, never a crash
-            self._load_done.emit(gen, None, f"Unexpected error while loading: {type(exc).__name__}: {exc}")
+        try:
+            self._load_done.emit(outcome)
+        except RuntimeError:
+            pass
 
     def _loaded(self, gen: int, pair, error: str) -> None:
         if gen != self._current:
@@ -378,5 +404,5 @@ class MatrixInputs(QWidget):
         self.set_mode("files" if files else "random")
 
     def shutdown(self) -> None:
+        """Loads still running are forgotten (their threads end on their own)."""
         self._current = -1
-        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -2,88 +2,207 @@
 
 :class:`ResultsFiles` owns the :class:`~gui.results_store.ResultStore`'s sources: a live
 run's records (source ``""``, renamed ``run N (hh:mm)`` when the next run keeps them),
-each opened results file under a short unique name (the overlay source), saving, the
-recent-files list and the last directories used.  It shows no dialogs: problems come
-back as :class:`engine.records.ResultsFileError` with a message the window shows verbatim.
+each opened results file under a short unique name (the overlay source), results
+restored from a crashed session, saving, the recent-files list and the last directories
+used.  Every live record is journaled (:mod:`gui.journal`) until it is safe.  It shows
+no dialogs: problems come back as :class:`engine.records.ResultsFileError` (or the
+``open_failed`` signal) with a message the window shows verbatim.
+
+Results files are read with :func:`engine.records.load_report`: only regular files
+(a named pipe is refused at once, before any thread is involved), each record checked
+field by field, bad records skipped with their reasons.  The window reads them on a
+thread of their own (:meth:`ResultsFiles.open_in_background`), one per file, so a slow
+or stuck file system holds neither the window nor later loads, nor the app's exit.
 """
 from __future__ import annotations
 
+import itertools
+import os
+import threading
 import time
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
 from engine import records
+from engine.files import check_regular_file
 from engine.records import ResultRecord, ResultsFileError
 
+from .journal import OrphanJournal, SessionJournal
 from .results_store import ResultStore
 from .settings import AppSettings
 
-__all__ = ["ResultsFileError", "ResultsFiles"]
+__all__ = ["ResultsFileError", "ResultsFiles", "read_results"]
+
+
+def read_results(path: Path) -> tuple[list[ResultRecord], list[str]]:
+    """A results file's valid records and the reasons others were skipped.
+
+    Raises
+    ------
+    ResultsFileError
+        Not a regular file, unreadable, not a results file, or no valid record in it.
+    """
+    try:
+        recs, skipped = records.load_report(path)
+    except ResultsFileError:
+        raise
+    except ValueError as exc:
+        raise ResultsFileError(str(exc)) from None
+    except OSError as exc:  # e.g. unreadable
+        raise ResultsFileError(f"{path.name}: {exc.strerror or exc}") from None
+    if not recs:
+        raise ResultsFileError(f"{path.name} holds no results.")
+    return recs, skipped
 
 
 class ResultsFiles(QObject):
     """The store's sources: the live run and opened files; saving and recent files.
 
+    Parameters
+    ----------
+    journal
+        Where live records are journaled; by default a :class:`SessionJournal` in the
+        user-data folder.
+
     Signals
     -------
     recent_changed()
         The recent-files list changed (the window rebuilds its menu).
+    opened(str, list, list)
+        A file opened in the background was added: ``(path, records, skipped)``, the
+        reasons of the records left out.
+    open_failed(str, str)
+        A file could not be opened: ``(path, message)``.
+    loading_changed()
+        A background load started or ended (see :attr:`loading`).
+    log(str, str)
+        ``(level, message)`` for the window's log (the journal stopped working).
     """
 
     recent_changed = Signal()
+    opened = Signal(str, object, object)
+    open_failed = Signal(str, str)
+    loading_changed = Signal()
+    log = Signal(str, str)
+    #: Internal: a loader thread's ``(token, path, records, skipped, error)``.
+    _read_done = Signal(object)
 
-    def __init__(self, store: ResultStore, settings: AppSettings, parent: QObject | None = None):
+    def __init__(self, store: ResultStore, settings: AppSettings, parent: QObject | None = None,
+                 journal: SessionJournal | None = None):
         super().__init__(parent)
         self.store = store
         self.settings = settings
         self._opened: dict[str, str] = {}   # resolved results file path → source name
         self._live: list[ResultRecord] = []
         self._runs = 0                      # live runs started, for "run N" labels
+        self._running = False
+        self._kept_runs: set[int] = set()   # runs shown as "run N (hh:mm)"
+        self.journal = journal if journal is not None else SessionJournal(
+            on_problem=lambda text: self.log.emit("warning", text))
+        #: Background loads not finished yet: token → path.
+        self.loading: dict[int, Path] = {}
+        self._tokens = itertools.count(1)
+        self._shut_down = False
+        self._read_done.connect(self._background_read)
 
     # --- opened files ----------------------------------------------------------------
 
     def source_for(self, path: Path) -> str:
         """A short, unique name for a file's curves: the file name, or parent/name."""
-        key = str(path.resolve())
+        key = _key(path)
         if key in self._opened:
             return self._opened[key]
         name = path.name
-        taken = set(self._opened.values()) | {r.source for r in self.store.records}
-        if name in taken:
+        if name in self._taken():
             name = f"{path.parent.name}/{path.name}"
-        n = 2
-        base = name
+        return self._unique(name)
+
+    def _taken(self) -> set[str]:
+        return set(self._opened.values()) | {r.source for r in self.store.records}
+
+    def _unique(self, name: str) -> str:
+        taken = self._taken()
+        n, base = 2, name
         while name in taken:
             name, n = f"{base} ({n})", n + 1
         return name
 
-    def open(self, path: str | Path) -> list[ResultRecord]:
-        """Add a results file's records to the store, replacing an earlier opening of the
-        same file, and put it first in the recent files.  Returns the records.
+    def open(self, path: str | Path) -> tuple[list[ResultRecord], list[str]]:
+        """Read a results file now (in the calling thread) and add its records to the
+        store, replacing an earlier opening of the same file; put it first in the recent
+        files.  Returns the records and the reasons records were skipped.
 
         Raises
         ------
         ResultsFileError
-            The file is unreadable, not a results file, or empty.
+            The file is not a regular file, unreadable, not a results file, or holds no
+            valid record.
         """
         path = Path(path)
-        try:
-            recs = records.load(path)
-        except ValueError as exc:
-            raise ResultsFileError(str(exc)) from None
-        except OSError as exc:  # e.g. a directory or unreadable file
-            raise ResultsFileError(f"{path.name}: {exc.strerror or exc}") from None
-        if not recs:
-            raise ResultsFileError(f"{path.name} holds no results.")
+        recs, skipped = read_results(path)
+        self._add_file(path, recs)
+        return recs, skipped
+
+    def _add_file(self, path: Path, recs: list[ResultRecord]) -> None:
         source = self.source_for(path)
         for r in recs:
             # A file saved from an overlay keeps its own sources; a plain run gets the name.
             r.source = r.source or source
-        self._opened[str(path.resolve())] = source
+        self._opened[_key(path)] = source
         self.store.replace_where(lambda r: r.source != source, recs)
         self.add_recent(path)
-        return recs
+
+    def open_in_background(self, path: str | Path) -> bool:
+        """Start reading a results file on a thread of its own; ``opened`` or
+        ``open_failed`` follows.  What can be told at once (missing, a folder, a named
+        pipe, a device) is: ``open_failed`` is emitted before this returns False."""
+        path = Path(path)
+        try:
+            check_regular_file(path, path.name, ResultsFileError)
+        except ResultsFileError as exc:
+            self.open_failed.emit(str(path), str(exc))
+            return False
+        token = next(self._tokens)
+        self.loading[token] = path
+        self.loading_changed.emit()
+        # A daemon thread per file: a read that never returns (a file swapped for a pipe
+        # after the check, a hung network mount) holds neither later loads nor the exit.
+        threading.Thread(target=self._read_in_thread, args=(token, path), daemon=True,
+                         name=f"results-loader-{token}").start()
+        return True
+
+    def _read_in_thread(self, token: int, path: Path) -> None:
+        try:
+            recs, skipped = read_results(path)
+            outcome = (token, path, recs, skipped, "")
+        except ResultsFileError as exc:
+            outcome = (token, path, None, None, str(exc))
+        except Exception as exc:  # noqa: BLE001  (a reader bug still becomes a message)
+            outcome = (token, path, None, None,
+                       f"{path.name}: unexpected error while reading: {type(exc).__name__}: {exc}")
+        if self._shut_down:
+            return
+        try:
+            self._read_done.emit(outcome)   # queued to the GUI thread
+        except RuntimeError:
+            pass                            # the window is gone already
+
+    def _background_read(self, outcome) -> None:
+        token, path, recs, skipped, error = outcome
+        if self._shut_down or self.loading.pop(token, None) is None:
+            return
+        self.loading_changed.emit()
+        if error:
+            self.open_failed.emit(str(path), error)
+            return
+        self._add_file(path, recs)
+        self.opened.emit(str(path), recs, skipped)
+
+    def shutdown(self) -> None:
+        """Stop delivering background loads (their threads end on their own)."""
+        self._shut_down = True
+        self.loading.clear()
 
     def save(self, path: str | Path) -> int:
         """Write every shown record to ``path`` (.csv or .json); the number written.
@@ -98,14 +217,44 @@ class ResultsFiles(QObject):
             records.save(self.store.records, path)
         except (ValueError, OSError) as exc:
             raise ResultsFileError(str(exc)) from None
+        if not self._running:
+            # The file holds every shown result: nothing left for the journal to keep.
+            # (During a run, results still to come need it.)
+            self.journal.done()
         self.add_recent(path)
         return len(self.store)
 
     def clear(self) -> None:
-        """Forget every shown record: the live run's and the opened files'."""
+        """Forget every shown record: the live run's, the opened files' and restored ones."""
         self.store.clear()
         self._opened.clear()
         self._live = []
+        self._kept_runs.clear()
+        self.journal.done()
+
+    def close(self) -> None:
+        """The window closes cleanly: the journal is done."""
+        self.shutdown()
+        self.journal.done()
+
+    # --- results of a crashed session ---------------------------------------------------
+
+    def restore(self, orphans: list[OrphanJournal]) -> list[ResultRecord]:
+        """Show the records of crashed sessions' journals, each session (each run, where
+        it had several) as an overlay source ``restored session (date)``.  The journals
+        are taken over (see :meth:`SessionJournal.adopt`).  Returns the records added."""
+        added: list[ResultRecord] = []
+        for orphan in orphans:
+            if not self.journal.adopt(orphan.path):
+                continue     # another window or instance restored it first
+            label = orphan.label()
+            for i, run in enumerate(orphan.runs, 1):
+                source = self._unique(label if len(orphan.runs) == 1 else f"{label} · run {i}")
+                for r in run:
+                    r.source = source
+                self.store.add(run)
+                added.extend(run)
+        return added
 
     def file_sources(self) -> list[str]:
         """Sources other than the live run, in order of appearance."""
@@ -134,10 +283,10 @@ class ResultsFiles(QObject):
 
     def last_dir(self, kind: str) -> str:
         """The directory last used for ``kind`` (``results`` or ``export``), or ''."""
-        return str(self.settings.value(f"dirs/{kind}", "") or "")
+        return self.settings.last_dir(kind)
 
     def remember_dir(self, kind: str, path: str | Path) -> None:
-        self.settings.set_value(f"dirs/{kind}", str(Path(path).parent))
+        self.settings.set_last_dir(kind, Path(path).parent)
 
     # --- the live run ----------------------------------------------------------------
 
@@ -156,21 +305,40 @@ class ResultsFiles(QObject):
                 for r in live:
                     r.source = label
                 self.store.replace_where(lambda r: True)
+                self._kept_runs.add(self._runs)
         else:
             self.store.replace_where(lambda r: bool(r.source))
+            # The last run's results left the window by choice: not to be restored either.
+            if self._kept_runs:
+                self.journal.drop(self._runs)
+            else:
+                self.journal.reset()     # nothing journaled is shown any more
         self._runs += 1
         self._live = []
+        self._running = True
 
     def add_live(self, rec: ResultRecord) -> None:
-        """One record of the running run."""
+        """One record of the running run (journaled before it is shown)."""
+        self.journal.record(self._runs, rec)
         self._live.append(rec)
         self.store.add([rec])
 
     def finish_run(self, final: list[ResultRecord] | None) -> list[ResultRecord]:
         """The run ended: its final copies (speed-ups, % of cuBLAS filled in) replace the
         records shown while it ran.  Returns the run's records."""
+        self._running = False
         if final is not None:
             live = {id(r) for r in self._live}
             self.store.replace_where(lambda r: id(r) not in live, final)
             self._live = list(final)
+            if final:
+                self.journal.final(self._runs, final)
         return self._live
+
+
+def _key(path: Path) -> str:
+    """One name per file however it is reached (``resolve`` fails on a loop of links)."""
+    try:
+        return str(path.resolve())
+    except (OSError, RuntimeError):
+        return os.path.abspath(path)

@@ -3,9 +3,10 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import Qt, QTimer
-from PySide6.QtWidgets import (QHBoxLayout, QLabel, QProgressBar, QPushButton, QSizePolicy,
-                               QStyle, QWidget)
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QStyle, QWidget
+
+from .labels import ElidedLabel
 
 
 #: The progress bar is brought up to date at most this often during a run: QProgressBar
@@ -44,10 +45,10 @@ class RunBar(QWidget):
         self.progress.setFormat("")  # "i of n" once a sweep has started
         self.progress.setTextVisible(True)
         self.progress.setFixedWidth(170)
-        self.status = QLabel()
+        # Messages name files and devices: one line, "…" where it does not fit, the whole
+        # message in the tooltip.
+        self.status = ElidedLabel()
         self.status.setObjectName("runStatus")
-        self.status.setTextFormat(Qt.TextFormat.PlainText)
-        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.status.setMinimumWidth(120)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(4, 2, 4, 2)

@@ -7,9 +7,11 @@ the engine's own words, and the field is framed in red.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QComboBox, QLabel, QLineEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QLineEdit, QVBoxLayout, QWidget
 
 from engine.sizes import PRESETS, Shape, SizeSpecError, format_shape, parse_sizes
+
+from .labels import WrapLabel
 
 CUSTOM = "Custom"
 
@@ -50,8 +52,7 @@ class SizesEditor(QWidget):
         self.text.setPlaceholderText("e.g. 256,512  ·  128:4096:x2  ·  64:256:64  ·  127x253x61")
         self.text.setToolTip("Sizes: n (square n×n×n), MxNxK (C is M×N, inner dimension K), "
                              "start:stop:xF (geometric) or start:stop:step, separated by commas")
-        self.message = QLabel()
-        self.message.setWordWrap(True)
+        self.message = WrapLabel()   # the parse error quotes what was typed, however long
         self.message.setObjectName("sizesMessage")
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)

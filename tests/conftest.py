@@ -32,6 +32,34 @@ def _collect_garbage_between_gui_tests(request):
         gc.collect()
 
 
+@pytest.fixture(autouse=True)
+def _user_data_in_tmp(request, tmp_path_factory, monkeypatch):
+    """Every test's app data (the results journal) goes to a folder of its own, never
+    to the user's, and no test finds another's journals."""
+    monkeypatch.setenv("MATMUL_LAB_DATA", str(tmp_path_factory.mktemp("user-data")))
+
+
+@pytest.fixture
+def questions(monkeypatch):
+    """Answer ``gui.dialogs.ask`` without a dialog: ``questions.asked`` collects (title,
+    text); the answer is ``questions.answer`` (by default what closing the box answers)."""
+    import gui.dialogs
+
+    class Questions:
+        answer: str | None = None
+        asked: list[tuple[str, str]] = []
+
+    q = Questions()
+    q.asked = []
+
+    def ask(parent, title, text, choices, default, escape):
+        q.asked.append((title, text))
+        return q.answer if q.answer is not None else escape
+
+    monkeypatch.setattr(gui.dialogs, "ask", ask)
+    return q
+
+
 @pytest.fixture
 def error_dialogs(monkeypatch):
     """Capture ``gui.dialogs.show_error`` calls as (title, text) instead of showing boxes."""
@@ -52,7 +80,7 @@ def gui_settings(tmp_path):
 
 
 @pytest.fixture
-def make_window(qtbot, gui_settings, error_dialogs):
+def make_window(qtbot, gui_settings, error_dialogs, questions):
     """Factory: a shown 1280×800 MainWindow whose backends have been probed.
 
     ``engines``: ``"local"`` (default: in-process engines, fast), ``"process"`` (the

@@ -189,7 +189,7 @@ def test_export_dialog_choices(ran, tmp_path):
     assert all(p.suffix == ".svg" and p.stat().st_size > 1000 for p in written)
 
 
-def test_dropping_a_results_file_on_the_window_opens_it(ran, make_window, tmp_path):
+def test_dropping_a_results_file_on_the_window_opens_it(qtbot, ran, make_window, tmp_path):
     from PySide6.QtCore import QMimeData, QPointF, QUrl
     from PySide6.QtGui import QDropEvent
 
@@ -199,4 +199,6 @@ def test_dropping_a_results_file_on_the_window_opens_it(ran, make_window, tmp_pa
     mime.setUrls([QUrl.fromLocalFile(str(tmp_path / "dropped.csv"))])
     win.dropEvent(QDropEvent(QPointF(600, 300), Qt.DropAction.CopyAction, mime,
                              Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier))
-    assert len(win.store) == 6 and win.store.sources() == ["dropped.csv"]
+    # Read on a thread of its own: the records come a moment later.
+    qtbot.waitUntil(lambda: len(win.store) == 6, timeout=10_000)
+    assert win.store.sources() == ["dropped.csv"] and not win.files.loading

@@ -1,0 +1,320 @@
+"""A journal of this session's results, so that a crash or a kill loses none of them.
+
+Every result a run delivers is appended to a journal file in the user-data folder as
+one JSON line and flushed at once, so the operating system holds it even when the app
+is killed a moment later.  When the results are safe by other means (the window
+closed cleanly, they were cleared, or saved to a file that holds them all) the journal
+is *done*: deleted.  A journal still there at the next start belongs to a session that
+crashed or was killed; the window offers to restore its records.
+
+The format is small and forgiving, because the last line of a killed session may be
+torn: line 1 is a header, then one JSON object per line, ``{"run": N, "record":
+{...}}`` for a result as it arrived, ``{"run": N, "final": [...]}`` for a run's
+final copies (speed-ups and % of cuBLAS filled in), which replace that run's records,
+and ``{"run": N, "drop": true}`` for a run whose results left the window (replaced by
+the next run).
+A line that does not parse, or a record that fails :func:`engine.records.validate`,
+is skipped.  Files are named ``session-<pid>-<process start>.jsonl``: a journal whose
+process is still alive (another window, another instance of the app) is never offered.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Iterable
+
+from engine import records
+from engine.files import check_regular_file
+from engine.records import ResultRecord
+
+#: Environment variable naming the user-data folder (tests point it at a temporary one).
+DATA_DIR_ENV = "MATMUL_LAB_DATA"
+JOURNAL_SUFFIX = ".jsonl"
+JOURNAL_FORMAT = 1
+#: A journal past this size is not read (a session writes about 1 KiB per result).
+MAX_JOURNAL_BYTES = 256 << 20
+#: ``session-<pid>-<process start, ms>[.<tag>].jsonl``: the writing process, a tag for a
+#: second window of one process (``w1``) or a journal taken over from a crashed session
+#: (``r1``).
+_NAME = re.compile(r"^session-(\d+)-(\d+)(?:\.(\w+))?\.jsonl$")
+
+
+def data_dir() -> Path:
+    """The user-data folder: ``$MATMUL_LAB_DATA``, else the platform's own
+    (``~/.local/share/matmul-lab`` on Linux)."""
+    override = os.environ.get(DATA_DIR_ENV)
+    if override:
+        return Path(override)
+    from platformdirs import user_data_dir  # noqa: PLC0415  (only when journaling starts)
+    return Path(user_data_dir("matmul-lab", appauthor=False))
+
+
+def journal_dir() -> Path:
+    return data_dir() / "journal"
+
+
+def _process_start(pid: int) -> int | None:
+    """When process ``pid`` started (ms since the epoch), or None when there is none."""
+    try:
+        import psutil  # noqa: PLC0415
+        return int(psutil.Process(pid).create_time() * 1000)
+    except Exception:  # noqa: BLE001  (no such process, no access: treat as gone)
+        return None
+
+
+def _owner_alive(path: Path) -> bool:
+    """Whether the process that writes ``path`` still runs (pid and start time match,
+    so a reused pid does not count)."""
+    match = _NAME.match(path.name)
+    if match is None:
+        return False
+    pid, started = int(match.group(1)), int(match.group(2))
+    now = _process_start(pid)
+    return now is not None and abs(now - started) <= 1000
+
+
+@dataclass
+class OrphanJournal:
+    """A journal left by a session that did not end cleanly.
+
+    Attributes
+    ----------
+    path
+        The journal file.
+    started
+        When that session's journal began (seconds since the epoch).
+    runs
+        The records of each run, in run order (final copies where the run finished).
+    skipped
+        How many lines could not be read (a torn last line, a damaged record).
+    """
+
+    path: Path
+    started: float
+    runs: list[list[ResultRecord]] = field(default_factory=list)
+    skipped: int = 0
+
+    @property
+    def records(self) -> list[ResultRecord]:
+        return [r for run in self.runs for r in run]
+
+    def when(self) -> str:
+        """When the session began, as people read it: ``2026-05-01 14:03``."""
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(self.started))
+
+    def label(self) -> str:
+        """``restored session (2026-05-01 14:03)``: the overlay source of its records."""
+        return f"restored session ({self.when()})"
+
+
+def read_journal(path: Path) -> OrphanJournal:
+    """Parse a journal, skipping what cannot be read (never raises for its content).
+
+    Raises
+    ------
+    ValueError
+        ``path`` is not a regular file, or is far larger than a journal can be.
+    """
+    check_regular_file(path, path.name, ValueError, max_bytes=MAX_JOURNAL_BYTES)
+    try:
+        started = path.stat().st_mtime
+    except OSError:
+        started = time.time()
+    arrived: dict[int, list[ResultRecord]] = {}
+    final: dict[int, list[ResultRecord]] = {}
+    dropped: set[int] = set()
+    skipped = 0
+    with path.open("rb") as fh:
+        for i, raw in enumerate(fh):
+            try:
+                entry = json.loads(raw)
+                if not isinstance(entry, dict):
+                    raise ValueError("not an object")
+                if i == 0 and "journal" in entry:
+                    started = float(entry.get("started", started))
+                    continue
+                run = entry["run"]
+                if not isinstance(run, int) or isinstance(run, bool):
+                    raise ValueError("run is not a number")
+                if entry.get("drop") is True:
+                    dropped.add(run)
+                elif "final" in entry:
+                    final[run] = [records.validate(records.from_dict(d)) for d in entry["final"]]
+                else:
+                    arrived.setdefault(run, []).append(
+                        records.validate(records.from_dict(entry["record"])))
+            except (ValueError, TypeError, KeyError, AttributeError, OverflowError,
+                    RecursionError):
+                skipped += 1   # a torn last line, or a record damaged on disk
+    runs = [final.get(n, arrived.get(n, [])) for n in sorted(set(arrived) | set(final))
+            if n not in dropped]
+    return OrphanJournal(path, started, [r for r in runs if r], skipped)
+
+
+def find_orphans(folder: Path | None = None) -> list[OrphanJournal]:
+    """Journals of sessions that ended without closing (their process is gone), oldest
+    first, each with at least one record.  Journals with none are deleted (nothing to
+    offer); unreadable ones are left alone."""
+    folder = journal_dir() if folder is None else folder
+    try:
+        paths = sorted(p for p in folder.glob("session-*" + JOURNAL_SUFFIX)
+                       if _NAME.match(p.name))
+    except OSError:
+        return []
+    out = []
+    for path in paths:
+        if _owner_alive(path):
+            continue
+        try:
+            orphan = read_journal(path)
+        except (OSError, ValueError):
+            continue
+        if orphan.runs:
+            out.append(orphan)
+        else:
+            discard(path)
+    return sorted(out, key=lambda o: o.started)
+
+
+def discard(path: Path) -> None:
+    """Delete a journal; one that cannot be deleted is left (never an error at start)."""
+    try:
+        path.unlink(missing_ok=True)
+    except OSError:
+        pass
+
+
+class SessionJournal:
+    """This session's journal: :meth:`record` and :meth:`final` as results arrive,
+    :meth:`done` when they are safe.
+
+    The file is created with the first record (a session without results leaves
+    nothing behind).  A write that fails (disk full, folder not writable) turns the
+    journal off for the session and is reported once through ``on_problem``; the
+    window keeps working.
+
+    Parameters
+    ----------
+    folder
+        Where journals live; by default :func:`journal_dir`.
+    on_problem
+        Called with a message when journaling stops working.
+    """
+
+    def __init__(self, folder: Path | None = None, on_problem=None):
+        self.folder = folder
+        self.on_problem = on_problem
+        self.path: Path | None = None
+        self._fh: IO[str] | None = None
+        self._failed = False
+        #: Journals of earlier sessions whose records this session restored: they are
+        #: done when this session's results are (until then, a crash keeps them).
+        self.adopted: list[Path] = []
+
+    def _open(self) -> IO[str] | None:
+        if self._fh is not None or self._failed:
+            return self._fh
+        try:
+            folder = self.folder if self.folder is not None else journal_dir()
+            folder.mkdir(parents=True, exist_ok=True)
+            path = self._free_name(folder, "w")
+            fh = open(path, "x", encoding="utf-8")  # noqa: SIM115  (kept open all session)
+            fh.write(json.dumps({"journal": JOURNAL_FORMAT, "pid": os.getpid(),
+                                 "started": time.time()}) + "\n")
+            fh.flush()
+        except Exception as exc:  # noqa: BLE001  (a journal problem must never stop a run)
+            self._fail(exc)
+            return None
+        self.path, self._fh = path, fh
+        return fh
+
+    @staticmethod
+    def _free_name(folder: Path, tag: str) -> Path:
+        """A journal name of this process that is not taken (a second window of the
+        process, or a journal taken over, gets a tag)."""
+        pid = os.getpid()
+        started = _process_start(pid) or int(time.time() * 1000)
+        path = folder / f"session-{pid}-{started}{JOURNAL_SUFFIX}"
+        n = 1
+        while path.exists():
+            path = folder / f"session-{pid}-{started}.{tag}{n}{JOURNAL_SUFFIX}"
+            n += 1
+        return path
+
+    def _fail(self, exc: BaseException) -> None:
+        self._failed = True
+        if self._fh is not None:
+            try:
+                self._fh.close()
+            except OSError:
+                pass
+            self._fh = None
+        if self.on_problem is not None:
+            self.on_problem(f"results journal off for this session: {exc}; results are "
+                            "not protected against a crash until saved")
+
+    def _write(self, entry: dict) -> None:
+        fh = self._open()
+        if fh is None:
+            return
+        try:
+            # default=str: an odd value in a record's "extra" must not stop the journal.
+            fh.write(json.dumps(entry, default=str) + "\n")
+            fh.flush()          # in the OS's hands now: a kill of this process keeps it
+        except Exception as exc:  # noqa: BLE001  (disk full, an odd value: journal off, run on)
+            self._fail(exc)
+
+    def record(self, run: int, rec: ResultRecord) -> None:
+        """One result of run ``run``, as it arrived."""
+        self._write({"run": run, "record": records.to_dict(rec)})
+
+    def final(self, run: int, recs: Iterable[ResultRecord]) -> None:
+        """Run ``run`` ended: these copies replace its records."""
+        self._write({"run": run, "final": [records.to_dict(r) for r in recs]})
+
+    def drop(self, run: int) -> None:
+        """Run ``run``'s results left the window (the next run replaced them)."""
+        if self._fh is not None:
+            self._write({"run": run, "drop": True})
+
+    def reset(self) -> None:
+        """This session's journaled results are gone from the window (replaced by a new
+        run, or cleared): start over.  Adopted journals stay until :meth:`done`."""
+        self._remove_own()
+
+    def done(self) -> None:
+        """Every result is safe (or deliberately gone): remove this session's journal and
+        the journals it restored from."""
+        self._remove_own()
+        for path in self.adopted:
+            discard(path)
+        self.adopted = []
+
+    def adopt(self, path: Path) -> bool:
+        """Take over an earlier session's journal whose records are shown now: it is
+        renamed as this process's (so no other window or instance offers it again, and a
+        crash of this session leaves it to the next start) and removed when this session
+        is :meth:`done`.  False when it is gone (another instance took it first)."""
+        try:
+            new = self._free_name(path.parent, "r")
+            os.rename(path, new)
+        except OSError:
+            return False
+        self.adopted.append(new)
+        return True
+
+    def _remove_own(self) -> None:
+        """Close this session's journal file and delete it."""
+        fh, path = self._fh, self.path
+        self._fh, self.path = None, None
+        if fh is not None:
+            try:
+                fh.close()
+            except OSError:
+                pass
+        if path is not None:
+            discard(path)
