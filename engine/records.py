@@ -142,6 +142,7 @@ def from_dict(d: dict[str, Any]) -> ResultRecord:
             val = ""
         kw[name] = val
     kw.setdefault("device", "")
+    kw.setdefault("params", {})          # a hand-made file may have no params column
     return ResultRecord(**kw)
 
 

@@ -164,3 +164,10 @@ def test_save_is_atomic_and_refuses_folders(tmp_path, realistic, monkeypatch):
         records.save(realistic[:1], p)
     assert p.read_text() == before                        # the earlier file is intact
     assert [f.name for f in tmp_path.iterdir()] == ["r.json"]   # no temporary left behind
+
+
+def test_csv_without_params_column_reads(tmp_path):
+    p = tmp_path / "min.csv"
+    p.write_text("backend,variant,m,n,k,dtype,median_ms\ncuda,naive,8,8,8,float32,1.5\n")
+    recs, skipped = records.load_report(p)
+    assert not skipped and recs[0].params == {} and recs[0].median_ms == 1.5
