@@ -356,6 +356,17 @@ class ChartView(pg.PlotWidget):
     def set_legend(self, entries: list[LegendEntry], hidden=frozenset()) -> None:
         """Fill the legend: inside the plot (compact, in columns when long) or, for
         many entries on screen, in the scrollable list beside it."""
+        before = self.entries
+        n_old = len(before)
+        if (0 < n_old < len(entries) <= INLINE_LEGEND_MAX and self.legend.isVisible()
+                and [(e.label, e.text, id(e.item)) for e in entries[:n_old]]
+                == [(e.label, e.text, id(e.item)) for e in before]
+                and self.legend_columns(len(entries)) == self.legend_columns(n_old)):
+            # A sweep reached new curves: add their rows only (re-laying out every row of
+            # the legend is most of what a new curve would cost).
+            self.entries = list(entries)
+            self._add_legend_rows(entries[n_old:])
+            return
         self.legend.clear()
         self.entries = list(entries)
         if not entries:
@@ -370,11 +381,15 @@ class ChartView(pg.PlotWidget):
             return
         if self.side is not None:
             self.side.hide()
+        # Columns first: re-flowing a filled legend leaves its rows stretched.
+        self.legend.setColumnCount(self.legend_columns(len(entries)))
+        self._add_legend_rows(entries)
+        self.legend.show()
+
+    def _add_legend_rows(self, entries: list[LegendEntry]) -> None:
         font = QFont(self.font())
         font.setPointSizeF(LEGEND_FONT_PT)
         fm = QFontMetrics(font)
-        # Columns first: re-flowing a filled legend leaves its rows stretched.
-        self.legend.setColumnCount(self.legend_columns(len(entries)))
         for e in entries:
             text = fm.elidedText(e.text, Qt.TextElideMode.ElideMiddle, LEGEND_TEXT_MAX_PX)
             self.legend.addItem(e.item, _escape(text))
@@ -386,7 +401,6 @@ class ChartView(pg.PlotWidget):
             label.setMaximumHeight(label.preferredHeight())
         self.legend.layout.activate()
         self.legend.updateSize()
-        self.legend.show()
 
     def legend_columns(self, n: int) -> int:
         """Columns for ``n`` inline entries: as many as keep the legend to about half

@@ -215,6 +215,16 @@ class SessionJournal:
         #: done when this session's results are (until then, a crash keeps them).
         self.adopted: list[Path] = []
 
+    def prepare(self) -> None:
+        """Find (and make) the journal folder now, at start-up: the first result of a
+        run must not wait for imports and folder creation in the window's thread."""
+        if self.folder is None and not self._failed:
+            try:
+                self.folder = journal_dir()
+                self.folder.mkdir(parents=True, exist_ok=True)
+            except Exception as exc:  # noqa: BLE001  (reported when journaling starts)
+                self.folder = None      # _open tries again, and reports what fails
+
     def _open(self) -> IO[str] | None:
         if self._fh is not None or self._failed:
             return self._fh

@@ -100,6 +100,8 @@ class ResultsFiles(QObject):
         self._kept_runs: set[int] = set()   # runs shown as "run N (hh:mm)"
         self.journal = journal if journal is not None else SessionJournal(
             on_problem=lambda text: self.log.emit("warning", text))
+        if hasattr(self.journal, "prepare"):
+            self.journal.prepare()
         #: Background loads not finished yet: token → path.
         self.loading: dict[int, Path] = {}
         self._tokens = itertools.count(1)
