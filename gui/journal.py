@@ -216,14 +216,20 @@ class SessionJournal:
         self.adopted: list[Path] = []
 
     def prepare(self) -> None:
-        """Find (and make) the journal folder now, at start-up: the first result of a
-        run must not wait for imports and folder creation in the window's thread."""
+        """Find (and make) the journal folder and file now, at start-up: the first result
+        of a run must not wait for imports and file creation in the window's thread."""
         if self.folder is None and not self._failed:
             try:
                 self.folder = journal_dir()
                 self.folder.mkdir(parents=True, exist_ok=True)
-            except Exception as exc:  # noqa: BLE001  (reported when journaling starts)
+            except Exception:  # noqa: BLE001  (reported when journaling starts)
                 self.folder = None      # _open tries again, and reports what fails
+                return
+        if self.folder is not None and not self._failed:
+            # The file too (an empty journal left by a crash is deleted, never offered):
+            # creating it took a tenth of a second on a slow virtual disk, which a run's
+            # first result must not wait for. Each result is then one short append.
+            self._open()
 
     def _open(self) -> IO[str] | None:
         if self._fh is not None or self._failed:

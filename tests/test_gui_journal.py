@@ -119,9 +119,12 @@ def test_a_killed_session_is_offered_and_restored(qtbot, tmp_path, make_window, 
     other = make_window()
     qtbot.wait(50)
     assert len(questions.asked) == 1 and len(other.store) == 0
-    # ...and a clean close of the window that shows them marks them done.
+    # ...and a clean close of the window that shows them marks them done (the other
+    # window's own journal, empty, goes with its own close).
     win.close()
     qtbot.waitUntil(lambda: not win.isVisible(), timeout=10_000)
+    other.close()
+    qtbot.waitUntil(lambda: not other.isVisible(), timeout=10_000)
     assert _journals() == []
 
 
