@@ -177,11 +177,16 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
     frame = ("metric", metric_key, log, opts.error_bars, bool(failed), id(view.theme), unit)
     signature = frame + (tuple((c.series.label, c.err is not None) for c in curves),)
     if view.signature != signature and curves and view.signature is not None \
-            and view.signature[:-1] == frame and view.signature[-1]:
-        # Only the set of curves changed (a sweep reached a new kernel or device): add
-        # and drop curve items instead of rebuilding the chart, so the redraw stays short
-        # however many curves there are.
+            and view.signature[:-1] == frame:
+        # Only the set of curves changed (a sweep reached a new kernel or device, or its
+        # first result): add and drop curve items instead of rebuilding the chart, so the
+        # redraw stays short however many curves there are.
         plot = view.getPlotItem()
+        if not view.signature[-1]:               # the empty frame: its text and fixed range go
+            plot.removeItem(view.placeholder)
+            if view.framed:
+                view.framed = False
+                plot.getViewBox().enableAutoRange()
         wanted = {c.series.label for c in curves}
         for label in [k for k in view.items if k != "__failed__" and k not in wanted]:
             view.drawn.pop(label, None)
