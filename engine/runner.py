@@ -299,6 +299,14 @@ class Sweep:
                 out_elems = max(m * registry.get(nm).effective_n(m, n) for nm, _ in plan.items)
                 need = (m * k + (k * n if needs_b else 0) + out_elems) * itemsize
                 matrices.check_device_fit(need, backend.free_memory(), f"the {m}×{n}×{k} problem")
+                largest = max(m * k, k * n if needs_b else 0, out_elems) * itemsize
+                limit = backend.max_buffer_bytes()
+                if limit is not None and largest > limit:
+                    side = int((limit // itemsize) ** 0.5)
+                    raise matrices.MatrixInputError(
+                        f"{m}×{n}×{k}: one matrix needs {largest / 2**20:,.1f} MiB, more than "
+                        f"{device.name} allocates in one buffer ({limit / 2**20:,.1f} MiB); the "
+                        f"largest square size that fits is {side}")
             except matrices.MatrixInputError as exc:
                 done = self._fail_input_set(plan, device, versions, shape, exc, results, emit,
                                             done, total)

@@ -54,3 +54,20 @@ def test_a_size_beyond_memory_is_refused_at_once_by_the_sweep():
     assert [r.status for r in recs] == ["error", "ok"]
     assert "largest square size that fits" in recs[0].error
     assert recs[1].passed
+
+
+def test_opencl_buffer_limit_is_checked_before_allocating(monkeypatch):
+    """A matrix larger than the OpenCL device allocates in one buffer is refused at once."""
+    from tests.helpers import require_backend
+    require_backend("opencl")
+    from engine.backends.opencl import OpenCLBackend
+    monkeypatch.setattr(OpenCLBackend, "max_buffer_bytes", lambda self: 64 * 64 * 4)
+    s = Sweep()
+    try:
+        recs = s.run(Plan(backend="opencl", items=[("naive", {"block": 16})],
+                          shapes=[(65, 64, 64), (64, 64, 64)], warmup=0, repeats=1), lambda e: None)
+    finally:
+        s.close()
+    assert recs[0].status == "error" and "in one buffer" in recs[0].error
+    assert "largest square size that fits is 64" in recs[0].error
+    assert recs[1].passed

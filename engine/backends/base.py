@@ -159,6 +159,11 @@ class Backend(ABC):
     def versions(self) -> str:
         return f"numpy {np.__version__}"
 
+    def max_buffer_bytes(self) -> int | None:
+        """The largest single buffer the open device allocates (OpenCL's
+        ``CL_DEVICE_MAX_MEM_ALLOC_SIZE``), or None where only the total bounds it."""
+        return None
+
     def context_lost(self) -> str | None:
         """Why the open device can no longer run anything (a reason), or None. Asked after
         an item failed; backends without sticky errors never lose their context."""

@@ -116,6 +116,9 @@ class OpenCLBackend(Backend):
         # OpenCL cannot report free memory; the device total bounds what we may ask for.
         return int(self.dev.global_mem_size)
 
+    def max_buffer_bytes(self) -> int | None:
+        return int(self.dev.max_mem_alloc_size)
+
     def compile(self, variant: Variant, params, dtype) -> CompiledKernel:
         cl = self.cl
         path = variant.source_path("opencl")
