@@ -174,7 +174,9 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
     beam = 0.012 * span if span > 0 else 0.02 * (1.0 if log else max(1.0, float(all_tx.max(initial=1.0))))
     unit = pick_unit(metric_key, np.concatenate([c.y for c in shown]) if shown else [])
     ref_symbols = _reference_symbols([c.series for c in curves])
-    frame = ("metric", metric_key, log, opts.error_bars, bool(failed), id(view.theme), unit)
+    # What only a rebuild can change; the value unit and the failed-point markers are
+    # updated in place (a unit that changes mid-sweep, ms to s, used to rebuild the chart).
+    frame = ("metric", metric_key, log, opts.error_bars, id(view.theme))
     signature = frame + (tuple((c.series.label, c.err is not None) for c in curves),)
     if view.signature != signature and curves and view.signature is not None \
             and view.signature[:-1] == frame:
@@ -214,9 +216,7 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
         for c in curves:
             view.items[c.series.label] = _curve_items(plot, c, ref_symbols, view.theme)
             entries.append(_entry(c.series, view.items[c.series.label][0]))
-        if failed:
-            view.items["__failed__"] = (_failed_item([], [], view.theme), None)
-            plot.addItem(view.items["__failed__"][0])
+        view.unit = unit
         view.set_legend(entries, opts.hidden)
         if not curves:
             # A plausible empty frame: 10…5000 in size, 0.01…100 in value (log).
@@ -227,6 +227,13 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
                                   else "No results yet — press Run, or open a results file")
         view.signature = signature
     plot = view.getPlotItem()
+    if getattr(view, "unit", None) != unit:
+        plot.getAxis("left").set_unit_factor(unit[1])
+        view.set_labels(SIZE_AXIS_LABEL, f"{metric.title} ({unit[0]})")
+        view.unit = unit
+    if failed and "__failed__" not in view.items:
+        view.items["__failed__"] = (_failed_item([], [], view.theme), None)
+        plot.addItem(view.items["__failed__"][0])
     view.hover.clear()
     for c in curves:
         curve, bars = view.items[c.series.label]
@@ -248,7 +255,7 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
         if visible:
             view.hover.add_points(c.tx, c.ty, c.texts)
     view.sync_legend(opts.hidden)
-    if failed:
+    if "__failed__" in view.items:
         view.items["__failed__"][0].setData([p[0] for p in failed], [p[1] for p in failed])
     sizes = sorted({round(float(v), 6) for c in curves for v in c.x})
     axis = plot.getAxis("bottom")

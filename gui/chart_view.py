@@ -293,6 +293,8 @@ class ChartView(pg.PlotWidget):
         self.items: dict[str, tuple] = {}
         #: What each curve was last given (its points), so unchanged curves are skipped.
         self.drawn: dict[str, tuple] = {}
+        #: The value unit the axis shows, e.g. ("ms", 1.0); None until a chart sets it.
+        self.unit: tuple | None = None
         self.signature: tuple | None = None
         self.framed = False   # the range was set for an empty frame, not by the user
         self.apply_theme(self.theme)
@@ -320,6 +322,7 @@ class ChartView(pg.PlotWidget):
         plot.clear()
         self.items.clear()
         self.drawn.clear()
+        self.unit = None          # the value axis is back to its base unit
         self.signature = None
         self.legend.clear()
         self.legend.show()
