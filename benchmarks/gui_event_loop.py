@@ -69,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
 
     app = QApplication.instance() or QApplication(["gui_event_loop"])
     settings_dir = tempfile.mkdtemp(prefix="matmul-lab-gui-bench-")
+    # Its own data folder too: a results journal left by another session would stop the
+    # measurement at a "restore results?" question.
+    os.environ["MATMUL_LAB_DATA"] = settings_dir
     win = MainWindow(ini_settings(Path(settings_dir) / "settings.ini"),
                      engine_factory=LocalEngine if opts.in_process else None)
     win.resize(1280, 800)

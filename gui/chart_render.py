@@ -41,6 +41,9 @@ class ChartOptions:
     hidden: frozenset[str] = frozenset()                # series labels hidden by the user
     #: Drawn for a file (export): no hints that point at the window's controls.
     for_export: bool = False
+    #: At most this many new curves per drawing (None: all): a live chart spreads the
+    #: building of many new curves over several redraws, so none of them is long.
+    max_new_curves: int | None = None
 
 
 def _log(a, on: bool) -> np.ndarray:
@@ -178,8 +181,10 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
     # updated in place (a unit that changes mid-sweep, ms to s, used to rebuild the chart).
     frame = ("metric", metric_key, log, opts.error_bars, id(view.theme))
     signature = frame + (tuple((c.series.label, c.err is not None) for c in curves),)
+    updated = False
     if view.signature != signature and curves and view.signature is not None \
             and view.signature[:-1] == frame:
+        updated = True
         # Only the set of curves changed (a sweep reached a new kernel or device, or its
         # first result): add and drop curve items instead of rebuilding the chart, so the
         # redraw stays short however many curves there are.
@@ -196,15 +201,24 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
                 if item is not None:
                     plot.removeItem(item)
         entries = []
+        budget = opts.max_new_curves
         for c in curves:
             if c.series.label not in view.items:
+                if budget is not None and budget <= 0:
+                    continue                    # the next drawing builds it
                 view.items[c.series.label] = _curve_items(plot, c, ref_symbols, view.theme)
+                budget = None if budget is None else budget - 1
             else:
                 _style_curve(view.items[c.series.label][0], c.series, ref_symbols, view.theme)
             entries.append(_entry(c.series, view.items[c.series.label][0]))
         view.set_legend(entries, opts.hidden)
-        view.signature = signature
-    if view.signature != signature:
+        curves = [c for c in curves if c.series.label in view.items]
+        view.pending = len(curves) < len(signature[-1])
+        view.signature = frame + (tuple((c.series.label, c.err is not None) for c in curves),)
+        shown = [c for c in curves if c.series.label not in opts.hidden]
+        failed = [p for c in shown for p in c.failed]
+    if not updated and view.signature != signature:
+        view.pending = False
         plot = view.reset()
         plot.getAxis("bottom").setLogMode(log)
         plot.getAxis("left").setLogMode(log)

@@ -295,6 +295,8 @@ class ChartView(pg.PlotWidget):
         self.drawn: dict[str, tuple] = {}
         #: The value unit the axis shows, e.g. ("ms", 1.0); None until a chart sets it.
         self.unit: tuple | None = None
+        #: The last drawing left curves to build (a live chart builds a few per redraw).
+        self.pending = False
         self.signature: tuple | None = None
         self.framed = False   # the range was set for an empty frame, not by the user
         self.apply_theme(self.theme)

@@ -11,6 +11,8 @@ in :mod:`gui.chart_view`; this module holds the tabs, their options and the time
 """
 from __future__ import annotations
 
+import dataclasses
+
 from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel,
                                QPushButton, QTabWidget, QVBoxLayout, QWidget)
@@ -33,6 +35,9 @@ CHARTS: dict[str, str] = {
     "roofline": "Roofline",
 }
 REDRAW_MS = 200
+#: New curves a live redraw builds at most (the rest at the next ones): each costs a few
+#: milliseconds of pyqtgraph work in the GUI thread, and a redraw must stay short.
+LIVE_NEW_CURVES = 2
 
 
 class ChartsPanel(QWidget):
@@ -269,7 +274,7 @@ class ChartsPanel(QWidget):
 
     def _tick(self) -> None:
         if self.current_kind in self._stale and self.isVisible():
-            self._draw(self.current_kind)
+            self._draw(self.current_kind, LIVE_NEW_CURVES)
 
     def _refresh_series(self) -> None:
         if not self._series_stale:
@@ -293,10 +298,14 @@ class ChartsPanel(QWidget):
         self.compare_size.setCurrentIndex(idx if idx >= 0 else self.compare_size.count() - 1)
         self.compare_size.blockSignals(False)
 
-    def _draw(self, kind: str) -> None:
+    def _draw(self, kind: str, max_new_curves: int | None = None) -> None:
         self._refresh_series()
-        self.last[kind] = render(self.views[kind], kind, self.series, self.options_now())
-        self._stale.discard(kind)
+        opts = dataclasses.replace(self.options_now(), max_new_curves=max_new_curves)
+        self.last[kind] = render(self.views[kind], kind, self.series, opts)
+        if getattr(self.views[kind], "pending", False):
+            self._stale.add(kind)          # more curves to build at the next redraw
+        else:
+            self._stale.discard(kind)
 
     def stop_updates(self) -> None:
         """Stop the redraw timer (the window is closing)."""

@@ -363,3 +363,32 @@ def test_roofline_without_peaks_spans_two_decades_and_exports_without_hints(qtbo
         title = view.getPlotItem().titleLabel.text
         assert "Device peaks unknown" in title
         assert ("above" in title) is (not export)          # an image has no controls above it
+
+
+def test_a_live_redraw_builds_a_few_new_curves_at_a_time(qtbot):
+    """With ``max_new_curves`` a drawing builds at most that many new curves and says more
+    are pending; the next drawings finish the job, and every curve ends up drawn."""
+    from engine.records import ResultRecord
+    from gui.chart_data import build_series
+    from gui.chart_render import ChartOptions, render
+    from gui.chart_view import ChartView
+
+    recs = [ResultRecord(backend="cpu", device="CPU", variant="naive", params={"block": b}, m=m,
+                         n=m, k=m, dtype="float32", median_ms=0.1 * b + m / 1000, flops=2 * m ** 3,
+                         bytes=12 * m * m, repeats=3, status="ok", passed=True)
+            for b in (8, 16, 32, 64, 128) for m in (64, 128)]
+    view = ChartView("runtime")
+    qtbot.addWidget(view)
+    view.resize(800, 500)
+    view.show()
+    series = build_series(recs)
+    render(view, "runtime", [], ChartOptions())                  # the empty frame first
+    built = []
+    for _ in range(5):
+        out = render(view, "runtime", series, ChartOptions(max_new_curves=2))
+        built.append(len(out))
+        if not view.pending:
+            break
+    assert built == [2, 4, 5] and not view.pending
+    assert set(view.items) == {s.label for s in series}
+    assert render(view, "runtime", series, ChartOptions()).keys() == {s.label for s in series}
