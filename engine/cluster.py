@@ -48,7 +48,7 @@ from pathlib import Path
 from .backends.base import DeviceLost
 from .engines import EngineLost, RemoteEngine
 from .records import ResultRecord
-from .runner import Emit, Event, Plan, CancelToken, make_record
+from .runner import HOST, CancelToken, Emit, Event, Plan, make_record
 
 #: The custom resource a cpu or opencl engine takes: one engine per unit.
 SLOT = "matmul_lab_slot"
@@ -144,7 +144,6 @@ class _EngineActor:
 
     def where(self) -> dict:
         """Where this engine runs (also: the actor is placed and ready)."""
-        from .runner import HOST  # noqa: PLC0415
         try:
             import ray  # noqa: PLC0415
             ip = ray.util.get_node_ip_address()
@@ -193,7 +192,6 @@ class _EngineActor:
         if exc is not None:     # BackendError: the reason, verbatim
             self._q.put(("failed", str(exc)))
             return
-        from .runner import HOST  # noqa: PLC0415
         info, versions = fut.result()
         if self.gpu is not None:
             info = dataclasses.replace(info, index=self.gpu)

@@ -32,7 +32,7 @@ from .backends.base import BackendError
 from .engines import EngineHandle, EngineLost
 from .records import ResultRecord
 from .registry import params_to_str
-from .runner import CancelToken, Emit, Event, Plan, final_records, make_record
+from .runner import CancelToken, Emit, Event, Plan, final_records, input_sets, make_record
 
 MODES = ("compare", "share")
 
@@ -386,11 +386,7 @@ class Dispatcher:
         """No engine is left: every item still queued is recorded as an error."""
         while tasks:
             task = tasks.popleft()
-            shapes = task.plan.shapes
-            if task.plan.matrices is not None:
-                a, b = task.plan.matrices
-                shapes = [(a.shape[0], a.shape[0] if b is None else b.shape[1], a.shape[1])]
-            for shape in shapes:
+            for shape, _load in input_sets(task.plan):
                 for name, params in task.plan.items:
                     rec = make_record(task.plan, engine.info, engine.versions, name, params,
                                       shape, worker=engine.label)

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from .backends.base import DeviceInfo, DeviceLost
+from .backends.base import BackendError, DeviceInfo, DeviceLost
 from .records import ResultRecord
-from .runner import CancelToken, Emit, Event, Plan
+from .runner import HOST, CancelToken, Emit, Event, Plan
 from .worker import EngineThread
 
 #: After Cancel, how long a remote engine may take to finish its launch before it is ended.
@@ -94,7 +94,6 @@ class LocalEngine(EngineHandle):
     def open(self) -> DeviceInfo:
         self.thread.start()
         self.info, self.versions = self.thread.open_device(self.backend, self.device).result()
-        from .runner import HOST  # noqa: PLC0415
         self.host = HOST
         return self.info
 
@@ -160,7 +159,6 @@ class RemoteEngine(EngineHandle):
                 self.info, self.versions, self.host = msg[1], msg[2], msg[3]
                 return self.info
             if msg[0] == "failed":
-                from .backends.base import BackendError  # noqa: PLC0415
                 raise BackendError(msg[1])
         self.kill()
         raise EngineLost(f"{self.label}: the engine did not open its device within "

@@ -23,6 +23,7 @@ from multiprocessing.connection import wait
 
 from .backends.base import DeviceLost
 from .engines import EngineLost, RemoteEngine
+from .runner import HOST
 
 #: How much lower than its parent an engine process (and its nvcc builds) is scheduled.
 ENGINE_NICENESS = 5
@@ -59,7 +60,7 @@ def child_main(cmd_conn, evt_conn, preload: tuple[str, ...] = ()) -> None:
     job = None
     lost = threading.Event()
 
-    def finished(fut, job_ref=None) -> None:
+    def finished(fut) -> None:
         if fut.cancelled():
             send(("done", []))
             return
@@ -81,10 +82,8 @@ def child_main(cmd_conn, evt_conn, preload: tuple[str, ...] = ()) -> None:
             break                                       # the parent went away
         cmd = msg[0]
         if cmd == "open":
-            _backend, _index = msg[1], msg[2]
             try:
-                info, versions = engine.open_device(_backend, _index).result()
-                from .runner import HOST  # noqa: PLC0415
+                info, versions = engine.open_device(msg[1], msg[2]).result()
                 send(("opened", info, versions, HOST))
             except Exception as exc:  # noqa: BLE001  (BackendError: the reason, verbatim)
                 send(("failed", str(exc)))

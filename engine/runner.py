@@ -153,7 +153,7 @@ class CancelToken:
 
 # --- the sweep ------------------------------------------------------------------------
 
-def _input_sets(plan: Plan) -> list[tuple[Shape, Callable[[], tuple[np.ndarray, np.ndarray]]]]:
+def input_sets(plan: Plan) -> list[tuple[Shape, Callable[[], tuple[np.ndarray, np.ndarray]]]]:
     """(shape, loader) per input set; loaders run lazily, inside the sweep."""
     if plan.matrices is not None:
         a, b = plan.matrices
@@ -268,7 +268,7 @@ class Sweep:
         results: list[ResultRecord] = []
         try:
             plan.validate()
-            sets = _input_sets(plan)
+            sets = input_sets(plan)
         except (ValueError, matrices.MatrixInputError) as exc:
             emit(Event("log", str(exc), level="error"))
             emit(Event("finished", str(exc), cancelled=False))

@@ -4,7 +4,7 @@ One device checked is the plain case.  With several, the run either compares the
 (every device runs every item) or shares the work (idle devices take the next task);
 see :mod:`engine.dispatch`.  "Ray cluster" sends the run to every GPU worker of a
 cluster (``local`` starts one on this machine); it is offered only where
-:func:`gui.run_controller.ray_status` says Ray can be used, and says why not otherwise.
+:func:`engine.cluster.ray_status` says Ray can be used, and says why not otherwise.
 """
 from __future__ import annotations
 

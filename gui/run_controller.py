@@ -22,6 +22,7 @@ from typing import Callable, Sequence
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 
+from engine import cluster  # Ray itself is imported only when a cluster is used
 from engine.backends import probe_all
 from engine.dispatch import MODES, Run, start_run
 from engine.engines import EngineHandle
@@ -93,21 +94,8 @@ def _prepare_engine_processes() -> None:
         pass
 
 
-def ray_status() -> tuple[bool, str]:
-    """Whether Ray clusters can be used here, and if not, why (never raises)."""
-    try:
-        from engine import cluster  # noqa: PLC0415  (imports ray: slow, optional)
-        ok, why = cluster.ray_status()
-        return bool(ok), str(why)
-    except (ImportError, AttributeError) as exc:
-        return False, f"Ray support is not available in this build ({exc})"
-    except Exception as exc:  # noqa: BLE001  (a broken ray install must not stop the app)
-        return False, f"Ray cannot be used: {type(exc).__name__}: {exc}"
-
-
 def ray_engines(address: str, backend: str) -> list[EngineHandle]:
     """One engine per GPU/worker of the Ray cluster at ``address``."""
-    from engine import cluster  # noqa: PLC0415
     return list(cluster.ray_engines(address, backend))
 
 
@@ -284,7 +272,7 @@ class RunController(QObject):
                 self._post("probe_failed", f"{type(exc).__name__}: {exc}")
             else:
                 self._post("backends_probed", statuses)
-            ok, why = ray_status()
+            ok, why = cluster.ray_status()
             self._post("ray_probed", ok, why)
             _prepare_engine_processes()
 
