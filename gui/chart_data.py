@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import math
+import statistics
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -231,7 +232,9 @@ def derived_peaks(records: Iterable[ResultRecord]) -> dict[tuple, float]:
         g, pct = r.gflops, r.pct_of_peak
         if _finite(g) and _finite(pct) and g > 0 and pct > 0 and r.status in ("ok", "unverified"):
             found.setdefault(r.device_key(), []).append(g / pct * 100.0)
-    return {d: float(np.median(v)) for d, v in found.items()}
+    # statistics, not np.median: numpy imports numpy.ma on a first median, which held
+    # the window for 60-90 ms in the middle of a sweep on a GPU machine.
+    return {d: float(statistics.median(v)) for d, v in found.items()}
 
 
 def peaks_by_model(derived: Iterable[tuple[tuple | str, float]]) -> dict[str, float]:

@@ -1,6 +1,8 @@
 """GUI: running a sweep, live charts, cancelling, event-loop latency, closing mid-run."""
 import math
 import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -15,6 +17,8 @@ from engine.backends import get_backend  # noqa: E402
 from engine.engines import EngineHandle, EngineLost  # noqa: E402
 from engine.runner import Event  # noqa: E402
 from gui.charts import CHARTS  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 SIZES = (32, 64, 96)
 VARIANTS = ("naive[block=16]", "tiled_any[block=16]")
@@ -114,6 +118,20 @@ def _largest_event_loop_gap(qtbot, win) -> float:
     assert len(win.store) == 9
     assert len(gaps) > 50
     return max(gaps)
+
+
+def test_live_results_import_no_module_in_the_window_process():
+    """A module first imported mid-sweep is imported in the GUI thread (numpy's lazy
+    numpy.ma, on a first np.median, held the window 60-90 ms on a GPU machine): results
+    recorded on a GPU, shown live on every chart, must import nothing new."""
+    out = subprocess.run([sys.executable, os.path.join(HERE, "window_imports.py"),
+                          os.path.join(HERE, "data", "h200_records.json")],
+                         capture_output=True, text=True, timeout=180)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = dict(line.split(" ", 1) if " " in line else (line, "")
+                 for line in out.stdout.splitlines() if line.startswith(("RECORDS", "IMPORTED")))
+    assert int(lines["RECORDS"]) == 40
+    assert lines["IMPORTED"].split() == []
 
 
 def test_event_loop_never_blocks_during_a_sweep(qtbot, make_window, configure):
