@@ -15,6 +15,7 @@ from typing import Sequence
 
 from . import matrices, records, registry
 from .backends import BACKENDS, probe_all
+from .cpus import engine_threads
 from .dispatch import MODES, Run, start_run
 from .engines import EngineHandle, LocalEngine
 from .process import ProcessEngine
@@ -277,12 +278,20 @@ def run_bench(argv: Sequence[str]) -> int:
         return EXIT_BAD_INPUT
     engines: list[EngineHandle] = (list(ray_engs) if ray_engs else
                                    [LocalEngine(backend, devices[0])] if args.in_process
-                                   else [ProcessEngine(backend, d) for d in devices])
+                                   else [ProcessEngine(backend, d,
+                                                       cpu_threads=engine_threads(len(devices), reserve=0))
+                                         for d in devices])
     mode = args.mode or ("share" if ray_engs else "compare")
+    # Sharing the work on a cluster: worker nodes that join mid-sweep get engines too.
+    joiners = None
+    if ray_engs and mode == "share":
+        from .cluster import FreeWorkers  # noqa: PLC0415
+        joiners = FreeWorkers(backend, ray_engs[0].device, first_slot=len(ray_engs))
     try:
-        recs, interrupted = _run_with_progress(engines, plan, mode, err, quiet=args.quiet)
+        recs, interrupted = _run_with_progress(engines, plan, mode, err, quiet=args.quiet,
+                                               joiners=joiners)
     finally:
-        for eng in engines:
+        for eng in engines + (joiners.made if joiners is not None else []):
             eng.close()
     console.print(_results_table(recs))
     if args.out:
@@ -409,8 +418,8 @@ def _wait(run: Run, err) -> tuple[list[records.ResultRecord], bool]:
             signal.signal(signal.SIGTERM, old)
 
 
-def _run_with_progress(engines: list[EngineHandle], plan: Plan, mode: str, err, quiet: bool
-                       ) -> tuple[list[records.ResultRecord], bool]:
+def _run_with_progress(engines: list[EngineHandle], plan: Plan, mode: str, err, quiet: bool,
+                       joiners=None) -> tuple[list[records.ResultRecord], bool]:
     from rich.markup import escape  # noqa: PLC0415
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,  # noqa: PLC0415
                                TimeElapsedColumn, TimeRemainingColumn)
@@ -420,7 +429,7 @@ def _run_with_progress(engines: list[EngineHandle], plan: Plan, mode: str, err, 
         def emit(ev: Event) -> None:
             if ev.kind == "log" and ev.level == "error":
                 errors.append(ev.message)
-        recs, interrupted = _wait(start_run(plan, engines, emit, mode), err)
+        recs, interrupted = _wait(start_run(plan, engines, emit, mode, joiners), err)
     else:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=True) as prog:
@@ -432,7 +441,7 @@ def _run_with_progress(engines: list[EngineHandle], plan: Plan, mode: str, err, 
                                 description=escape(ev.current or ev.message or "running"))
                 elif ev.kind == "log" and ev.level in ("error", "warning"):
                     errors.append(ev.message)
-            recs, interrupted = _wait(start_run(plan, engines, emit, mode), err)
+            recs, interrupted = _wait(start_run(plan, engines, emit, mode, joiners), err)
     for msg in errors:
         err.print(f"[red]{escape(msg)}[/red]")
     return recs, interrupted

@@ -589,6 +589,35 @@ def ray_engines(address: str, backend: str, device: int = 0,
     return [RayEngine(backend, device, slot=i, preload=preload) for i in range(count)]
 
 
-__all__ = ["SLOT", "ClusterError", "RayEngine", "connect", "ray_engines", "ray_status",
-           "shutdown_local", "start_local"]
+class FreeWorkers:
+    """Engines for the cluster's free GPUs (``cuda``) or :data:`SLOT`\ s: the ``joiners``
+    of a share-mode run (:func:`engine.dispatch.start_run`), so that a worker node that
+    joins the cluster mid-sweep takes part in it.
+
+    A GPU or slot is free when no actor holds it (``ray.available_resources``): the run's
+    own engines hold theirs, so what is free came with a new node, or was let go.
+    """
+
+    def __init__(self, backend: str, device: int = 0, preload: tuple[str, ...] = (),
+                 first_slot: int = 0):
+        self.backend, self.device, self.preload = backend, device, tuple(preload)
+        self._next_slot = first_slot
+        #: Every engine handed out (the caller closes them with its own at the end).
+        self.made: list[RayEngine] = []
+
+    def __call__(self) -> list[RayEngine]:
+        ray = _ray()
+        if not ray.is_initialized():
+            return []
+        key = "GPU" if self.backend in GPU_BACKENDS else SLOT
+        free = int(ray.available_resources().get(key, 0.0) + 1e-9)
+        made = [RayEngine(self.backend, 0 if self.backend in GPU_BACKENDS else self.device,
+                          slot=self._next_slot + i, preload=self.preload) for i in range(free)]
+        self._next_slot += free
+        self.made.extend(made)
+        return made
+
+
+__all__ = ["SLOT", "ClusterError", "FreeWorkers", "RayEngine", "connect", "ray_engines",
+           "ray_status", "shutdown_local", "start_local"]
 

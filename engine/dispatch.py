@@ -9,6 +9,12 @@
 * ``share``: the items (and autotune candidates) are split into tasks that idle devices
   pull from one queue; the result is the one table, sooner.
 
+In ``share`` mode, engines may also join a run in progress: given ``joiners`` (a callable
+that returns engines for devices that became free, e.g. a worker node that joined the
+Ray cluster), the run asks it every :data:`JOIN_POLL_S` seconds, opens what it returns,
+and the new engines take tasks from the queue like the others (the plan is then cut
+into one task per item and input set, so there is work left to take).
+
 It emits the same events as a single sweep (``started``, ``progress``, ``log``,
 ``result``, ``finished``) from its own thread, counting over all devices. When an engine
 is lost (crash, sticky CUDA error, a launch past its timeout, a cluster worker gone), the
@@ -35,6 +41,13 @@ from .registry import params_to_str
 from .runner import CancelToken, Emit, Event, Plan, final_records, input_sets, make_record
 
 MODES = ("compare", "share")
+#: How often a share-mode run asks its ``joiners`` for new engines.
+JOIN_POLL_S = 2.0
+#: After an engine that offered to join could not open, the next ask waits this long.
+JOIN_RETRY_S = 20.0
+
+#: Engines that can join a run now (devices that became free); [] when none.
+Joiners = Callable[[], list[EngineHandle]]
 
 
 @dataclass
@@ -83,7 +96,7 @@ class Dispatcher:
     """Runs one plan over ``engines`` (see the module docstring); use :func:`start_run`."""
 
     def __init__(self, plan: Plan, engines: Sequence[EngineHandle], emit: Emit,
-                 mode: str = "compare", run: Run | None = None):
+                 mode: str = "compare", run: Run | None = None, joiners: Joiners | None = None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not '{mode}'")
         if not engines:
@@ -92,6 +105,8 @@ class Dispatcher:
         if wrong:
             raise ValueError(f"engines {', '.join(wrong)} do not run the {plan.backend} backend")
         self.plan, self.engines, self.mode = plan, list(engines), mode
+        #: Where engines that join mid-run come from (share mode only).
+        self.joiners = joiners if mode == "share" else None
         self.run_handle = run or Run()
         self.cancel = self.run_handle.cancel_token
         self._emit_lock = threading.Lock()
@@ -191,18 +206,21 @@ class Dispatcher:
         except Exception as exc:  # noqa: BLE001  (a bug must not hang the run: say it)
             self._emit(Event("log", f"internal error: {type(exc).__name__}: {exc}", level="error"))
 
+    def _open_one(self, eng: EngineHandle, joined: bool = False) -> str | None:
+        """Open ``eng``'s device; None when it is ready, else why not."""
+        try:
+            info = eng.open()
+            self._emit(Event("log", f"{eng.label}: {info.name} "
+                                    + ("joined the run" if joined else "ready")
+                                    + (f" on {eng.host}" if eng.host else "")))
+            return None
+        except Exception as exc:  # noqa: BLE001  (BackendError, EngineLost, a failed start)
+            return f"{eng.label}: {exc}"
+
     def _open_all(self) -> list[str]:
         """Open every engine's device at once; the ones that open join the run."""
         problems: list[str] = []
-
-        def opener(eng):
-            try:
-                info = eng.open()
-                self._emit(Event("log", f"{eng.label}: {info.name} ready"
-                                        + (f" on {eng.host}" if eng.host else "")))
-                return None
-            except Exception as exc:  # noqa: BLE001  (BackendError, EngineLost, a failed start)
-                return f"{eng.label}: {exc}"
+        opener = self._open_one
 
         results: list[str | None] = ["not opened"] * len(self.engines)
         threads = [threading.Thread(target=lambda i=i, e=e: results.__setitem__(i, opener(e)),
@@ -266,7 +284,10 @@ class Dispatcher:
         ``emit`` None: results are the run's own (counted and shown). Otherwise (an
         autotune search) results go only into the returned list and ``emit`` sees logs.
         """
-        tasks = deque(split_plan(plan, 2 * len(engines) if len(engines) > 1 else 1))
+        joinable = self.joiners is not None and engines is self._live
+        # With engines that may join, every item is a task of its own: work to take.
+        pieces = len(plan.items) if joinable else 2 * len(engines) if len(engines) > 1 else 1
+        tasks = deque(split_plan(plan, pieces))
         # Guards tasks, out, live and busy; idle engines wait on it while another engine
         # may still put the rest of a task back (its engine lost), so nothing is stranded.
         lock = threading.Condition()
@@ -332,11 +353,56 @@ class Dispatcher:
                     return False
             return True
 
+        def queue_done() -> bool:
+            with lock:
+                return cancel.cancelled or (not tasks and busy[0] == 0) or not live
+
+        def watch_for_joiners() -> None:
+            """Ask for new engines while work is queued; each one that opens takes tasks."""
+            wait_s = JOIN_POLL_S
+            while not stop_watching.wait(wait_s) and not queue_done():
+                wait_s = JOIN_POLL_S
+                try:
+                    offered = self.joiners()
+                except Exception as exc:  # noqa: BLE001  (a cluster query failed: say it)
+                    self._emit(Event("log", f"looking for new engines failed: {exc}",
+                                     level="warning"))
+                    wait_s = JOIN_RETRY_S
+                    continue
+                for eng in offered:
+                    problem = self._open_one(eng, joined=True)
+                    if problem is not None or queue_done():
+                        if problem is not None:
+                            self._emit(Event("log", f"a new engine could not join: {problem}",
+                                             level="warning"))
+                            wait_s = JOIN_RETRY_S
+                        eng.close()
+                        continue
+                    with lock:
+                        self.engines.append(eng)
+                        self._live.append(eng)
+                        live.append(eng)
+                        t = threading.Thread(target=self._guard, args=(work, eng), daemon=True,
+                                             name=f"task-{eng.label}")
+                        joined.append(t)
+                    t.start()
+
         threads = [threading.Thread(target=self._guard, args=(work, e), daemon=True,
                                     name=f"task-{e.label}") for e in engines]
+        joined: list[threading.Thread] = []
+        stop_watching = threading.Event()
+        watcher = (threading.Thread(target=self._guard, args=(watch_for_joiners,), daemon=True,
+                                    name="join-watch") if joinable else None)
         for t in threads:
             t.start()
+        if watcher is not None:
+            watcher.start()
         for t in threads:
+            t.join()
+        stop_watching.set()
+        if watcher is not None:
+            watcher.join()
+        for t in list(joined):
             t.join()
         out.sort(key=lambda t: (t[0], t[1]))
         return [r for _o, _e, r in out]
@@ -396,10 +462,13 @@ class Dispatcher:
 
 
 def start_run(plan: Plan, engines: Sequence[EngineHandle], emit: Emit,
-              mode: str = "compare") -> Run:
-    """Run ``plan`` on ``engines`` from a new thread; returns the :class:`Run`."""
+              mode: str = "compare", joiners: Joiners | None = None) -> Run:
+    """Run ``plan`` on ``engines`` from a new thread; returns the :class:`Run`.
+
+    ``joiners`` (share mode): asked during the run for engines that can join it.
+    """
     run = Run()
-    dispatcher = Dispatcher(plan, engines, emit, mode, run)
+    dispatcher = Dispatcher(plan, engines, emit, mode, run, joiners)
 
     def body():
         try:

@@ -57,6 +57,9 @@ class EngineHandle(ABC):
         self.host = ""
         #: ``(variant, params, shape)`` the engine is running now, if known.
         self.in_flight: tuple | None = None
+        #: CPU threads the engine may keep busy (engine.cpus); None: no limit. Only an
+        #: engine in a process of its own applies it (set it before a run).
+        self.cpu_threads: int | None = None
 
     @property
     def label(self) -> str:

@@ -21,6 +21,7 @@ import threading
 import traceback
 from multiprocessing.connection import wait
 
+from . import cpus
 from .backends.base import DeviceLost
 from .engines import EngineLost, RemoteEngine
 from .runner import HOST
@@ -31,7 +32,8 @@ ENGINE_NICENESS = 5
 EXIT_DEVICE_LOST = 3
 
 
-def child_main(cmd_conn, evt_conn, preload: tuple[str, ...] = ()) -> None:
+def child_main(cmd_conn, evt_conn, preload: tuple[str, ...] = (),
+               cpu_threads: int | None = None) -> None:
     """The engine process: relay commands to an EngineThread, its events back."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's to handle
     try:
@@ -40,6 +42,10 @@ def child_main(cmd_conn, evt_conn, preload: tuple[str, ...] = ()) -> None:
         os.nice(ENGINE_NICENESS)
     except OSError:
         pass
+    if cpu_threads:
+        # Niceness alone was not enough: a reference product on every core (OpenBLAS)
+        # stretched the window's repaints threefold on a 16-core machine.
+        cpus.set_thread_budget(cpu_threads)
     from .worker import EngineThread  # noqa: PLC0415  (after the signal set-up)
 
     send_lock = threading.Lock()
@@ -93,6 +99,8 @@ def child_main(cmd_conn, evt_conn, preload: tuple[str, ...] = ()) -> None:
         elif cmd == "cancel":
             if job is not None:
                 job.cancel()
+        elif cmd == "threads":
+            cpus.set_thread_budget(msg[1])
         elif cmd == "stop":
             break
     if lost.is_set():
@@ -113,11 +121,18 @@ class ProcessEngine(RemoteEngine):
         What the child opens.
     preload
         Modules the child imports before it starts (e.g. ones that register kernels).
+    cpu_threads
+        CPU threads the child may keep busy (BLAS pools, PoCL, nvcc builds): see
+        :func:`engine.cpus.engine_threads`. None: every core. May be changed between
+        runs (the child is told before the next one).
     """
 
-    def __init__(self, backend: str, device: int = 0, preload: tuple[str, ...] = ()):
+    def __init__(self, backend: str, device: int = 0, preload: tuple[str, ...] = (),
+                 cpu_threads: int | None = None):
         super().__init__(backend, device)
         self.preload = tuple(preload)
+        self.cpu_threads = cpu_threads
+        self._threads_sent: int | None = None
         self.proc = None
         self._cmd = None
         self._evt = None
@@ -136,13 +151,20 @@ class ProcessEngine(RemoteEngine):
         ctx = mp.get_context("spawn")
         cmd_r, cmd_w = ctx.Pipe(duplex=False)
         evt_r, evt_w = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=child_main, args=(cmd_r, evt_w, self.preload),
+        proc = ctx.Process(target=child_main, args=(cmd_r, evt_w, self.preload, self.cpu_threads),
                            name=f"matmul-lab engine {self.label}", daemon=True)
+        self._threads_sent = self.cpu_threads
         proc.start()
         cmd_r.close()
         evt_w.close()
         self.proc, self._cmd, self._evt = proc, cmd_w, evt_r
         self.starts += 1
+
+    def run(self, plan, emit, cancel):
+        if self.alive() and self.cpu_threads and self.cpu_threads != self._threads_sent:
+            self._send(("threads", self.cpu_threads))   # more or fewer engines than before
+            self._threads_sent = self.cpu_threads
+        return super().run(plan, emit, cancel)
 
     def _send(self, msg: tuple) -> None:
         if self._cmd is None:

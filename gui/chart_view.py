@@ -11,13 +11,14 @@ from pyqtgraph.graphicsItems.LegendItem import ItemSample
 from pyqtgraph.graphicsItems.ScatterPlotItem import drawSymbol
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QFont, QFontMetrics, QIcon, QPainter, QPen, QPixmap
-from PySide6.QtWidgets import (QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QPushButton,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QGraphicsItem, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
+                               QPushButton, QVBoxLayout, QWidget)
 
 from .hover import HoverTip
 from .theme import ChartTheme
 
 pg.setConfigOptions(antialias=True)
+_PIXMAP_CACHE = QGraphicsItem.CacheMode.DeviceCoordinateCache
 
 #: Up to this many entries the legend sits inside the plot; past it, in the list at
 #: the plot's right (on screen) or in several columns (exported images).
@@ -282,6 +283,12 @@ class ChartView(pg.PlotWidget):
                                      verSpacing=-5, horSpacing=4, sampleType=CompactSample)
         self.legend.layout.setContentsMargins(4, 2, 4, 2)
         self.legend.sigSampleClicked.connect(self._sample_clicked)
+        # The axes (their ticks, text and the grid) and the legend's rows repaint from a
+        # pixmap until they change: a repaint for a new point or table row redrew all
+        # their text, about 40% of a chart's paint (a GPU machine's window stalled on it).
+        for name in ("left", "bottom"):
+            plot.getAxis(name).setCacheMode(_PIXMAP_CACHE)
+        self.legend.setCacheMode(_PIXMAP_CACHE)
         #: The list beside the plot for many entries (the chart tabs set it; an
         #: exported view has none and uses columns instead).
         self.side: SeriesLegend | None = None
@@ -401,6 +408,8 @@ class ChartView(pg.PlotWidget):
             sample, label = self.legend.items[-1]
             label.setToolTip(e.tip)
             sample.setToolTip(e.tip + "\n(click to hide or show)")
+            label.item.setCacheMode(_PIXMAP_CACHE)
+            sample.setCacheMode(_PIXMAP_CACHE)
             label.mouseClickEvent = (lambda ev, item=e.item: self._label_clicked(ev, item))
             # A grid row may stretch its items; the rows of a legend should not.
             label.setMaximumHeight(label.preferredHeight())

@@ -37,7 +37,7 @@ CHARTS: dict[str, str] = {
 REDRAW_MS = 200
 #: New curves a live redraw builds at most (the rest at the next ones): each costs a few
 #: milliseconds of pyqtgraph work in the GUI thread, and a redraw must stay short.
-LIVE_NEW_CURVES = 2
+LIVE_NEW_CURVES = 1
 
 
 class ChartsPanel(QWidget):

@@ -18,6 +18,9 @@ from .results_store import ResultStore, source_name
 from .theme import failed_row_colors, is_dark
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+_DISPLAY = Qt.ItemDataRole.DisplayRole
+_ALIGN = Qt.ItemDataRole.TextAlignmentRole
+_NUMBER_ALIGNMENT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
 
 
 def _num(fmt: str) -> Callable[[Any], str]:
@@ -87,6 +90,9 @@ class ResultsModel(QAbstractTableModel):
     def __init__(self, store: ResultStore, parent=None):
         super().__init__(parent)
         self.store = store
+        #: Each row's cell texts, formatted once (a repaint asks for every visible cell
+        #: several times; formatting them each time was most of the table's paint).
+        self._texts: dict[int, list[str]] = {}
         store.rows_appended.connect(self._appended)
         store.reset.connect(self._reset)
         store.values_changed.connect(self._values_changed)
@@ -98,9 +104,11 @@ class ResultsModel(QAbstractTableModel):
 
     def _reset(self) -> None:
         self.beginResetModel()
+        self._texts.clear()
         self.endResetModel()
 
     def _values_changed(self) -> None:
+        self._texts.clear()
         if self.rowCount():
             self.dataChanged.emit(self.index(0, 0), self.index(self.rowCount() - 1, len(COLUMNS) - 1))
 
@@ -125,18 +133,22 @@ class ResultsModel(QAbstractTableModel):
     def data(self, index: QModelIndex, role=Qt.ItemDataRole.DisplayRole):
         if not index.isValid():
             return None
-        rec = self.store.records[index.row()]
+        row = index.row()
+        rec = self.store.records[row]
+        if role == _DISPLAY:
+            texts = self._texts.get(row)
+            if texts is None:
+                texts = self._texts[row] = [c.text(c.value(rec)) for c in COLUMNS]
+            return texts[index.column()]
         col = COLUMNS[index.column()]
-        if role == Qt.ItemDataRole.DisplayRole:
-            return col.text(col.value(rec))
+        if role == _ALIGN:
+            return _NUMBER_ALIGNMENT if col.numeric else None
         if role == SORT_ROLE:
             v = col.value(rec)
             if col.numeric:
                 v = float(v) if v is not None else math.inf
                 return math.inf if not math.isfinite(v) else v  # blanks sort last (ascending)
             return str(v)
-        if role == Qt.ItemDataRole.TextAlignmentRole and col.numeric:
-            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.BackgroundRole and rec.status == "failed":
             return failed_row_colors()[0]
         if role == Qt.ItemDataRole.ForegroundRole:

@@ -24,6 +24,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 
 from engine import cluster  # Ray itself is imported only when a cluster is used
 from engine.backends import probe_all
+from engine.cpus import WINDOW_CPUS, engine_threads
 from engine.dispatch import MODES, Run, start_run
 from engine.engines import EngineHandle
 from engine.runner import Event, Plan
@@ -313,12 +314,30 @@ class RunController(QObject):
                 if eng is None:
                     eng = self._engines[key] = self.engine_factory(target.backend, key[1])
                 out.append(eng)
+            # The engines share the machine's cores, less the window's own: a reference
+            # product on every core starved the window's repaints (engine.cpus).
+            threads = engine_threads(len(out), WINDOW_CPUS)
+            for eng in out:
+                eng.cpu_threads = threads
             stale = [k for k in self._engines if k not in keys]
             retired = [self._engines.pop(k) for k in stale]
             for k in list(self._cluster):
                 retired.extend(self._cluster.pop(k))
         self._retire(retired)
         return out
+
+    def _keep_joined(self, key: tuple, made: list[EngineHandle]) -> None:
+        """After a run: engines that joined it mid-sweep stay with the cluster's others
+        (reused by the next run, closed with them); ones that never opened are closed."""
+        joined = [e for e in made if e.info is not None]
+        for eng in made:
+            if eng.info is None:
+                eng.close()
+        with self._lock:
+            if key in self._cluster:
+                self._cluster[key].extend(e for e in joined if e not in self._cluster[key])
+                return
+        self._retire(joined)     # the cluster's engines were retired meanwhile
 
     def _cluster_engines(self, address: str, backend: str) -> list[EngineHandle]:
         """A Ray cluster's engines (worker thread: connecting may take a while)."""
@@ -392,12 +411,20 @@ class RunController(QObject):
             emit(Event("finished", "cancelled before the run started", cancelled=True))
             return
         emit(Event("log", f"Ray cluster '{target.ray_address}': {len(engines)} engine(s)"))
+        joiners = None
+        if target.mode == "share":
+            # Worker nodes that join the cluster mid-sweep get engines and take work.
+            joiners = cluster.FreeWorkers(target.backend, engines[0].device,
+                                          first_slot=len(engines))
         try:
-            run = start_run(plan, engines, emit, target.mode)
+            run = start_run(plan, engines, emit, target.mode, joiners)
         except ValueError as exc:
             emit(Event("log", str(exc), level="error"))
             emit(Event("finished", str(exc)))
             return
+        if joiners is not None:
+            key = ("ray", target.ray_address, target.backend)
+            run.future.add_done_callback(lambda _f: self._keep_joined(key, joiners.made))
         self._run = run
         if self._cancel_requested:      # Cancel came while the run was being started
             run.cancel()

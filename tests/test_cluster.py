@@ -274,3 +274,55 @@ def test_ray_error_texts_are_shortened():
             "The actor is dead because it was killed by `ray.kill`.")
     assert cluster._short(ActorDiedError(text)) == (
         "ActorDiedError: The actor is dead because it was killed by `ray.kill`")
+
+
+@needs_ray
+def test_worker_node_joins_mid_sweep(local_cluster, monkeypatch):
+    """A worker node that joins the cluster in the middle of a share-mode sweep gets an
+    engine (engine.cluster.FreeWorkers) and takes queued items: records come from both
+    workers, and every item has exactly one record. (After the leave test: it leaves
+    the cluster one node larger.)"""
+    require_backend("opencl")
+    import ray
+
+    from engine import dispatch
+    monkeypatch.setattr(dispatch, "JOIN_POLL_S", 0.5)
+    ray_cluster = cluster.local_cluster()
+    cluster.connect("local")
+    # Both slots taken (one engine runs, one idles), so only a new node can bring one.
+    running, idle = cluster.RayEngine("opencl", slot=0), cluster.RayEngine("opencl", slot=1)
+    running.open()
+    idle.open()
+    end = time.monotonic() + 60        # a node lost by the test before may still count
+    while ray.available_resources().get(cluster.SLOT, 0) > 0 and time.monotonic() < end:
+        time.sleep(0.5)
+    assert ray.available_resources().get(cluster.SLOT, 0) == 0
+    joiners = cluster.FreeWorkers("opencl", first_slot=2)
+    assert joiners() == []
+    items = expand_items("opencl", ["naive", "tiled_any", "wpt"])
+    plan = Plan("opencl", items, shapes=[(80, 72, 88)], warmup=0, repeats=2, time_budget_s=0.3)
+    logs: list[str] = []
+
+    def emit(ev):
+        if ev.kind == "log":
+            logs.append(ev.message)
+        elif ev.kind == "result":
+            first_result.set()
+
+    first_result = threading.Event()
+    try:
+        run = start_run(plan, [running], emit, "share", joiners)
+        assert first_result.wait(120)
+        # From this thread: Ray's node start-up sets signal handlers (main thread only).
+        ray_cluster.add_node(num_cpus=1, num_gpus=0, resources={cluster.SLOT: 1})
+        recs = run.result(timeout=180)
+    finally:
+        for eng in [running, idle, *joiners.made]:
+            eng.close()
+    keys = sorted((r.variant, params_to_str(r.params)) for r in recs)
+    assert keys == sorted((n, params_to_str(p)) for n, p in items), keys
+    assert all(r.status == "ok" and r.passed is True for r in recs), [
+        (r.label(), r.status, r.error) for r in recs if r.status != "ok"]
+    assert len(joiners.made) >= 1 and any("joined the run" in m for m in logs), logs
+    workers = {r.worker for r in recs}
+    assert running.worker in workers and len(workers) >= 2, workers

@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 
+from .. import cpus
 from ..registry import Variant
 from .base import (INT_POISON, Backend, BackendError, BackendStatus, CompiledKernel,
                    DeviceInfo, Workspace, keep_timing)
@@ -39,7 +40,7 @@ class CpuBackend(Backend):
         except (ValueError, OSError, AttributeError):
             pass
         return DeviceInfo(backend="cpu", index=0, name=_cpu_name(),
-                          compute_units=os.cpu_count(), memory_bytes=mem,
+                          compute_units=cpus.thread_budget(), memory_bytes=mem,
                           notes="numpy " + np.__version__ + "; peak figures are not derivable for a CPU here")
 
     def probe(self) -> BackendStatus:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import cpus
 from ..registry import ROOT, Variant
 from .base import (FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, BackendStatus,
                    CompiledKernel, DeviceInfo, Workspace, keep_timing)
@@ -330,8 +331,8 @@ class CudaBackend(Backend):
         if not todo:
             return 0, 0.0
         t0 = time.perf_counter()
-        # One core stays free for the rest of the machine (the window, above all).
-        workers = workers or max(1, min(len(todo), (os.cpu_count() or 2) - 1))
+        # Within the engine's thread budget: the window keeps its cores.
+        workers = workers or cpus.build_workers(len(todo))
         with ThreadPoolExecutor(max_workers=workers) as pool:
             futures = [pool.submit(self._build, v, p, d) for _key, v, p, d in todo]
             for fut in futures:
