@@ -2,6 +2,7 @@
 
     python main.py            open the desktop app
     python main.py bench ...  run a sweep without Qt (python main.py bench --help)
+    python main.py new-kernel --from VARIANT PATH   an editable copy of a kernel file
 """
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ def main(argv: list[str]) -> int:
     if argv and argv[0] == "bench":
         from engine.cli import run_bench  # noqa: PLC0415
         return run_bench(argv[1:])
+    if argv and argv[0] == "new-kernel":
+        from engine.new_kernel import run_new_kernel  # noqa: PLC0415
+        return run_new_kernel(argv[1:])
     if argv and argv[0] in ("-h", "--help"):
         print(__doc__.strip())
         return 0

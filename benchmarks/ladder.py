@@ -26,12 +26,14 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engine import ladder, records, registry  # noqa: E402
+from engine import records, registry  # noqa: E402
 from engine.cli import parse_param_overrides  # noqa: E402
 from engine.registry import params_to_str  # noqa: E402
 from engine.runner import Plan, Sweep, expand_items  # noqa: E402
 
 SLOW = ("naive_uncoalesced", "blocktile_1d")
+#: The library lines every run includes (the registry's ``reference`` role).
+REFERENCES = tuple(v.name for v in registry.REGISTRY.values() if v.role == "reference")
 
 
 def build_items(names, overrides, defaults):
@@ -81,7 +83,7 @@ def table(recs, names, sizes, device) -> str:
     for r in bad:
         lines.append(f"!! {r.label()} at {r.m}: {r.status}: {r.error[:200]}")
     for r in recs:
-        if r.status == "skipped" and r.variant in ladder.CUBLAS:
+        if r.status == "skipped" and r.variant in REFERENCES:
             lines.append(f"-- {r.variant} skipped: {r.error}")
     return "\n".join(lines)
 
@@ -100,7 +102,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
-    names = args.variants.split(",") if args.variants else list(ladder.LADDER)
+    names = args.variants.split(",") if args.variants else registry.ladder_names()
     overrides = parse_param_overrides(args.params) if args.params else {}
     out = Path(args.out or os.environ.get("OUT") or ROOT / "benchmarks" / "results")
     out.mkdir(parents=True, exist_ok=True)
@@ -121,7 +123,7 @@ def main(argv=None) -> int:
     try:
         for s in sizes:
             wanted = [n for n in names if not (n in SLOW and s > args.slow_max)]
-            items = [(n, {}) for n in ladder.CUBLAS] + build_items(wanted, overrides, args.defaults)
+            items = [(n, {}) for n in REFERENCES] + build_items(wanted, overrides, args.defaults)
             plan = Plan(backend="cuda", items=items, shapes=[(s, s, s)], dtype="float32",
                         warmup=args.warmup, repeats=args.repeats, verify=not args.no_verify)
             print(f"== {s}: {len(items)} runs", flush=True)
@@ -132,7 +134,7 @@ def main(argv=None) -> int:
     if device is None:
         print("the cuda backend did not open", file=sys.stderr)
         return 1
-    text = table(recs, list(ladder.CUBLAS) + names, sizes, device)
+    text = table(recs, list(REFERENCES) + names, sizes, device)
     print(text)
     records.save(recs, out / "ladder.json")
     (out / "ladder.txt").write_text(text + "\n")

@@ -1,4 +1,25 @@
 /*
++++
+name = "wpt"
+title = "Tiled with more work per thread: each thread computes WPT outputs of a row, TS/WPT threads per tile row."
+source = "seed 004: OpenCL submatrix + WPT kernel"
+role = "seed"
+order = 4
+
+[params]
+ts = [32, 16, 8]
+wpt = [4, 1, 2, 8]
+
+[[constraints]]
+check = "ts % wpt == 0"
+reason = "wpt={wpt} must divide ts={ts}"
+
+[launch]
+grid = ["cdiv(N, ts)", "cdiv(M, ts)"]
+block = ["ts // wpt", "ts"]
++++
+*/
+/*
  * 04_wpt.cu -- tiled matmul with more work per thread: a block computes a TSxTS tile
  * of C with TS/WPT x TS threads; each thread keeps WPT accumulators in registers for
  * WPT outputs of one row, at columns tx + w*(TS/WPT) of the tile.

@@ -1,4 +1,21 @@
 /*
++++
+name = "aat_simple"
+title = "C = A·Aᵀ straight from global memory: the Aᵀ term is read with a stride of K (uncoalesced)."
+source = "seed 002: simpleMultiply (CUDA Best Practices, strided access)"
+role = "seed"
+order = 5
+kind = "aat"
+
+[params]
+tile = [32, 16]
+
+[launch]
+grid = ["cdiv(M, tile)", "cdiv(M, tile)"]
+block = ["tile", "tile"]
++++
+*/
+/*
  * 05_aat_simple.cu -- C = A*A^ELEM straight from global memory, one thread per element
  * of C: C[row][col] = sum_k A[row][k] * A[col][k]. The second term is read with a
  * stride of K across a warp (neighbouring threads = neighbouring rows of A), so it

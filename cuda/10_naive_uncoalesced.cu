@@ -1,4 +1,20 @@
 /*
++++
+name = "naive_uncoalesced"
+title = "One thread per C element with x along ROWS: loads of A and stores of C are strided (uncoalesced); compare with naive."
+source = "siboehm's SGEMM_CUDA worklog (https://siboehm.com/articles/22/CUDA-MMM), kernel 1"
+role = "rung"
+order = 10
+
+[params]
+block = [32, 16]
+
+[launch]
+grid = ["cdiv(M, block)", "cdiv(N, block)"]
+block = ["block", "block"]
++++
+*/
+/*
  * 10_naive_uncoalesced.cu -- one thread per C element straight from global memory, with
  * thread x running along the ROWS of C: the counter-example that shows what coalescing
  * buys (compare with 01_naive.cu, where x runs along columns).

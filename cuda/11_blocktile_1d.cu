@@ -1,4 +1,34 @@
 /*
++++
+name = "blocktile_1d"
+title = "1-D blocktiling: BM×BK and BK×BN shared tiles, each thread TM rows of one column (TM FMAs per shared load of B)."
+source = "siboehm's SGEMM_CUDA worklog (https://siboehm.com/articles/22/CUDA-MMM), kernel 4"
+role = "rung"
+order = 11
+
+[params]
+bm = [64]
+bn = [64]
+bk = [8]
+tm = [8, 16]
+
+[derived]
+threads = "bn * bm // tm"
+
+[[constraints]]
+check = "bm % tm == 0"
+reason = "tm={tm} must divide bm={bm}"
+
+[[constraints]]
+check = "threads >= 32 and threads <= 1024"
+reason = "{threads} threads per block (need 32..1024)"
+
+[launch]
+grid = ["cdiv(N, bn)", "cdiv(M, bm)"]
+block = ["bn", "bm // tm"]
++++
+*/
+/*
  * 11_blocktile_1d.cu -- 1-D blocktiling: a block computes a BMxBN tile of C from BMxBK
  * and BKxBN tiles of A and B in shared memory; each thread keeps TM accumulators for TM
  * consecutive rows of one column, so one B value read from shared memory feeds TM FMAs.

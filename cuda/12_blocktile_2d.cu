@@ -1,4 +1,35 @@
 /*
++++
+name = "blocktile_2d"
+title = "2-D blocktiling: each thread a TM×TN sub-tile, an outer product of register-cached A and B values per k."
+source = "siboehm's SGEMM_CUDA worklog (https://siboehm.com/articles/22/CUDA-MMM), kernel 5"
+role = "rung"
+order = 12
+
+[params]
+bm = [128, 64]
+bn = [128, 64]
+bk = [8]
+tm = [8]
+tn = [8]
+
+[derived]
+threads = "(bn // tn) * (bm // tm)"
+
+[[constraints]]
+check = "bm % tm == 0 and bn % tn == 0"
+reason = "tm must divide bm and tn must divide bn"
+
+[[constraints]]
+check = "threads >= 32 and threads <= 1024"
+reason = "{threads} threads per block (need 32..1024)"
+
+[launch]
+grid = ["cdiv(N, bn)", "cdiv(M, bm)"]
+block = ["bn // tn", "bm // tm"]
++++
+*/
+/*
  * 12_blocktile_2d.cu -- 2-D blocktiling: each thread computes a TMxTN sub-tile of the
  * block's BMxBN tile of C; per k it loads TM values of A and TN values of B from shared
  * memory into registers and does TM*TN FMAs (an outer product), raising arithmetic

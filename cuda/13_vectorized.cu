@@ -1,4 +1,39 @@
 /*
++++
+name = "vectorized"
+title = "2-D blocktiling with 128-bit global and shared accesses and A transposed in shared memory; scalar guarded tails (fast path at N, K % 4 == 0)."
+source = "siboehm's SGEMM_CUDA worklog (https://siboehm.com/articles/22/CUDA-MMM), kernel 6"
+role = "rung"
+order = 13
+
+[params]
+bm = [128, 64]
+bn = [128]
+bk = [8, 16]
+tm = [8]
+tn = [8]
+
+[derived]
+threads = "(bn // tn) * (bm // tm)"
+
+[[constraints]]
+check = "tm % 4 == 0 and tn % 4 == 0 and bk % 4 == 0"
+reason = "tm, tn and bk must be multiples of 4 (128-bit accesses)"
+
+[[constraints]]
+check = "bm % tm == 0 and bn % tn == 0"
+reason = "tm must divide bm and tn must divide bn"
+
+[[constraints]]
+check = "threads >= 32 and threads <= 1024"
+reason = "{threads} threads per block (need 32..1024)"
+
+[launch]
+grid = ["cdiv(N, bn)", "cdiv(M, bm)"]
+block = ["bn // tn", "bm // tm"]
++++
+*/
+/*
  * 13_vectorized.cu -- 2-D blocktiling with 128-bit memory access: tiles of A and B are
  * read from global memory as 4-element vectors (float4/int4), A's tile is stored
  * TRANSPOSED in shared memory (As[BK][BM]) so that a thread's TM values of A for one k

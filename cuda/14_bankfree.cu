@@ -1,4 +1,39 @@
 /*
++++
+name = "bankfree"
+title = "vectorized with a bank-conflict-free shared layout: padded transposed A tile, per-thread columns split into strided groups of 4."
+source = "siboehm's SGEMM_CUDA worklog (https://siboehm.com/articles/22/CUDA-MMM), kernels 7-8; CUDA Best Practices padded tile"
+role = "rung"
+order = 14
+
+[params]
+bm = [128, 64]
+bn = [128]
+bk = [8, 16]
+tm = [8]
+tn = [8]
+
+[derived]
+threads = "(bn // tn) * (bm // tm)"
+
+[[constraints]]
+check = "tm % 4 == 0 and tn % 4 == 0 and bk % 4 == 0"
+reason = "tm, tn and bk must be multiples of 4 (128-bit accesses)"
+
+[[constraints]]
+check = "bm % tm == 0 and bn % tn == 0"
+reason = "tm must divide bm and tn must divide bn"
+
+[[constraints]]
+check = "threads >= 32 and threads <= 1024"
+reason = "{threads} threads per block (need 32..1024)"
+
+[launch]
+grid = ["cdiv(N, bn)", "cdiv(M, bm)"]
+block = ["bn // tn", "bm // tm"]
++++
+*/
+/*
  * 14_bankfree.cu -- 13_vectorized.cu with a bank-conflict-free shared layout:
  *  (1) the transposed tile of A is padded, As[BK][BM + PAD]: with BK = 8 a warp stores
  *      16 rows x 2 k-quads, and without padding the two quads (k and k+4, 4*BM words

@@ -1,4 +1,57 @@
 /*
++++
+name = "warptile"
+title = "Warptiling: block tile → warp tiles → per-thread TM×TN pieces of WMITER×WNITER sub-tiles; 128-bit loads, padded transposed A."
+source = "siboehm's SGEMM_CUDA worklog (https://siboehm.com/articles/22/CUDA-MMM), kernel 10; CUTLASS hierarchy"
+role = "rung"
+order = 15
+
+[params]
+bm = [128]
+bn = [128]
+bk = [16, 8]
+wm = [64]
+wn = [32, 64]
+wniter = [2]
+tm = [8]
+tn = [4]
+
+[derived]
+wmiter = "(wm * wn) // (32 * tm * tn * wniter)"
+wsubm = "wm // wmiter"
+wsubn = "wn // wniter"
+threads = "32 * (bm // wm) * (bn // wn)"
+
+[[constraints]]
+check = "bm % wm == 0 and bn % wn == 0"
+reason = "wm must divide bm and wn must divide bn"
+
+[[constraints]]
+check = "(wm * wn) % (32 * tm * tn * wniter) == 0"
+reason = "a {wm}×{wn} warp tile does not split into 32 lanes × {tm}×{tn} × wniter={wniter}"
+
+[[constraints]]
+check = "wmiter >= 1 and wm % wmiter == 0 and wn % wniter == 0"
+reason = "wniter={wniter} leaves no whole sub-tile (wmiter={wmiter})"
+
+[[constraints]]
+check = "wsubm % tm == 0 and wsubn % tn == 0 and (wsubm // tm) * (wsubn // tn) == 32"
+reason = "a {wsubm}×{wsubn} sub-tile is not 32 lanes of {tm}×{tn}"
+
+[[constraints]]
+check = "tm % 4 == 0 and tn % 4 == 0 and bk % 4 == 0"
+reason = "tm, tn and bk must be multiples of 4 (128-bit accesses)"
+
+[[constraints]]
+check = "threads >= 32 and threads <= 1024"
+reason = "{threads} threads per block (need 32..1024)"
+
+[launch]
+grid = ["cdiv(N, bn)", "cdiv(M, bm)"]
+block = ["threads", 1]
++++
+*/
+/*
  * 15_warptile.cu -- warptiling: the block's BMxBN tile of C is split into WMxWN warp
  * tiles, each warp's tile into WMITERxWNITER sub-tiles of WSUBMxWSUBN, and each thread
  * computes a TMxTN piece of every sub-tile. A warp then reads from shared memory only

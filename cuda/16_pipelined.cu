@@ -1,4 +1,64 @@
 /*
++++
+name = "pipelined"
+title = "warptile fed by a STAGES-deep cp.async pipeline (sm_80+): copies of the next tiles overlap the FMAs, one barrier per tile."
+source = "CUTLASS sm80 multistage mainloop; CUDA Programming Guide async copies; siboehm's SGEMM_CUDA worklog (https://siboehm.com/articles/22/CUDA-MMM), kernel 11"
+role = "rung"
+order = 16
+
+[params]
+bm = [128, 64]
+bn = [128]
+bk = [16]
+wm = [64]
+wn = [32]
+wniter = [2]
+tm = [8]
+tn = [4]
+stages = [3]
+minb = [2, 1]
+
+[derived]
+wmiter = "(wm * wn) // (32 * tm * tn * wniter)"
+wsubm = "wm // wmiter"
+wsubn = "wn // wniter"
+threads = "32 * (bm // wm) * (bn // wn)"
+
+[[constraints]]
+check = "stages >= 2 and minb >= 1"
+reason = "stages must be at least 2 and minb at least 1"
+
+[[constraints]]
+check = "bm % wm == 0 and bn % wn == 0"
+reason = "wm must divide bm and wn must divide bn"
+
+[[constraints]]
+check = "(wm * wn) % (32 * tm * tn * wniter) == 0"
+reason = "a {wm}×{wn} warp tile does not split into 32 lanes × {tm}×{tn} × wniter={wniter}"
+
+[[constraints]]
+check = "wmiter >= 1 and wm % wmiter == 0 and wn % wniter == 0"
+reason = "wniter={wniter} leaves no whole sub-tile (wmiter={wmiter})"
+
+[[constraints]]
+check = "wsubm % tm == 0 and wsubn % tn == 0 and (wsubm // tm) * (wsubn // tn) == 32"
+reason = "a {wsubm}×{wsubn} sub-tile is not 32 lanes of {tm}×{tn}"
+
+[[constraints]]
+check = "tm % 4 == 0 and tn % 4 == 0 and bk % 4 == 0"
+reason = "tm, tn and bk must be multiples of 4 (128-bit accesses)"
+
+[[constraints]]
+check = "threads >= 32 and threads <= 1024"
+reason = "{threads} threads per block (need 32..1024)"
+
+[launch]
+grid = ["cdiv(N, bn)", "cdiv(M, bm)"]
+block = ["threads", 1]
+shared = "stages * (bk * (bm + 4) + bk * bn) * 4"    # per stage: A transposed, BK x (BM + PAD), PAD = 4; B, BK x BN
++++
+*/
+/*
  * 16_pipelined.cu -- 15_warptile.cu with a STAGES-deep software pipeline: tiles of A
  * and B are copied global -> shared with cp.async (sm_80+), which bypasses registers
  * and runs in the background, so while the warps compute on tile t the copies of tiles

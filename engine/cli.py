@@ -87,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the engine in this process (no isolation: a crashing or hanging "
                         "kernel takes the command with it)")
     p.add_argument("--variants", default=None, help="comma-separated variant names (default: all of the backend)")
+    p.add_argument("--kernel", action="append", default=[], metavar="PATH",
+                   help="a kernel file of your own (.cu or .cl with a header; or a folder of "
+                        "them), run next to --variants (repeatable; see 'python main.py new-kernel')")
     p.add_argument("--params", default=None, help="restrict parameters, e.g. 'block=16,32;wpt=4'")
     p.add_argument("--sizes", default="256,512", help="sizes (see above)")
     p.add_argument("--dtype", choices=registry.DTYPES, default="float32")
@@ -229,6 +232,16 @@ def run_bench(argv: Sequence[str]) -> int:
         if args.variants is not None and not args.variants.strip(" ,"):
             raise UsageError("--variants: no variant named (write e.g. naive,tiled_any)")
         names = [s.strip() for s in args.variants.split(",") if s.strip()] if args.variants else None
+        kernel_files = tuple(str(Path(k).resolve()) for k in args.kernel)
+        user_kernels: set[str] = set()
+        if kernel_files:
+            loaded, problems = registry.load_kernel_files(kernel_files)
+            if problems:
+                raise UsageError("\n".join(problems))
+            if not loaded:
+                raise UsageError(f"--kernel: no kernel file in {', '.join(args.kernel)}")
+            names = (names or []) + [n for n in loaded if n not in (names or [])]
+            user_kernels.update(loaded)
         for name in names or []:
             try:
                 v = registry.get(name)
@@ -237,7 +250,7 @@ def run_bench(argv: Sequence[str]) -> int:
             if backend not in v.sources:
                 raise UsageError(f"{name} has no {backend} kernel (it runs on {', '.join(v.backends)})")
         overrides = parse_param_overrides(args.params)
-        chosen = names or [v.name for v in registry.variants_for(backend)]
+        chosen = names or [v.name for v in registry.default_variants(backend)]
         unused = sorted(p for p in overrides if not any(p in registry.get(n).space for n in chosen))
         if unused:
             raise UsageError(f"--params: {', '.join(unused)} is not a parameter of "
@@ -267,7 +280,7 @@ def run_bench(argv: Sequence[str]) -> int:
                     time_budget_s=args.budget, cold=args.cold, verify=not args.no_verify,
                     seed=args.seed, dist=args.dist, matrices=mats,
                     autotune=args.autotune or args.retune, retune=args.retune,
-                    launch_timeout_s=args.launch_timeout)
+                    launch_timeout_s=args.launch_timeout, kernel_files=kernel_files)
         try:
             plan.validate()      # the window's limits, in the window's words
         except ValueError as exc:
@@ -309,6 +322,8 @@ def run_bench(argv: Sequence[str]) -> int:
     if interrupted:
         err.print(f"interrupted: kept {len(recs)} finished result(s)")
         return EXIT_INTERRUPTED
+    if any(r.extra.get("build_failed") and r.variant in user_kernels for r in recs):
+        return EXIT_BAD_INPUT            # a kernel file of the user's did not compile
     bad = [r for r in recs if r.passed is False or r.status == "error"]
     return EXIT_FAILED if bad else EXIT_OK
 

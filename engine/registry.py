@@ -21,15 +21,21 @@ Conventions shared by every kernel file (``cuda/*.cu``, ``opencl/*.cl``):
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
+
+from .kernel_file import KernelFileError, KernelHeader, Prepass, parse_header
 
 ROOT = Path(__file__).resolve().parent.parent
 DTYPES = ("float32", "int32")
 ITEMSIZE = {"float32": 4, "int32": 4}
 
 Params = Mapping[str, int]
+#: CUDA's launch limits (every architecture the lab builds for).
+CUDA_MAX_THREADS = 1024
+CUDA_MAX_GRID_X = 2**31 - 1
+CUDA_MAX_GRID_Y = 65535
 #: ``(grid_x, grid_y), (block_x, block_y)``: blocks in the grid, threads per block.
 Geometry = tuple[tuple[int, int], tuple[int, int]]
 
@@ -61,7 +67,10 @@ def aat_bytes(m: int, n: int, k: int, itemsize: int) -> int:
 
 @dataclass(frozen=True)
 class Variant:
-    """One kernel of the ladder.
+    """One kernel the lab can run.
+
+    Built from a kernel file's header (:mod:`engine.kernel_file`; the .cu and .cl files
+    of one name make one variant) or, for library references, from :data:`REFERENCES`.
 
     Parameters
     ----------
@@ -72,7 +81,8 @@ class Variant:
     seed
         Where the technique comes from (a seed document or a public reference).
     sources
-        Backend name → kernel file relative to the repository root.
+        Backend name → kernel file (relative to the repository root, or absolute for a
+        user's kernel), or the library routine of a reference.
     space
         Parameter name → the values the registry offers, first one the default.
     geometry
@@ -82,6 +92,10 @@ class Variant:
         combination is skipped and the reason shown.
     kind
         ``"gemm"`` (C = A·B) or ``"aat"`` (C = A·Aᵀ, B unused, N = M).
+    role
+        ``baseline`` (speed-ups are over it), ``seed``, ``reference`` (a library line the
+        kernels are a percentage of), ``rung`` (the ladder), ``experiment`` (kept, tested,
+        not in default sweeps) or ``user`` (a kernel file of the user's).
     """
 
     name: str
@@ -96,13 +110,22 @@ class Variant:
     flops: Callable[[int, int, int], int] = gemm_flops
     bytes_moved: Callable[[int, int, int, int], int] = gemm_bytes
     entry: str = "matmul"
-    #: Set for library reference lines (e.g. ``"cublas_sgemm"``): the backend calls the
+    #: Set for library reference lines (e.g. ``"cublas"``): the backend calls the
     #: library instead of compiling ``sources``; ``sources`` then names the routine.
     library: str | None = None
     #: Arithmetic the result is checked against: "fp32" or "tf32" (looser tolerance).
     precision: str = "fp32"
-    #: Extra keyword arguments for the backend (e.g. dynamic shared memory); unused by seeds.
-    extra: Mapping[str, object] = field(default_factory=dict)
+    role: str = "seed"
+    #: Place in the ladder as taught (kernel files' ``order``).
+    order: int | None = None
+    #: CUDA: bytes of dynamic shared memory for a parameter set (None: none).
+    dynamic_shared: Callable[[Params], int] | None = None
+    #: CUDA: "a" for kernels that need the exact architecture (sm_90a: wgmma, setmaxnreg).
+    arch_suffix: str = ""
+    #: CUDA: a kernel launched before this one in the same timed region (a pre-pass).
+    prepass: Prepass | None = None
+    #: The kernel files' headers this variant was built from (none for references).
+    headers: tuple[KernelHeader, ...] = ()
 
     @property
     def backends(self) -> tuple[str, ...]:
@@ -152,7 +175,25 @@ class Variant:
         n_out = self.effective_n(m, n)
         if max(m * k, k * n, m * n_out) >= 2**31:
             return "a matrix with 2³¹ or more elements overflows the kernels' 32-bit indices"
-        return self.constraint(params, m, n, k, dtype)
+        why = self.constraint(params, m, n, k, dtype)
+        if why is None and self.headers:
+            why = self._launch_problem(backend, params, m, n, k)
+        return why
+
+    def _launch_problem(self, backend: str, params: Params, m: int, n: int, k: int) -> str | None:
+        """A launch no device takes (a kernel file's geometry): zero or negative sizes, and
+        for CUDA more than 1024 threads per block or a grid past its limits."""
+        (gx, gy), (bx, by) = self.geometry(params, m, n, k)
+        if min(gx, gy, bx, by) < 1:
+            return f"the launch geometry grid ({gx}, {gy}), block ({bx}, {by}) has an empty side"
+        if backend == "cuda":
+            if bx * by > CUDA_MAX_THREADS:
+                return (f"block ({bx}, {by}) is {bx * by} threads: a CUDA block has at most "
+                        f"{CUDA_MAX_THREADS}")
+            if gx > CUDA_MAX_GRID_X or gy > CUDA_MAX_GRID_Y:
+                return (f"grid ({gx}, {gy}) is past CUDA's limits ({CUDA_MAX_GRID_X}, "
+                        f"{CUDA_MAX_GRID_Y})")
+        return None
 
     def label(self, params: Params) -> str:
         """Short display name, e.g. ``tiled[block=16]``."""
@@ -175,42 +216,130 @@ def params_from_str(text: str) -> dict[str, int]:
     return out
 
 
-# --- geometry helpers ----------------------------------------------------------------
+# --- library references (real code, not kernel files) ---------------------------------
 
-def _square_blocks(param: str):
-    """One thread per C element, ``param``×``param`` threads per block."""
-    def geometry(p: Params, m: int, n: int, k: int) -> Geometry:
-        b = p[param]
-        return (cdiv(n, b), cdiv(m, b)), (b, b)
-    return geometry
+def _one_launch(p: Params, m: int, n: int, k: int) -> Geometry:
+    return (1, 1), (1, 1)               # the library (or numpy) picks its own
 
 
-def _aat_geometry(p: Params, m: int, n: int, k: int) -> Geometry:
-    t = p["tile"]
-    return (cdiv(m, t), cdiv(m, t)), (t, t)
+#: Lines every kernel is compared with: cuBLAS (through nvmath-python on the engine's
+#: context; skipped with the reason where nvmath or cuBLAS is missing) and the host's
+#: numpy. ``sources`` names the routine.
+REFERENCES: tuple[Variant, ...] = (
+    Variant(name="cpu_numpy",
+            technique="numpy.matmul on the host (BLAS for float32; numpy's own loop for int32): "
+                      "the CPU row of the seed tables.",
+            seed="seed 000: the CPU row of the timing table",
+            sources={"cpu": "numpy.matmul"}, space={}, geometry=_one_launch, role="seed",
+            order=8),
+    Variant(name="cublas_fp32",
+            technique="cuBLAS SGEMM reference (gemmEx, CUBLAS_COMPUTE_32F, default math: strict "
+                      "FP32), via nvmath-python on the engine's context.",
+            seed="issue 4: the cuBLAS reference line", sources={"cuda": "gemmEx:32F"}, space={},
+            geometry=_one_launch, dtypes=("float32",), library="cublas", role="reference"),
+    Variant(name="cublas_tf32",
+            technique="cuBLAS with TF32 tensor cores (gemmEx, CUBLAS_COMPUTE_32F_FAST_TF32; FP32 "
+                      "storage and accumulation).",
+            seed="issue 4: the cuBLAS reference line", sources={"cuda": "gemmEx:32F_FAST_TF32"},
+            space={}, geometry=_one_launch, dtypes=("float32",), library="cublas",
+            precision="tf32", role="reference"),
+)
 
 
-def _wpt_geometry(p: Params, m: int, n: int, k: int) -> Geometry:
-    ts, wpt = p["ts"], p["wpt"]
-    return (cdiv(n, ts), cdiv(m, ts)), (ts // wpt, ts)
+# --- kernel files ------------------------------------------------------------------------
+
+#: Folders of the built-in kernels (``experiments``: kept and tested, not in default sweeps).
+BUILTIN_DIRS = ("cuda", "cuda/experiments", "opencl", "opencl/experiments")
+KERNEL_SUFFIXES = (".cu", ".cl")
 
 
-def _multiple_of_block(p: Params, m: int, n: int, k: int, dtype: str) -> str | None:
-    b = p["block"]
-    bad = [f"{name}={v}" for name, v in (("M", m), ("N", n), ("K", k)) if v % b]
-    if bad:
-        return (f"sizes must be multiples of block={b} (like the seed's CUDA sample, "
-                f"no bounds checks): {', '.join(bad)}; use tiled_any for any size")
-    return None
+def variant_from_headers(headers: list[KernelHeader], role: str | None = None) -> Variant:
+    """One variant from the headers of its files (one per backend; they must agree)."""
+    first = next((h for h in headers if h.backend == "cuda"), headers[0])
+    for h in headers:
+        if h.semantics() != first.semantics():
+            raise KernelFileError(h.path, h.first_line,
+                                  f"'{h.name}' is also described by {first.path.name}, "
+                                  "differently: its params, constraints, launch and model must match")
+    def rel(p: Path) -> str:
+        try:
+            return str(p.resolve().relative_to(ROOT))
+        except ValueError:
+            return str(p.resolve())
+    flops, nbytes = ((aat_flops, aat_bytes) if first.kind == "aat" else (gemm_flops, gemm_bytes))
+    if first.flops is not None:
+        fe = first.flops
+        flops = lambda m, n, k: fe.integer({"M": m, "N": n, "K": k})  # noqa: E731
+    if first.bytes is not None:
+        be = first.bytes
+        nbytes = lambda m, n, k, itemsize: be.integer(  # noqa: E731
+            {"M": m, "N": n, "K": k, "itemsize": itemsize})
+    return Variant(
+        name=first.name, technique=first.title, seed=first.source,
+        sources={h.backend: rel(h.path) for h in headers}, space=dict(first.space),
+        geometry=first.geometry, constraint=first.constraint, kind=first.kind,
+        dtypes=first.dtypes, flops=flops, bytes_moved=nbytes, entry=first.entry,
+        precision=first.precision, role=role or first.role, order=first.order,
+        dynamic_shared=first.shared_bytes if first.shared is not None else None,
+        arch_suffix=first.arch_suffix, prepass=first.prepass, headers=tuple(headers))
 
 
-def _wpt_constraint(p: Params, m: int, n: int, k: int, dtype: str) -> str | None:
-    if p["ts"] % p["wpt"]:
-        return f"wpt={p['wpt']} must divide ts={p['ts']}"
-    return None
+def read_kernel_files(paths: list[Path], role: str | None = None
+                      ) -> tuple[list[Variant], list[str]]:
+    """Variants of the kernel files ``paths`` (same-named .cu and .cl files make one),
+    and the problems of the files that could not be used (``path:line: message``)."""
+    problems: list[str] = []
+    by_name: dict[str, list[KernelHeader]] = {}
+    for path in paths:
+        try:
+            h = parse_header(path)
+        except KernelFileError as exc:
+            problems.append(str(exc))
+            continue
+        group = by_name.setdefault(h.name, [])
+        clash = next((g for g in group if g.backend == h.backend), None)
+        if clash is not None:
+            problems.append(str(KernelFileError(path, h.first_line,
+                                                f"name '{h.name}' is taken by {clash.path}")))
+            continue
+        group.append(h)
+    out = []
+    for headers in by_name.values():
+        try:
+            out.append(variant_from_headers(headers, role))
+        except KernelFileError as exc:
+            problems.append(str(exc))
+            out.append(variant_from_headers(headers[:1], role))
+    return out, problems
+
+
+def kernel_files_in(folder: Path) -> list[Path]:
+    """The ``.cu`` and ``.cl`` files directly in ``folder``, sorted (none if it is missing)."""
+    try:
+        return sorted(p for p in Path(folder).iterdir()
+                      if p.suffix in KERNEL_SUFFIXES and p.is_file())
+    except OSError:
+        return []
+
+
+_ROLE_RANK = {"baseline": 0, "seed": 0, "reference": 1, "rung": 2, "experiment": 3, "user": 4}
+
+
+def _sort_key(v: Variant) -> tuple:
+    order = v.order if v.order is not None else 10**6
+    return (_ROLE_RANK.get(v.role, 4), 0 if v.role != "reference" else 1, order, v.name)
 
 
 REGISTRY: dict[str, Variant] = {}
+#: Problems of built-in kernel files (a test asserts there are none).
+BUILTIN_PROBLEMS: list[str] = []
+
+
+def _load_builtins() -> None:
+    found, problems = read_kernel_files([p for d in BUILTIN_DIRS for p in kernel_files_in(ROOT / d)])
+    BUILTIN_PROBLEMS[:] = problems
+    for v in sorted([*REFERENCES, *found], key=_sort_key):
+        REGISTRY[v.name] = v
 
 
 def register(v: Variant) -> Variant:
@@ -220,81 +349,29 @@ def register(v: Variant) -> Variant:
     return v
 
 
-BLOCKS = (16, 8, 32)
+def load_kernel_files(paths, role: str = "user") -> tuple[list[str], list[str]]:
+    """Register the user's kernel files (or every kernel file of a folder among ``paths``).
 
-register(Variant(
-    name="naive",
-    technique="One thread per C element reading A and B straight from global memory; x along columns so loads of B coalesce.",
-    seed="seed 000/004: the 'naive' kernel timed against the shared-memory one",
-    sources={"cuda": "cuda/01_naive.cu", "opencl": "opencl/01_naive.cl"},
-    space={"block": BLOCKS},
-    geometry=_square_blocks("block"),
-))
-
-register(Variant(
-    name="tiled",
-    technique="Shared-memory tiles of A and B (BLOCK×BLOCK), two barriers per tile; sizes must be multiples of the block.",
-    seed="seed 000/001: shared-memory matrixMul (CUDA sample style, no bounds checks)",
-    sources={"cuda": "cuda/02_tiled.cu", "opencl": "opencl/02_tiled.cl"},
-    space={"block": BLOCKS},
-    geometry=_square_blocks("block"),
-    constraint=_multiple_of_block,
-))
-
-register(Variant(
-    name="tiled_any",
-    technique="Shared-memory tiles with bounds-checked, zero-filled loads: any M, N, K.",
-    seed="seed 003: matMul_SharedMem with guarded tile loads",
-    sources={"cuda": "cuda/03_tiled_any.cu", "opencl": "opencl/03_tiled_any.cl"},
-    space={"block": BLOCKS},
-    geometry=_square_blocks("block"),
-))
-
-register(Variant(
-    name="wpt",
-    technique="Tiled with more work per thread: each thread computes WPT outputs of a row, TS/WPT threads per tile row.",
-    seed="seed 004: OpenCL submatrix + WPT kernel",
-    sources={"cuda": "cuda/04_wpt.cu", "opencl": "opencl/04_wpt.cl"},
-    space={"ts": (32, 16, 8), "wpt": (4, 1, 2, 8)},
-    geometry=_wpt_geometry,
-    constraint=_wpt_constraint,
-))
-
-_AAT = dict(kind="aat", flops=aat_flops, bytes_moved=aat_bytes, geometry=_aat_geometry,
-            space={"tile": (32, 16)})
-
-register(Variant(
-    name="aat_simple",
-    technique="C = A·Aᵀ straight from global memory: the Aᵀ term is read with a stride of K (uncoalesced).",
-    seed="seed 002: simpleMultiply (CUDA Best Practices, strided access)",
-    sources={"cuda": "cuda/05_aat_simple.cu", "opencl": "opencl/05_aat_simple.cl"},
-    **_AAT,
-))
-
-register(Variant(
-    name="aat_coalesced",
-    technique="C = A·Aᵀ with coalesced loads into a tile and a transposed tile in shared memory (bank conflicts on the transposed store).",
-    seed="seed 002: coalescedMultiply",
-    sources={"cuda": "cuda/06_aat_coalesced.cu", "opencl": "opencl/06_aat_coalesced.cl"},
-    **_AAT,
-))
-
-register(Variant(
-    name="aat_padded",
-    technique="As aat_coalesced, the transposed tile padded to [T][T+1] so its column writes hit 32 different banks.",
-    seed="seed 002: coalescedMultiply with transposedTile[TILE_DIM][TILE_DIM+1]",
-    sources={"cuda": "cuda/07_aat_padded.cu", "opencl": "opencl/07_aat_padded.cl"},
-    **_AAT,
-))
-
-register(Variant(
-    name="cpu_numpy",
-    technique="numpy.matmul on the host (BLAS for float32; numpy's own loop for int32): the CPU row of the seed tables.",
-    seed="seed 000: the CPU row of the timing table",
-    sources={"cpu": "numpy.matmul"},
-    space={},
-    geometry=lambda p, m, n, k: ((1, 1), (1, 1)),
-))
+    Returns the names registered and the problems (``path:line: message``). A file read
+    again replaces its own earlier variant; a name that a built-in (or another file)
+    already has is refused.
+    """
+    files: list[Path] = []
+    for p in map(Path, paths):
+        files.extend(kernel_files_in(p) if p.is_dir() else [p])
+    found, problems = read_kernel_files(files, role)
+    names = []
+    for v in found:
+        old = REGISTRY.get(v.name)
+        mine = {h.path.resolve() for h in v.headers}
+        if old is not None and not ({h.path.resolve() for h in old.headers} & mine):
+            where = ", ".join(sorted(str(Path(s)) for s in old.sources.values()))
+            problems.append(f"{v.headers[0].path}:{v.headers[0].first_line}: the name "
+                            f"'{v.name}' is taken by {where}; give the kernel another name")
+            continue
+        REGISTRY[v.name] = v
+        names.append(v.name)
+    return names, problems
 
 
 def variants_for(backend: str) -> list[Variant]:
@@ -302,11 +379,43 @@ def variants_for(backend: str) -> list[Variant]:
     return [v for v in REGISTRY.values() if backend in v.sources]
 
 
+def default_variants(backend: str) -> list[Variant]:
+    """What a sweep runs when no variant is named: all but the experiments."""
+    return [v for v in variants_for(backend) if v.role != "experiment"]
+
+
 def get(name: str) -> Variant:
     try:
         return REGISTRY[name]
     except KeyError:
         raise KeyError(f"unknown variant '{name}'; known: {', '.join(REGISTRY)}") from None
+
+
+def role_of(name: str) -> str:
+    """A variant's role; ``user`` for a name the registry does not know (a results file's)."""
+    v = REGISTRY.get(name)
+    return v.role if v is not None else "user"
+
+
+def baseline_name() -> str:
+    """The variant speed-ups are measured against (the ``baseline`` role: naive)."""
+    return next((v.name for v in REGISTRY.values() if v.role == "baseline"), "naive")
+
+
+def references_by_precision() -> dict[str, str]:
+    """precision → the library reference line of that arithmetic (``fp32`` → cublas_fp32)."""
+    out: dict[str, str] = {}
+    for v in REGISTRY.values():
+        if v.role == "reference":
+            out.setdefault(v.precision, v.name)
+    return out
+
+
+def ladder_names(include_experiments: bool = False) -> list[str]:
+    """The ladder's rungs in the order they are taught (and the experiments, if asked)."""
+    roles = ("rung", "experiment") if include_experiments else ("rung",)
+    return [v.name for v in sorted((v for v in REGISTRY.values() if v.role in roles),
+                                   key=_sort_key)]
 
 
 def iter_plan_params(variant: Variant, overrides: Mapping[str, tuple[int, ...]] | None = None
@@ -323,6 +432,4 @@ def iter_plan_params(variant: Variant, overrides: Mapping[str, tuple[int, ...]] 
         yield dict(zip(names, vals))
 
 
-# The performance ladder (issue 4's kernels) lives in its own module; it registers
-# into REGISTRY on import so that the GUI and CLI see one list.
-from . import ladder  # noqa: E402,F401
+_load_builtins()

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import matrices, memory, metrics, registry
 from .backends import get_backend
-from .backends.base import Backend, BackendError, DeviceInfo, DeviceLost, Workspace
+from .backends.base import Backend, BackendError, BuildError, DeviceInfo, DeviceLost, Workspace
 from .records import ResultRecord, now_stamp, ratio_to_best_baseline
 from .verify import Reference
 
@@ -65,6 +65,16 @@ class Plan:
     #: Longest one kernel launch may take before an isolated engine is ended (seconds);
     #: None: :func:`launch_timeout_s` derives it from the FLOPs and the device's peak.
     launch_timeout_s: float | None = None
+    #: The user's kernel files (or folders of them) the items may name: every engine
+    #: that runs the plan registers them first (engine.registry.load_kernel_files).
+    kernel_files: tuple[str, ...] = ()
+
+    def load_kernels(self) -> list[str]:
+        """Register ``kernel_files`` here; returns their problems (``path:line: why``)."""
+        if not self.kernel_files:
+            return []
+        _names, problems = registry.load_kernel_files(self.kernel_files)
+        return problems
 
     def validate(self) -> None:
         """Raise ValueError with a clear message for a plan that cannot start."""
@@ -72,7 +82,10 @@ class Plan:
             raise ValueError(f"dtype must be one of {', '.join(registry.DTYPES)}, not '{self.dtype}'")
         if not self.items:
             raise ValueError("no variants selected")
+        problems = self.load_kernels()
         for name, _ in self.items:
+            if name not in registry.REGISTRY and problems:
+                raise ValueError(f"'{name}' is not a usable kernel: " + "; ".join(problems))
             registry.get(name)
         if not self.shapes and self.a_path is None and self.matrices is None:
             raise ValueError("no sizes given")
@@ -92,7 +105,8 @@ class Plan:
 def expand_items(backend: str, variant_names: Iterable[str] | None = None,
                  overrides: Mapping[str, Iterable[int]] | None = None) -> list[tuple[str, dict]]:
     """(variant, params) pairs for ``backend``: every combination unless restricted."""
-    names = list(variant_names) if variant_names else [v.name for v in registry.variants_for(backend)]
+    names = (list(variant_names) if variant_names
+             else [v.name for v in registry.default_variants(backend)])
     ov = {k: tuple(v) for k, v in (overrides or {}).items()}
     items = []
     for name in names:
@@ -446,6 +460,8 @@ class Sweep:
         except BackendError as exc:
             # A library missing here (cuBLAS without nvmath) is a skip, not a failure.
             rec.status, rec.error = "skipped" if getattr(exc, "skip", False) else "error", str(exc)
+            if isinstance(exc, BuildError):
+                rec.extra["build_failed"] = True     # the kernel file is at fault (CLI: exit 2)
             emit(Event("log", f"{v.label(params)} at {m}×{n}×{k}: {exc}", level="error"))
             self._raise_if_lost(rec)
         except Exception as exc:  # noqa: BLE001  (a driver error no backend wrapped: its row)
@@ -467,26 +483,26 @@ def _same_run_key(r: ResultRecord) -> tuple:
 
 
 def _fill_speedups(results: list[ResultRecord]) -> None:
-    """Speed-up over the best naive run of the same shape, dtype, mode and device."""
+    """Speed-up over the best run of the baseline (the ``baseline`` role: naive) of the
+    same shape, dtype, mode and device."""
+    base = registry.baseline_name()
     ratios = ratio_to_best_baseline(
-        results, lambda r: _same_run_key(r) if r.variant == "naive" else None, _same_run_key)
+        results, lambda r: _same_run_key(r) if r.variant == base else None, _same_run_key)
     for r in results:
         if id(r) in ratios:
             r.speedup_vs_naive = ratios[id(r)]
 
 
-#: The cuBLAS line each arithmetic is compared with (engine.ladder registers both).
-CUBLAS_FOR_PRECISION = {"fp32": "cublas_fp32", "tf32": "cublas_tf32"}
-
-
 def _fill_pct_of_cublas(results: list[ResultRecord]) -> None:
-    """Per cent of the best cuBLAS run of the same shape, dtype, mode, device and arithmetic
-    (FP32 kernels against cublas_fp32, TF32 ones against cublas_tf32), in this run."""
-    refs = set(CUBLAS_FOR_PRECISION.values())
+    """Per cent of the best run of the reference line (the ``reference`` role: cuBLAS) of
+    the same shape, dtype, mode, device and arithmetic (FP32 kernels against cublas_fp32,
+    TF32 ones against cublas_tf32), in this run."""
+    by_precision = registry.references_by_precision()
+    refs = set(by_precision.values())
 
     def reference_of(r):
         precision = getattr(registry.REGISTRY.get(r.variant), "precision", "fp32")
-        return (CUBLAS_FOR_PRECISION.get(precision),) + _same_run_key(r)
+        return (by_precision.get(precision),) + _same_run_key(r)
 
     ratios = ratio_to_best_baseline(
         results, lambda r: (r.variant,) + _same_run_key(r) if r.variant in refs else None,

@@ -149,6 +149,8 @@ class EngineThread:
             with self._lock:
                 self._current = job
             try:
+                for problem in job.plan.load_kernels():
+                    job.emit(Event("log", problem, level="error"))
                 if job.plan.autotune:
                     records = run_autotuned(self._sweep, job.plan, job.emit, job.cancel_token)
                 else:

@@ -87,7 +87,8 @@ class VariantTree(QTreeWidget):
                 item = QTreeWidgetItem([v.name, v.technique])
                 item.setData(NAME_COL, Qt.ItemDataRole.UserRole, v.name)
                 item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-                item.setCheckState(NAME_COL, Qt.CheckState.Checked if self._checked.get(v.name, True)
+                item.setCheckState(NAME_COL, Qt.CheckState.Checked
+                                   if self._checked.get(v.name, v.role != "experiment")
                                    else Qt.CheckState.Unchecked)
                 tip = f"<b>{v.name}</b> ({v.kind})<br>{v.technique}<br><i>{v.seed}</i>"
                 item.setToolTip(NAME_COL, tip)

@@ -1,4 +1,20 @@
 /*
++++
+name = "naive"
+title = "One thread per C element reading A and B straight from global memory; x along columns so loads of B coalesce."
+source = "seed 000/004: the 'naive' kernel timed against the shared-memory one"
+role = "baseline"
+order = 1
+
+[params]
+block = [16, 8, 32]
+
+[launch]
+grid = ["cdiv(N, block)", "cdiv(M, block)"]
+block = ["block", "block"]
++++
+*/
+/*
  * 01_naive.cl -- naive matmul: one work-item per element of C, A and B read straight
  * from global memory (no reuse through local memory). Mirrors cuda/01_naive.cu.
  *

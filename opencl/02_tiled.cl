@@ -1,4 +1,24 @@
 /*
++++
+name = "tiled"
+title = "Shared-memory tiles of A and B (BLOCK×BLOCK), two barriers per tile; sizes must be multiples of the block."
+source = "seed 000/001: shared-memory matrixMul (CUDA sample style, no bounds checks)"
+role = "seed"
+order = 2
+
+[params]
+block = [16, 8, 32]
+
+[[constraints]]
+check = "M % block == 0 and N % block == 0 and K % block == 0"
+reason = "sizes must be multiples of block={block} (like the seed's CUDA sample, no bounds checks): M={M}, N={N}, K={K}; use tiled_any for any size"
+
+[launch]
+grid = ["cdiv(N, block)", "cdiv(M, block)"]
+block = ["block", "block"]
++++
+*/
+/*
  * 02_tiled.cl -- tiled matmul: each work-group stages BLOCKxBLOCK tiles of A and B
  * in local memory, two barriers per tile, one work-item per element of C. Mirrors
  * cuda/02_tiled.cu.

@@ -1,4 +1,20 @@
 /*
++++
+name = "tiled_any"
+title = "Shared-memory tiles with bounds-checked, zero-filled loads: any M, N, K."
+source = "seed 003: matMul_SharedMem with guarded tile loads"
+role = "seed"
+order = 3
+
+[params]
+block = [16, 8, 32]
+
+[launch]
+grid = ["cdiv(N, block)", "cdiv(M, block)"]
+block = ["block", "block"]
++++
+*/
+/*
  * 03_tiled_any.cl -- tiled matmul for any M, N, K: BLOCKxBLOCK tiles of A and B in
  * local memory, loads bounds-checked and zero-filled outside the matrices. Mirrors
  * cuda/03_tiled_any.cu.

@@ -1,4 +1,21 @@
 /*
++++
+name = "aat_coalesced"
+title = "C = A·Aᵀ with coalesced loads into a tile and a transposed tile in shared memory (bank conflicts on the transposed store)."
+source = "seed 002: coalescedMultiply"
+role = "seed"
+order = 6
+kind = "aat"
+
+[params]
+tile = [32, 16]
+
+[launch]
+grid = ["cdiv(M, tile)", "cdiv(M, tile)"]
+block = ["tile", "tile"]
++++
+*/
+/*
  * 06_aat_coalesced.cl -- C = A*A^ELEM with coalesced loads: per chunk of TILE columns
  * of A, a work-group loads its TILE rows of A into aTile and the TILE rows of A that
  * give its columns of C into transposedTile, transposing on the store to local

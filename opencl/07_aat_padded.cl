@@ -1,4 +1,21 @@
 /*
++++
+name = "aat_padded"
+title = "As aat_coalesced, the transposed tile padded to [T][T+1] so its column writes hit 32 different banks."
+source = "seed 002: coalescedMultiply with transposedTile[TILE_DIM][TILE_DIM+1]"
+role = "seed"
+order = 7
+kind = "aat"
+
+[params]
+tile = [32, 16]
+
+[launch]
+grid = ["cdiv(M, tile)", "cdiv(M, tile)"]
+block = ["tile", "tile"]
++++
+*/
+/*
  * 07_aat_padded.cl -- C = A*A^ELEM with coalesced loads, as 06_aat_coalesced, but the
  * transposed tile is padded to [TILE][TILE+1]: the column-wise store
  * transposedTile[tx][ty] then has a stride of TILE+1 words (33 for TILE = 32), so

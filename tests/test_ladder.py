@@ -1,4 +1,4 @@
-"""The performance ladder (engine.ladder): registry entries, constraints, sources, the
+"""The performance ladder (its kernel files' headers): registry entries, constraints, sources, the
 pct_of_cublas post-processing, the TF32 tolerance; and, on a GPU, every ladder kernel
 verified at odd shapes and at 4096 and the cuBLAS lines running on the engine's context.
 
@@ -13,12 +13,27 @@ import re
 import numpy as np
 import pytest
 
-from engine import ladder, registry
+from engine import registry
 from engine.records import ResultRecord
 from engine.runner import Plan, _fill_pct_of_cublas, expand_items
 from engine.verify import Reference, float32_tolerance, tf32_tolerance
 
-KERNELS = [registry.get(n) for n in ladder.LADDER]
+#: The ladder's rungs in the order taught, then the experiments (kept and tested).
+LADDER = tuple(registry.ladder_names(include_experiments=True))
+CUBLAS = tuple(v.name for v in registry.REGISTRY.values() if v.role == "reference")
+KERNELS = [registry.get(n) for n in LADDER]
+#: SMs of an H100/H200 SXM: the persistent grids' size in the kernel headers.
+SMS = 132
+
+
+def shared_bytes(v, params):
+    return v.dynamic_shared(params) if v.dynamic_shared else 0
+
+
+def scratch_ws(m, n, k):
+    """tf32_wgmma_ws's scratch: Bt (N × Kp) and, when K % 4, a padded A (M × Kp)."""
+    kp = (k + 3) // 4 * 4
+    return 4 * kp * (n + (m if k % 4 else 0))
 ODD_SHAPES = [(127, 253, 61), (61, 127, 253), (1, 1, 1), (33, 1, 65), (130, 131, 17)]
 
 
@@ -26,9 +41,9 @@ ODD_SHAPES = [(127, 253, 61), (61, 127, 253), (1, 1, 1), (33, 1, 65), (130, 131,
 
 def test_ladder_registered_in_order():
     names = list(registry.REGISTRY)
-    for n in ladder.LADDER + ladder.CUBLAS:
+    for n in LADDER + CUBLAS:
         assert n in names, n
-    idx = [names.index(n) for n in ladder.LADDER]
+    idx = [names.index(n) for n in LADDER]
     assert idx == sorted(idx)
 
 
@@ -36,11 +51,14 @@ def test_ladder_registered_in_order():
 def test_kernel_source_exists_with_header(v):
     path = v.source_path("cuda")
     assert path.is_file(), path
-    assert re.fullmatch(r"[12]\d_[a-z0-9_]+\.cu", path.name), path.name
+    # numbered in the order taught (10..29); experiments keep their name in experiments/
+    assert (re.fullmatch(r"[12]\d_[a-z0-9_]+\.cu", path.name) if v.role == "rung"
+            else path.parent.name == "experiments"), path
     text = path.read_text()
     assert text.lstrip().startswith("/*")
-    header = text[:text.find("*/")]
-    assert "Technique" in header or "technique" in header.lower()
+    # the header (TOML) first, then the prose: what the technique is, in words
+    second = text[text.find("*/") + 2:]
+    assert "technique" in second[:second.find("*/")].lower() or "Technique" in second
     # every parameter of the space is a define the kernel reads
     for name in v.space:
         assert re.search(rf"\b{name.upper()}\b", text), f"{v.name}: {name.upper()} unused"
@@ -71,15 +89,14 @@ def test_geometry_fits_a_block(v):
             continue
         (gx, gy), (bx, by) = v.geometry(c, 1000, 3000, 17)
         assert 32 <= bx * by <= 1024 and gx >= 1 and gy >= 1
-        shared = v.extra.get("dynamic_shared")
-        if shared:
-            assert 0 < shared(c) <= 227 * 1024
+        if v.dynamic_shared:
+            assert 0 < v.dynamic_shared(c) <= 227 * 1024
 
 
 def test_dtypes_and_precision():
     assert registry.get("tf32_wgmma").dtypes == ("float32",)
     assert registry.get("tf32_wgmma").precision == "tf32"
-    assert registry.get("tf32_wgmma").extra["arch_suffix"] == "a"
+    assert registry.get("tf32_wgmma").arch_suffix == "a"
     assert "int32" in registry.get("ffma_tuned").dtypes
     assert registry.get("tf32_mma").dtypes == ("float32",)
     assert registry.get("tf32_mma").precision == "tf32"
@@ -93,7 +110,7 @@ def test_dtypes_and_precision():
 
 
 def test_cublas_variants_are_library_lines():
-    for n in ladder.CUBLAS:
+    for n in CUBLAS:
         v = registry.get(n)
         assert v.library == "cublas" and v.space == {} and v.dtypes == ("float32",)
         from engine.backends.cublas import CublasGemm
@@ -103,7 +120,7 @@ def test_cublas_variants_are_library_lines():
 def test_warptile_constraint_reasons():
     v = registry.get("warptile")
     p = dict(v.default_params(), wn=32, wniter=4)
-    assert "warp tile" in ladder._warptile_constraint(p, 64, 64, 64, "float32")
+    assert "warp tile" in v.constraint(p, 64, 64, 64, "float32")
     # every offered combination is valid (no skips in the GPU tests' odd-shape sweep)
     assert all(v.check("cuda", c, 64, 64, 64, "float32") is None for c in v.combos())
 
@@ -182,7 +199,7 @@ def test_ladder_verifies_at_odd_shapes(dtype):
 @pytest.mark.gpu
 def test_ladder_and_cublas_verify_at_4096():
     _need_cuda()
-    names = list(ladder.CUBLAS) + [v.name for v in KERNELS]
+    names = list(CUBLAS) + [v.name for v in KERNELS]
     items = [(n, registry.get(n).default_params()) for n in names]
     plan = Plan(backend="cuda", items=items, shapes=[(4096, 4096, 4096)], dtype="float32",
                 warmup=1, repeats=3)
@@ -219,13 +236,13 @@ WS_SHAPES = ODD_SHAPES + [(129, 257, 64), (128, 256, 36), (257, 513, 1000), (300
 
 
 def test_wgmma_ws_registered():
-    assert WS.name in ladder.TF32_V4
+    assert WS.role == "rung"
     assert WS.dtypes == ("float32",) and WS.precision == "tf32"
-    assert WS.extra["arch_suffix"] == "a"
+    assert WS.arch_suffix == "a"
     path = WS.source_path("cuda")
-    assert path.is_file() and re.fullmatch(r"2\d_[a-z0-9_]+\.cu", path.name)
+    assert path.is_file() and re.fullmatch(r"(?:[12]\d_)?[a-z0-9_]+\.cu", path.name)
     text = path.read_text()
-    assert text.lstrip().startswith("/*") and "Technique" in text[:text.find("*/")]
+    assert text.lstrip().startswith("/*") and "Technique" in text
     for name in WS.space:
         assert re.search(rf"\b{name.upper()}\b", text)
     assert re.search(r'extern\s+"C"\s+__global__\b[^;{]*?\bvoid\s+prepass\s*\(', text)
@@ -236,9 +253,9 @@ def test_wgmma_ws_space_and_shapes():
     assert 1 <= len(combos) <= 8
     valid = [c for c in combos if WS.check("cuda", c, 4096, 4096, 4096, "float32") is None]
     assert valid and WS.check("cuda", WS.default_params(), 4096, 4096, 4096, "float32") is None
-    assert "shared memory" in ladder._wgmma_ws_constraint({"bn": 256, "stages": 6, "cl": 1}, 64, 64, 64, "float32")
+    assert "shared memory" in WS.constraint({"bn": 256, "stages": 6, "cl": 1}, 64, 64, 64, "float32")
     for c in valid:
-        assert ladder.wgmma_ws_shared_bytes(c) <= 227 * 1024
+        assert shared_bytes(WS, c) <= 227 * 1024
         for shape in WS_SHAPES:
             assert WS.check("cuda", c, *shape, "float32") is None
             (gx, gy), (bx, by) = WS.geometry(c, *shape)
@@ -251,12 +268,12 @@ def test_wgmma_ws_space_and_shapes():
 def test_wgmma_ws_prepass_covers_scratch(shape):
     """The pre-pass grid covers Bt (N × Kp) and, when K % 4, Ap (M × Kp); the scratch fits."""
     m, n, k = shape
-    pre = WS.extra["prepass"]
+    pre = WS.prepass
     kp = (k + 3) // 4 * 4
-    (gx, gy), (bx, by) = pre["geometry"](m, n, k)
+    (gx, gy), (bx, by) = pre.geometry(WS.default_params(), m, n, k)
     assert (bx, by) == (32, 8) and gx * 32 >= kp
     rows = n + (m if k % 4 else 0)
-    assert pre["scratch_bytes"](m, n, k) == 4 * kp * rows
+    assert pre.scratch_bytes(WS.default_params(), m, n, k) == 4 * kp * rows
     nby = -(-n // 32)
     assert gy == nby + ((-(-m // 32)) if k % 4 else 0)
 
@@ -294,11 +311,11 @@ RD_SHAPES = ODD_SHAPES + [(129, 257, 64), (257, 130, 1000), (300, 200, 100), (10
 
 
 def test_regdb_registered():
-    assert RD.name in ladder.FP32_V4
+    assert RD.role == "rung"
     path = RD.source_path("cuda")
-    assert path.is_file() and re.fullmatch(r"2\d_[a-z0-9_]+\.cu", path.name)
+    assert path.is_file() and re.fullmatch(r"(?:[12]\d_)?[a-z0-9_]+\.cu", path.name)
     text = path.read_text()
-    assert text.lstrip().startswith("/*") and "Technique" in text[:text.find("*/")]
+    assert text.lstrip().startswith("/*") and "Technique" in text
     for name in RD.space:
         assert re.search(rf"\b{name.upper()}\b", text)
 
@@ -311,7 +328,7 @@ def test_regdb_space_and_shapes():
     assert "spills" in RD.check("cuda", dict(RD.default_params(), bm=128, tn=8, splitk=2),
                                 64, 64, 64, "float32")
     for c in valid:
-        assert ladder.regdb_shared_bytes(c) <= 227 * 1024
+        assert shared_bytes(RD, c) <= 227 * 1024
         for shape in RD_SHAPES:
             assert RD.check("cuda", c, *shape, "float32") is None
             (gx, gy), (bx, by) = RD.geometry(c, *shape)
@@ -338,9 +355,9 @@ WD = registry.get("ffma_wide")
 
 
 def test_wide_registered():
-    assert WD.name in ladder.FP32_V4 and WD.name in ladder.LADDER
+    assert WD.role == "rung" and WD.name in LADDER
     path = WD.source_path("cuda")
-    assert path.is_file() and re.fullmatch(r"2\d_[a-z0-9_]+\.cu", path.name)
+    assert path.is_file() and re.fullmatch(r"(?:[12]\d_)?[a-z0-9_]+\.cu", path.name)
     for name in WD.space:
         assert re.search(rf"\b{name.upper()}\b", path.read_text())
 
@@ -349,9 +366,9 @@ def test_wide_space_and_shapes():
     combos = WD.combos()
     assert 1 <= len(combos) <= 8
     assert all(WD.check("cuda", c, 4096, 4096, 4096, "float32") is None for c in combos)
-    assert "bm must be 256" in ladder._wide_constraint(dict(WD.default_params(), bm=128), 64, 64, 64, "float32")
+    assert "bm must be 256" in WD.constraint(dict(WD.default_params(), bm=128), 64, 64, 64, "float32")
     for c in combos:
-        assert ladder.wide_shared_bytes(c) <= 227 * 1024
+        assert shared_bytes(WD, c) <= 227 * 1024
         for shape in RD_SHAPES:
             assert WD.check("cuda", c, *shape, "float32") is None
             (gx, gy), (bx, by) = WD.geometry(c, *shape)
@@ -382,13 +399,13 @@ RS_SHAPES = ODD_SHAPES + [(129, 257, 64), (256, 128, 36), (257, 513, 1000), (300
 
 
 def test_wgmma_rs_registered():
-    assert RS.name in ladder.TF32_V4 and RS.name in ladder.LADDER
+    assert RS.role == "experiment" and RS.name in LADDER
     assert RS.dtypes == ("float32",) and RS.precision == "tf32"
-    assert RS.extra["arch_suffix"] == "a" and "prepass" not in RS.extra
+    assert RS.arch_suffix == "a" and RS.prepass is None
     path = RS.source_path("cuda")
-    assert path.is_file() and re.fullmatch(r"2\d_[a-z0-9_]+\.cu", path.name)
+    assert path.is_file() and re.fullmatch(r"(?:[12]\d_)?[a-z0-9_]+\.cu", path.name)
     text = path.read_text()
-    assert text.lstrip().startswith("/*") and "Technique" in text[:text.find("*/")]
+    assert text.lstrip().startswith("/*") and "Technique" in text
     for name in RS.space:
         assert re.search(rf"\b{name.upper()}\b", text)
 
@@ -397,15 +414,15 @@ def test_wgmma_rs_space_and_shapes():
     combos = RS.combos()
     assert 1 <= len(combos) <= 8
     assert all(RS.check("cuda", c, 4096, 4096, 4096, "float32") is None for c in combos)
-    assert "stages" in ladder._wgmma_rs_constraint({"stages": 5, "persist": 1}, 64, 64, 64, "float32")
+    assert "stages" in RS.constraint({"stages": 5, "persist": 1}, 64, 64, 64, "float32")
     for c in combos:
-        assert ladder.wgmma_rs_shared_bytes(c) <= 227 * 1024
+        assert shared_bytes(RS, c) <= 227 * 1024
         for m, n, k in RS_SHAPES + [(4096, 4096, 4096)]:
             assert RS.check("cuda", c, m, n, k, "float32") is None
             (gx, gy), (bx, by) = RS.geometry(c, m, n, k)
-            tiles = ladder.rs_tiles(m, n)
+            tiles = -(-m // 256) * -(-n // 128)
             assert bx * by == 384 and gy == 1 and 1 <= gx <= tiles
-            assert gx == (min(tiles, ladder.RS_SMS) if c["persist"] else tiles)
+            assert gx == (min(tiles, SMS) if c["persist"] else tiles)
 
 
 @pytest.mark.gpu
@@ -439,17 +456,17 @@ TP = registry.get("tf32_wgmma_tp")
 
 
 def test_wgmma_tp_registered_and_shapes():
-    assert TP.name in ladder.TF32_V4 and TP.name in ladder.LADDER
+    assert TP.role == "experiment" and TP.name in LADDER
     assert TP.dtypes == ("float32",) and TP.precision == "tf32"
-    assert TP.extra["arch_suffix"] == "a" and "prepass" not in TP.extra
+    assert TP.arch_suffix == "a" and TP.prepass is None
     path = TP.source_path("cuda")
-    assert re.fullmatch(r"2\d_[a-z0-9_]+\.cu", path.name)
+    assert re.fullmatch(r"(?:[12]\d_)?[a-z0-9_]+\.cu", path.name)
     text = path.read_text()
-    assert text.lstrip().startswith("/*") and "Technique" in text[:text.find("*/")]
-    assert "stages" in ladder._wgmma_tp_constraint({"stages": 5}, 64, 64, 64, "float32")
+    assert text.lstrip().startswith("/*") and "Technique" in text
+    assert "stages" in TP.constraint({"stages": 5}, 64, 64, 64, "float32")
     for c in TP.combos():
         assert TP.check("cuda", c, 4096, 4096, 4096, "float32") is None
-        assert ladder.wgmma_tp_shared_bytes(c) <= 227 * 1024
+        assert shared_bytes(TP, c) <= 227 * 1024
         for m, n, k in RS_SHAPES:
             assert TP.check("cuda", c, m, n, k, "float32") is None
             (gx, gy), (bx, by) = TP.geometry(c, m, n, k)
@@ -473,21 +490,21 @@ TMA = registry.get("tf32_wgmma_tma")
 
 
 def test_wgmma_tma_registered_and_shapes():
-    assert TMA.name in ladder.TF32_V4 and TMA.name in ladder.LADDER
+    assert TMA.role == "rung" and TMA.name in LADDER
     assert TMA.dtypes == ("float32",) and TMA.precision == "tf32"
-    assert TMA.extra["arch_suffix"] == "a"
+    assert TMA.arch_suffix == "a"
     text = TMA.source_path("cuda").read_text()
     assert re.search(r'extern\s+"C"\s+__global__\b[^;{]*?\bvoid\s+prepass\s*\(', text)
     assert "cp.async.bulk.tensor.2d" in text
-    assert "stages" in ladder._wgmma_tma_constraint({"stages": 5, "persist": 1}, 64, 64, 64, "float32")
+    assert "stages" in TMA.constraint({"stages": 5, "persist": 1}, 64, 64, 64, "float32")
     for c in TMA.combos():
         assert TMA.check("cuda", c, 4096, 4096, 4096, "float32") is None
-        assert ladder.wgmma_tma_shared_bytes(c) <= 227 * 1024
+        assert shared_bytes(TMA, c) <= 227 * 1024
         for m, n, k in WS_SHAPES + [(4096, 4096, 4096)]:
             (gx, gy), (bx, by) = TMA.geometry(c, m, n, k)
             tiles = -(-m // 128) * -(-n // 256)
             assert bx * by == 384 and gy == 1
-            assert gx == (min(tiles, ladder.RS_SMS) if c["persist"] else tiles)
+            assert gx == (min(tiles, SMS) if c["persist"] else tiles)
 
 
 @pytest.mark.parametrize("shape", WS_SHAPES + [(4096, 4096, 4096)])
@@ -495,11 +512,11 @@ def test_wgmma_tma_tensor_maps_fit_scratch(shape):
     """The two 128-byte maps sit 128-aligned after Bt (and Ap) inside the scratch; TMA's rules:
     16-byte row strides and base offsets, inner box 32 floats (= the 128B swizzle span)."""
     m, n, k = shape
-    pre = TMA.extra["prepass"]
-    offset, maps = pre["tensor_maps"](TMA.default_params(), m, n, k)
+    pre = TMA.prepass
+    offset, maps = pre.tensor_maps(TMA.default_params(), m, n, k)
     kp = (k + 3) // 4 * 4
-    assert offset % 128 == 0 and offset >= ladder.wgmma_ws_scratch_bytes(m, n, k)
-    assert pre["scratch_bytes"](m, n, k) == offset + 128 * len(maps) and len(maps) == 2
+    assert offset % 128 == 0 and offset >= scratch_ws(m, n, k)
+    assert pre.scratch_bytes(TMA.default_params(), m, n, k) == offset + 128 * len(maps) and len(maps) == 2
     (sa, oa, a0, a1, sta, ba0, ba1), (sb, ob, b0, b1, stb, bb0, bb1) = maps
     assert (sa, oa) == (("scratch", 4 * kp * n) if k % 4 else ("a", 0))
     assert (sb, ob) == ("scratch", 0)

@@ -19,6 +19,10 @@ class BackendError(RuntimeError):
     """A compile, launch or memory failure; the message is shown verbatim."""
 
 
+class BuildError(BackendError):
+    """The kernel's source did not compile (nvcc or the OpenCL build log says why)."""
+
+
 class DeviceLost(BackendError):
     """The device context cannot be used any more (CUDA's sticky errors: an illegal
     address, a trap, a misaligned access...). Only a new process can use the device

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import cpus
 from ..registry import ROOT, Variant
-from .base import (FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, BackendStatus,
+from .base import (FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, BackendStatus, BuildError,
                    CompiledKernel, DeviceInfo, Workspace, keep_timing)
 
 
@@ -55,7 +55,7 @@ def nvcc_cubin(source: Path, options: list[str], arch: str) -> tuple[bytes, str]
             raise BackendError(f"nvcc could not run on {source.name}: {exc}") from None
         log = (proc.stdout + proc.stderr).strip()
         if proc.returncode != 0:
-            raise BackendError(f"nvcc failed on {source.name}:\n{log}")
+            raise BuildError(f"nvcc failed on {source.name}:\n{log}")
         return out.read_bytes(), log
 
 
@@ -262,16 +262,8 @@ class CudaBackend(Backend):
         return CompiledKernel(variant, dict(params), dtype, ("cublas", routine), report)
 
     def _dynamic_shared(self, variant: Variant, params) -> int:
-        """Bytes of dynamic shared memory: ``Variant.extra['dynamic_shared'](params)``, else 0."""
-        fn = variant.extra.get("dynamic_shared") if variant.extra else None
-        return int(fn(params)) if fn else 0
-
-    @staticmethod
-    def _prepass(variant: Variant):
-        """``Variant.extra['prepass']``: {"entry", "geometry"(m, n, k), "scratch_bytes"(m, n, k)}
-        of a kernel run before the variant's own on every launch (same timed region):
-        entry(A, B, scratch, M, N, K), then matmul(A, scratch, C, M, N, K). Else None."""
-        return variant.extra.get("prepass") if variant.extra else None
+        """Bytes of dynamic shared memory (the kernel file's ``launch.shared``), else 0."""
+        return int(variant.dynamic_shared(params)) if variant.dynamic_shared else 0
 
     def _scratch(self, ws, nbytes: int):
         """A device buffer of at least ``nbytes`` kept on the workspace (freed in release)."""
@@ -293,13 +285,13 @@ class CudaBackend(Backend):
         defines = variant.defines(params, dtype)
         options = [f"-D{k}={v}" for k, v in defines.items()] + ["-Xptxas", "-v", "-lineinfo"]
         arch = self.arch
-        suffix = str(variant.extra.get("arch_suffix", "")) if variant.extra else ""
+        suffix = variant.arch_suffix
         if suffix:  # e.g. "a": sm_90a, for wgmma; only the exact architecture runs it
             if self.arch != "sm_90":
                 raise ArchUnavailable(f"{variant.name} needs sm_90{suffix} (wgmma); "
                                       f"this device is {self.arch}")
             arch = self.arch + suffix
-        return (path.read_text(), tuple(options), arch), options, arch
+        return (path.read_text(encoding="utf-8"), tuple(options), arch), options, arch
 
     def _build(self, variant: Variant, params, dtype) -> tuple[tuple, str]:
         """Compile (or find in the cache) one kernel; returns (key, target arch).
@@ -369,12 +361,12 @@ class CudaBackend(Backend):
         max_threads = fn.get_attribute(fa.MAX_THREADS_PER_BLOCK)
         fn.prepare("PPii" if variant.kind == "aat" else "PPPiii")
         handle = (module, fn)
-        pre = self._prepass(variant)
+        pre = variant.prepass
         if pre:  # a second entry of the same module, launched right before fn (_launch)
             try:
-                pre_fn = module.get_function(pre["entry"])
+                pre_fn = module.get_function(pre.entry)
             except self.drv.Error as exc:
-                raise BackendError(f"loading {path.name}:{pre['entry']} failed: {exc}") from None
+                raise BackendError(f"loading {path.name}:{pre.entry} failed: {exc}") from None
             pre_fn.prepare("PPPiii")
             handle = (module, fn, pre_fn)
         report = (f"{variant.label(params)} {dtype} on {arch}: {regs} registers, "
@@ -458,28 +450,39 @@ class CudaBackend(Backend):
             args = (ws.a, ws.c, np.int32(m), np.int32(k))
         else:
             args = (ws.a, ws.b, ws.c, np.int32(m), np.int32(n), np.int32(k))
-        pre = self._prepass(v)
+        pre = v.prepass
         if pre:
-            scratch = self._scratch(ws, int(pre["scratch_bytes"](m, n, k)))
-            (px, py), (pbx, pby) = pre["geometry"](m, n, k)
+            scratch_bytes, ((px, py), (pbx, pby)), maps = self._prepass_plan(kernel, m, n, k)
+            scratch = self._scratch(ws, scratch_bytes)
             kernel.handle[2].prepared_async_call((px, py, 1), (pbx, pby, 1), stream, ws.a, ws.b,
                                                  scratch, np.int32(m), np.int32(n), np.int32(k))
             args = (ws.a, scratch, ws.c, np.int32(m), np.int32(n), np.int32(k))
-            if pre.get("tensor_maps"):
-                self._write_tensor_maps(ws, scratch, pre["tensor_maps"], kernel.params, m, n, k)
+            if maps is not None:
+                self._write_tensor_maps(ws, scratch, maps, kernel.params, m, n, k)
         dyn = self._dynamic_shared(v, kernel.params)
         if dyn:
             fn.prepared_async_call((gx, gy, 1), (bx, by, 1), stream, *args, shared_size=dyn)
         else:
             fn.prepared_async_call((gx, gy, 1), (bx, by, 1), stream, *args)
 
+    def _prepass_plan(self, kernel, m: int, n: int, k: int):
+        """(scratch bytes, geometry, tensor maps or None) of a kernel's pre-pass at a shape,
+        worked out from its header once (not on every timed launch)."""
+        plans = kernel.__dict__.setdefault("prepass_plans", {})
+        plan = plans.get((m, n, k))
+        if plan is None:
+            pre, p = kernel.variant.prepass, kernel.params
+            plan = plans[(m, n, k)] = (pre.scratch_bytes(p, m, n, k), pre.geometry(p, m, n, k),
+                                       pre.tensor_maps(p, m, n, k))
+        return plan
+
     def _write_tensor_maps(self, ws, scratch, spec, params, m, n, k) -> None:
-        """``Variant.extra['prepass']['tensor_maps'](params, m, n, k)`` -> (byte offset in the
-        scratch, [(base "a" | "scratch", byte offset, dim0, dim1, row stride bytes, box0,
-        box1), ...]): each map is encoded (:func:`encode_tensor_map_2d`) and the 128-byte maps
-        are copied, back to back, to scratch + offset. Done only when the inputs, the scratch,
-        the shape or the parameters change (not on every timed launch)."""
-        offset, maps = spec(params, m, n, k)
+        """``spec``: the pre-pass's tensor maps at this shape (:meth:`Prepass.tensor_maps`):
+        (byte offset in the scratch, [(base "a" | "scratch", byte offset, dim0, dim1, row
+        stride bytes, box0, box1), ...]); each map is encoded (:func:`encode_tensor_map_2d`)
+        and the 128-byte maps are copied, back to back, to scratch + offset. Done only when
+        the inputs, the scratch, the shape or the parameters change (not on every launch)."""
+        offset, maps = spec
         key = (int(ws.a), int(scratch), m, n, k, tuple(sorted(params.items())))
         if getattr(ws, "tma_key", None) == key:
             return

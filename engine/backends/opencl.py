@@ -5,12 +5,14 @@ every OpenCL variant for real.
 """
 from __future__ import annotations
 
+import re
 import time
+from pathlib import Path
 
 import numpy as np
 
 from ..registry import Variant
-from .base import (FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, BackendStatus,
+from .base import (FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, BackendStatus, BuildError,
                    CompiledKernel, DeviceInfo, Workspace, keep_timing)
 
 
@@ -63,6 +65,18 @@ def _device_info(cl, dev, index: int) -> DeviceInfo:
     info.extra["version"] = dev.version
     info.extra["max_work_group_size"] = dev.max_work_group_size
     return info
+
+
+#: A compiler diagnostic's place: ``file:line:column:``, at the start of a line or after
+#: ``error: `` (PoCL writes ``error: /.../kcache/tempfile_X.cl:55:35: expected ';'``).
+_DIAGNOSTIC = re.compile(r"^(?P<pre>(?:error|warning|note): )?(?P<file>[^\s:]+):(?P<line>\d+):"
+                         r"(?P<col>\d+):", re.MULTILINE)
+
+
+def name_source_in_log(log: str, path: Path) -> str:
+    """The build log with the kernel's own path where the OpenCL compiler named a
+    temporary copy, so that each diagnostic points into the file the user edits."""
+    return _DIAGNOSTIC.sub(lambda m: f"{m['pre'] or ''}{path}:{m['line']}:{m['col']}:", log)
 
 
 class OpenCLBackend(Backend):
@@ -122,7 +136,7 @@ class OpenCLBackend(Backend):
     def compile(self, variant: Variant, params, dtype) -> CompiledKernel:
         cl = self.cl
         path = variant.source_path("opencl")
-        src = path.read_text()
+        src = path.read_text(encoding="utf-8")
         defines = variant.defines(params, dtype)
         options = [f"-D{k}={v}" for k, v in defines.items()]
         key = (src, tuple(options))
@@ -131,7 +145,8 @@ class OpenCLBackend(Backend):
         try:
             prog = cl.Program(self.ctx, src).build(options=options)
         except cl.Error as exc:
-            raise BackendError(f"OpenCL build of {path.name} failed:\n{exc}") from None
+            raise BuildError(f"OpenCL build of {path.name} failed:\n"
+                             f"{name_source_in_log(str(exc), path)}") from None
         kern = getattr(prog, variant.entry)
         wg = cl.kernel_work_group_info
         local = kern.get_work_group_info(wg.LOCAL_MEM_SIZE, self.dev)

@@ -1,5 +1,47 @@
 /*
- * 20_ffma_regdb.cu -- FP32 (and int32) SIMT GEMM with register double buffering: while
++++
+name = "ffma_regdb"
+title = "FP32 SIMT with register double buffering (fragments of k+1 read while the FFMAs of k run), A transposed in shared memory so both fragments are LDS.128, 8×TN per thread in strided 4×4 pieces, BM×128 tiles, cp.async pipeline with one barrier per k-tile, optional serial split-K."
+source = "register double buffering of hand-tuned SGEMMs (YHs_Sample sgemm, CUTLASS SIMT fragment prefetch); CUTLASS multistage mainloop and serial split-K"
+role = "rung"
+order = 18
+
+[params]
+bm = [128, 64]
+tn = [8]             # tn = 16, bk = 16: see the v4 notes
+bk = [8]
+splitk = [1, 2, 3]
+
+[derived]
+threads = "(bm // 8) * (128 // tn)"
+stages = "4 if bk == 8 else 3"                # this file's STAGES default
+# split-K slices: SPLITK while the per-tile counters suffice (MAX_TILES = 65536), else 1
+splits = "splitk if cdiv(M, bm) * cdiv(N, 128) <= 65536 else 1"
+
+[[constraints]]
+check = "(bm == 64 or bm == 128) and (tn == 8 or tn == 16) and (bk == 8 or bk == 16) and splitk >= 1"
+reason = "bm must be 64 or 128, tn 8 or 16, bk 8 or 16, splitk ≥ 1"
+
+[[constraints]]
+check = "threads >= 128"
+reason = "bm=64 with tn=16 is 64 threads per block: too few warps per SM"
+
+[[constraints]]
+check = "not (bm == 128 and tn == 8 and splitk > 1)"
+reason = "split-K with the 256-thread 128×128 tile needs more than 128 registers (spills at 2 blocks/SM)"
+
+[[constraints]]
+check = "not (bm == 128 and tn == 8 and bk == 16)"
+reason = "bk=16 with the 256-thread 128×128 tile spills at 128 registers (2 blocks/SM)"
+
+[launch]
+grid = ["cdiv(N, 128)", "cdiv(M, bm) * splits"]
+block = ["threads", 1]
+shared = "stages * bk * (bm + 4 + 128) * 4"
++++
+*/
+/*
+ * 18_ffma_regdb.cu -- FP32 (and int32) SIMT GEMM with register double buffering: while
  * the FFMAs of k-step k run, the A and B fragments of step k+1 are already being read
  * from shared memory into the second register buffer, so the LDS latency hides behind
  * 64-128 independent FFMAs of the same warp (the 4-8 warps per SM sub-partition alone
@@ -14,7 +56,7 @@
  * 8 consecutive 16-byte words: no bank conflicts. TN = 16 with 128 threads is the
  * cuBLAS-like "few threads, 128 accumulators each" shape (2 blocks/SM at <= 255 registers).
  * STAGES-deep cp.async pipeline (A 4-byte transposing copies, B 16-byte copies);
- * optional deterministic serial split-K as in 18_ffma_tuned.cu (per-tile counters).
+ * optional deterministic serial split-K as in 17_ffma_tuned.cu (per-tile counters).
  *
  * Technique and source: register double buffering and the strided 4x4 thread tile of
  * the well-known hand-tuned SGEMMs (e.g. Yinghan Li's "YHs_Sample" sgemm, the

@@ -1,5 +1,37 @@
 /*
- * 18_ffma_tuned.cu -- FP32 (and int32) SIMT GEMM tuned for Hopper: 16_pipelined.cu's
++++
+name = "ffma_tuned"
+title = "FP32 SIMT tuned for Hopper: A un-transposed with 16-byte cp.async, 3-stage pipeline, BM×128 tiles of 256 threads, (BM/16)×8 per thread in strided 4×4 pieces (conflict-free LDS.64/128), optional deterministic serial split-K."
+source = "classic 128×128 8×8-per-thread SGEMM layout; CUTLASS multistage mainloop and serial split-K"
+role = "rung"
+order = 17
+
+[params]
+bm = [128, 64]
+kv = [4, 2]
+splitk = [1, 2]
+
+[derived]
+# split-K slices: SPLITK while the per-tile counters suffice (MAX_TILES = 65536 in this
+# file), else 1 (no split)
+splits = "splitk if cdiv(M, bm) * cdiv(N, 128) <= 65536 else 1"
+
+[[constraints]]
+check = "(bm == 64 or bm == 128) and (kv == 2 or kv == 4) and splitk >= 1"
+reason = "bm must be 64 or 128, kv 2 or 4, splitk ≥ 1"
+
+[[constraints]]
+check = "not (bm == 128 and splitk > 1)"
+reason = "split-K with bm=128 needs more than 128 registers (spills at 2 blocks/SM)"
+
+[launch]
+grid = ["cdiv(N, 128)", "cdiv(M, bm) * splits"]
+block = [256, 1]
+shared = "3 * (bm * 16 + 16 * 128) * 4"      # STAGES = 3, BK = 16, BN = 128
++++
+*/
+/*
+ * 17_ffma_tuned.cu -- FP32 (and int32) SIMT GEMM tuned for Hopper: 16_pipelined.cu's
  * cp.async pipeline with (1) A stored UN-transposed in shared memory, copied with 16-byte
  * cp.async like B (no 4-byte transposing copies), (2) each thread a TMxTN sub-tile made
  * of (TM/4)x(TN/4) 4x4 pieces strided by BM/(TM/4) rows and BN/(TN/4) columns, so that

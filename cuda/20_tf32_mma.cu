@@ -1,5 +1,29 @@
 /*
- * 17_tf32_mma.cu -- TF32 tensor cores through warp-level mma.sync.m16n8k8 (sm_80+):
++++
+name = "tf32_mma"
+title = "TF32 tensor cores via mma.sync.m16n8k8 (FP32 accumulate), 128×128 block, 64×32 warp tiles, cp.async pipeline."
+source = "PTX ISA mma.m16n8k8 .tf32 fragment layouts; CUTLASS sm80 TF32 GEMM"
+role = "rung"
+order = 20
+dtypes = ["float32"]
+precision = "tf32"
+
+[params]
+bk = [32, 16]
+stages = [3, 4]
+
+[[constraints]]
+check = "bk % 8 == 0 and stages >= 2"
+reason = "bk must be a multiple of 8 and stages ≥ 2"
+
+[launch]
+grid = ["cdiv(N, 128)", "cdiv(M, 128)"]
+block = [256, 1]
+shared = "stages * (128 * (bk + 4) + bk * (128 + 8)) * 4"
++++
+*/
+/*
+ * 20_tf32_mma.cu -- TF32 tensor cores through warp-level mma.sync.m16n8k8 (sm_80+):
  * A and B are rounded to TF32 (cvt.rna: 10 explicit mantissa bits) and multiplied on the
  * tensor cores with FP32 accumulation; storage stays float32. A block of 8 warps computes
  * a BMxBN = 128x128 tile of C, each warp a 64x32 warp tile = 4x4 mma tiles of 16x8

@@ -1,5 +1,26 @@
 /*
- * 19_tf32_wgmma.cu -- TF32 tensor cores through Hopper's warpgroup MMA (wgmma, sm_90a):
++++
+name = "tf32_wgmma"
+title = "TF32 on Hopper's warpgroup MMA (wgmma.m64n128k8, sm_90a): 128×BN tiles, 2 warpgroups, operands in 128B-swizzled shared memory fed by a cp.async pipeline (B transposed to K-major on the way)."
+source = "PTX ISA wgmma.mma_async + matrix descriptors; CUTLASS sm90 GMMA mainloop (cp.async instead of TMA)"
+role = "rung"
+order = 21
+dtypes = ["float32"]
+precision = "tf32"
+arch_suffix = "a"
+
+[params]
+bn = [128, 256]
+stages = [4, 3]
+
+[launch]
+grid = ["cdiv(N, bn)", "cdiv(M, 128)"]
+block = [256, 1]
+shared = "stages * (128 + bn) * 32 * 4 + 1024"    # + 1024: swizzle-atom alignment
++++
+*/
+/*
+ * 21_tf32_wgmma.cu -- TF32 tensor cores through Hopper's warpgroup MMA (wgmma, sm_90a):
  * a block of 2 warpgroups (256 threads) computes a 128 x BN tile of C; warpgroup g owns
  * rows 64g .. 64g+63 and issues wgmma.mma_async.m64n128k8.f32.tf32.tf32 (BN/128 per
  * k-step of 8) with both operands read by the tensor cores straight from shared memory

@@ -1,6 +1,44 @@
 /*
- * 23_ffma_wide.cu -- FP32 (and int32) SIMT GEMM, 256 threads, cuBLAS-like 256x128 tiles:
- * 20_ffma_regdb.cu's register double buffering and LDS.128 fragments, with three changes
++++
+name = "ffma_wide"
+title = "FP32 SIMT with cuBLAS's shape: 256×128 tiles, 256 threads of 8×16 (128 accumulators, 1 block/SM), register double buffering, LDS.128 fragments of transposed A, interior tiles copied from running pointers (9.6 % non-FFMA instructions per k-tile), optional grouped block order (sw) and serial split-K."
+source = "cuBLAS sm80 256x128x8 FFMA kernel shape (ncu, v4 notes); register double buffering of hand-tuned SGEMMs; Triton grouped block order; CUTLASS multistage mainloop and serial split-K"
+role = "rung"
+order = 19
+
+[params]             # see the v5 notes
+bm = [256]
+bk = [8, 16]
+stages = [4]
+sw = [1, 8]
+splitk = [1, 4]
+
+[derived]
+smem = "stages * bk * (bm + 4 + 128) * 4"
+# split-K slices: SPLITK while the per-tile counters suffice (MAX_TILES = 65536), else 1
+splits = "splitk if cdiv(M, bm) * cdiv(N, 128) <= 65536 else 1"
+
+[[constraints]]
+check = "bm == 256"
+reason = "bm must be 256 (bm=128 spills 8 bytes at 128 registers on sm_90; use ffma_regdb)"
+
+[[constraints]]
+check = "(bk == 8 or bk == 16) and stages >= 2 and sw >= 1 and splitk >= 1"
+reason = "bk must be 8 or 16, stages ≥ 2, sw ≥ 1, splitk ≥ 1"
+
+[[constraints]]
+check = "smem <= 227 * 1024"
+reason = "{smem} B of shared memory (> 227 KB)"
+
+[launch]
+grid = ["cdiv(N, 128)", "cdiv(M, bm) * splits"]
+block = [256, 1]
+shared = "smem"
++++
+*/
+/*
+ * 19_ffma_wide.cu -- FP32 (and int32) SIMT GEMM, 256 threads, cuBLAS-like 256x128 tiles:
+ * 18_ffma_regdb.cu's register double buffering and LDS.128 fragments, with three changes
  * aimed at issue efficiency (the v4 gap to cuBLAS: 17 % non-FFMA instructions per k-tile
  * on the interior path against cuBLAS's 12 %, see benchmarks/NOTES.md):
  *  1. BM = 256 (TN = 16: 8x16 = 128 accumulators per thread, 1 block per SM at <= 255
@@ -72,7 +110,7 @@
 #endif
 #endif
 #define APAD 4
-#ifndef FASTCOPY               /* bounds-free copies of interior tiles (sm_90; see 20_ffma_regdb.cu) */
+#ifndef FASTCOPY               /* bounds-free copies of interior tiles (sm_90; see 18_ffma_regdb.cu) */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define FASTCOPY 1
 #else

@@ -1,5 +1,32 @@
 /*
- * 22_tf32_wgmma_tp.cu -- TF32 GEMM on Hopper without a pre-pass: 21_tf32_wgmma_ws.cu's
++++
+name = "tf32_wgmma_tp"
+title = "tf32_wgmma_ws without its pre-pass: the producer warpgroup loads B's 32×256 k-tiles with 16-byte read-only loads one k-tile ahead, transposes 4×4 blocks in registers and stores K-major 16-byte chunks (st.shared.v4, conflict-free) into the 128B-swizzled stage; A by 16-byte cp.async; fence.proxy.async + full/empty mbarriers; consumers unchanged (2 × wgmma.m64n256k8, 128×256 tiles)."
+source = "PTX ISA wgmma.mma_async, mbarrier, fence.proxy.async; CUTLASS sm90 warp-specialized GMMA mainloop with a transposing producer; cuda/21_tf32_wgmma_ws.cu"
+role = "experiment"
+order = 91
+dtypes = ["float32"]
+precision = "tf32"
+arch_suffix = "a"
+
+[params]
+stages = [4, 3]
+
+[derived]
+smem = "stages * (128 + 256) * 32 * 4 + 1024 + 256"   # + atom alignment, mbarriers
+
+[[constraints]]
+check = "stages >= 3 and smem <= 227 * 1024"
+reason = "stages={stages}: need 3 or 4 (≥ 3 for the pipeline, ≤ 4 for 227 KB of shared memory)"
+
+[launch]
+grid = ["cdiv(N, 256)", "cdiv(M, 128)"]
+block = [384, 1]
+shared = "smem"
++++
+*/
+/*
+ * experiments/tf32_wgmma_tp.cu -- TF32 GEMM on Hopper without a pre-pass: 22_tf32_wgmma_ws.cu's
  * warp-specialized SS wgmma pipeline, with B transposed to K-major by the PRODUCER on its
  * way into shared memory instead of by a separate kernel (sm_90a).
  *
@@ -21,7 +48,7 @@
  * Source: NVIDIA PTX ISA (wgmma.mma_async, matrix descriptors, 128B swizzle, mbarrier,
  * cp.async, fence.proxy.async); CUTLASS sm90 warp-specialized GMMA mainloops and its
  * "transpose in the producer" idea for operands that TMA cannot deliver K-major; written
- * anew for this lab on top of 21_tf32_wgmma_ws.cu (descriptor, swizzle, consumers).
+ * anew for this lab on top of 22_tf32_wgmma_ws.cu (descriptor, swizzle, consumers).
  *
  * Any M, N, K: zero-filled copies and loads at the edges, guarded stores. 16-byte
  * accesses need aligned rows: A when K % 4 == 0 (else 4-byte cp.async), B when N % 4 == 0

@@ -1,5 +1,41 @@
 /*
- * 21_tf32_wgmma_ws.cu -- TF32 GEMM on Hopper: warp-specialized wgmma with an mbarrier
++++
+name = "tf32_wgmma_ws"
+title = "TF32 wgmma (m64nBNk8, sm_90a), warp-specialized: a producer warpgroup fills STAGES 128B-swizzled stages with 16-byte cp.async (B pre-transposed to K-major by a one-off pre-pass kernel, timed with the GEMM), full/empty mbarriers per stage, 2 consumer warpgroups with one wgmma group in flight; cl=2: 2-CTA clusters along M share the B tile (each loads half, DSMEM bulk copy to the peer)."
+source = "PTX ISA wgmma.mma_async, mbarrier, fence.proxy.async; CUTLASS sm90 warp-specialized GMMA mainloop (cp.async instead of TMA)"
+role = "rung"
+order = 22
+dtypes = ["float32"]
+precision = "tf32"
+arch_suffix = "a"
+
+[params]
+bn = [256, 128]
+stages = [4, 3]
+cl = [1, 2]          # clusters of cl CTAs along M
+
+[derived]
+smem = "stages * (128 + bn) * 32 * 4 + 1024 + 256"   # + atom alignment, mbarriers
+kp = "roundup(K, 4)"                                 # row length of Bt (and Ap)
+
+[[constraints]]
+check = "smem <= 227 * 1024"
+reason = "bn={bn} with {stages} stages needs {smem} B of shared memory (> 227 KB)"
+
+[launch]
+grid = ["cdiv(N, bn)", "cdiv(cdiv(M, 128), cl) * cl"]
+block = [384, 1]
+shared = "smem"
+
+[prepass]            # Bt (N × Kp) and, when K % 4, a padded copy of A (M × Kp)
+entry = "prepass"
+grid = ["cdiv(kp, 32)", "cdiv(N, 32) + (cdiv(M, 32) if K % 4 else 0)"]
+block = [32, 8]
+scratch = "4 * kp * (N + (M if K % 4 else 0))"
++++
+*/
+/*
+ * 22_tf32_wgmma_ws.cu -- TF32 GEMM on Hopper: warp-specialized wgmma with an mbarrier
  * pipeline, both operands fed by 16-byte cp.async (sm_90a). Two kernels per GEMM:
  *
  * 1. prepass (one-off, launched by the cuda backend right before matmul, inside the same
@@ -40,7 +76,7 @@
  * mainloops (producer/consumer warpgroups, full/empty barriers per stage; clusters sharing
  * operand tiles, as TMA multicast does); written anew
  * for this lab, cp.async in place of TMA (kept simple: no tensor map to build).
- * Descriptor and swizzle layout as in 19_tf32_wgmma.cu (verified there).
+ * Descriptor and swizzle layout as in 21_tf32_wgmma.cu (verified there).
  *
  * Any M, N, K: bounds by zero-fill and guarded stores; the 16-byte copies need operand rows
  * that are multiples of 4 floats, which the pre-pass provides for Bt always and for A when

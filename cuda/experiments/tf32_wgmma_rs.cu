@@ -1,9 +1,41 @@
 /*
- * 22_tf32_wgmma_rs.cu -- TF32 GEMM on Hopper without a pre-pass: the transposed problem
++++
+name = "tf32_wgmma_rs"
+title = "TF32 wgmma without a pre-pass: computes C^T = B^T·A^T so that A's K-major rows are wgmma's shared-memory operand (16-byte cp.async, 128B swizzle) and B's N-major tile feeds wgmma's register operand (conflict-free ld.shared.v2 fragments, rows paired onto adjacent columns); m64n256k8, 256×128 tiles of C, producer + 2 consumer warpgroups (setmaxnreg 40/232), full/empty mbarriers, two 8-register fragment sets with one commit group always queued, transposed float2 epilogue; persist=1: persistent grid, the next tile's loads overlap the epilogue."
+source = "PTX ISA wgmma.mma_async (A in registers, .m64nNk8 fragment layouts), mbarrier, setmaxnreg; CUTLASS sm90 RS warp-specialized mainloops and swap-AB"
+role = "experiment"
+order = 90
+dtypes = ["float32"]
+precision = "tf32"
+arch_suffix = "a"
+
+[params]
+stages = [4, 3]
+persist = [1, 0]
+
+[derived]
+tiles = "cdiv(M, 256) * cdiv(N, 128)"     # 256 (M) × 128 (N) tiles of C
+# persistent grid: 132 = SMs of an H100/H200 SXM (fewer SMs only queue the extra CTAs)
+sms = "132"
+
+[[constraints]]
+check = "(stages == 3 or stages == 4) and (persist == 0 or persist == 1)"
+reason = "stages must be 3 or 4 (5 exceeds 227 KB of shared memory), persist 0 or 1"
+
+[launch]
+grid = ["min(tiles, sms) if persist else tiles", 1]
+block = [384, 1]
+# per stage: the A tile (256 × 32, 128B-swizzled) + the B tile (32 × 136 floats);
+# + alignment, mbarriers
+shared = "stages * (256 * 32 * 4 + 32 * 136 * 4) + 1024 + 256"
++++
+*/
+/*
+ * experiments/tf32_wgmma_rs.cu -- TF32 GEMM on Hopper without a pre-pass: the transposed problem
  * C^T = B^T A^T on warp-specialized wgmma with the A operand from REGISTERS (sm_90a).
  *
  * Technique. TF32 wgmma reads only K-major operands from shared memory (no transpose
- * flag for .tf32), and B (K x N, row-major) is N-major; v4 (21_tf32_wgmma_ws.cu) paid a
+ * flag for .tf32), and B (K x N, row-major) is N-major; v4 (22_tf32_wgmma_ws.cu) paid a
  * transposing pre-pass for it. But wgmma's A operand may come from registers, loaded
  * in any layout, so compute D = C^T (N x M) = B^T (N x K) . A^T (K x M):
  *   - wgmma's shared-memory B operand is A^T, i.e. K-major rows of A itself: the producer

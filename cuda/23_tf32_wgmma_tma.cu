@@ -1,6 +1,62 @@
 /*
- * 24_tf32_wgmma_tma.cu -- TF32 GEMM on Hopper: warp-specialized wgmma fed by TMA (sm_90a),
- * optionally persistent. Same two kernels per GEMM as 21_tf32_wgmma_ws.cu:
++++
+name = "tf32_wgmma_tma"
+title = "tf32_wgmma_ws with its producer replaced by TMA: one elected thread issues cp.async.bulk.tensor.2d loads (128B-swizzle tensor maps for A and the pre-transposed Bt, encoded on the host with cuTensorMapEncodeTiled and stored in the scratch tail) completing as tx bytes on the stage's full mbarrier; 2 consumer warpgroups × wgmma.m64n256k8, 128×256 tiles; persist=1: persistent grid of #SMs CTAs looping over tiles rasterised in groups of 8 tile rows, the stage ring running on across tiles."
+source = "PTX ISA cp.async.bulk.tensor, mbarrier expect_tx, fence.proxy.tensormap, wgmma.mma_async; CUDA driver cuTensorMapEncodeTiled; CUTLASS sm90 TMA warp-specialized persistent GMMA kernels; cuda/21_tf32_wgmma_ws.cu"
+role = "rung"
+order = 23
+dtypes = ["float32"]
+precision = "tf32"
+arch_suffix = "a"
+
+[params]
+stages = [4, 3]
+persist = [1, 0]
+
+[derived]
+tiles = "cdiv(M, 128) * cdiv(N, 256)"     # 128 (M) × 256 (N) tiles of C
+# persistent grid: 132 = SMs of an H100/H200 SXM (fewer SMs only queue the extra CTAs)
+sms = "132"
+kp = "roundup(K, 4)"                      # row length of Bt (and Ap)
+# the two tensor maps (128 bytes each) after the pre-pass's Bt (and Ap), 128-aligned
+maps_at = "roundup(4 * kp * (N + (M if K % 4 else 0)), 128)"
+
+[[constraints]]
+check = "(stages == 3 or stages == 4) and (persist == 0 or persist == 1)"
+reason = "stages must be 3 or 4 (5 exceeds 227 KB of shared memory), persist 0 or 1"
+
+[launch]
+grid = ["min(tiles, sms) if persist else tiles", 1]
+block = [384, 1]
+shared = "stages * (128 + 256) * 32 * 4 + 1024 + 256"    # + atom alignment, mbarriers
+
+[prepass]            # as tf32_wgmma_ws's: Bt (N × Kp) and, when K % 4, Ap (M × Kp)
+entry = "prepass"
+grid = ["cdiv(kp, 32)", "cdiv(N, 32) + (cdiv(M, 32) if K % 4 else 0)"]
+block = [32, 8]
+scratch = "maps_at + 2 * 128"
+
+# A (or Ap when K % 4) as M rows of Kp floats, box 32 × 128; 128B swizzle
+[[prepass.tensor_maps]]
+at = "maps_at"
+base = "'scratch' if K % 4 else 'a'"
+offset = "4 * kp * N if K % 4 else 0"
+dims = ["kp", "M"]
+stride = "4 * kp"
+box = [32, 128]
+
+# Bt as N rows of Kp floats, box 32 × 256
+[[prepass.tensor_maps]]
+base = "'scratch'"
+offset = 0
+dims = ["kp", "N"]
+stride = "4 * kp"
+box = [32, 256]
++++
+*/
+/*
+ * 23_tf32_wgmma_tma.cu -- TF32 GEMM on Hopper: warp-specialized wgmma fed by TMA (sm_90a),
+ * optionally persistent. Same two kernels per GEMM as 22_tf32_wgmma_ws.cu:
  *
  * 1. prepass (timed with the GEMM, launched by the cuda backend): B (K x N) transposed into
  *    a K-major scratch buffer Bt (N rows of Kp = roundup(K, 4) floats, zero-padded) and,
@@ -31,7 +87,7 @@
  * complete_tx, fence.proxy.tensormap, prefetch.tensormap, wgmma.mma_async and its matrix
  * descriptors); CUDA Driver API cuTensorMapEncodeTiled; the CUTLASS sm90 TMA warp-specialized
  * (persistent) GMMA kernels and their tile-rasterisation swizzle; written anew for this lab
- * on top of 21_tf32_wgmma_ws.cu (descriptors, swizzle layout and pre-pass from there).
+ * on top of 22_tf32_wgmma_ws.cu (descriptors, swizzle layout and pre-pass from there).
  *
  * Any M, N, K (bounds by TMA zero-fill and guarded stores). Precision "tf32". Built for
  * sm_90a only; for other targets matmul is a stub that traps.

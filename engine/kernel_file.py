@@ -1,0 +1,538 @@
+"""Kernel files that describe themselves: the header format, its parser, and discovery.
+
+A kernel is one ``.cu`` (CUDA) or ``.cl`` (OpenCL) file. Its first comment holds a TOML
+block between two lines of ``+++``::
+
+    /*
+    +++
+    name = "tiled_any"
+    title = "Shared-memory tiles with bounds-checked, zero-filled loads: any M, N, K."
+    source = "seed 003: matMul_SharedMem with guarded tile loads"
+    role = "seed"
+    order = 3
+
+    [params]                  # name = allowed values; the first is the default
+    block = [16, 8, 32]
+
+    [[constraints]]           # every check must hold; the first that fails says why
+    check = "block * block <= 1024"
+    reason = "block={block} is {block * block} threads per block (at most 1024)"
+
+    [launch]
+    grid = ["cdiv(N, block)", "cdiv(M, block)"]    # blocks in x, y
+    block = ["block", "block"]                     # threads per block in x, y
+    +++
+    */
+
+Keys (top level): ``name`` (required), ``title`` (one line: what the kernel does
+differently; required), ``source`` (where the technique comes from; required),
+``role`` (``baseline``, ``seed``, ``rung``, ``experiment`` or ``user``), ``order`` (its place
+in the ladder as taught), ``backend`` (from the extension if left out), ``entry``
+(default ``matmul``), ``kind`` (``gemm``: C = A·B, or ``aat``: C = A·Aᵀ), ``dtypes``
+(default both), ``precision`` (``fp32`` or ``tf32``: the verification tolerance),
+``arch_suffix`` (CUDA: ``"a"`` for sm_90a-only instructions such as wgmma).
+
+Tables: ``[params]``; ``[derived]`` (names computed in order from the parameters, M, N
+and K, usable by every expression below); ``[[constraints]]`` (``check``, ``reason``; a
+reason may quote values as ``{name}``); ``[launch]`` (``grid``, ``block``, and ``shared``:
+bytes of dynamic shared memory, from the parameters only); ``[prepass]`` (a kernel run
+before the main one in the same timed region: ``entry``, ``grid``, ``block``,
+``scratch`` bytes, and optional ``[[prepass.tensor_maps]]`` with ``at`` (byte offset of
+the maps in the scratch), ``base`` (``'a'`` or ``'scratch'``), ``offset``, ``dims``,
+``stride``, ``box``: TMA descriptors the backend encodes); ``[model]`` (``flops`` and
+``bytes``, where they differ from the kind's defaults; ``itemsize`` is a name there).
+
+Expressions are Python-like integer arithmetic (``+ - * // % **``, comparisons, ``and or
+not``, ``x if c else y``), with ``cdiv(a, b)``, ``roundup(a, b)``, ``min``, ``max``, and
+the names above, evaluated by ``simpleeval`` (never ``eval``). Every problem is reported
+with the file and the line: a malformed header, an unknown key or name, an expression
+that does not parse; a value-dependent failure (division by zero, a non-integer block
+count) makes that combination a skip with the reason.
+"""
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import re
+import string
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from simpleeval import InvalidExpression, SimpleEval
+
+#: A header's fences, each alone on its line.
+FENCE = "+++"
+BACKEND_OF_SUFFIX = {".cu": "cuda", ".cl": "opencl"}
+ROLES = ("baseline", "seed", "rung", "experiment", "user")
+KINDS = ("gemm", "aat")
+PRECISIONS = ("fp32", "tf32")
+DTYPES = ("float32", "int32")
+TOP_KEYS = {"name", "title", "source", "role", "order", "backend", "entry", "kind", "dtypes",
+            "precision", "arch_suffix", "params", "derived", "constraints", "launch",
+            "prepass", "model"}
+LAUNCH_KEYS = {"grid", "block", "shared"}
+PREPASS_KEYS = {"entry", "grid", "block", "scratch", "tensor_maps"}
+MAP_KEYS = {"at", "base", "offset", "dims", "stride", "box"}
+MODEL_KEYS = {"flops", "bytes"}
+CONSTRAINT_KEYS = {"check", "reason"}
+SHAPE_NAMES = ("M", "N", "K")
+NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+FUNCTIONS: dict[str, Callable] = {
+    "cdiv": lambda a, b: -(-a // b),
+    "roundup": lambda a, b: -(-a // b) * b,
+    "min": min,
+    "max": max,
+}
+
+
+class KernelFileError(ValueError):
+    """A kernel file that cannot be used: ``path:line: message``."""
+
+    def __init__(self, path: Path | str, line: int | None, message: str):
+        self.path, self.line, self.message = Path(path), line, message
+        where = f"{self.path}:{line}" if line else str(self.path)
+        super().__init__(f"{where}: {message}")
+
+
+class ExpressionError(ValueError):
+    """An expression failed for particular values (division by zero, a non-integer)."""
+
+
+# --- expressions ---------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Expr:
+    """One header expression, parsed once; ``where`` names it in messages."""
+
+    text: str
+    where: str
+    tree: Any = dataclasses.field(compare=False, repr=False)
+
+    def names(self) -> set[str]:
+        return {n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name)}
+
+    def __call__(self, env: Mapping[str, Any]) -> Any:
+        ev = SimpleEval(functions=FUNCTIONS, names=env)
+        try:
+            return ev.eval(self.text, previously_parsed=self.tree)
+        except ZeroDivisionError:
+            raise ExpressionError(f"{self.where}: division by zero in '{self.text}'") from None
+        except (InvalidExpression, ArithmeticError, TypeError, ValueError) as exc:
+            raise ExpressionError(f"{self.where}: '{self.text}' failed: {exc}") from None
+
+    def integer(self, env: Mapping[str, Any]) -> int:
+        v = self(env)
+        if isinstance(v, bool) or not isinstance(v, int):
+            if isinstance(v, float) and v.is_integer():
+                return int(v)
+            raise ExpressionError(f"{self.where}: '{self.text}' is {v!r}, not a whole number "
+                                  f"(write // for integer division)")
+        return v
+
+
+def _parse_expr(value: Any, where: str, line: int | None, path: Path) -> Expr:
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise KernelFileError(path, line, f"{where} must be an expression in quotes or a number, "
+                                          f"not {value!r}")
+    text = str(value)
+    try:
+        tree = SimpleEval().parse(text)
+    except SyntaxError as exc:
+        raise KernelFileError(path, line, f"{where}: '{text}' does not parse: {exc.msg}") from None
+    return Expr(text, where, tree)
+
+
+class Env(dict):
+    """Names for one evaluation: parameters, M, N, K, then derived names on first use."""
+
+    def __init__(self, base: Mapping[str, Any], derived: Mapping[str, Expr]):
+        super().__init__(base)
+        self._derived = derived
+
+    def __missing__(self, key: str):
+        expr = self._derived.get(key)
+        if expr is None:
+            raise KeyError(key)
+        self[key] = value = expr(self)
+        return value
+
+
+# --- the parsed header ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TensorMap:
+    """One TMA descriptor of a pre-pass, as expressions: the backend encodes it."""
+
+    base: Expr          # 'a' or 'scratch': whose device address the map starts from
+    offset: Expr        # bytes from that address
+    dims: tuple[Expr, Expr]
+    stride: Expr        # bytes between rows
+    box: tuple[Expr, Expr]
+
+
+@dataclass(frozen=True)
+class Prepass:
+    """A kernel launched before the variant's own on every launch (same timed region):
+    ``entry(A, B, scratch, M, N, K)``, then ``matmul(A, scratch, C, M, N, K)``."""
+
+    entry: str
+    grid: tuple[Expr, Expr]
+    block: tuple[Expr, Expr]
+    scratch: Expr
+    maps_at: Expr | None = None
+    maps: tuple[TensorMap, ...] = ()
+    derived: Mapping[str, Expr] = dataclasses.field(default_factory=dict)
+
+    def _env(self, params, m, n, k) -> Env:
+        return Env({**params, "M": m, "N": n, "K": k}, self.derived)
+
+    def geometry(self, params, m: int, n: int, k: int):
+        env = self._env(params, m, n, k)
+        return ((self.grid[0].integer(env), self.grid[1].integer(env)),
+                (self.block[0].integer(env), self.block[1].integer(env)))
+
+    def scratch_bytes(self, params, m: int, n: int, k: int) -> int:
+        return self.scratch.integer(self._env(params, m, n, k))
+
+    def tensor_maps(self, params, m: int, n: int, k: int):
+        """(byte offset of the maps in the scratch, [(base, offset, dim0, dim1, row stride,
+        box0, box1), ...]), or None when the pre-pass has no tensor maps."""
+        if not self.maps:
+            return None
+        env = self._env(params, m, n, k)
+        out = []
+        for t in self.maps:
+            base = t.base(env)
+            if base not in ("a", "scratch"):
+                raise ExpressionError(f"{t.base.where}: base must be 'a' or 'scratch', not {base!r}")
+            out.append((base, t.offset.integer(env), t.dims[0].integer(env), t.dims[1].integer(env),
+                        t.stride.integer(env), t.box[0].integer(env), t.box[1].integer(env)))
+        return self.maps_at.integer(env), out
+
+
+@dataclass(frozen=True)
+class Constraint:
+    check: Expr
+    reason: str
+
+
+@dataclass(eq=False)        # identity: the geometry cache keys on the header
+class KernelHeader:
+    """What a kernel file says about itself (see the module docstring)."""
+
+    path: Path
+    backend: str
+    name: str
+    title: str
+    source: str
+    role: str
+    order: int | None
+    entry: str
+    kind: str
+    dtypes: tuple[str, ...]
+    precision: str
+    arch_suffix: str
+    space: dict[str, tuple[int, ...]]
+    derived: dict[str, Expr]
+    constraints: list[Constraint]
+    grid: tuple[Expr, Expr]
+    block: tuple[Expr, Expr]
+    shared: Expr | None
+    prepass: Prepass | None
+    flops: Expr | None
+    bytes: Expr | None
+    #: Line of the header's first TOML line in the file (1-based), for messages.
+    first_line: int = 1
+
+    def semantics(self) -> tuple:
+        """What must agree between the .cu and .cl files of one variant."""
+        return (self.kind, self.dtypes, self.precision, self.entry,
+                tuple((k, v) for k, v in self.space.items()),
+                tuple((k, e.text) for k, e in self.derived.items()),
+                tuple((c.check.text, c.reason) for c in self.constraints),
+                tuple(e.text for e in self.grid), tuple(e.text for e in self.block),
+                self.flops.text if self.flops else None, self.bytes.text if self.bytes else None)
+
+    # --- evaluation (the registry's Variant calls these) -------------------------------
+
+    def env(self, params, m: int = 0, n: int = 0, k: int = 0, **more) -> Env:
+        return Env({**params, "M": m, "N": n, "K": k, **more}, self.derived)
+
+    @functools.lru_cache(maxsize=4096)  # noqa: B019  (headers live as long as the registry)
+    def _geometry(self, params_key: tuple, m: int, n: int, k: int):
+        env = self.env(dict(params_key), m, n, k)
+        return ((self.grid[0].integer(env), self.grid[1].integer(env)),
+                (self.block[0].integer(env), self.block[1].integer(env)))
+
+    def geometry(self, params, m: int, n: int, k: int):
+        return self._geometry(tuple(sorted(params.items())), m, n, k)
+
+    def constraint(self, params, m: int, n: int, k: int, dtype: str) -> str | None:
+        env = self.env(params, m, n, k)
+        try:
+            for c in self.constraints:
+                if not c.check(env):
+                    return _format_reason(c.reason, env)
+            self.geometry(params, m, n, k)   # a geometry that cannot be computed is a skip
+        except ExpressionError as exc:
+            return str(exc)
+        return None
+
+    def shared_bytes(self, params) -> int:
+        return self.shared.integer(self.env(params)) if self.shared is not None else 0
+
+
+def _format_reason(reason: str, env: Env) -> str:
+    """A constraint's reason with its ``{expression}`` fields filled in."""
+    out = []
+    for literal, field_, _spec, _conv in string.Formatter().parse(reason):
+        out.append(literal)
+        if field_ is not None:
+            tree = SimpleEval().parse(field_)
+            out.append(str(Expr(field_, "reason", tree)(env)))
+    return "".join(out)
+
+
+# --- reading a file ------------------------------------------------------------------------
+
+def header_block(text: str, path: Path) -> tuple[str, int]:
+    """The TOML between the fences of the file's first comment, and its first line."""
+    start = text.find("/*")
+    lead = text[:start] if start >= 0 else text
+    if start < 0 or lead.strip():
+        raise KernelFileError(path, 1, "no kernel header: the file must start with a /* ... */ "
+                                       f"comment holding a TOML block between two '{FENCE}' lines")
+    end = text.find("*/", start)
+    if end < 0:
+        raise KernelFileError(path, text.count("\n", 0, start) + 1, "the first comment never ends (*/)")
+    lines = text[start + 2:end].split("\n")
+    first = text.count("\n", 0, start) + 1          # file line of lines[0]
+    fences = [i for i, line in enumerate(lines) if line.strip() == FENCE]
+    if len(fences) < 2:
+        raise KernelFileError(path, first, f"no kernel header: the first comment needs a TOML block "
+                                           f"between two lines of '{FENCE}'")
+    a, b = fences[0], fences[1]
+    return "\n".join(lines[a + 1:b]), first + a + 1
+
+
+def _line_of(block: str, first_line: int, *keys: str) -> int:
+    """The file line where ``keys`` (a table, then a key in it) is written, else the start."""
+    lines = block.split("\n")
+    start = 0
+    if len(keys) > 1:
+        table = re.compile(r"^\s*\[\[?\s*" + re.escape(".".join(keys[:-1])) + r"\s*\]\]?")
+        for i, line in enumerate(lines):
+            if table.match(line):
+                start = i
+                break
+    key = re.compile(r"^\s*\[*\s*" + re.escape(keys[-1]) + r"\b")
+    for i in range(start, len(lines)):
+        if key.match(lines[i]):
+            return first_line + i
+    return first_line + start
+
+
+def parse_header(path: Path | str, text: str | None = None) -> KernelHeader:
+    """Read and check one kernel file's header; raises :class:`KernelFileError`."""
+    path = Path(path)
+    if text is None:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise KernelFileError(path, None, f"cannot read it: {exc}") from None
+    block, first = header_block(text, path)
+    try:
+        data = tomllib.loads(block)
+    except tomllib.TOMLDecodeError as exc:
+        msg = str(exc)
+        m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
+        line = first + int(m.group(1)) - 1 if m else first
+        raise KernelFileError(path, line, f"the header is not valid TOML: "
+                                          f"{re.sub(r' ?[(]at line.*[)]', '', msg)}") from None
+    return _build(path, data, block, first)
+
+
+def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
+    def err(message: str, *keys: str):
+        raise KernelFileError(path, _line_of(block, first, *keys) if keys else first, message)
+
+    def unknown(got: Mapping, allowed: set, where: str, *keys: str):
+        extra = sorted(set(got) - allowed)
+        if extra:
+            err(f"unknown key '{extra[0]}' in {where} (known: {', '.join(sorted(allowed))})",
+                *keys, extra[0])
+
+    unknown(data, TOP_KEYS, "the header")
+    for key in ("name", "title", "source"):
+        if not isinstance(data.get(key), str) or not data[key].strip():
+            err(f"'{key}' is required (a string)", key)
+    name = data["name"]
+    if not NAME_RE.match(name):
+        err(f"name '{name}' must be lower-case letters, digits and _ (it is a command-line name)",
+            "name")
+    backend = data.get("backend", BACKEND_OF_SUFFIX.get(path.suffix))
+    if backend not in ("cuda", "opencl"):
+        err(f"backend must be cuda or opencl (or the file end in .cu or .cl), not {backend!r}",
+            "backend")
+    role = data.get("role", "user")
+    if role not in ROLES:
+        err(f"role must be one of {', '.join(ROLES)}, not {role!r}", "role")
+    order = data.get("order")
+    if order is not None and (isinstance(order, bool) or not isinstance(order, int)):
+        err(f"order must be a whole number, not {order!r}", "order")
+    kind = data.get("kind", "gemm")
+    if kind not in KINDS:
+        err(f"kind must be gemm or aat, not {kind!r}", "kind")
+    dtypes = data.get("dtypes", list(DTYPES))
+    if (not isinstance(dtypes, list) or not dtypes or any(d not in DTYPES for d in dtypes)):
+        err(f"dtypes must be a list of {', '.join(DTYPES)}, not {dtypes!r}", "dtypes")
+    precision = data.get("precision", "fp32")
+    if precision not in PRECISIONS:
+        err(f"precision must be fp32 or tf32, not {precision!r}", "precision")
+    entry = data.get("entry", "matmul")
+    suffix = data.get("arch_suffix", "")
+    for key, val in (("entry", entry), ("arch_suffix", suffix)):
+        if not isinstance(val, str):
+            err(f"{key} must be a string, not {val!r}", key)
+
+    params = data.get("params", {})
+    if not isinstance(params, dict):
+        err("[params] must be a table: name = [values]", "params")
+    space: dict[str, tuple[int, ...]] = {}
+    for pname, vals in params.items():
+        if not NAME_RE.match(pname) or pname.upper() in ("M", "N", "K", "ELEM", "ACC"):
+            err(f"parameter name '{pname}' must be lower-case and not M, N, K, ELEM or ACC",
+                "params", pname)
+        if isinstance(vals, int) and not isinstance(vals, bool):
+            vals = [vals]
+        if (not isinstance(vals, list) or not vals
+                or any(isinstance(v, bool) or not isinstance(v, int) for v in vals)):
+            err(f"parameter '{pname}' must list whole numbers, the default first: {pname} = [16, 8]",
+                "params", pname)
+        if len(set(vals)) != len(vals):
+            err(f"parameter '{pname}' lists a value twice: {vals}", "params", pname)
+        space[pname] = tuple(vals)
+
+    known = set(space) | set(SHAPE_NAMES)
+
+    def expr(value, where: str, *keys: str, names: set[str] | None = None) -> Expr:
+        e = _parse_expr(value, where, _line_of(block, first, *keys), path)
+        allowed = known if names is None else names
+        missing = sorted(e.names() - allowed - set(FUNCTIONS))
+        if missing:
+            err(f"{where}: unknown name '{missing[0]}' in '{e.text}' "
+                f"(known: {', '.join(sorted(allowed))})", *keys)
+        return e
+
+    derived_raw = data.get("derived", {})
+    if not isinstance(derived_raw, dict):
+        err("[derived] must be a table: name = \"expression\"", "derived")
+    derived: dict[str, Expr] = {}
+    for dname, val in derived_raw.items():
+        if not NAME_RE.match(dname) or dname in known:
+            err(f"derived name '{dname}' must be new and lower-case", "derived", dname)
+        derived[dname] = expr(val, f"derived.{dname}", "derived", dname)
+        known.add(dname)
+
+    constraints = []
+    raw = data.get("constraints", [])
+    if not isinstance(raw, list):
+        err("constraints must be [[constraints]] tables with check and reason", "constraints")
+    for i, c in enumerate(raw):
+        if not isinstance(c, dict):
+            err("each [[constraints]] needs check and reason", "constraints")
+        unknown(c, CONSTRAINT_KEYS, "[[constraints]]", "constraints")
+        if "check" not in c or not isinstance(c.get("reason"), str):
+            err("each [[constraints]] needs check (an expression) and reason (a text)",
+                "constraints")
+        chk = expr(c["check"], f"constraints[{i}].check", "constraints", "check")
+        for _lit, fld, _s, _c in string.Formatter().parse(c["reason"]):
+            if fld is not None:
+                expr(fld, f"constraints[{i}].reason", "constraints", "reason")
+        constraints.append(Constraint(chk, c["reason"]))
+
+    launch = data.get("launch")
+    if not isinstance(launch, dict):
+        err("[launch] is required: grid = [x, y] and block = [x, y]", "launch")
+    unknown(launch, LAUNCH_KEYS, "[launch]", "launch")
+
+    def pair(value, where: str, *keys: str, names=None) -> tuple[Expr, Expr]:
+        if not isinstance(value, list) or len(value) != 2:
+            err(f"{where} must be two expressions [x, y]", *keys)
+        return (expr(value[0], f"{where}[0]", *keys, names=names),
+                expr(value[1], f"{where}[1]", *keys, names=names))
+
+    grid = pair(launch.get("grid"), "launch.grid", "launch", "grid")
+    block_ = pair(launch.get("block"), "launch.block", "launch", "block")
+    shared = None
+    if "shared" in launch:
+        shared = expr(launch["shared"], "launch.shared", "launch", "shared")
+        shape_bound = _uses_shape(shared, derived)
+        if shape_bound:
+            err(f"launch.shared may depend on the parameters only, not {shape_bound}",
+                "launch", "shared")
+
+    prepass = None
+    if "prepass" in data:
+        pre = data["prepass"]
+        if not isinstance(pre, dict):
+            err("[prepass] must be a table", "prepass")
+        unknown(pre, PREPASS_KEYS, "[prepass]", "prepass")
+        if not isinstance(pre.get("entry"), str):
+            err("prepass.entry is required (the pre-pass kernel's name)", "prepass", "entry")
+        maps = []
+        maps_at = None
+        for j, t in enumerate(pre.get("tensor_maps", [])):
+            if not isinstance(t, dict):
+                err("each [[prepass.tensor_maps]] must be a table", "prepass")
+            unknown(t, MAP_KEYS, "[[prepass.tensor_maps]]", "prepass", "tensor_maps")
+            missing = sorted(MAP_KEYS - {"at"} - set(t))
+            if missing:
+                err(f"prepass.tensor_maps[{j}] needs {', '.join(missing)}", "prepass", "tensor_maps")
+            w = f"prepass.tensor_maps[{j}]"
+            if "at" in t:
+                maps_at = expr(t["at"], f"{w}.at", "prepass", "at")
+            maps.append(TensorMap(expr(t["base"], f"{w}.base", "prepass", "base"),
+                                  expr(t["offset"], f"{w}.offset", "prepass", "offset"),
+                                  pair(t["dims"], f"{w}.dims", "prepass", "dims"),
+                                  expr(t["stride"], f"{w}.stride", "prepass", "stride"),
+                                  pair(t["box"], f"{w}.box", "prepass", "box")))
+        if maps and maps_at is None:
+            err("prepass.tensor_maps: the first map needs 'at' (byte offset of the maps in "
+                "the scratch)", "prepass", "tensor_maps")
+        prepass = Prepass(pre["entry"], pair(pre.get("grid"), "prepass.grid", "prepass", "grid"),
+                          pair(pre.get("block"), "prepass.block", "prepass", "block"),
+                          expr(pre.get("scratch", 0), "prepass.scratch", "prepass", "scratch"),
+                          maps_at, tuple(maps), derived)
+
+    model = data.get("model", {})
+    if not isinstance(model, dict):
+        err("[model] must be a table with flops and/or bytes", "model")
+    unknown(model, MODEL_KEYS, "[model]", "model")
+    shape_names = set(SHAPE_NAMES)
+    flops = expr(model["flops"], "model.flops", "model", "flops", names=shape_names) \
+        if "flops" in model else None
+    bytes_ = expr(model["bytes"], "model.bytes", "model", "bytes",
+                  names=shape_names | {"itemsize"}) if "bytes" in model else None
+
+    return KernelHeader(path, backend, name, data["title"].strip(), data["source"].strip(), role,
+                        order, entry, kind, tuple(dtypes), precision, suffix, space, derived,
+                        constraints, grid, block_, shared, prepass, flops, bytes_, first)
+
+
+def _uses_shape(e: Expr, derived: Mapping[str, Expr], seen=None) -> str:
+    """The shape name (M, N or K) ``e`` depends on, through derived names too; '' if none."""
+    seen = seen or set()
+    for name in e.names():
+        if name in SHAPE_NAMES:
+            return name
+        if name in derived and name not in seen:
+            seen.add(name)
+            got = _uses_shape(derived[name], derived, seen)
+            if got:
+                return got
+    return ""
