@@ -220,10 +220,8 @@ class Dispatcher:
     def _open_all(self) -> list[str]:
         """Open every engine's device at once; the ones that open join the run."""
         problems: list[str] = []
-        opener = self._open_one
-
         results: list[str | None] = ["not opened"] * len(self.engines)
-        threads = [threading.Thread(target=lambda i=i, e=e: results.__setitem__(i, opener(e)),
+        threads = [threading.Thread(target=lambda i=i, e=e: results.__setitem__(i, self._open_one(e)),
                                     daemon=True) for i, e in enumerate(self.engines)]
         for t in threads:
             t.start()

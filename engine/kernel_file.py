@@ -218,6 +218,12 @@ class Prepass:
 class Constraint:
     check: Expr
     reason: str
+    #: The reason cut into (text, field) pieces, each ``{field}`` parsed once.
+    parts: tuple[tuple[str, Expr | None], ...] = ()
+
+    def reason_for(self, env: Mapping[str, Any]) -> str:
+        """The reason with its ``{expression}`` fields filled in."""
+        return "".join(text + ("" if e is None else str(e(env))) for text, e in self.parts)
 
 
 @dataclass(eq=False)        # identity: the geometry cache keys on the header
@@ -276,7 +282,7 @@ class KernelHeader:
         try:
             for c in self.constraints:
                 if not c.check(env):
-                    return _format_reason(c.reason, env)
+                    return c.reason_for(env)
             self.geometry(params, m, n, k)   # a geometry that cannot be computed is a skip
         except ExpressionError as exc:
             return str(exc)
@@ -284,17 +290,6 @@ class KernelHeader:
 
     def shared_bytes(self, params) -> int:
         return self.shared.integer(self.env(params)) if self.shared is not None else 0
-
-
-def _format_reason(reason: str, env: Env) -> str:
-    """A constraint's reason with its ``{expression}`` fields filled in."""
-    out = []
-    for literal, field_, _spec, _conv in string.Formatter().parse(reason):
-        out.append(literal)
-        if field_ is not None:
-            tree = SimpleEval().parse(field_)
-            out.append(str(Expr(field_, "reason", tree)(env)))
-    return "".join(out)
 
 
 # --- reading a file ------------------------------------------------------------------------
@@ -450,10 +445,10 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
             err("each [[constraints]] needs check (an expression) and reason (a text)",
                 "constraints")
         chk = expr(c["check"], f"constraints[{i}].check", "constraints", "check")
-        for _lit, fld, _s, _c in string.Formatter().parse(c["reason"]):
-            if fld is not None:
-                expr(fld, f"constraints[{i}].reason", "constraints", "reason")
-        constraints.append(Constraint(chk, c["reason"]))
+        parts = tuple((text, None if fld is None else
+                       expr(fld, f"constraints[{i}].reason", "constraints", "reason"))
+                      for text, fld, _spec, _conv in string.Formatter().parse(c["reason"]))
+        constraints.append(Constraint(chk, c["reason"], parts))
 
     launch = data.get("launch")
     if not isinstance(launch, dict):

@@ -15,26 +15,23 @@ from pathlib import Path
 from typing import Sequence
 
 from . import registry
+from .cli import EXIT_BAD_INPUT, EXIT_OK
 from .kernel_file import FENCE, NAME_RE, KernelFileError, parse_header
 
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
 
-
-def make_copy(variant: str, path: Path, name: str | None = None, backend: str | None = None,
-              force: bool = False) -> Path:
+def make_copy(variant: str, path: Path, name: str | None = None, force: bool = False) -> Path:
     """Write ``variant``'s kernel file to ``path`` as a user kernel named ``name``."""
     v = registry.get(variant)
     if v.library or not v.headers:
         raise ValueError(f"{variant} is a library reference ({v.sources}), not a kernel file")
-    suffix = path.suffix
-    want = backend or {".cu": "cuda", ".cl": "opencl"}.get(suffix)
+    want = {".cu": "cuda", ".cl": "opencl"}.get(path.suffix)
     header = next((h for h in v.headers if h.backend == want), None) if want else v.headers[0]
     if header is None:
         raise ValueError(f"{variant} has no {want} kernel (it has {', '.join(v.sources)})")
-    if path.suffix != header.path.suffix:
-        path = path.with_suffix(header.path.suffix) if not path.suffix else path
-        if path.suffix != header.path.suffix:
-            raise ValueError(f"{path.name}: a {header.backend} kernel file ends in {header.path.suffix}")
+    if not path.suffix:
+        path = path.with_suffix(header.path.suffix)
+    elif path.suffix != header.path.suffix:
+        raise ValueError(f"{path.name}: a {header.backend} kernel file ends in {header.path.suffix}")
     name = name or re.sub(r"[^a-z0-9_]", "_", path.stem.lower()).strip("_")
     if not NAME_RE.match(name or ""):
         raise ValueError(f"'{name}' is not a kernel name (lower-case letters, digits and _)")
@@ -43,23 +40,19 @@ def make_copy(variant: str, path: Path, name: str | None = None, backend: str | 
                          "with --name")
     if path.exists() and not force:
         raise ValueError(f"{path} exists (--force to replace it)")
-    text = header.path.read_text(encoding="utf-8")
-    lines = text.split("\n")
+    lines = header.path.read_text(encoding="utf-8").split("\n")
     start = header.first_line - 1                       # the header's first TOML line
     end = next(i for i in range(start, len(lines)) if lines[i].strip() == FENCE)
     body = []
     for line in lines[start:end]:
-        if re.match(r"^\s*name\s*=", line):
-            line = f'name = "{name}"'
-        elif re.match(r"^\s*role\s*=", line):
-            continue
-        elif re.match(r"^\s*order\s*=", line):
+        if re.match(r"\s*(role|order)\s*=", line):
+            continue                                    # a user kernel is no rung of the ladder
+        if re.match(r"\s*name\s*=", line):
+            body += [f'name = "{name}"', f"# Copied from {variant} ({header.path.name}): edit freely.",
+                     'role = "user"']
             continue
         body.append(line)
-        if line.startswith("name = "):
-            body.append('role = "user"')
-    lines[start:end] = [*body[:1], f'# Copied from {variant} ({header.path.name}): edit freely.',
-                        *body[1:]]
+    lines[start:end] = body
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines), encoding="utf-8")
     parse_header(path)                                  # the copy must read back

@@ -100,6 +100,8 @@ class CompiledKernel:
     shared_bytes: int | None = None
     local_bytes: int | None = None
     max_threads: int | None = None          # most threads per block this kernel can launch
+    #: (m, n, k) → the pre-pass's scratch bytes, geometry and tensor maps at that shape.
+    prepass_plans: dict = field(default_factory=dict)
 
 
 class Workspace:

@@ -468,12 +468,11 @@ class CudaBackend(Backend):
     def _prepass_plan(self, kernel, m: int, n: int, k: int):
         """(scratch bytes, geometry, tensor maps or None) of a kernel's pre-pass at a shape,
         worked out from its header once (not on every timed launch)."""
-        plans = kernel.__dict__.setdefault("prepass_plans", {})
-        plan = plans.get((m, n, k))
+        plan = kernel.prepass_plans.get((m, n, k))
         if plan is None:
             pre, p = kernel.variant.prepass, kernel.params
-            plan = plans[(m, n, k)] = (pre.scratch_bytes(p, m, n, k), pre.geometry(p, m, n, k),
-                                       pre.tensor_maps(p, m, n, k))
+            plan = kernel.prepass_plans[(m, n, k)] = (
+                pre.scratch_bytes(p, m, n, k), pre.geometry(p, m, n, k), pre.tensor_maps(p, m, n, k))
         return plan
 
     def _write_tensor_maps(self, ws, scratch, spec, params, m, n, k) -> None:
