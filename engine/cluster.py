@@ -590,7 +590,7 @@ def ray_engines(address: str, backend: str, device: int = 0,
 
 
 class FreeWorkers:
-    """Engines for the cluster's free GPUs (``cuda``) or :data:`SLOT`\ s: the ``joiners``
+    """Engines for the cluster's free GPUs (``cuda``) or :data:`SLOT` units: the ``joiners``
     of a share-mode run (:func:`engine.dispatch.start_run`), so that a worker node that
     joins the cluster mid-sweep takes part in it.
 
