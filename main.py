@@ -3,6 +3,8 @@
     python main.py            open the desktop app
     python main.py bench ...  run a sweep without Qt (python main.py bench --help)
     python main.py new-kernel --from VARIANT PATH   an editable copy of a kernel file
+    python main.py check-kernel PATH [--json]       compile a kernel file for every
+                                                    parameter combination, without running it
 """
 from __future__ import annotations
 
@@ -17,6 +19,9 @@ def main(argv: list[str]) -> int:
     if argv and argv[0] == "new-kernel":
         from engine.new_kernel import run_new_kernel  # noqa: PLC0415
         return run_new_kernel(argv[1:])
+    if argv and argv[0] == "check-kernel":
+        from engine.kernel_check import run_check_kernel  # noqa: PLC0415
+        return run_check_kernel(argv[1:])
     if argv and argv[0] in ("-h", "--help"):
         print(__doc__.strip())
         return 0

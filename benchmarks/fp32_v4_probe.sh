@@ -7,7 +7,7 @@ O=${OUT:-/tmp/fp32probe}; mkdir -p "$O"
 export PYTHONUNBUFFERED=1
 sass() {  # name file defines...
   local n=$1 f=$2; shift 2
-  nvcc -arch=sm_90 -cubin -Xptxas -v "$@" -o /tmp/$n.cubin "$f" 2>&1 | grep -E "registers|spill" | sed "s/^/$n: /"
+  nvcc -arch=sm_90 -cubin -Xptxas -v -Icuda "$@" -o /tmp/$n.cubin "$f" 2>&1 | grep -E "registers|spill" | sed "s/^/$n: /"
   cuobjdump -sass /tmp/$n.cubin > /tmp/$n.sass
   echo "$n opcodes:"; grep -oP '/\*[0-9a-f]{4,}\*/\s+(@!?U?P[T0-9]+\s+)?\K[A-Z][A-Z0-9]*(\.[A-Z0-9.]+)?' /tmp/$n.sass \
     | sed -E 's/\..*//' | sort | uniq -c | sort -rn | head -14 | tr '\n' ' '; echo

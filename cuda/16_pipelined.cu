@@ -89,6 +89,8 @@ shared = "stages * (bk * (bm + 4) + bk * bn) * 4"    # per stage: A transposed, 
  * Launch geometry: block (32 * (BM/WM) * (BN/WN), 1), grid (ceil(N/BN), ceil(M/BM)).
  * Row-major A (MxK), B (KxN), C (MxN); 32-bit indices. Needs sm_80 or newer.
  */
+#include "lab_ptx.cuh"
+
 #ifndef ELEM
 #define ELEM float
 #endif
@@ -150,23 +152,6 @@ shared = "stages * (bk * (bm + 4) + bk * bn) * 4"    # per stage: A transposed, 
 
 #define AS_WORDS (BK * (BM + PAD))
 #define BS_WORDS (BK * BN)
-
-__device__ __forceinline__ void cp_async4(void* smem, const void* gmem, bool in)
-{
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 4 : 0));
-}
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool in)
-{
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 16 : 0));
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-
-template <int N_>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N_)); }
 
 /* Issue the copies of tile kt (columns k0 .. k0+BK-1 of A, rows of B) into stage st. */
 __device__ __forceinline__ void load_tile(const ELEM* __restrict__ A, const ELEM* __restrict__ B,

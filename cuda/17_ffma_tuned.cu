@@ -68,6 +68,8 @@ shared = "3 * (bm * 16 + 16 * 128) * 4"      # STAGES = 3, BK = 16, BN = 128
  * Launch geometry: block ((BM/TM)*(BN/TN), 1), grid (ceil(N/BN), ceil(M/BM) * S) where S
  * is SPLITK (1 when the tile count exceeds MAX_TILES). Needs sm_80 or newer.
  */
+#include "lab_ptx.cuh"
+
 #ifndef ELEM
 #define ELEM float
 #endif
@@ -123,23 +125,6 @@ shared = "3 * (bm * 16 + 16 * 128) * 4"      # STAGES = 3, BK = 16, BN = 128
 #define BS_WORDS (BK * BN)
 
 __device__ unsigned tile_counter[MAX_TILES];     /* split-K order; 0 between launches */
-
-__device__ __forceinline__ void cp_async4(void* smem, const void* gmem, bool in)
-{
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 4 : 0));
-}
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool in)
-{
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 16 : 0));
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-
-template <int N_>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N_)); }
 
 #if KV == 4
 __device__ __forceinline__ ELEM kv_elem(VECA v, int kk) { return kk == 2 ? v.z : v.w; }

@@ -79,6 +79,8 @@ shared = "stages * bk * (bm + 4 + 128) * 4"
  * Launch geometry: block ((BM/TM)*(BN/TN), 1), grid (ceil(N/BN), ceil(M/BM)*S), S = SPLITK
  * (1 when the tile count exceeds MAX_TILES). Needs sm_80 or newer.
  */
+#include "lab_ptx.cuh"
+
 #ifndef ELEM
 #define ELEM float
 #endif
@@ -136,36 +138,6 @@ shared = "stages * bk * (bm + 4 + 128) * 4"
 #define STAGE_WORDS (AS_WORDS + BS_WORDS)
 
 __device__ unsigned tile_counter[MAX_TILES];     /* split-K order; 0 between launches */
-
-__device__ __forceinline__ void cp_async4(void* smem, const void* gmem, bool in)
-{
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 4 : 0));
-}
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool in)
-{
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 16 : 0));
-}
-
-/* Interior tiles: no bounds, no src-size operand (fewer integer instructions per copy). */
-__device__ __forceinline__ void cp_async4_full(void* smem, const void* gmem)
-{
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" :: "r"(s), "l"(gmem));
-}
-
-__device__ __forceinline__ void cp_async16_full(void* smem, const void* gmem)
-{
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem));
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-
-template <int N_>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N_)); }
 
 /* Per-thread copy state: A copies rows ar + i*(NT/BK) at k column ac (transposing 4-byte
  * copies, consecutive threads along k), B copies rows br + i*(NT/(BN/4)) at columns bc..bc+3. */

@@ -53,6 +53,8 @@ shared = "stages * (128 * (bk + 4) + bk * (128 + 8)) * 4"
  * Launch geometry: block (256, 1), grid (ceil(N/128), ceil(M/128)).
  * Row-major A (MxK), B (KxN), C (MxN); 32-bit indices. Needs sm_80 or newer.
  */
+#include "lab_ptx.cuh"
+
 #ifndef ELEM
 #define ELEM float
 #endif
@@ -79,23 +81,6 @@ shared = "stages * (128 * (bk + 4) + bk * (128 + 8)) * 4"
 #if BK % 8 || STAGES < 2
 #error "BK must be a multiple of 8 and STAGES >= 2"
 #endif
-
-__device__ __forceinline__ void cp_async4(void* smem, const void* gmem, bool in)
-{
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 4 : 0));
-}
-
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool in)
-{
-    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 16 : 0));
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-
-template <int N_>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N_)); }
 
 __device__ __forceinline__ unsigned to_tf32(float x)
 {

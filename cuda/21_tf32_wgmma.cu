@@ -59,6 +59,8 @@ shared = "stages * (128 + bn) * 32 * 4 + 1024"    # + 1024: swizzle-atom alignme
  *
  * Launch geometry: block (256, 1), grid (ceil(N/BN), ceil(M/128)).
  */
+#include "lab_ptx.cuh"
+
 #ifndef ELEM
 #define ELEM float
 #endif
@@ -86,46 +88,10 @@ shared = "stages * (128 + bn) * 32 * 4 + 1024"    # + 1024: swizzle-atom alignme
 #endif
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-__device__ __forceinline__ void cp_async4(unsigned s, const void* gmem, bool in)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 4 : 0));
-}
-
-__device__ __forceinline__ void cp_async16(unsigned s, const void* gmem, bool in)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 16 : 0));
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-
-template <int N_>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N_) : "memory"); }
-
 /* byte offset of element (row r, k) in a swizzled K-major tile of 128-byte rows */
 __device__ __forceinline__ unsigned swz(int r, int k)
 {
     return (unsigned)(r * 128 + ((((k >> 2) ^ (r & 7))) << 4) + (k & 3) * 4);
-}
-
-/* wgmma shared-memory matrix descriptor: K-major, 128B swizzle, 8-row atoms 1024 B apart */
-__device__ __forceinline__ unsigned long long make_desc(unsigned addr)
-{
-    unsigned long long d = 0;
-    d |= (unsigned long long)((addr & 0x3FFFF) >> 4);
-    d |= (unsigned long long)1 << 16;                  /* leading byte offset (unused here) */
-    d |= (unsigned long long)(1024 >> 4) << 32;        /* stride byte offset */
-    d |= (unsigned long long)1 << 62;                  /* swizzle mode: 128B */
-    return d;
-}
-
-__device__ __forceinline__ void wgmma_n128(float* d, unsigned long long da, unsigned long long db)
-{
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(da), "l"(db), "r"(1));
 }
 
 __device__ __forceinline__ void load_tile(const float* __restrict__ A, const float* __restrict__ B,

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from . import matrices, records, registry
+from . import matrices, records, registry, user_kernels
 from .backends import BACKENDS, probe_all
 from .cpus import engine_threads
 from .dispatch import MODES, Run, start_run
@@ -90,6 +90,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kernel", action="append", default=[], metavar="PATH",
                    help="a kernel file of your own (.cu or .cl with a header; or a folder of "
                         "them), run next to --variants (repeatable; see 'python main.py new-kernel')")
+    p.add_argument("--kernels", action="append", default=[], metavar="DIR", dest="kernel_dirs",
+                   help="a folder of your kernel files, available like the built-ins (repeatable; "
+                        "the user kernel folder is always read unless --no-user-kernels)")
+    p.add_argument("--no-user-kernels", action="store_true",
+                   help="do not read the user kernel folder (MATMUL_LAB_DATA/kernels, or the "
+                        "platform's user-data folder)")
     p.add_argument("--params", default=None, help="restrict parameters, e.g. 'block=16,32;wpt=4'")
     p.add_argument("--sizes", default="256,512", help="sizes (see above)")
     p.add_argument("--dtype", choices=registry.DTYPES, default="float32")
@@ -132,11 +138,13 @@ def _print_list(console) -> None:
                       f"{d.peak_gbps:,.0f} GB/s" if d.peak_gbps else "—")
     console.print(t)
     v = Table(title="Variants")
-    for col in ("variant", "backends", "parameters", "technique"):
+    for col in ("variant", "role", "backends", "parameters", "technique"):
         v.add_column(col, overflow="fold")
     for var in registry.REGISTRY.values():
         space = " ".join(f"{k}={'/'.join(map(str, vals))}" for k, vals in var.space.items()) or "—"
-        v.add_row(var.name, ",".join(var.backends), space, var.technique)
+        where = (" (" + ", ".join(str(h.path) for h in var.headers) + ")"
+                 if var.role == "user" else "")
+        v.add_row(var.name, var.role, ",".join(var.backends), space, escape(var.technique + where))
     console.print(v)
     from .cluster import ray_status  # noqa: PLC0415
     ok, why = ray_status()
@@ -202,6 +210,29 @@ def _default_backend(status) -> str:
     return "cpu"
 
 
+def _load_user_kernels(args, err) -> None:
+    """Register the user kernel folder (its bad files are warned about) and the folders
+    of ``--kernels`` (a bad file there is an error: the user named it)."""
+    from rich.markup import escape  # noqa: PLC0415
+
+    for d in args.kernel_dirs:
+        if not Path(d).is_dir():
+            raise UsageError(f"--kernels: {d} is not a folder")
+    folders = ([] if args.no_user_kernels else [user_kernels.user_kernel_dir()]) + args.kernel_dirs
+    loaded = user_kernels.reload(folders)
+    named = [Path(d).resolve() for d in args.kernel_dirs]
+    fatal = []
+    for problem in loaded.problems:
+        path = Path(problem.split(":", 1)[0]).resolve()
+        if any(path.is_relative_to(d) for d in named):
+            fatal.append(problem)
+        else:
+            err.print(f"[yellow]warning:[/yellow] user kernel skipped: {escape(problem)}",
+                      markup=True, highlight=False)
+    if fatal:
+        raise UsageError("\n".join(fatal))
+
+
 def run_bench(argv: Sequence[str]) -> int:
     from rich.console import Console  # noqa: PLC0415
 
@@ -214,6 +245,12 @@ def run_bench(argv: Sequence[str]) -> int:
         args = parser.parse_args(list(argv))
     except SystemExit as exc:  # argparse already printed the message
         return EXIT_OK if exc.code == 0 else EXIT_BAD_INPUT
+    try:
+        _load_user_kernels(args, err)
+    except UsageError as exc:
+        from rich.markup import escape  # noqa: PLC0415
+        err.print(f"[red]error:[/red] {escape(str(exc))}", markup=True, highlight=False)
+        return EXIT_BAD_INPUT
     if args.list:
         _print_list(console)
         return EXIT_OK
@@ -233,7 +270,6 @@ def run_bench(argv: Sequence[str]) -> int:
             raise UsageError("--variants: no variant named (write e.g. naive,tiled_any)")
         names = [s.strip() for s in args.variants.split(",") if s.strip()] if args.variants else None
         kernel_files = tuple(str(Path(k).resolve()) for k in args.kernel)
-        user_kernels: set[str] = set()
         if kernel_files:
             loaded, problems = registry.load_kernel_files(kernel_files)
             if problems:
@@ -241,7 +277,6 @@ def run_bench(argv: Sequence[str]) -> int:
             if not loaded:
                 raise UsageError(f"--kernel: no kernel file in {', '.join(args.kernel)}")
             names = (names or []) + [n for n in loaded if n not in (names or [])]
-            user_kernels.update(loaded)
         for name in names or []:
             try:
                 v = registry.get(name)
@@ -280,7 +315,9 @@ def run_bench(argv: Sequence[str]) -> int:
                     time_budget_s=args.budget, cold=args.cold, verify=not args.no_verify,
                     seed=args.seed, dist=args.dist, matrices=mats,
                     autotune=args.autotune or args.retune, retune=args.retune,
-                    launch_timeout_s=args.launch_timeout, kernel_files=kernel_files)
+                    launch_timeout_s=args.launch_timeout,
+                    kernel_files=tuple(dict.fromkeys(
+                        kernel_files + user_kernels.kernel_files_of(n for n, _ in items))))
         try:
             plan.validate()      # the window's limits, in the window's words
         except ValueError as exc:
@@ -322,7 +359,7 @@ def run_bench(argv: Sequence[str]) -> int:
     if interrupted:
         err.print(f"interrupted: kept {len(recs)} finished result(s)")
         return EXIT_INTERRUPTED
-    if any(r.extra.get("build_failed") and r.variant in user_kernels for r in recs):
+    if any(r.extra.get("build_failed") and registry.role_of(r.variant) == "user" for r in recs):
         return EXIT_BAD_INPUT            # a kernel file of the user's did not compile
     bad = [r for r in recs if r.passed is False or r.status == "error"]
     return EXIT_FAILED if bad else EXIT_OK

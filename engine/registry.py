@@ -411,6 +411,24 @@ def references_by_precision() -> dict[str, str]:
     return out
 
 
+def best_rung(backend: str, precision: str = "fp32", kind: str = "gemm") -> str | None:
+    """The highest rung of ``precision`` for problems of ``kind`` taught on ``backend``
+    (the seeds' best where the backend has no ladder): what a new kernel is compared
+    with by default."""
+    for roles in (("rung",), ("seed",), ("baseline",)):
+        pool = [v for v in variants_for(backend) if v.role in roles and v.precision == precision
+                and v.kind == kind]
+        if pool:
+            return max(pool, key=lambda v: (v.order if v.order is not None else -1, v.name)).name
+    return None
+
+
+def reference_for(backend: str, precision: str = "fp32", kind: str = "gemm") -> str | None:
+    """The library line of ``precision`` on ``backend`` (cuBLAS on CUDA), if any."""
+    return next((v.name for v in variants_for(backend) if v.role == "reference"
+                 and v.precision == precision and v.kind == kind), None)
+
+
 def ladder_names(include_experiments: bool = False) -> list[str]:
     """The ladder's rungs in the order they are taught (and the experiments, if asked)."""
     roles = ("rung", "experiment") if include_experiments else ("rung",)

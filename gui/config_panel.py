@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDoubleSpinBo
                                QGroupBox, QHBoxLayout, QLabel, QPushButton, QRadioButton,
                                QSpinBox, QVBoxLayout, QWidget)
 
-from engine import registry
+from engine import registry, user_kernels
 from engine.backends import BACKENDS, BackendStatus, DeviceInfo
 from engine.records import ResultRecord
 from engine.runner import BUDGET_RANGE, REPEATS_RANGE, WARMUP_RANGE, Plan
@@ -339,8 +339,9 @@ class ConfigPanel(QWidget):
         items = len(self.variants.plan_items()) if names else 0
         return f"{len(names)} variant{'s' if len(names) != 1 else ''}, {items} parameter set{'s' if items != 1 else ''}"
 
-    def problems(self) -> list[str]:
-        """Why Run cannot start now (empty list: it can)."""
+    def problems(self, with_variants: bool = True) -> list[str]:
+        """Why Run cannot start now (empty list: it can); ``with_variants=False`` leaves
+        out the variant tree's (a run whose items come from elsewhere)."""
         out: list[str] = []
         if not self.statuses:
             return ["Probing backends…"]
@@ -350,7 +351,8 @@ class ConfigPanel(QWidget):
         elif not st.devices:
             out.append(f"The {self.backend_name()} backend has no device.")
         out.extend(self.picker.problems())
-        out.extend(self.variants.problems())
+        if with_variants:
+            out.extend(self.variants.problems())
         if self.inputs.mode == "files":
             out.extend(self.inputs.problems())
         elif self.sizes.error():
@@ -367,21 +369,23 @@ class ConfigPanel(QWidget):
             copies = max(1, len(self.device_indices()))
         return items * shapes * copies
 
-    def build_plan(self) -> Plan:
-        """The sweep these settings describe.
+    def build_plan(self, items: list[tuple[str, dict[str, int]]] | None = None) -> Plan:
+        """The sweep these settings describe (``items``: these variants and parameters
+        instead of the tree's, as the kernel editor's Run asks).
 
         Raises
         ------
         ValueError
             When :meth:`problems` is not empty; the message lists them.
         """
-        problems = self.problems()
+        problems = self.problems(with_variants=items is None)
         if problems:
             raise ValueError("\n".join(problems))
         files = self.inputs.matrices()
+        items = self.variants.plan_items() if items is None else items
         plan = Plan(
             backend=self.backend_name(),
-            items=self.variants.plan_items(),
+            items=items,
             shapes=[] if files is not None else self.sizes.shapes(),
             dtype=self.dtype.currentText(),
             device=self.device_index(),
@@ -394,6 +398,7 @@ class ConfigPanel(QWidget):
             dist=self.inputs.dist.currentText(),
             matrices=files,
             autotune=files is None and self.autotune.isChecked(),
+            kernel_files=user_kernels.kernel_files_of(n for n, _ in items),
         )
         plan.validate()
         return plan

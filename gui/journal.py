@@ -30,9 +30,9 @@ from typing import IO, Iterable
 from engine import records
 from engine.files import check_regular_file
 from engine.records import ResultRecord
+# The user-data folder (``$MATMUL_LAB_DATA`` in tests) holds the journal and user kernels.
+from engine.user_kernels import DATA_DIR_ENV, data_dir  # noqa: F401  (re-exported)
 
-#: Environment variable naming the user-data folder (tests point it at a temporary one).
-DATA_DIR_ENV = "MATMUL_LAB_DATA"
 JOURNAL_SUFFIX = ".jsonl"
 JOURNAL_FORMAT = 1
 #: A journal past this size is not read (a session writes about 1 KiB per result).
@@ -41,16 +41,6 @@ MAX_JOURNAL_BYTES = 256 << 20
 #: second window of one process (``w1``) or a journal taken over from a crashed session
 #: (``r1``).
 _NAME = re.compile(r"^session-(\d+)-(\d+)(?:\.(\w+))?\.jsonl$")
-
-
-def data_dir() -> Path:
-    """The user-data folder: ``$MATMUL_LAB_DATA``, else the platform's own
-    (``~/.local/share/matmul-lab`` on Linux)."""
-    override = os.environ.get(DATA_DIR_ENV)
-    if override:
-        return Path(override)
-    from platformdirs import user_data_dir  # noqa: PLC0415  (only when journaling starts)
-    return Path(user_data_dir("matmul-lab", appauthor=False))
 
 
 def journal_dir() -> Path:

@@ -36,6 +36,8 @@ from .config_panel import ConfigPanel
 from .device_panel import DevicePanel, backend_line
 from .export import ExportDialog, export_chart, export_paths
 from .journal import discard, find_orphans
+from .kernel_editor import EditorContext, KernelEditor
+from .kernel_folders import KernelFolders
 from .log_panel import LogPanel
 from .results_files import ResultsFileError, ResultsFiles
 from .results_store import ResultStore
@@ -133,9 +135,11 @@ class MainWindow(QMainWindow):
         self.setWindowTitle(APPLICATION)
         self.setAcceptDrops(True)
         self.setDockNestingEnabled(True)
+        self.kernel_folders = KernelFolders(self.settings, self)
         self._build()
         self._build_actions()
         self._connect()
+        self.kernel_folders.reload()   # before the saved choices name user kernels
         self._restore()
         self._refresh_ready()
         self.controller.probe()
@@ -167,6 +171,17 @@ class MainWindow(QMainWindow):
                                      | QDockWidget.DockWidgetFeature.DockWidgetFloatable
                                      | QDockWidget.DockWidgetFeature.DockWidgetClosable)
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.config_dock)
+
+        self.kernel_editor = KernelEditor(self.kernel_folders, self._editor_context)
+        self.editor_dock = QDockWidget("Kernel editor", self)
+        self.editor_dock.setObjectName("kernelEditorDock")
+        self.editor_dock.setWidget(self.kernel_editor)
+        self.editor_dock.setFeatures(self.config_dock.features())
+        # A tab beside Configure: code needs the width, and the charts stay in view.
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.editor_dock)
+        self.tabifyDockWidget(self.config_dock, self.editor_dock)
+        self.config_dock.raise_()
+        self.editor_dock.hide()        # until a kernel is opened or started
 
         self.charts = ChartsPanel(self.store)
         self.table = ResultsTable(self.store)
@@ -227,7 +242,7 @@ class MainWindow(QMainWindow):
         self.copy_action = self._action("Copy results as TSV", lambda: self.table.copy_tsv(all_rows=True),
                                         "Ctrl+Shift+C")
         self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
-        self.run_action = self._action("&Run", self.start_run, "F5", SP.SP_MediaPlay)
+        self.run_action = self._action("&Run", lambda: self.start_run(), "F5", SP.SP_MediaPlay)
         self.cancel_action = self._action("&Cancel", self.cancel_run, "Esc", SP.SP_MediaStop)
         self.clear_action = self._action("C&lear results", self.clear_results, None,
                                          SP.SP_DialogResetButton, "Remove every shown result")
@@ -244,6 +259,11 @@ class MainWindow(QMainWindow):
         menu.addAction(self.save_action)
         menu.addAction(self.export_action)
         menu.addSeparator()
+        self.add_folder_action = self._action("Add &kernel folder…", self.add_kernel_folder_dialog,
+                                              None, None, "Read the kernel files of a folder as "
+                                              "user kernels (the user kernel folder is always read)")
+        menu.addAction(self.add_folder_action)
+        menu.addSeparator()
         menu.addAction(self.copy_action)
         menu.addSeparator()
         menu.addAction(self.quit_action)
@@ -253,6 +273,24 @@ class MainWindow(QMainWindow):
         menu.addSeparator()
         menu.addAction(self.keep_runs_action)
         menu.addAction(self.clear_action)
+        ed = self.kernel_editor
+        menu = self.menuBar().addMenu("&Kernel")
+        self.new_kernel_action = self._action("&New kernel from template…", self._editor(ed.new_dialog),
+                                              None, None, "Copy any built-in kernel (header and "
+                                              "all) into an editable kernel of your own")
+        self.open_kernel_action = self._action("&Open kernel…", self._editor(ed.open_dialog),
+                                               "Ctrl+Shift+O", None, "Open a .cu or .cl kernel file")
+        menu.addAction(self.new_kernel_action)
+        menu.addAction(self.open_kernel_action)
+        menu.addSeparator()
+        # The editor's own actions (one action per shortcut: two would be ambiguous).
+        for act in (ed.compile_action, ed.run_action):
+            act.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            act.triggered.connect(lambda *_: self.show_editor())
+            menu.addAction(act)
+            self.addAction(act)
+        menu.addSeparator()
+        menu.addAction(self.editor_dock.toggleViewAction())
         menu = self.menuBar().addMenu("&View")
         menu.addAction(self.config_dock.toggleViewAction())
         menu.addAction(self.dark_action)
@@ -267,7 +305,7 @@ class MainWindow(QMainWindow):
             self.run_toolbar.addAction(act)
 
     def _connect(self) -> None:
-        self.run_bar.run_button.clicked.connect(self.start_run)
+        self.run_bar.run_button.clicked.connect(lambda: self.start_run())
         self.run_bar.cancel_button.clicked.connect(self.cancel_run)
         self.config.changed.connect(self._refresh_ready)
         self.config.device_changed.connect(self._device_changed)
@@ -283,6 +321,9 @@ class MainWindow(QMainWindow):
         self.controller.finished.connect(self._run_finished)
         self.controller.closed.connect(self._engines_closed)
         self.files.recent_changed.connect(self._rebuild_recent_menu)
+        self.kernel_folders.changed.connect(self._user_kernels_changed)
+        self.kernel_editor.run_requested.connect(self._editor_run)
+        self.kernel_editor.log.connect(self.log.append)
         self.files.opened.connect(self._results_opened)
         self.files.open_failed.connect(self._results_failed)
         self.files.loading_changed.connect(self._loading_changed)
@@ -428,12 +469,13 @@ class MainWindow(QMainWindow):
         self.run_bar.set_ready(self.config.problems(), self.config.run_count())
         self.run_action.setEnabled(not self.running and not self.config.problems())
 
-    def start_run(self) -> bool:
-        """Start the configured sweep; False (and a message) if it cannot start."""
+    def start_run(self, items: list[tuple[str, dict[str, int]]] | None = None) -> bool:
+        """Start the configured sweep (``items``: these variants and parameters instead of
+        the variant tree's); False (and a message) if it cannot start."""
         if self.running or self._closing:
             return False
         try:
-            plan = self.config.build_plan()
+            plan = self.config.build_plan(items)
         except ValueError as exc:
             dialogs.show_error(self, "Cannot run", str(exc))
             return False
@@ -457,6 +499,7 @@ class MainWindow(QMainWindow):
             self.run_bar.cancelling()
 
     def _set_running(self, running: bool) -> None:
+        self.kernel_folders.hold(running)   # a sweep's variants stay as they started
         self.config.set_running(running)
         self.run_bar.set_running(running)
         self.run_action.setEnabled(not running)
@@ -506,10 +549,89 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(text, 10_000)
         self.log.append("error" if counts["failed"] or counts["error"] else "info", text)
         self.config.show_verification(recs)
+        said = self.kernel_editor.run_finished(recs)
+        if said:
+            self.log.append("info", said)
         if not ev.started and not ev.cancelled and not self._closing:
             dialogs.show_error(self, "The run could not start", ev.message or "unknown reason")
         if counts["failed"] or counts["error"]:
             self.bottom_tabs.setCurrentWidget(self.table)
+
+    # --- the user's kernels ---------------------------------------------------------------
+
+    def _editor(self, slot):
+        """``slot`` of the kernel editor, with its dock shown first."""
+        def call():
+            self.show_editor()
+            return slot()
+        return call
+
+    def show_editor(self) -> None:
+        """Show the editor dock, wide enough to read code the first time."""
+        first = not self.editor_dock.isVisible() and not self.editor_dock.isFloating()
+        self.editor_dock.show()
+        self.editor_dock.raise_()
+        if first:
+            QTimer.singleShot(0, self._widen_editor)   # once the dock is laid out
+
+    def _widen_editor(self) -> None:
+        want = int(self.width() * 0.46)
+        if self.editor_dock.isVisible() and self.editor_dock.width() < want - 20:
+            self.resizeDocks([self.editor_dock], [want], Qt.Orientation.Horizontal)
+
+    def _editor_context(self) -> EditorContext:
+        backend = self.config.backend_name()
+        info = self.config.device_info()
+        cc = info.compute_capability if info is not None and backend == "cuda" else None
+        return EditorContext(
+            dtype=self.config.dtype.currentText(),
+            arch=f"sm_{cc.replace('.', '')}" if cc else None,
+            device=self.config.device_index() if backend == "opencl" else 0,
+            chosen_values=lambda name: (self.config.variants.chosen_values(name)
+                                        if name in self.config.variants.variant_names() else {}),
+            running=self.running or self._closing)
+
+    def open_kernel(self, path: str | Path) -> bool:
+        """Open a kernel file in the editor (shown)."""
+        self.show_editor()
+        return self.kernel_editor.open_file(path)
+
+    def _editor_run(self, items) -> None:
+        """The editor's Run: its kernel and baselines with the configured sizes, on the
+        kernel's backend (switching to it when another one is chosen)."""
+        backend = self.kernel_editor.backend()
+        if self.config.backend_name() != backend:
+            st = self.statuses.get(backend)
+            if st is None or not st.available or not st.devices:
+                dialogs.show_error(self, "Cannot run the kernel",
+                                   f"The kernel is a {backend} kernel, and the {backend} backend "
+                                   f"is unavailable: {st.reason if st else 'not probed yet'}")
+                return
+            self.config.select(backend, 0)
+            self.log.append("info", f"switched to the {backend} backend to run the kernel")
+        self.start_run(items)
+
+
+    def _user_kernels_changed(self, loaded) -> None:
+        problems = self.kernel_folders.problems()
+        self.config.variants.set_user_kernels(self.kernel_folders.folders(), problems)
+        said = getattr(self, "_said_problems", set())
+        for problem in loaded.problems:
+            if problem not in said:
+                self.log.append("error", f"user kernel not usable: {problem}")
+        self._said_problems = set(loaded.problems)
+        self._refresh_ready()
+
+    def add_kernel_folder(self, folder: str | Path) -> None:
+        loaded = self.kernel_folders.add_folder(folder)
+        self.log.append("info", f"kernel folder {folder}: {len(loaded.names)} user kernel(s) in all")
+
+    def add_kernel_folder_dialog(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Add a folder of kernel files",
+                                                  self.settings.last_dir("kernels"))
+        if folder:
+            self.settings.set_last_dir("kernels", folder)
+            self.add_kernel_folder(folder)
 
     # --- results files -------------------------------------------------------------------
 
@@ -711,6 +833,10 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event):  # noqa: N802 (Qt API)
         """Close without freezing: cancel the run, close the engines on a worker thread,
         and close for real once they are closed (or ended, after a deadline)."""
+        if not (self._closing or self._shut_down or self._force_close) \
+                and not self.kernel_editor.maybe_discard():
+            event.ignore()             # the user kept the unsaved kernel
+            return
         if self._shut_down or self._force_close or self.controller.is_closed:
             self.shutdown(wait=not self._force_close)
             event.accept()

@@ -584,14 +584,14 @@ class AppSettings:
 
     # --- recent files and folders ----------------------------------------------------
 
-    def recent_files(self) -> list[str]:
-        """Saved recent files: distinct paths, at most :data:`MAX_RECENT`."""
-        val = self._raw("recent/files", [])
+    def _paths(self, key: str, what: str) -> list[str]:
+        """A saved list of distinct paths; entries that are no path are dropped and said."""
+        val = self._raw(key, [])
         if isinstance(val, str):  # QSettings returns a 1-item list as a bare string
             val = [val] if val else []
         if not isinstance(val, list):
-            self._problem("recent/files", f"settings: recent/files = {_show(val)} is not a "
-                                          "list of files; starting an empty list")
+            self._problem(key, f"settings: {key} = {_show(val)} is not a list of {what}s; "
+                               "starting an empty list")
             return []
         out: list[str] = []
         bad = 0
@@ -602,10 +602,22 @@ class AppSettings:
             else:
                 bad += 1
         if bad:
-            self._problem("recent/files", f"settings: recent/files: ignored {bad} "
-                                          + ("entry that is" if bad == 1 else "entries that are")
-                                          + " not a file path")
-        return out[:MAX_RECENT]
+            self._problem(key, f"settings: {key}: ignored {bad} "
+                               + ("entry that is" if bad == 1 else "entries that are")
+                               + f" not a {what} path")
+        return out
+
+    def recent_files(self) -> list[str]:
+        """Saved recent files: distinct paths, at most :data:`MAX_RECENT`."""
+        return self._paths("recent/files", "file")[:MAX_RECENT]
+
+    def kernel_folders(self) -> list[str]:
+        """Folders of kernel files the user added (the user kernel folder is not listed:
+        it is always read)."""
+        return self._paths("kernels/folders", "folder")
+
+    def set_kernel_folders(self, folders) -> None:
+        self.q.setValue("kernels/folders", [str(f) for f in folders])
 
     def add_recent(self, path: str | Path) -> list[str]:
         path = str(Path(path))

@@ -6,7 +6,11 @@ name, so switching backend and back keeps them.
 """
 from __future__ import annotations
 
+import html
+from pathlib import Path
+
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QTreeWidget,
                                QTreeWidgetItem, QWidget)
 
@@ -14,6 +18,16 @@ from engine import registry
 from engine.runner import expand_items
 
 NAME_COL, INFO_COL = 0, 1
+#: Item data: a heading row's role, a problem row's file path.
+HEADING_ROLE = Qt.ItemDataRole.UserRole + 1
+PROBLEM_ROLE = Qt.ItemDataRole.UserRole + 2
+#: Roles that get a heading row above their first variant: (title, tooltip).
+HEADINGS = {
+    "experiment": ("Experiments", "Kernels kept for their story: tested, not in default sweeps"),
+    "user": ("User kernels", "Your kernel files (File ▸ Add kernel folder…; Kernel ▸ New kernel…)"),
+}
+BACKEND_SUFFIX = {"cuda": ".cu", "opencl": ".cl"}
+ERROR_COLOR = "#d03030"
 
 
 class ParamValues(QWidget):
@@ -72,6 +86,8 @@ class VariantTree(QTreeWidget):
         self._values: dict[str, dict[str, list[int]]] = {}
         self._value_widgets: dict[tuple[str, str], ParamValues] = {}
         self._building = False
+        self._user_folders: list[str] = []
+        self._user_problems: list[tuple[str, str]] = []
         self.itemChanged.connect(self._item_changed)
 
     # --- building ----------------------------------------------------------------------
@@ -83,7 +99,11 @@ class VariantTree(QTreeWidget):
         try:
             self.clear()
             self._value_widgets.clear()
+            headed: set[str] = set()
             for v in registry.variants_for(backend):
+                if v.role in HEADINGS and v.role not in headed:
+                    headed.add(v.role)
+                    self._add_heading(v.role)
                 item = QTreeWidgetItem([v.name, v.technique])
                 item.setData(NAME_COL, Qt.ItemDataRole.UserRole, v.name)
                 item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
@@ -91,6 +111,8 @@ class VariantTree(QTreeWidget):
                                    if self._checked.get(v.name, v.role != "experiment")
                                    else Qt.CheckState.Unchecked)
                 tip = f"<b>{v.name}</b> ({v.kind})<br>{v.technique}<br><i>{v.seed}</i>"
+                if v.role == "user":
+                    tip += "<br>" + "<br>".join(html.escape(str(h.path)) for h in v.headers)
                 item.setToolTip(NAME_COL, tip)
                 item.setToolTip(INFO_COL, tip)
                 self.addTopLevelItem(item)
@@ -108,9 +130,64 @@ class VariantTree(QTreeWidget):
                     self.setItemWidget(child, INFO_COL, w)
                     self._value_widgets[(v.name, pname)] = w
                 item.setExpanded(bool(v.space))
+            if "user" not in headed:
+                self._add_heading("user")
+            for path, message in self._user_problems:
+                if Path(path).suffix != BACKEND_SUFFIX.get(backend, Path(path).suffix):
+                    continue
+                row = QTreeWidgetItem([Path(path).name, message])
+                row.setFlags(Qt.ItemFlag.ItemIsEnabled)
+                row.setForeground(NAME_COL, QBrush(QColor(ERROR_COLOR)))
+                row.setForeground(INFO_COL, QBrush(QColor(ERROR_COLOR)))
+                row.setToolTip(NAME_COL, html.escape(f"{path}: {message}"))
+                row.setToolTip(INFO_COL, html.escape(f"{path}: {message}"))
+                row.setData(NAME_COL, PROBLEM_ROLE, str(path))
+                self.addTopLevelItem(row)
+            if not any(v.role == "user" for v in registry.variants_for(backend)) \
+                    and not self._user_problems:
+                hint = QTreeWidgetItem(["", "None yet: Kernel ▸ New kernel from template…, "
+                                            "or add a folder of kernel files"])
+                hint.setFlags(Qt.ItemFlag.ItemIsEnabled)
+                hint.setForeground(INFO_COL, self.palette().placeholderText())
+                self.addTopLevelItem(hint)
         finally:
             self._building = False
         self.choice_changed.emit()
+
+    def _add_heading(self, role: str) -> None:
+        title, tip = HEADINGS[role]
+        if role == "user" and self._user_folders:
+            tip += "<br>" + "<br>".join(html.escape(str(f)) for f in self._user_folders)
+        head = QTreeWidgetItem([title, ""])
+        head.setFlags(Qt.ItemFlag.ItemIsEnabled)
+        font = head.font(NAME_COL)
+        font.setBold(True)
+        head.setFont(NAME_COL, font)
+        head.setToolTip(NAME_COL, tip)
+        head.setData(NAME_COL, HEADING_ROLE, role)
+        self.addTopLevelItem(head)
+        head.setFirstColumnSpanned(True)
+
+    def set_user_kernels(self, folders, problems) -> None:
+        """Show the user kernel ``folders`` (in the heading's tooltip) and the files
+        that could not be read, ``[(path, message)]``, as rows under the heading."""
+        self._user_folders = [str(f) for f in folders]
+        self._user_problems = [(str(p), str(m)) for p, m in problems]
+        if self.backend:
+            self.set_backend(self.backend)
+
+    def headings(self) -> list[str]:
+        """The section headings shown, top to bottom (for tests and the curious)."""
+        return [it.text(NAME_COL) for it in self._all_rows() if it.data(NAME_COL, HEADING_ROLE)]
+
+    def problem_rows(self) -> list[tuple[str, str]]:
+        """``(path, message)`` of the kernel files shown as unusable."""
+        return [(it.data(NAME_COL, PROBLEM_ROLE), it.text(INFO_COL)) for it in self._all_rows()
+                if it.data(NAME_COL, PROBLEM_ROLE)]
+
+    def _all_rows(self):
+        for i in range(self.topLevelItemCount()):
+            yield self.topLevelItem(i)
 
     def _item_changed(self, item: QTreeWidgetItem, column: int) -> None:
         if self._building or column != NAME_COL:
@@ -129,8 +206,11 @@ class VariantTree(QTreeWidget):
     # --- queries --------------------------------------------------------------------
 
     def _top_items(self):
+        """The variant rows (headings and problem rows are not variants)."""
         for i in range(self.topLevelItemCount()):
-            yield self.topLevelItem(i)
+            it = self.topLevelItem(i)
+            if it.data(NAME_COL, Qt.ItemDataRole.UserRole):
+                yield it
 
     def variant_names(self) -> list[str]:
         return [it.data(NAME_COL, Qt.ItemDataRole.UserRole) for it in self._top_items()]

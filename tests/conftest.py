@@ -37,6 +37,10 @@ def _user_data_in_tmp(request, tmp_path_factory, monkeypatch):
     """Every test's app data (the results journal) goes to a folder of its own, never
     to the user's, and no test finds another's journals."""
     monkeypatch.setenv("MATMUL_LAB_DATA", str(tmp_path_factory.mktemp("user-data")))
+    yield
+    # User kernels a test registered (a window reads the user kernel folder) leave with it.
+    from engine.user_kernels import unload_user_kernels
+    unload_user_kernels()
 
 
 @pytest.fixture

@@ -36,6 +36,8 @@ if str(ROOT) not in sys.path:
 from engine.registry import REGISTRY, Variant, params_to_str  # noqa: E402
 
 NVCC = shutil.which("nvcc")
+#: Where the kernels' shared header (lab_ptx.cuh) lives; passed as -I, as the cuda backend does.
+INCLUDE_DIR = ROOT / "cuda"
 ARCHES = ("sm_90", "sm_80")
 WORKERS = max(2, min(4, os.cpu_count() or 2))
 COMPILE_TIMEOUT_S = 120
@@ -78,6 +80,10 @@ def _cases() -> list[Case]:
                 if _param_reason(v, params, dtype):
                     continue
                 for arch in ARCHES:
+                    # wgmma/setmaxnreg kernels build for real only for the exact target
+                    # (sm_90a); for plain sm_90 their body is a stub.
+                    if v.arch_suffix and arch == "sm_90":
+                        arch += v.arch_suffix
                     out.append(Case(v, params, dtype, arch))
     return out
 
@@ -128,8 +134,8 @@ def compile_case(case: Case, outdir: Path) -> Result:
     stem = re.sub(r"[^A-Za-z0-9_.-]", "_", case.id)
     cubin = outdir / f"{stem}.cubin"
     defines = [f"-D{k}={v}" for k, v in case.variant.defines(case.params, case.dtype).items()]
-    cmd = [NVCC, f"-arch={case.arch}", "-cubin", "-Xptxas", "-v", *defines, "-o", str(cubin),
-           str(case.variant.source_path("cuda"))]
+    cmd = [NVCC, f"-arch={case.arch}", "-cubin", "-Xptxas", "-v", *defines, f"-I{INCLUDE_DIR}",
+           "-o", str(cubin), str(case.variant.source_path("cuda"))]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
     except subprocess.TimeoutExpired as exc:
@@ -214,7 +220,7 @@ def test_kernel_file_has_header_and_entry(path: Path):
         assert len(header.splitlines()) >= 3, f"{rel}: header comment too short"
 
     if path.suffix not in (".cu", ".cl"):
-        return  # shared headers (e.g. common.cuh) need no entry point
+        return  # shared headers (e.g. lab_ptx.cuh) need no entry point
     backend = "cuda" if path.suffix == ".cu" else "opencl"
     m = _ENTRY_DECL[backend].search(text)
     assert m, f"{rel} does not define the entry point 'matmul' ({backend} style)"
@@ -222,3 +228,64 @@ def test_kernel_file_has_header_and_entry(path: Path):
         n_args = len([a for a in m.group(1).split(",") if a.strip()])
         expected = 4 if _REGISTERED[rel][1] == "aat" else 6
         assert n_args == expected, f"{rel}: matmul takes {n_args} arguments, expected {expected}"
+
+
+# --- the shared PTX helpers (cuda/lab_ptx.cuh) ---------------------------------------
+
+SHARED_HEADER = INCLUDE_DIR / "lab_ptx.cuh"
+_HELPER_DEF = re.compile(r"^__device__\s+__forceinline__\s+[\w\s]*?\b(\w+)\s*\(", re.M)
+_INCLUDES_HEADER = re.compile(r'^\s*#\s*include\s*["<](?:[\w./]*/)?lab_ptx\.cuh[">]', re.M)
+_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+
+
+def _shared_helpers() -> set[str]:
+    return set(_HELPER_DEF.findall(SHARED_HEADER.read_text()))
+
+
+def _cuda_sources() -> list[Path]:
+    """Every CUDA source under cuda/ (experiments included) but the shared header."""
+    return sorted(p for p in INCLUDE_DIR.rglob("*") if p.suffix in (".cu", ".cuh") and p != SHARED_HEADER)
+
+
+def test_shared_header_defines_the_helpers():
+    helpers = _shared_helpers()
+    assert {"cp_async16", "cp_async_commit", "cp_async_wait", "make_desc", "mbar_init",
+            "mbar_wait"} <= helpers, sorted(helpers)
+
+
+@pytest.mark.parametrize("path", _cuda_sources(), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_kernels_use_the_shared_helpers_not_copies(path: Path):
+    """No kernel file defines its own copy of a helper of lab_ptx.cuh (a function or a
+    macro of the same name), and every file that calls one includes the header."""
+    code = _COMMENT.sub(" ", path.read_text())
+    rel = path.relative_to(ROOT).as_posix()
+    helpers = _shared_helpers()
+    copies = sorted({name for name in helpers
+                     if re.search(rf"__device__[^;{{}}()]*\b{name}\s*\(|#\s*define\s+{name}\b", code)})
+    assert not copies, f"{rel} defines its own {', '.join(copies)}: use the ones in lab_ptx.cuh"
+    used = sorted(name for name in helpers if re.search(rf"\b{name}\s*(<[^<>]*>)?\s*\(", code))
+    if used:
+        assert _INCLUDES_HEADER.search(code), \
+            f'{rel} calls {", ".join(used)} but does not #include "lab_ptx.cuh"'
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", ["ffma_regdb", "tf32_wgmma_ws"])
+def test_a_copy_elsewhere_finds_the_shared_header(name: str, tmp_path: Path):
+    """A kernel copied out of cuda/ (as main.py new-kernel does) still compiles: the
+    include directory, not the file's own folder, finds lab_ptx.cuh. tf32_wgmma_ws is
+    built for sm_90a, so the header's Hopper helpers are compiled too."""
+    v = REGISTRY[name]
+    src = v.source_path("cuda")
+    assert _INCLUDES_HEADER.search(src.read_text()), f"{src.name} no longer includes lab_ptx.cuh"
+    copy = tmp_path / "elsewhere" / src.name
+    copy.parent.mkdir()
+    copy.write_text(src.read_text())
+    arch = "sm_90" + v.arch_suffix
+    target = f"-gencode=arch=compute_{arch[3:]},code={arch}" if v.arch_suffix else f"-arch={arch}"
+    defines = [f"-D{k}={val}" for k, val in v.defines(v.default_params(), "float32").items()]
+    cubin = tmp_path / "k.cubin"
+    cmd = [NVCC, target, "-cubin", *defines, f"-I{INCLUDE_DIR}", "-o", str(cubin), str(copy)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=COMPILE_TIMEOUT_S)
+    assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout}{proc.stderr}"
+    assert cubin.stat().st_size > 0

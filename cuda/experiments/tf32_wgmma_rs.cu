@@ -99,6 +99,8 @@ shared = "stages * (256 * 32 * 4 + 32 * 136 * 4) + 1024 + 256"
  * Launch: block (384, 1), grid (min(tiles, 132) if PERSIST else tiles, 1),
  * tiles = ceil(M / 256) * ceil(N / 128); args (A, B, C, M, N, K). No scratch, no pre-pass.
  */
+#include "lab_ptx.cuh"
+
 #ifndef ELEM
 #define ELEM float
 #endif
@@ -131,56 +133,9 @@ shared = "stages * (256 * 32 * 4 + 32 * 136 * 4) + 1024 + 256"
 #endif
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-__device__ __forceinline__ void cp_async16(unsigned s, const void* gmem, bool in)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 16 : 0));
-}
-
-__device__ __forceinline__ void cp_async4(unsigned s, const void* gmem, bool in)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 4 : 0));
-}
-
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-
-template <int N_>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N_) : "memory"); }
-
-__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive(unsigned bar)
-{
-    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" :: "r"(bar) : "memory");
-}
-
-__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
-{
-    asm volatile(
-        "{\n.reg .pred P1;\n"
-        "LAB_WAIT:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
-        "@P1 bra DONE;\n"
-        "bra LAB_WAIT;\n"
-        "DONE:\n}\n" :: "r"(bar), "r"(parity) : "memory");
-}
-
 __device__ __forceinline__ void lds64(unsigned addr, unsigned& x, unsigned& y)
 {
     asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(x), "=r"(y) : "r"(addr) : "memory");
-}
-
-/* wgmma shared-memory matrix descriptor: K-major, 128B swizzle, 8-row atoms 1024 B apart */
-__device__ __forceinline__ unsigned long long make_desc(unsigned addr)
-{
-    unsigned long long d = 0;
-    d |= (unsigned long long)((addr & 0x3FFFF) >> 4);
-    d |= (unsigned long long)1 << 16;                  /* leading byte offset (unused here) */
-    d |= (unsigned long long)(1024 >> 4) << 32;        /* stride byte offset */
-    d |= (unsigned long long)1 << 62;                  /* swizzle mode: 128B */
-    return d;
 }
 
 /* D(64 x 256) += A(64 x 8, registers a[0..3]) . B(8 x 256, shared, descriptor) */

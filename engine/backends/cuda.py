@@ -36,12 +36,47 @@ def find_nvcc() -> str:
     return found
 
 
-def nvcc_cubin(source: Path, options: list[str], arch: str) -> tuple[bytes, str]:
+def nvcc_options(variant: Variant, params, dtype: str) -> list[str]:
+    """The nvcc options of one kernel build: its defines (:meth:`Variant.defines`), the
+    ptxas resource report (``-Xptxas -v``) and line info. The backend and the kernel
+    editor's check (:mod:`engine.kernel_check`) build with exactly these."""
+    defines = variant.defines(params, dtype)
+    return [f"-D{k}={v}" for k, v in defines.items()] + ["-Xptxas", "-v", "-lineinfo"]
+
+
+def target_arch(variant: Variant, device_arch: str) -> str:
+    """The architecture to build ``variant`` for on a device of ``device_arch`` (``sm_XY``):
+    the device's own, or ``sm_90a`` for a kernel with ``arch_suffix = "a"`` (wgmma), which
+    only the exact architecture runs; raises :class:`ArchUnavailable` elsewhere."""
+    suffix = variant.arch_suffix
+    if not suffix:
+        return device_arch
+    if device_arch != "sm_90":
+        raise ArchUnavailable(f"{variant.name} needs sm_90{suffix} (wgmma); "
+                              f"this device is {device_arch}")
+    return device_arch + suffix
+
+
+def _helper_headers_text() -> str:
+    """The shared helper headers (``cuda/*.cuh``) as one text: part of a build's cache key,
+    so that editing ``lab_ptx.cuh`` while the app runs rebuilds what includes it."""
+    parts = []
+    for p in sorted((ROOT / "cuda").glob("*.cuh")):
+        try:
+            parts.append(p.read_text(encoding="utf-8"))
+        except OSError:
+            pass
+    return "\n".join(parts)
+
+
+def nvcc_cubin(source: Path, options: list[str], arch: str,
+               timeout: float = 600) -> tuple[bytes, str]:
     """Compile one kernel file to a cubin for ``arch``; returns (cubin, ptxas report).
 
     A plain nvcc process (not pycuda's compiler, whose ptxas report arrives through
     the process-global warnings machinery): builds can run in parallel threads, and
-    nvcc's messages name the real file.
+    nvcc's messages name the real file. ``timeout``: seconds before nvcc is stopped
+    (a :class:`BackendError`).
     """
     target = (f"-gencode=arch=compute_{arch[3:]},code={arch}" if arch.endswith("a")
               else f"-arch={arch}")
@@ -50,7 +85,7 @@ def nvcc_cubin(source: Path, options: list[str], arch: str) -> tuple[bytes, str]
         cmd = [find_nvcc(), "-cubin", target, *options, f"-I{ROOT / 'cuda'}", "-o", str(out),
                str(source)]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         except (OSError, subprocess.TimeoutExpired) as exc:
             raise BackendError(f"nvcc could not run on {source.name}: {exc}") from None
         log = (proc.stdout + proc.stderr).strip()
@@ -282,16 +317,10 @@ class CudaBackend(Backend):
     def _nvcc_job(self, variant: Variant, params, dtype) -> tuple[tuple, list[str], str]:
         """(cache key, nvcc options, target arch) of one kernel build on this device."""
         path = variant.source_path("cuda")
-        defines = variant.defines(params, dtype)
-        options = [f"-D{k}={v}" for k, v in defines.items()] + ["-Xptxas", "-v", "-lineinfo"]
-        arch = self.arch
-        suffix = variant.arch_suffix
-        if suffix:  # e.g. "a": sm_90a, for wgmma; only the exact architecture runs it
-            if self.arch != "sm_90":
-                raise ArchUnavailable(f"{variant.name} needs sm_90{suffix} (wgmma); "
-                                      f"this device is {self.arch}")
-            arch = self.arch + suffix
-        return (path.read_text(encoding="utf-8"), tuple(options), arch), options, arch
+        options = nvcc_options(variant, params, dtype)
+        arch = target_arch(variant, self.arch)  # sm_90a for wgmma kernels, else the device's
+        return (path.read_text(encoding="utf-8"), _helper_headers_text(), tuple(options), arch), \
+            options, arch
 
     def _build(self, variant: Variant, params, dtype) -> tuple[tuple, str]:
         """Compile (or find in the cache) one kernel; returns (key, target arch).

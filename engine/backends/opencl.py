@@ -79,6 +79,37 @@ def name_source_in_log(log: str, path: Path) -> str:
     return _DIAGNOSTIC.sub(lambda m: f"{m['pre'] or ''}{path}:{m['line']}:{m['col']}:", log)
 
 
+def opencl_options(variant: Variant, params, dtype: str) -> list[str]:
+    """The build options of one kernel: its defines (:meth:`Variant.defines`). The backend
+    and the kernel editor's check (:mod:`engine.kernel_check`) build with exactly these."""
+    return [f"-D{k}={v}" for k, v in variant.defines(params, dtype).items()]
+
+
+def build_program(cl, ctx, dev, source: str, options: list[str], path: Path):
+    """Build ``source`` for ``dev``; returns (program, build log: '' when the compiler said
+    nothing). A failed build raises :class:`BuildError` with the log, its diagnostics
+    naming ``path`` (:func:`name_source_in_log`) instead of the compiler's temporary copy."""
+    try:
+        prog = cl.Program(ctx, source).build(options=options)
+    except cl.Error as exc:
+        raise BuildError(f"OpenCL build of {path.name} failed:\n"
+                         f"{name_source_in_log(str(exc), path)}") from None
+    try:
+        log = prog.get_build_info(dev, cl.program_build_info.LOG) or ""
+    except cl.Error:
+        log = ""
+    return prog, name_source_in_log(log.strip(), path)
+
+
+def kernel_limits(cl, kern, dev) -> tuple[int, int, int]:
+    """(local memory bytes, private memory bytes, max work-group size) of a built kernel
+    on ``dev`` (``clGetKernelWorkGroupInfo``)."""
+    wg = cl.kernel_work_group_info
+    return (int(kern.get_work_group_info(wg.LOCAL_MEM_SIZE, dev)),
+            int(kern.get_work_group_info(wg.PRIVATE_MEM_SIZE, dev)),
+            int(kern.get_work_group_info(wg.WORK_GROUP_SIZE, dev)))
+
+
 class OpenCLBackend(Backend):
     name = "opencl"
 
@@ -137,21 +168,13 @@ class OpenCLBackend(Backend):
         cl = self.cl
         path = variant.source_path("opencl")
         src = path.read_text(encoding="utf-8")
-        defines = variant.defines(params, dtype)
-        options = [f"-D{k}={v}" for k, v in defines.items()]
+        options = opencl_options(variant, params, dtype)
         key = (src, tuple(options))
         if key in self._programs:
             return self._programs[key]
-        try:
-            prog = cl.Program(self.ctx, src).build(options=options)
-        except cl.Error as exc:
-            raise BuildError(f"OpenCL build of {path.name} failed:\n"
-                             f"{name_source_in_log(str(exc), path)}") from None
+        prog, _log = build_program(cl, self.ctx, self.dev, src, options, path)
         kern = getattr(prog, variant.entry)
-        wg = cl.kernel_work_group_info
-        local = kern.get_work_group_info(wg.LOCAL_MEM_SIZE, self.dev)
-        private = kern.get_work_group_info(wg.PRIVATE_MEM_SIZE, self.dev)
-        max_wg = kern.get_work_group_info(wg.WORK_GROUP_SIZE, self.dev)
+        local, private, max_wg = kernel_limits(cl, kern, self.dev)
         report = (f"{variant.label(params)} {dtype}: built {path.name} with {' '.join(options)}; "
                   f"local memory {local} B, private memory {private} B, max work-group {max_wg}")
         ck = CompiledKernel(variant, dict(params), dtype, kern, report,

@@ -1,0 +1,166 @@
+/* lab_ptx.cuh: the inline-PTX helpers that several kernel files share.
+ *
+ * Each helper is a __device__ __forceinline__ wrapper around one PTX instruction (or a fixed
+ * sequence of a few), written once here instead of copied into every kernel that needs it; the
+ * kernels keep their own main loops and the helpers only they use. Kernel files include it as
+ * `#include "lab_ptx.cuh"`: every nvcc command of the lab (engine/backends/cuda.py, the tests)
+ * passes -I<repo>/cuda, so a copy of a kernel written elsewhere (main.py new-kernel) finds it.
+ * A change here changes the SASS of every kernel that includes it: run
+ * tests/test_nvcc_compile.py (and time the kernels) after editing.
+ */
+#pragma once
+
+/* --- cp.async (sm_80+): asynchronous global -> shared copies ------------------------------- */
+/* Each copy takes the destination as a 32-bit shared-state-space address (`unsigned`), or as a
+ * generic pointer into shared memory, converted with __cvta_generic_to_shared (the same
+ * instructions either way once inlined). */
+
+/* cp.async.ca, 4 bytes (.ca: the L1-caching variant, the only one that takes 4-byte copies;
+ * for single elements, e.g. where a row is not 16-byte aligned). `in` false zero-fills the
+ * destination (src-size 0) instead of reading: bounds checks without branches. */
+__device__ __forceinline__ void cp_async4(unsigned s, const void* gmem, bool in)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 4 : 0));
+}
+
+__device__ __forceinline__ void cp_async4(void* smem, const void* gmem, bool in)
+{
+    cp_async4((unsigned)__cvta_generic_to_shared(smem), gmem, in);
+}
+
+/* cp.async.cg, 16 bytes (.cg: cached in L2 only, bypassing L1: a block reads each tile once);
+ * `in` false zero-fills. */
+__device__ __forceinline__ void cp_async16(unsigned s, const void* gmem, bool in)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" :: "r"(s), "l"(gmem), "r"(in ? 16 : 0));
+}
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool in)
+{
+    cp_async16((unsigned)__cvta_generic_to_shared(smem), gmem, in);
+}
+
+/* The same copies for interior tiles: no bounds, no src-size operand (fewer integer
+ * instructions per copy). */
+__device__ __forceinline__ void cp_async4_full(unsigned s, const void* gmem)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" :: "r"(s), "l"(gmem));
+}
+
+__device__ __forceinline__ void cp_async4_full(void* smem, const void* gmem)
+{
+    cp_async4_full((unsigned)__cvta_generic_to_shared(smem), gmem);
+}
+
+__device__ __forceinline__ void cp_async16_full(unsigned s, const void* gmem)
+{
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" :: "r"(s), "l"(gmem));
+}
+
+__device__ __forceinline__ void cp_async16_full(void* smem, const void* gmem)
+{
+    cp_async16_full((unsigned)__cvta_generic_to_shared(smem), gmem);
+}
+
+/* cp.async.commit_group: closes the group of this thread's copies issued since the last
+ * commit (one group per pipeline stage). */
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+/* cp.async.wait_group N: waits until at most N of this thread's groups are still in flight
+ * (e.g. N = STAGES - 2 keeps the next stages loading); other threads' copies need a barrier
+ * as well. The "memory" clobber keeps the compiler from moving shared-memory reads above the
+ * wait (16_pipelined .. 20_tf32_mma had their own version without it: same SASS either way). */
+template <int N_>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N_) : "memory"); }
+
+/* --- Hopper (sm_90a): mbarriers and wgmma ------------------------------------------------------ */
+/* Only the sm_90a pass of nvcc defines these (as the kernels that use them guard their own
+ * code); barrier and shared-memory arguments are 32-bit shared-state-space addresses. */
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+/* mbarrier.init: a barrier in shared memory whose phase completes after `count` arrivals
+ * (and, with expect_tx, the expected transaction bytes). */
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+
+/* mbarrier.arrive: one arrival on a barrier of this CTA (the state token is discarded). */
+__device__ __forceinline__ void mbar_arrive(unsigned bar)
+{
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" :: "r"(bar) : "memory");
+}
+
+/* mbarrier.arrive.expect_tx: one arrival, and `bytes` more transaction bytes (TMA or bulk
+ * copies completing on this barrier) before the phase can complete. */
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned bytes)
+{
+    asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n"
+                 :: "r"(bar), "r"(bytes) : "memory");
+}
+
+/* Spin on mbarrier.try_wait.parity until the phase of parity `parity` has completed
+ * (try_wait suspends the thread for a while in hardware before it returns false). */
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
+{
+    asm volatile(
+        "{\n.reg .pred P1;\n"
+        "LAB_WAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\n"
+        "@P1 bra DONE;\n"
+        "bra LAB_WAIT;\n"
+        "DONE:\n}\n" :: "r"(bar), "r"(parity) : "memory");
+}
+
+/* mbar_wait with .acquire.cluster semantics: the phase was completed by arrivals of other CTAs
+ * of the cluster (remote arrives, bulk copies from a peer), whose writes must be visible. */
+__device__ __forceinline__ void mbar_wait_cluster(unsigned bar, unsigned parity)
+{
+    asm volatile(
+        "{\n.reg .pred P1;\n"
+        "LAB_WAIT:\n"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 P1, [%0], %1;\n"
+        "@P1 bra DONE;\n"
+        "bra LAB_WAIT;\n"
+        "DONE:\n}\n" :: "r"(bar), "r"(parity) : "memory");
+}
+
+/* wgmma shared-memory matrix descriptor for a K-major tile in the 128-byte swizzle (rows of
+ * 32 floats = 128 B, 8-row atoms 1024 B apart): start address >> 4 in bits 0-13, leading byte
+ * offset (unused with this swizzle) 1 in bits 16-29, stride byte offset 1024 >> 4 in bits
+ * 32-45, swizzle mode 1 (128B) in bits 62-63. */
+__device__ __forceinline__ unsigned long long make_desc(unsigned addr)
+{
+    unsigned long long d = 0;
+    d |= (unsigned long long)((addr & 0x3FFFF) >> 4);
+    d |= (unsigned long long)1 << 16;                  /* leading byte offset (unused here) */
+    d |= (unsigned long long)(1024 >> 4) << 32;        /* stride byte offset */
+    d |= (unsigned long long)1 << 62;                  /* swizzle mode: 128B */
+    return d;
+}
+
+/* wgmma.mma_async m64nNk8 tf32 -> f32: D(64 x N) += A(64 x 8) . B(8 x N), both operands in
+ * shared memory through descriptors (da, db); d[] are this thread's N/2 accumulators. The
+ * scale-d predicate is 1 (accumulate), the A and B scales +1. Asynchronous: issue between
+ * wgmma.fence and wgmma.commit_group, read d[] only after wgmma.wait_group. */
+__device__ __forceinline__ void wgmma_n256(float* d, unsigned long long da, unsigned long long db)
+{
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(da), "l"(db), "r"(1));
+}
+
+__device__ __forceinline__ void wgmma_n128(float* d, unsigned long long da, unsigned long long db)
+{
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 "
+        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db), "r"(1));
+}
+
+#endif /* __CUDA_ARCH_FEAT_SM90_ALL */
