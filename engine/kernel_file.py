@@ -253,6 +253,9 @@ class KernelHeader:
     bytes: Expr | None
     #: Line of the header's first TOML line in the file (1-based), for messages.
     first_line: int = 1
+    #: The whole file as read: the source a backend compiles, so that a file replaced
+    #: or being rewritten after registration cannot change (or break) a running sweep.
+    text: str = dataclasses.field(default="", repr=False)
 
     def semantics(self) -> tuple:
         """What must agree between the .cu and .cl files of one variant."""
@@ -348,7 +351,9 @@ def parse_header(path: Path | str, text: str | None = None) -> KernelHeader:
         line = first + int(m.group(1)) - 1 if m else first
         raise KernelFileError(path, line, f"the header is not valid TOML: "
                                           f"{re.sub(r' ?[(]at line.*[)]', '', msg)}") from None
-    return _build(path, data, block, first)
+    header = _build(path, data, block, first)
+    header.text = text
+    return header
 
 
 def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:

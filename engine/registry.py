@@ -134,6 +134,14 @@ class Variant:
     def source_path(self, backend: str) -> Path:
         return ROOT / self.sources[backend]
 
+    def source_text(self, backend: str) -> str:
+        """The kernel file of ``backend`` as it was when registered (read now if the
+        variant has no header that kept it)."""
+        h = next((h for h in self.headers if h.backend == backend), None)
+        if h is not None and h.text:
+            return h.text
+        return self.source_path(backend).read_text(encoding="utf-8")
+
     def combos(self) -> list[dict[str, int]]:
         """Every combination of the declared parameter space, in declaration order."""
         names = list(self.space)
@@ -340,6 +348,12 @@ def _load_builtins() -> None:
     BUILTIN_PROBLEMS[:] = problems
     for v in sorted([*REFERENCES, *found], key=_sort_key):
         REGISTRY[v.name] = v
+
+
+def is_builtin_file(path: Path | str) -> bool:
+    """Whether ``path`` is one of the lab's own kernel files (never a user kernel)."""
+    folder = Path(path).resolve().parent
+    return any(folder == (ROOT / d).resolve() for d in BUILTIN_DIRS)
 
 
 def register(v: Variant) -> Variant:

@@ -359,7 +359,10 @@ class KernelEditor(QWidget):
 
     def save(self) -> bool:
         """Save to the file (an untitled kernel goes to its suggested path in the user
-        folder, or asks where when that file exists)."""
+        folder, or asks where when that file exists; a built-in asks where: the lab's
+        own files are not edited in place)."""
+        if self.path is not None and registry.is_builtin_file(self.path):
+            return self.save_as_dialog()
         if self.path is None:
             target = self.suggested_path
             if target is None or target.exists():
@@ -425,9 +428,12 @@ class KernelEditor(QWidget):
         if self.path is None:
             return
         if not self.path.exists():   # a save by rename: the file comes back a moment later
-            QTimer.singleShot(DISK_SETTLE_MS, self._disk_changed) if self.isVisible() else None
+            self._missing_checks = getattr(self, "_missing_checks", 0) + 1
+            if self._missing_checks <= 10:
+                QTimer.singleShot(DISK_SETTLE_MS, self._disk_changed)
             self.status.setText(f"{self.path.name} was removed or renamed on disk.")
             return
+        self._missing_checks = 0
         self._watch(self.path)       # re-arm: a rename drops the watch
         try:
             text = self.path.read_text(encoding="utf-8")
@@ -476,7 +482,12 @@ class KernelEditor(QWidget):
         backend that is not the file's, geometry that fails for every combination."""
         out = []
         old = registry.REGISTRY.get(h.name)
-        if old is not None and old.role != "user":
+        own = old is not None and any(hh.path.resolve() == path.resolve() for hh in old.headers)
+        if own and old.role != "user":
+            out.append(Problem("header", h.first_line, None, "note",
+                               "a built-in kernel: Save as… keeps your changes as a kernel of "
+                               "your own (rename it in the header)", path=str(path)))
+        elif old is not None and old.role != "user":
             out.append(Problem("header", h.first_line, None, "error",
                                f"the name '{h.name}' is taken by a built-in variant; choose another",
                                path=str(path)))
@@ -675,7 +686,7 @@ class KernelEditor(QWidget):
             item.setData(0, Qt.ItemDataRole.UserRole, (p.line, p.column))
             self.problems_view.addTopLevelItem(item)
         self.editor.set_problems([(p.line, p.severity, p.message) for p in self.problems()
-                                  if p.line])
+                                  if p.line and p.severity in ("error", "warning")])
         n = len(self.problems())
         self.tabs.setTabText(0, f"Problems ({n})" if n else "Problems")
 
@@ -742,13 +753,13 @@ class KernelEditor(QWidget):
         if (self.modified or self.path is None) and not self.save():
             return False
         name = self.variant_name()
-        if name not in registry.REGISTRY or registry.get(name).role != "user":
+        v = registry.REGISTRY.get(name)
+        if v is None or not any(h.path.resolve() == self.path for h in v.headers):
             problem = self.folders.loaded.problem_of(self.path) if self.path else None
             self.status.setText(problem or f"{name} is not registered")
             return False
         baselines = self.baselines() if baselines is None else [
             b for b in baselines if b in registry.REGISTRY]
-        v = registry.get(name)
         chosen = ctx.chosen_values(name) if ctx.chosen_values else {}
         items = [(name, p) for p in registry.iter_plan_params(
             v, {k: tuple(vals) for k, vals in chosen.items() if vals})]

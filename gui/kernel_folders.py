@@ -12,7 +12,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer, Signal
 
-from engine import user_kernels
+from engine import registry, user_kernels
 from engine.user_kernels import Loaded
 
 from .settings import AppSettings
@@ -86,6 +86,8 @@ class KernelFolders(QObject):
 
     def add_file(self, path: str | Path) -> None:
         """Read a kernel file outside the folders too (one the editor opened)."""
+        if registry.is_builtin_file(path):
+            return                    # a built-in stays a built-in
         path = str(Path(path).resolve())
         if path not in self.extra_files and not any(
                 Path(path).parent == f.resolve() for f in self.folders()):

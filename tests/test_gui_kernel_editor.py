@@ -226,3 +226,17 @@ def test_unsaved_changes_are_asked_about_on_close(qtbot, make_window, configure,
     win.close()
     qtbot.waitUntil(lambda: not win.isVisible(), timeout=10_000)
     assert user_kernel.read_text().startswith("// an edit") or "// an edit" in user_kernel.read_text()
+
+
+def test_a_builtin_opened_in_the_editor_stays_a_builtin(qtbot, make_window, configure):
+    require_backend("opencl")
+    from engine.registry import ROOT
+    win = _window(make_window, configure)
+    assert win.open_kernel(ROOT / "opencl" / "03_tiled_any.cl")
+    ed = win.kernel_editor
+    assert registry.get("tiled_any").role == "seed"
+    assert [p.severity for p in ed.problems()] == ["note"]      # no error for its own name
+    assert "tiled_any" not in [n for n, v in registry.REGISTRY.items() if v.role == "user"]
+    with qtbot.waitSignal(win.controller.finished, timeout=RUN_MS):
+        assert ed.run()                                          # runs the built-in itself
+    assert any(r.variant == "tiled_any" and r.passed for r in win.store.records)

@@ -167,7 +167,7 @@ class OpenCLBackend(Backend):
     def compile(self, variant: Variant, params, dtype) -> CompiledKernel:
         cl = self.cl
         path = variant.source_path("opencl")
-        src = path.read_text(encoding="utf-8")
+        src = variant.source_text("opencl")
         options = opencl_options(variant, params, dtype)
         key = (src, tuple(options))
         if key in self._programs:
