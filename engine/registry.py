@@ -137,10 +137,11 @@ class Variant:
     def source_text(self, backend: str) -> str:
         """The kernel file of ``backend`` as it was when registered (read now if the
         variant has no header that kept it)."""
+        path = self.source_path(backend)
         h = next((h for h in self.headers if h.backend == backend), None)
-        if h is not None and h.text:
+        if h is not None and h.text and Path(h.path).resolve() == path.resolve():
             return h.text
-        return self.source_path(backend).read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
 
     def combos(self) -> list[dict[str, int]]:
         """Every combination of the declared parameter space, in declaration order."""
