@@ -222,12 +222,11 @@ def _load_user_kernels(args, err) -> None:
     loaded = user_kernels.reload(folders)
     named = [Path(d).resolve() for d in args.kernel_dirs]
     fatal = []
-    for problem in loaded.problems:
-        path = Path(problem.split(":", 1)[0]).resolve()
-        if any(path.is_relative_to(d) for d in named):
-            fatal.append(problem)
+    for problem in loaded.errors:
+        if any(problem.path.resolve().is_relative_to(d) for d in named):
+            fatal.append(str(problem))
         else:
-            err.print(f"[yellow]warning:[/yellow] user kernel skipped: {escape(problem)}",
+            err.print(f"[yellow]warning:[/yellow] user kernel skipped: {escape(str(problem))}",
                       markup=True, highlight=False)
     if fatal:
         raise UsageError("\n".join(fatal))

@@ -294,22 +294,22 @@ def variant_from_headers(headers: list[KernelHeader], role: str | None = None) -
 
 
 def read_kernel_files(paths: list[Path], role: str | None = None
-                      ) -> tuple[list[Variant], list[str]]:
+                      ) -> tuple[list[Variant], list[KernelFileError]]:
     """Variants of the kernel files ``paths`` (same-named .cu and .cl files make one),
-    and the problems of the files that could not be used (``path:line: message``)."""
-    problems: list[str] = []
+    and the problems of the files that could not be used (each with its file and line)."""
+    problems: list[KernelFileError] = []
     by_name: dict[str, list[KernelHeader]] = {}
     for path in paths:
         try:
             h = parse_header(path)
         except KernelFileError as exc:
-            problems.append(str(exc))
+            problems.append(exc)
             continue
         group = by_name.setdefault(h.name, [])
         clash = next((g for g in group if g.backend == h.backend), None)
         if clash is not None:
-            problems.append(str(KernelFileError(path, h.first_line,
-                                                f"name '{h.name}' is taken by {clash.path}")))
+            problems.append(KernelFileError(path, h.first_line,
+                                            f"name '{h.name}' is taken by {clash.path}"))
             continue
         group.append(h)
     out = []
@@ -317,7 +317,7 @@ def read_kernel_files(paths: list[Path], role: str | None = None
         try:
             out.append(variant_from_headers(headers, role))
         except KernelFileError as exc:
-            problems.append(str(exc))
+            problems.append(exc)
             out.append(variant_from_headers(headers[:1], role))
     return out, problems
 
@@ -346,7 +346,7 @@ BUILTIN_PROBLEMS: list[str] = []
 
 def _load_builtins() -> None:
     found, problems = read_kernel_files([p for d in BUILTIN_DIRS for p in kernel_files_in(ROOT / d)])
-    BUILTIN_PROBLEMS[:] = problems
+    BUILTIN_PROBLEMS[:] = map(str, problems)
     for v in sorted([*REFERENCES, *found], key=_sort_key):
         REGISTRY[v.name] = v
 
@@ -371,6 +371,13 @@ def load_kernel_files(paths, role: str = "user") -> tuple[list[str], list[str]]:
     again replaces its own earlier variant; a name that a built-in (or another file)
     already has is refused.
     """
+    names, errors = register_kernel_files(paths, role)
+    return names, [str(e) for e in errors]
+
+
+def register_kernel_files(paths, role: str = "user") -> tuple[list[str], list[KernelFileError]]:
+    """:func:`load_kernel_files` with each problem a :class:`KernelFileError` (its
+    ``path``, ``line`` and ``message`` apart, for a window that shows them by file)."""
     files: list[Path] = []
     for p in map(Path, paths):
         files.extend(kernel_files_in(p) if p.is_dir() else [p])
@@ -381,8 +388,9 @@ def load_kernel_files(paths, role: str = "user") -> tuple[list[str], list[str]]:
         mine = {h.path.resolve() for h in v.headers}
         if old is not None and not ({h.path.resolve() for h in old.headers} & mine):
             where = ", ".join(sorted(str(Path(s)) for s in old.sources.values()))
-            problems.append(f"{v.headers[0].path}:{v.headers[0].first_line}: the name "
-                            f"'{v.name}' is taken by {where}; give the kernel another name")
+            problems.append(KernelFileError(v.headers[0].path, v.headers[0].first_line,
+                                            f"the name '{v.name}' is taken by {where}; give "
+                                            "the kernel another name"))
             continue
         REGISTRY[v.name] = v
         names.append(v.name)

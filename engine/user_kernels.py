@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterable
 
 from . import registry
+from .kernel_file import KernelFileError
 
 #: Overrides the user-data folder (the journal and the user kernels live under it).
 DATA_DIR_ENV = "MATMUL_LAB_DATA"
@@ -43,8 +44,9 @@ class Loaded:
     ----------
     names
         Variants registered, in file order.
-    problems
-        ``path:line: message`` for each file that could not be used.
+    errors
+        One :class:`~engine.kernel_file.KernelFileError` per file that could not be
+        used (``problems`` has them as ``path:line: message`` lines).
     files
         Every kernel file looked at (good or bad), for a watcher.
     by_file
@@ -52,14 +54,18 @@ class Loaded:
     """
 
     names: list[str] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
+    errors: list[KernelFileError] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)
     by_file: dict[Path, str] = field(default_factory=dict)
 
+    @property
+    def problems(self) -> list[str]:
+        return [str(e) for e in self.errors]
+
     def problem_of(self, path: Path) -> str | None:
-        """The problem reported for ``path`` (its first line), or None."""
-        key = str(Path(path))
-        return next((p for p in self.problems if p.startswith(key + ":")), None)
+        """The problem reported for ``path``, or None."""
+        path = Path(path).resolve()
+        return next((str(e) for e in self.errors if e.path.resolve() == path), None)
 
 
 def unload_user_kernels() -> list[str]:
@@ -89,7 +95,7 @@ def reload(folders: Iterable[Path | str], files: Iterable[Path | str] = ()) -> L
     out = Loaded(files=paths)
     if not paths:
         return out
-    out.names, out.problems = registry.load_kernel_files(paths)
+    out.names, out.errors = registry.register_kernel_files(paths)
     for name in out.names:
         for h in registry.REGISTRY[name].headers:
             out.by_file[h.path.resolve()] = name

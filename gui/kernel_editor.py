@@ -159,6 +159,8 @@ class KernelEditor(QWidget):
         self._process: QProcess | None = None
         self._compile_t0 = 0.0
         self._rerun_after_compile = False
+        self._running_items: list | None = None    # the editor's run in flight
+        self._missing_checks = 0                    # polls for a file renamed away
         self._build()
         self.watcher = QFileSystemWatcher(self)
         self.watcher.fileChanged.connect(lambda _p: self._disk_timer.start())
@@ -428,7 +430,7 @@ class KernelEditor(QWidget):
         if self.path is None:
             return
         if not self.path.exists():   # a save by rename: the file comes back a moment later
-            self._missing_checks = getattr(self, "_missing_checks", 0) + 1
+            self._missing_checks += 1
             if self._missing_checks <= 10:
                 QTimer.singleShot(DISK_SETTLE_MS, self._disk_changed)
             self.status.setText(f"{self.path.name} was removed or renamed on disk.")
@@ -502,13 +504,13 @@ class KernelEditor(QWidget):
                                f"backend = \"{h.backend}\" in a {path.suffix} file (want \"{want}\")",
                                path=str(path)))
         m, n, k = PROBE_SHAPE
-        combos = _combos(h.space)
+        v = registry.variant_from_headers([h])       # the registry's own checks, unsaved
+        combos = v.combos()
         reasons = []
         for params in combos:
             try:
-                reason = h.constraint(params, m, n, k, h.dtypes[0])
+                reason = v.check(h.backend, params, m, n, k, h.dtypes[0])
                 if reason is None:
-                    h.geometry(params, m, n, k)
                     h.shared_bytes(params)
             except Exception as exc:  # noqa: BLE001  (an expression of the user's failed)
                 reason = f"{params_to_str(params) or 'defaults'}: {exc}"
@@ -614,7 +616,7 @@ class KernelEditor(QWidget):
                     "compiler", d.line if mine else None, d.column if mine else None, d.severity,
                     d.message if mine or not d.path else f"{d.path}:{d.line}: {d.message}",
                     shown, d.path or ""))
-            if getattr(report, "problem", None):
+            if report.problem:
                 self.compile_problems.append(Problem("compiler", None, None, "error",
                                                      report.problem))
             # Per-combination findings (too many threads for the registers, spills, too
@@ -647,7 +649,7 @@ class KernelEditor(QWidget):
                      ("max threads", lambda c: c.max_threads)]
         else:
             cols += [("local memory", lambda c: _bytes(c.shared_static)),
-                     ("private memory", lambda c: _bytes(getattr(c, "private_mem", None))),
+                     ("private memory", lambda c: _bytes(c.private_mem)),
                      ("block threads", lambda c: c.block_threads),
                      ("max work-group", lambda c: c.max_threads)]
         cols.append(("seconds", lambda c: f"{c.seconds:.1f}"))
@@ -779,7 +781,7 @@ class KernelEditor(QWidget):
     def run_finished(self, recs) -> str:
         """After the editor's run: one line comparing the kernel with its baselines at the
         largest size (the best parameters of each), shown under the editor."""
-        items, self._running_items = getattr(self, "_running_items", None), None
+        items, self._running_items = self._running_items, None
         if not items:
             return ""
         name = items[0][0]
@@ -810,13 +812,6 @@ class KernelEditor(QWidget):
         text = "; ".join(parts) + "."
         self.status.setText(text)
         return text
-
-
-def _combos(space) -> list[dict[str, int]]:
-    import itertools  # noqa: PLC0415
-    names = list(space)
-    return [dict(zip(names, vals)) for vals in itertools.product(*(space[n] for n in names))] \
-        if names else [{}]
 
 
 def _bytes(n) -> str | None:

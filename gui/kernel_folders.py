@@ -21,19 +21,6 @@ from .settings import AppSettings
 SETTLE_MS = 250
 
 
-def split_problem(problem: str) -> tuple[str, str]:
-    """``"path:line: message"`` → ``(path, "line N: message")``."""
-    for suffix in (".cu:", ".cl:"):
-        i = problem.find(suffix)
-        if i >= 0:
-            path, rest = problem[:i + len(suffix) - 1], problem[i + len(suffix):]
-            line, _, msg = rest.partition(":")
-            if line.strip().isdigit():
-                return path, f"line {line.strip()}: {msg.strip()}"
-            return path, rest.strip()
-    return "", problem
-
-
 class KernelFolders(QObject):
     """The folders the user's kernels come from.
 
@@ -117,7 +104,8 @@ class KernelFolders(QObject):
 
     def problems(self) -> list[tuple[str, str]]:
         """``(path, "line N: message")`` for each file that could not be used."""
-        return [split_problem(p) for p in self.loaded.problems]
+        return [(str(e.path), f"line {e.line}: {e.message}" if e.line else e.message)
+                for e in self.loaded.errors]
 
     def _watch(self) -> None:
         want = [str(f) for f in self.folders() if f.is_dir()]

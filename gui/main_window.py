@@ -136,6 +136,7 @@ class MainWindow(QMainWindow):
         self.setAcceptDrops(True)
         self.setDockNestingEnabled(True)
         self.kernel_folders = KernelFolders(self.settings, self)
+        self._said_problems: set[str] = set()    # user-kernel problems already logged
         self._build()
         self._build_actions()
         self._connect()
@@ -615,9 +616,8 @@ class MainWindow(QMainWindow):
     def _user_kernels_changed(self, loaded) -> None:
         problems = self.kernel_folders.problems()
         self.config.variants.set_user_kernels(self.kernel_folders.folders(), problems)
-        said = getattr(self, "_said_problems", set())
         for problem in loaded.problems:
-            if problem not in said:
+            if problem not in self._said_problems:
                 self.log.append("error", f"user kernel not usable: {problem}")
         self._said_problems = set(loaded.problems)
         self._refresh_ready()

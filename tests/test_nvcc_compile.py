@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from engine.kernel_check import parse_ptxas  # noqa: E402
 from engine.registry import REGISTRY, Variant, params_to_str  # noqa: E402
 
 NVCC = shutil.which("nvcc")
@@ -103,31 +104,6 @@ class Result:
     def report(self) -> dict:
         """ptxas's figures for the entry ``matmul``."""
         return parse_ptxas(self.output)
-
-
-_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(sm_\d+a?)'")
-_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
-_REGS = re.compile(r"Used (\d+) registers")
-
-
-def parse_ptxas(output: str) -> dict:
-    """Parse ``-Xptxas -v`` output into ``{entry: {...}}`` (one dict per entry function)."""
-    entries: dict[str, dict] = {}
-    current = None
-    for line in output.splitlines():
-        m = _ENTRY.search(line)
-        if m:
-            current = entries.setdefault(m.group(1), {"arch": m.group(2)})
-            continue
-        if current is None:
-            continue
-        m = _FRAME.search(line)
-        if m:
-            current["stack"], current["spill_stores"], current["spill_loads"] = map(int, m.groups())
-        m = _REGS.search(line)
-        if m:
-            current["registers"] = int(m.group(1))
-    return entries
 
 
 def compile_case(case: Case, outdir: Path) -> Result:
