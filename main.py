@@ -5,6 +5,8 @@
     python main.py new-kernel --from VARIANT PATH   an editable copy of a kernel file
     python main.py check-kernel PATH [--json]       compile a kernel file for every
                                                     parameter combination, without running it
+    python main.py bench --profile ...              time, then profile each kernel with
+                                                    Nsight Compute (hardware counters)
 """
 from __future__ import annotations
 
@@ -22,6 +24,9 @@ def main(argv: list[str]) -> int:
     if argv and argv[0] == "check-kernel":
         from engine.kernel_check import run_check_kernel  # noqa: PLC0415
         return run_check_kernel(argv[1:])
+    if argv and argv[0] == "profile-target":
+        from engine.profile import target_main  # noqa: PLC0415
+        return target_main(argv[1:])
     if argv and argv[0] in ("-h", "--help"):
         print(__doc__.strip())
         return 0

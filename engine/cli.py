@@ -116,6 +116,17 @@ def build_parser() -> argparse.ArgumentParser:
                         "or take the best parameters from the autotune cache; report the best")
     p.add_argument("--retune", action="store_true",
                    help="with --autotune: ignore the cache and search again")
+    p.add_argument("--profile", action="store_true",
+                   help="after timing, profile one launch of each kernel with Nsight Compute "
+                        "(ncu, cuda only): hardware counters go into the records and a table; "
+                        "the .ncu-rep reports are kept")
+    p.add_argument("--profile-dir", default=None, metavar="DIR",
+                   help="with --profile: where the reports go (default: a new folder under "
+                        "the user-data folder's profiles/)")
+    p.add_argument("--profile-metrics", default=None, metavar="KEYS",
+                   help="with --profile: only these metrics (comma-separated keys, e.g. "
+                        "gld_sectors_per_request,dram_read_bytes; fewer metrics, fewer "
+                        "replay passes)")
     return p
 
 
@@ -304,6 +315,7 @@ def run_bench(argv: Sequence[str]) -> int:
         if args.launch_timeout is not None and not (math.isfinite(args.launch_timeout)
                                                     and args.launch_timeout > 0):
             raise UsageError("--launch-timeout must be a positive number of seconds")
+        profile_metrics, profile_dir = _profile_setup(args, backend) if args.profile else (None, None)
         if args.in_process and len(devices) > 1:
             raise UsageError("--in-process runs one device; drop --devices or --in-process")
         ray_engs = _ray_engines(args.ray, backend, args.device) if args.ray is not None else None
@@ -343,6 +355,9 @@ def run_bench(argv: Sequence[str]) -> int:
         for eng in engines + (joiners.made if joiners is not None else []):
             eng.close()
     console.print(_results_table(recs))
+    profile_failed = False
+    if args.profile and not interrupted:
+        profile_failed = _profile(recs, plan, profile_dir, profile_metrics, console, err)
     if args.out:
         from rich.markup import escape  # noqa: PLC0415
         try:
@@ -361,7 +376,84 @@ def run_bench(argv: Sequence[str]) -> int:
     if any(r.extra.get("build_failed") and registry.role_of(r.variant) == "user" for r in recs):
         return EXIT_BAD_INPUT            # a kernel file of the user's did not compile
     bad = [r for r in recs if r.passed is False or r.status == "error"]
-    return EXIT_FAILED if bad else EXIT_OK
+    return EXIT_FAILED if bad or profile_failed else EXIT_OK
+
+
+def _profile_setup(args, backend: str):
+    """``--profile``'s checks before the sweep: (metrics, report folder)."""
+    from . import profile, profile_metrics  # noqa: PLC0415
+
+    if args.ray is not None:
+        raise UsageError("--profile profiles this machine's GPUs; drop --ray")
+    ok, why = profile.availability(backend)
+    if not ok:
+        raise UsageError(f"--profile: {why}")
+    try:
+        metrics = profile_metrics.select(
+            [k.strip() for k in args.profile_metrics.split(",") if k.strip()]
+            if args.profile_metrics else None)
+    except ValueError as exc:
+        raise UsageError(f"--profile-metrics: {exc}") from None
+    try:
+        folder = Path(args.profile_dir) if args.profile_dir else profile.new_report_folder()
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--profile-dir: the report folder cannot be made ({exc})") from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise UsageError(f"--profile-dir: {folder} cannot be written")
+    return metrics, folder
+
+
+def _profile(recs, plan: Plan, folder: Path, metrics, console, err) -> bool:
+    """Profile each record's item once; print the counters; True if a profile failed."""
+    from rich.markup import escape  # noqa: PLC0415
+
+    from . import profile  # noqa: PLC0415
+
+    def log(level: str, text: str) -> None:
+        colour = {"error": "red", "warning": "yellow"}.get(level)
+        err.print(f"[{colour}]{escape(text)}[/{colour}]" if colour else escape(text),
+                  markup=True, highlight=False)
+
+    def progress(done: int, total: int, what: str) -> None:
+        if what:
+            err.print(f"profiling {done + 1}/{total}: {escape(what)}", highlight=False)
+
+    results = profile.profile_records(recs, folder, plan.kernel_files, log, progress,
+                                      metrics=metrics, seed=plan.seed)
+    for table in profile_tables(recs, metrics):
+        console.print(table)
+    err.print(f"reports (open in Nsight Compute): {escape(str(folder))}")
+    return any(not r.ok for r in results)
+
+
+def profile_tables(recs, metrics=None) -> list:
+    """One rich table per shape: a row per metric, a column per profiled record."""
+    from rich.markup import escape  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
+    from . import profile_metrics as pm  # noqa: PLC0415
+
+    metrics = metrics or pm.METRICS
+    shapes: dict[tuple, list] = {}
+    for r in recs:
+        if r.profile.get("counters"):
+            shapes.setdefault((r.m, r.n, r.k, r.dtype), []).append(r)
+    tables = []
+    for (m, n, k, dtype), rows in shapes.items():
+        for first in range(0, len(rows), 5):      # five columns a table: readable at 160
+            chunk = rows[first:first + 5]
+            part = f" ({first // 5 + 1}/{(len(rows) + 4) // 5})" if len(rows) > 5 else ""
+            t = Table(title=f"Profile at {format_shape((m, n, k))} {dtype} (Nsight Compute, "
+                            f"one launch){part}")
+            t.add_column("metric")
+            for r in chunk:
+                t.add_column(escape(r.label()), justify="right", overflow="fold")
+            for metric in metrics:
+                t.add_row(metric.label, *(escape(pm.value_text(metric, r.profile["counters"]))
+                                          for r in chunk))
+            tables.append(t)
+    return tables
 
 
 def _ray_backend(args, probed) -> str:

@@ -59,6 +59,10 @@ class ResultRecord:
     host: str = ""                     # the machine it ran on (socket.gethostname())
     device_index: int = -1             # the device's index within its backend on that host
     worker: str = ""                   # the engine that ran it: "local", "process 1234", "ray …"
+    #: Hardware counters of one profiled launch (engine.profile): ``counters`` (the curated
+    #: metrics, engine.profile_metrics), ``kernels``, ``report`` (the .ncu-rep), ``tool``,
+    #: ``error``. Empty when not profiled.
+    profile: dict[str, Any] = field(default_factory=dict)
 
     def label(self) -> str:
         return f"{self.variant}[{params_to_str(self.params)}]" if self.params else self.variant
@@ -110,12 +114,19 @@ def now_stamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
+def _finite_or_none(val: Any) -> Any:
+    """``val`` with every non-finite float (at any depth) replaced by None: JSON has no NaN."""
+    if isinstance(val, float) and not math.isfinite(val):
+        return None
+    if isinstance(val, dict):
+        return {k: _finite_or_none(v) for k, v in val.items()}
+    if isinstance(val, (list, tuple)):
+        return [_finite_or_none(v) for v in val]
+    return val
+
+
 def to_dict(rec: ResultRecord) -> dict[str, Any]:
-    d = asdict(rec)
-    for key, val in d.items():
-        if isinstance(val, float) and not math.isfinite(val):
-            d[key] = None  # JSON has no NaN
-    return d
+    return {key: _finite_or_none(val) for key, val in asdict(rec).items()}
 
 
 def from_dict(d: dict[str, Any]) -> ResultRecord:
@@ -130,7 +141,7 @@ def from_dict(d: dict[str, Any]) -> ResultRecord:
         val = d[name]
         if name == "params":
             val = params_from_str(val) if isinstance(val, str) else dict(val or {})
-        elif name == "extra":
+        elif name in ("extra", "profile"):
             val = json.loads(val) if isinstance(val, str) and val else (val or {})
         elif name == "passed":
             val = _parse_bool(val)
@@ -199,6 +210,15 @@ def validate(rec: ResultRecord) -> ResultRecord:
             raise ValueError(f"{name}={val} is negative")
     if not isinstance(rec.extra, dict):
         raise ValueError("extra is not a mapping")
+    if not isinstance(rec.profile, dict):
+        raise ValueError("profile is not a mapping")
+    counters = rec.profile.get("counters")
+    if counters is not None:
+        if not isinstance(counters, dict) or not all(
+                v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+                for v in counters.values()):
+            raise ValueError("profile counters are not numbers")
+        rec.profile["counters"] = {str(k): float(v) for k, v in counters.items() if v is not None}
     for name in ("device", "error", "timestamp", "versions", "source", "host", "worker",
                  "verify_method"):
         if not isinstance(getattr(rec, name), str):
@@ -230,6 +250,7 @@ def save(records: Iterable[ResultRecord], path: str | Path) -> Path:
                     row = to_dict(r)
                     row["params"] = params_to_str(r.params)
                     row["extra"] = json.dumps(r.extra) if r.extra else ""
+                    row["profile"] = json.dumps(row["profile"]) if r.profile else ""
                     w.writerow({k: ("" if v is None else v) for k, v in row.items()})
             fh.flush()
             os.fsync(fh.fileno())

@@ -67,3 +67,16 @@ def ask(parent: QWidget | None, title: str, text: str, choices: tuple[str, ...],
     box.exec()
     clicked = box.clickedButton()
     return next((c for c, b in buttons.items() if b is clicked), escape)
+
+
+def choose(parent: QWidget | None, title: str, text: str, items: list[str],
+           default: str) -> str | None:
+    """Ask for one of ``items`` and wait for the answer (None: cancelled).
+
+    Like :func:`ask`, the one function tests monkeypatch to answer without a dialog.
+    """
+    from PySide6.QtWidgets import QInputDialog  # noqa: PLC0415
+
+    current = items.index(default) if default in items else 0
+    picked, ok = QInputDialog.getItem(parent, title, text, items, current, False)
+    return picked if ok else None

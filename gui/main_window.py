@@ -26,9 +26,11 @@ from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, Q
                                QMessageBox, QScrollArea, QSizePolicy, QSplitter, QStyle,
                                QTabWidget, QToolBar, QToolButton, QWidget)
 
+from engine import profile, user_kernels
 from engine.backends import BackendStatus
 from engine.records import ResultRecord
-from engine.runner import Event
+from engine.runner import HOST, Event
+from engine.sizes import format_shape
 
 from . import dialogs
 from .charts import ChartsPanel
@@ -39,6 +41,8 @@ from .journal import discard, find_orphans
 from .kernel_editor import EditorContext, KernelEditor
 from .kernel_folders import KernelFolders
 from .log_panel import LogPanel
+from .profile_runner import ProfileRunner
+from .profile_view import ProfileView
 from .results_files import ResultsFileError, ResultsFiles
 from .results_store import ResultStore
 from .results_table import ResultsTable
@@ -122,6 +126,9 @@ class MainWindow(QMainWindow):
         self.store = ResultStore(self)
         self.files = ResultsFiles(self.store, self.settings, self)
         self.controller = RunController(engine_factory, cluster_factory, self)
+        self.profiler = ProfileRunner(self)
+        #: The report folder of the Profile in progress (its timing run, then ncu).
+        self._profile_folder: Path | None = None
         self.statuses: dict[str, BackendStatus] = {}
         #: (available, reason) of Ray clusters once checked (after the backends).
         self.ray_status: tuple[bool, str] | None = None
@@ -188,9 +195,11 @@ class MainWindow(QMainWindow):
         self.table = ResultsTable(self.store)
         self.log = LogPanel()
         self.devices = DevicePanel()
+        self.profile_view = ProfileView(self.store)
         self.bottom_tabs = QTabWidget()
         self.bottom_tabs.setDocumentMode(True)
         self.bottom_tabs.addTab(self.table, "Results")
+        self.bottom_tabs.addTab(self.profile_view, "Profile")
         self.bottom_tabs.addTab(self.log, "Log")
         self.bottom_tabs.addTab(self.devices, "Devices")
         self.splitter = QSplitter(Qt.Orientation.Vertical)
@@ -245,6 +254,10 @@ class MainWindow(QMainWindow):
         self.quit_action = self._action("&Quit", self.close, QKeySequence.StandardKey.Quit)
         self.run_action = self._action("&Run", lambda: self.start_run(), "F5", SP.SP_MediaPlay)
         self.cancel_action = self._action("&Cancel", self.cancel_run, "Esc", SP.SP_MediaStop)
+        self.profile_action = self._action(
+            "&Profile…", lambda: self.start_profile(), "Ctrl+Shift+P", None,
+            "Time the chosen variants at one size, then profile one launch of each with "
+            "Nsight Compute: hardware counters side by side in the Profile tab")
         self.clear_action = self._action("C&lear results", self.clear_results, None,
                                          SP.SP_DialogResetButton, "Remove every shown result")
         self.keep_runs_action = QAction("&Keep previous runs", self, checkable=True)
@@ -270,6 +283,7 @@ class MainWindow(QMainWindow):
         menu.addAction(self.quit_action)
         menu = self.menuBar().addMenu("&Run")
         menu.addAction(self.run_action)
+        menu.addAction(self.profile_action)
         menu.addAction(self.cancel_action)
         menu.addSeparator()
         menu.addAction(self.keep_runs_action)
@@ -302,7 +316,7 @@ class MainWindow(QMainWindow):
         # One toolbar row: the run controls take the free width, file actions sit right.
         self.run_toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
         self.run_toolbar.addSeparator()
-        for act in (self.open_action, self.save_action, self.clear_action):
+        for act in (self.profile_action, self.open_action, self.save_action, self.clear_action):
             self.run_toolbar.addAction(act)
 
     def _connect(self) -> None:
@@ -321,6 +335,11 @@ class MainWindow(QMainWindow):
         self.controller.result.connect(self._run_result)
         self.controller.finished.connect(self._run_finished)
         self.controller.closed.connect(self._engines_closed)
+        self.profiler.progress.connect(self._profile_progress)
+        self.profiler.log.connect(self.log.append)
+        self.profiler.finished.connect(self._profile_finished)
+        self.profile_view.open_report_failed.connect(
+            lambda text: dialogs.show_error(self, "Cannot open the report", text))
         self.files.recent_changed.connect(self._rebuild_recent_menu)
         self.kernel_folders.changed.connect(self._user_kernels_changed)
         self.kernel_editor.run_requested.connect(self._editor_run)
@@ -466,9 +485,71 @@ class MainWindow(QMainWindow):
 
     # --- running -------------------------------------------------------------------------
 
+    @property
+    def busy(self) -> bool:
+        """A run or a profile is in progress."""
+        return self.running or self.profiler.running or self._profile_folder is not None
+
     def _refresh_ready(self) -> None:
         self.run_bar.set_ready(self.config.problems(), self.config.run_count())
-        self.run_action.setEnabled(not self.running and not self.config.problems())
+        self.run_action.setEnabled(not self.busy and not self.config.problems())
+        ok, why = self.profile_status()
+        self.profile_action.setEnabled(ok and not self.busy and not self.config.problems())
+        tip = ("Time the chosen variants at one size, then profile one launch of each with "
+               "Nsight Compute: hardware counters side by side in the Profile tab")
+        self.profile_action.setToolTip(tip if ok else f"Profile is unavailable: {why}")
+        self.profile_action.setStatusTip(self.profile_action.toolTip())
+        self.profile_view.set_availability(ok, why)
+
+    def profile_status(self) -> tuple[bool, str]:
+        """(whether Profile can run for the chosen backend, why not)."""
+        if not self.statuses:
+            return False, "the backends are still being probed"
+        backend = self.config.backend_name()
+        if backend == "cuda" and not self.statuses.get("cuda", BackendStatus("cuda", False)).available:
+            return False, "the cuda backend is unavailable"
+        if self.config.target().ray_address is not None:
+            return False, "profiles are taken on this machine's GPUs, not on a Ray cluster"
+        return profile.availability(backend, with_version=False)
+
+    def start_profile(self, shape: tuple[int, int, int] | None = None) -> bool:
+        """Profile: the chosen variants are timed and verified at one size (``shape``, or
+        the one the user picks when several are set), then one launch of each is profiled
+        under Nsight Compute and the counters shown in the Profile tab."""
+        if self.busy or self._closing:
+            return False
+        ok, why = self.profile_status()
+        if not ok:
+            dialogs.show_error(self, "Cannot profile", why)
+            return False
+        try:
+            plan = self.config.build_plan()
+        except ValueError as exc:
+            dialogs.show_error(self, "Cannot profile", str(exc))
+            return False
+        if plan.matrices is None and shape is None:
+            shapes = list(plan.shapes)
+            if len(shapes) > 1:
+                names = [format_shape(s) for s in shapes]
+                largest = max(shapes, key=lambda s: s[0] * s[1] * s[2])
+                picked = dialogs.choose(self, "Profile at which size?",
+                                        "Each variant is profiled at one size:", names,
+                                        format_shape(largest))
+                if picked is None:
+                    return False
+                shape = shapes[names.index(picked)]
+            else:
+                shape = shapes[0]
+        if shape is not None:
+            plan.shapes = [tuple(shape)]
+        folder = profile.new_report_folder()
+        self.log.append("info", f"profile: timing {len(plan.items)} parameter set(s) first; "
+                                f"reports go to {folder}")
+        self._profile_folder = folder
+        if not self._start_plan(plan):
+            self._profile_folder = None
+            return False
+        return True
 
     def start_run(self, items: list[tuple[str, dict[str, int]]] | None = None) -> bool:
         """Start the configured sweep (``items``: these variants and parameters instead of
@@ -480,6 +561,9 @@ class MainWindow(QMainWindow):
         except ValueError as exc:
             dialogs.show_error(self, "Cannot run", str(exc))
             return False
+        return self._start_plan(plan)
+
+    def _start_plan(self, plan) -> bool:
         target = self.config.target()
         self.files.begin_run(self.keep_runs_action.isChecked())
         self._run_t0 = time.perf_counter()
@@ -496,7 +580,11 @@ class MainWindow(QMainWindow):
 
     def cancel_run(self) -> None:
         if self.running:
+            self._profile_folder = None      # the timing run is cancelled: no profile
             self.controller.cancel()
+            self.run_bar.cancelling()
+        elif self.profiler.running:
+            self.profiler.cancel()
             self.run_bar.cancelling()
 
     def _set_running(self, running: bool) -> None:
@@ -504,6 +592,7 @@ class MainWindow(QMainWindow):
         self.config.set_running(running)
         self.run_bar.set_running(running)
         self.run_action.setEnabled(not running)
+        self.profile_action.setEnabled(not running)
         self.cancel_action.setEnabled(running)
         self.clear_action.setEnabled(not running)
         self.keep_runs_action.setEnabled(not running)
@@ -557,6 +646,51 @@ class MainWindow(QMainWindow):
             dialogs.show_error(self, "The run could not start", ev.message or "unknown reason")
         if counts["failed"] or counts["error"]:
             self.bottom_tabs.setCurrentWidget(self.table)
+        folder, self._profile_folder = self._profile_folder, None
+        if folder is not None and ev.started and not ev.cancelled and not self._closing:
+            self._start_profiling(recs, folder)
+
+    # --- profiling -----------------------------------------------------------------------
+
+    def _start_profiling(self, recs: list[ResultRecord], folder: Path) -> None:
+        todo = [r for r in recs if not profile.why_not_profiled(r, HOST)]
+        if not todo:
+            self.log.append("error", "profile: nothing ran that could be profiled")
+            return
+        kernel_files = user_kernels.kernel_files_of(r.variant for r in todo)
+        self._set_running(True)
+        self.run_bar.started(len({profile.profile_key(r) for r in todo}), "Nsight Compute")
+        self.profiler.start(todo, folder, kernel_files)
+
+    def _profile_progress(self, done: int, total: int, what: str) -> None:
+        if what:
+            self.run_bar.progressed(done, total, f"profiling {what}", None)
+        else:
+            self.run_bar.result_in(done, total)
+
+    def _profile_finished(self, results, seconds: float, cancelled: bool) -> None:
+        self._set_running(False)
+        failed = [r for r in results if not r.ok]
+        text = (f"Profiled {len(results) - len(failed)} kernel launch"
+                f"{'es' if len(results) - len(failed) != 1 else ''} in {format_duration(seconds)}")
+        if failed:
+            text += f" ({len(failed)} failed)"
+        if cancelled:
+            text = "Profile cancelled: " + text[0].lower() + text[1:]
+        self.run_bar.finished(text)
+        self.statusBar().showMessage(text, 10_000)
+        self.log.append("error" if failed else "info", text)
+        self.files.live_changed()           # the records now carry their counters
+        if results:
+            req = results[0].request
+            self.profile_view.show_shape(req.m, req.n, req.k, req.dtype)
+            self.bottom_tabs.setCurrentWidget(self.profile_view)
+            sizes = self.splitter.sizes()       # counters need room: half the height at least
+            if sum(sizes) and sizes[1] < sum(sizes) // 2:
+                self.splitter.setSizes([sum(sizes) - sum(sizes) // 2, sum(sizes) // 2])
+        if failed and not cancelled and not self._closing:
+            dialogs.show_error(self, "Some profiles failed", failed[0].error,
+                               "\n".join(f"{r.request.label()}: {r.error}" for r in failed))
 
     # --- the user's kernels ---------------------------------------------------------------
 
@@ -841,6 +975,9 @@ class MainWindow(QMainWindow):
             self.shutdown(wait=not self._force_close)
             event.accept()
             return
+        if self.profiler.running:
+            self.profiler.cancel()     # its ncu is killed; the thread ends at once
+            self.profiler.wait(3.0)
         if not self._closing and self.controller.idle():
             self.shutdown()            # nothing to wait for
             event.accept()

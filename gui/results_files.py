@@ -325,6 +325,13 @@ class ResultsFiles(QObject):
         self._live.append(rec)
         self.store.add([rec])
 
+    def live_changed(self) -> None:
+        """The last run's records changed in place (a profile added counters): journal
+        them again and tell the views."""
+        if self._live and not self._running:
+            self.journal.final(self._runs, self._live)
+        self.store.touch()
+
     def finish_run(self, final: list[ResultRecord] | None) -> list[ResultRecord]:
         """The run ended: its final copies (speed-ups, % of cuBLAS filled in) replace the
         records shown while it ran.  Returns the run's records."""

@@ -5,6 +5,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import gc  # noqa: E402
 import importlib.util  # noqa: E402
+import stat  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 # The GPU machines have no PySide6: there the GUI tests are not collected at all.
 collect_ignore_glob = [] if importlib.util.find_spec("PySide6") else ["test_gui*.py"]
@@ -139,3 +142,20 @@ def configure():
         return win
 
     return apply
+
+
+@pytest.fixture
+def fake_ncu(tmp_path, monkeypatch):
+    """An executable ``ncu`` that is tests/fake_ncu.py (it replays a report recorded on
+    an H100; FAKE_NCU_MODE picks a failure); NCU points at it."""
+    exe = tmp_path / "bin" / "ncu"
+    exe.parent.mkdir()
+    script = Path(__file__).resolve().parent / "fake_ncu.py"
+    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("NCU", str(exe))
+    recorded = Path(__file__).resolve().parent / "data" / "ncu" / "h100_2048"
+    monkeypatch.setenv("FAKE_NCU_CSV", str(next(recorded.glob("naive-block16-*.csv"))))
+    monkeypatch.setenv("FAKE_NCU_LOG", str(tmp_path / "ncu.log"))
+    monkeypatch.setenv("FAKE_NCU_MODE", "ok")
+    return exe

@@ -534,6 +534,16 @@ class CudaBackend(Backend):
         self.drv.memcpy_dtoh(out, ws.c)
         return out
 
+    def profile_launch(self, kernel, ws, m, n, k) -> None:
+        """One launch inside a profiler range (cuProfilerStart/Stop): what ``ncu
+        --profile-from-start off`` profiles, and nothing else of this process."""
+        self.drv.start_profiler()
+        try:
+            self._launch(kernel, ws, m, n, k)
+            self._check(f"the profiled launch of {kernel.variant.label(kernel.params)}")
+        finally:
+            self.drv.stop_profiler()
+
     def _flush_l2(self) -> None:
         if self._flush is None:
             l2 = (self.info.l2_bytes if self.info else None) or 64 * 2**20
