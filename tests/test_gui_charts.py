@@ -16,7 +16,7 @@ from engine import records  # noqa: E402
 from engine.records import ResultRecord  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-LADDER = ROOT / "benchmarks" / "results" / "h200_ladder_v2.json"
+LADDER = ROOT / "tests" / "data" / "h200_ladder_v2.json"   # a real H200 ladder run
 
 
 def _ladder_records():
