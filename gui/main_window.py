@@ -545,6 +545,10 @@ class MainWindow(QMainWindow):
         folder = profile.new_report_folder()
         self.log.append("info", f"profile: timing {len(plan.items)} parameter set(s) first; "
                                 f"reports go to {folder}")
+        if plan.matrices is not None:
+            self.log.append("info", "profile: the timing run uses the loaded matrices; the "
+                                    "profiled launch uses random inputs of their shape (the "
+                                    "counters depend on the shape, not on the values)")
         self._profile_folder = folder
         if not self._start_plan(plan):
             self._profile_folder = None
