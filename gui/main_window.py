@@ -547,8 +547,8 @@ class MainWindow(QMainWindow):
                                 f"reports go to {folder}")
         if plan.matrices is not None:
             self.log.append("info", "profile: the timing run uses the loaded matrices; the "
-                                    "profiled launch uses random inputs of their shape (the "
-                                    "counters depend on the shape, not on the values)")
+                                    "profiled launch uses random inputs of their shape (memory "
+                                    "and instruction counts follow the shape, not the values)")
         self._profile_folder = folder
         if not self._start_plan(plan):
             self._profile_folder = None
