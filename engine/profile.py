@@ -15,6 +15,7 @@ is kept beside the report.
 from __future__ import annotations
 
 import argparse
+import functools
 import glob
 import json
 import math
@@ -79,8 +80,10 @@ def _version_key(path: str) -> tuple:
     return tuple(int(x) for x in re.findall(r"\d+", path))
 
 
+@functools.lru_cache(maxsize=None)
 def ncu_version(ncu: str) -> str:
-    """``ncu 2025.3.1.0`` (the tool's own version line), or '' when it cannot say."""
+    """``ncu 2025.3.1.0`` (the tool's own version line, asked once per ncu), or '' when it
+    cannot say."""
     try:
         out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError):
@@ -89,21 +92,16 @@ def ncu_version(ncu: str) -> str:
     return f"ncu {match.group(1)}" if match else ""
 
 
-_QUERIED: dict[str, set[str] | None] = {}
-
-
-def device_metrics(ncu: str) -> set[str] | None:
+@functools.lru_cache(maxsize=None)
+def device_metrics(ncu: str) -> frozenset[str] | None:
     """Base names of the metrics this machine's GPU has (``ncu --query-metrics``, asked
     once per ncu); None when ncu cannot say (then every metric is asked for)."""
-    if ncu not in _QUERIED:
-        try:
-            out = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True,
-                                 timeout=120)
-            names = pm.parse_query_metrics(out.stdout)
-            _QUERIED[ncu] = names or None
-        except (OSError, subprocess.SubprocessError):
-            _QUERIED[ncu] = None
-    return _QUERIED[ncu]
+    try:
+        out = subprocess.run([ncu, "--query-metrics"], capture_output=True, text=True,
+                             timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return frozenset(pm.parse_query_metrics(out.stdout)) or None
 
 
 def counters_restricted(params_file: Path = HOST_PARAMS) -> bool:

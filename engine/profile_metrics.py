@@ -217,6 +217,14 @@ STALL_KEY = "stall."
 LIMIT_KEY = "limit."
 
 
+def resolved_raw(metric: Metric, has) -> tuple[str, ...]:
+    """``metric.raw`` with ``raw[0]`` replaced by the first fallback ``has(name)`` accepts
+    when ``raw[0]`` itself is not had (an older GPU lacks it)."""
+    if not metric.fallback or has(metric.raw[0]):
+        return metric.raw
+    return (next((f for f in metric.fallback if has(f)), metric.raw[0]),) + metric.raw[1:]
+
+
 def raw_metric_names(metrics: Iterable[Metric] = METRICS,
                      available: set[str] | None = None) -> list[str]:
     """The Nsight Compute metric names ``metrics`` need (for ``ncu --metrics``).
@@ -227,9 +235,7 @@ def raw_metric_names(metrics: Iterable[Metric] = METRICS,
     """
     out: list[str] = []
     for m in metrics:
-        names = list(m.raw)
-        if available is not None and m.fallback and not has_metric(names[0], available):
-            names[0] = next((f for f in m.fallback if has_metric(f, available)), names[0])
+        names = m.raw if available is None else resolved_raw(m, lambda n: has_metric(n, available))
         for name in names:
             if name not in out and (available is None or has_metric(name, available)):
                 out.append(name)
@@ -382,9 +388,7 @@ def summarize(kernels: list[KernelCounters], metrics: Iterable[Metric] = METRICS
 
     present = {name for k in kernels for name in k.values}
     for m in metrics:
-        if m.fallback and m.raw[0] not in present:
-            m = replace(m, raw=(next((f for f in m.fallback if f in present), m.raw[0]),)
-                        + m.raw[1:])
+        m = replace(m, raw=resolved_raw(m, present.__contains__))
         if m.combine == "sum":
             val = sum((_sum(kernels, r) for r in m.raw), 0.0) if len(m.raw) > 1 else _sum(kernels, m.raw[0])
         elif m.combine == "weighted":

@@ -249,8 +249,8 @@ def save(records: Iterable[ResultRecord], path: str | Path) -> Path:
                 for r in recs:
                     row = to_dict(r)
                     row["params"] = params_to_str(r.params)
-                    row["extra"] = json.dumps(r.extra) if r.extra else ""
-                    row["profile"] = json.dumps(row["profile"]) if r.profile else ""
+                    for name in ("extra", "profile"):      # mappings: JSON in one cell
+                        row[name] = json.dumps(row[name]) if row[name] else ""
                     w.writerow({k: ("" if v is None else v) for k, v in row.items()})
             fh.flush()
             os.fsync(fh.fileno())

@@ -657,14 +657,12 @@ class MainWindow(QMainWindow):
     # --- profiling -----------------------------------------------------------------------
 
     def _start_profiling(self, recs: list[ResultRecord], folder: Path) -> None:
-        todo = [r for r in recs if not profile.why_not_profiled(r, HOST)]
-        if not todo:
+        if all(profile.why_not_profiled(r, HOST) for r in recs):
             self.log.append("error", "profile: nothing ran that could be profiled")
             return
-        kernel_files = user_kernels.kernel_files_of(r.variant for r in todo)
+        # profile_records says why it leaves a record out, and counts what it profiles.
         self._set_running(True)
-        self.run_bar.started(len({profile.profile_key(r) for r in todo}), "Nsight Compute")
-        self.profiler.start(todo, folder, kernel_files)
+        self.profiler.start(recs, folder, user_kernels.kernel_files_of(r.variant for r in recs))
 
     def _profile_progress(self, done: int, total: int, what: str) -> None:
         if what:

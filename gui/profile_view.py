@@ -99,6 +99,7 @@ class ProfileView(QWidget):
         self.store = store
         self.metrics = pm.METRICS
         self._columns: list[ResultRecord] = []
+        self._profiled: list[ResultRecord] = []
         self._shapes: list[tuple] = []
         self._build()
         store.changed.connect(self.refresh)
@@ -181,7 +182,7 @@ class ProfileView(QWidget):
 
     def refresh(self) -> None:
         """Re-read the store: the shapes that have profiles, then the chosen shape."""
-        recs = profiled(self.store.records)
+        recs = self._profiled = profiled(self.store.records)
         shapes = list(dict.fromkeys((r.m, r.n, r.k, r.dtype) for r in reversed(recs)))
         current = self._shapes[self.shape_combo.currentIndex()] \
             if 0 <= self.shape_combo.currentIndex() < len(self._shapes) else None
@@ -214,7 +215,7 @@ class ProfileView(QWidget):
     def _fill(self, *_) -> None:
         idx = self.shape_combo.currentIndex()
         shape = self._shapes[idx] if 0 <= idx < len(self._shapes) else None
-        recs = [r for r in profiled(self.store.records) if (r.m, r.n, r.k, r.dtype) == shape]
+        recs = [r for r in self._profiled if (r.m, r.n, r.k, r.dtype) == shape]
         self._columns = recs
         has = bool(recs)
         self.empty.setVisible(not has)
