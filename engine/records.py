@@ -110,6 +110,43 @@ def ratio_to_best_baseline(records: Iterable[ResultRecord], baseline_key, record
     return out
 
 
+def record_precision(r: ResultRecord) -> str:
+    """The arithmetic of a record: ``extra["precision"]`` (engine.runner.fill_ceilings),
+    else its variant's (fp32 or tf32) as the registry knows it, int32 for integer data."""
+    from . import registry  # noqa: PLC0415  (registry imports this module's helpers)
+    got = r.extra.get("precision")
+    if got:
+        return str(got)
+    if r.dtype == "int32":
+        return "int32"
+    v = registry.REGISTRY.get(r.variant)
+    return v.precision if v is not None else "fp32"
+
+
+def is_reference_record(r: ResultRecord) -> bool:
+    """A library reference line (cuBLAS): never the lab's own kernel."""
+    from . import registry  # noqa: PLC0415
+    v = registry.REGISTRY.get(r.variant)
+    return v.role == "reference" if v is not None else r.variant.lower().startswith("cublas")
+
+
+def lab_best(records: Iterable[ResultRecord]) -> dict[tuple, ResultRecord]:
+    """The lab's best per problem: for each (source, backend, device, M, N, K, dtype, mode,
+    precision), the fastest record of the lab's own kernels (not a library reference) that
+    ran and passed verification. It is what a user gets by dispatching each shape to the
+    fastest kernel, as cuBLAS does, and stands beside cuBLAS of the same precision."""
+    best: dict[tuple, ResultRecord] = {}
+    for r in records:
+        if (r.status != "ok" or r.passed is not True or not math.isfinite(r.median_ms)
+                or r.median_ms <= 0 or is_reference_record(r)):
+            continue
+        key = (r.source, r.backend) + r.device_key() + (r.m, r.n, r.k, r.dtype, r.mode,
+                                                         record_precision(r))
+        if key not in best or r.median_ms < best[key].median_ms:
+            best[key] = r
+    return best
+
+
 def now_stamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 

@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-from . import matrices, memory, metrics, registry
+from . import matrices, memory, metrics, peaks, registry
 from .backends import get_backend
 from .backends.base import Backend, BackendError, BuildError, DeviceInfo, DeviceLost, Workspace
 from .records import ResultRecord, now_stamp, ratio_to_best_baseline
@@ -249,6 +249,22 @@ def make_record(plan: Plan, device: DeviceInfo, versions: str, name: str, params
                         host=HOST, device_index=device.index, worker=worker)
 
 
+#: Measured copy bandwidth per (backend, device index, device name): one probe per process.
+_COPY_GBPS: dict[tuple, float | None] = {}
+
+
+def _copy_bandwidth(backend: Backend, device: DeviceInfo) -> float | None:
+    """The device's measured copy bandwidth (GB/s), probed once per process; a failed
+    probe is a missing roof, never a failed run."""
+    key = (backend.name, device.index, device.name)
+    if key not in _COPY_GBPS:
+        try:
+            _COPY_GBPS[key] = backend.measure_copy_gbps()
+        except BackendError:
+            _COPY_GBPS[key] = None
+    return _COPY_GBPS[key]
+
+
 class Sweep:
     """Runs plans on one open backend device; kept open across plans by the engine thread."""
 
@@ -266,6 +282,7 @@ class Sweep:
         backend = get_backend(name)
         self.device = backend.open(index)
         self.backend, self.device_index = backend, index
+        self.device.copy_gbps = _copy_bandwidth(backend, self.device)
         return self.device
 
     def close(self) -> None:
@@ -451,8 +468,7 @@ class Sweep:
             rec.mean_ms, rec.noise_pct = st.mean_ms, st.noise_pct
             rec.gflops = metrics.gflops(rec.flops, st.median_ms)
             rec.gbps = metrics.gbps(rec.bytes, st.median_ms)
-            if device.peak_gflops_fp32 and plan.dtype == "float32":
-                rec.pct_of_peak = 100.0 * rec.gflops / device.peak_gflops_fp32
+            fill_ceilings(rec, v.precision, device)
         except DeviceLost as exc:
             rec.status, rec.error = "error", str(exc)
             exc.record = rec
@@ -476,6 +492,20 @@ class Sweep:
         lost = self.backend.context_lost()
         if lost:
             raise DeviceLost(f"{rec.error} ({lost})" if rec.error else lost, record=rec)
+
+
+def fill_ceilings(rec: ResultRecord, variant_precision: str, device: DeviceInfo) -> None:
+    """% of the peak of the record's own arithmetic (FP32 SIMT, TF32 tensor cores or
+    int32; :mod:`engine.peaks`), and the ceilings it was compared with in ``extra``:
+    ``precision``, ``peak_gflops`` and the device's measured ``copy_gbps``."""
+    precision = peaks.precision_of(variant_precision, rec.dtype)
+    rec.extra["precision"] = precision
+    peak = peaks.peak_for(device.peaks(), precision)
+    if peak:
+        rec.extra["peak_gflops"] = peak
+        rec.pct_of_peak = 100.0 * rec.gflops / peak
+    if device.copy_gbps:
+        rec.extra["copy_gbps"] = device.copy_gbps
 
 
 def _same_run_key(r: ResultRecord) -> tuple:

@@ -15,7 +15,8 @@ import numpy as np
 from PySide6.QtGui import QColor
 
 from engine import metrics, registry
-from engine.records import ResultRecord, ratio_to_best_baseline
+from engine.records import (ResultRecord, is_reference_record, lab_best, ratio_to_best_baseline,
+                            record_precision)
 from engine.sizes import format_shape
 
 from .results_store import is_plottable, source_name
@@ -88,6 +89,8 @@ class Series:
     color: QColor = field(default_factory=QColor)
     style_round: int = 0            # > 0 once the colours came round again: another marker
     short: str = ""                 # legend text: the label without parameters all its kin share
+    #: A "lab best" line: per shape the fastest verified lab kernel (engine.records.lab_best)
+    lab: bool = False
 
     @property
     def line_style(self):
@@ -95,7 +98,7 @@ class Series:
 
     @property
     def variant(self) -> str:
-        return self.records[0].variant
+        return self.kernel if self.lab else self.records[0].variant
 
     @property
     def reference(self) -> bool:
@@ -146,6 +149,35 @@ def build_series(records: Iterable[ResultRecord]) -> list[Series]:
     for s in out:
         s.color, s.style_round = styles.get(s.kernel, (QColor("#000000"), 0))
     set_short_labels(out)
+    return out + lab_best_series(recs, parts, source_list)
+
+
+LAB_BEST_LABEL = "lab best"
+
+
+def lab_best_series(recs: list[ResultRecord], parts=(), source_list=None) -> list[Series]:
+    """One "lab best" curve per (source, backend, device, dtype, mode, precision) where
+    several of the lab's variants ran: at each shape the fastest verified one, beside
+    cuBLAS of the same precision. ``parts`` are build_series' label parts."""
+    source_list = source_list if source_list is not None else list(dict.fromkeys(r.source for r in recs))
+    kernels: dict[tuple, set] = {}
+    groups: dict[tuple, list[ResultRecord]] = {}
+    for key, r in lab_best(recs).items():
+        group = key[:2] + r.device_key() + (r.dtype, r.mode, key[-1])
+        groups.setdefault(group, []).append(r)
+    for r in recs:
+        if r.status == "ok" and r.passed is True and not is_reference_record(r):
+            group = (r.source, r.backend) + r.device_key() + (r.dtype, r.mode, record_precision(r))
+            kernels.setdefault(group, set()).add(r.variant)
+    out = []
+    for group, rs in groups.items():
+        if len(kernels.get(group, ())) < 2:       # one variant: its own curves say it all
+            continue
+        first, precision = rs[0], group[-1]
+        name = f"{LAB_BEST_LABEL} {precision.upper()}"
+        label = " · ".join([name] + [fmt(first) for on, fmt in parts if on])
+        out.append(Series(("lab",) + group, name, label, source_list.index(first.source),
+                          sorted(rs, key=problem_size), lab=True, short=label))
     return out
 
 
@@ -192,11 +224,13 @@ def best_per_variant(series: list[Series]) -> list[Series]:
     """Per variant (and source, backend, device, dtype, mode), only the parameter set
     that is fastest at the largest size any of them ran; order kept."""
     groups: dict[tuple, list[Series]] = {}
+    keep: set[int] = {id(s) for s in series if s.lab}     # lab best lines stay
     for s in series:
+        if s.lab:
+            continue
         r = s.records[0]
         groups.setdefault((r.source, r.backend) + r.device_key() + (r.variant, r.dtype, r.mode),
                           []).append(s)
-    keep: set[int] = set()
     for group in groups.values():
         timed = [(s, r) for s in group for r in s.records
                  if math.isfinite(r.median_ms) and r.median_ms > 0]
@@ -209,18 +243,42 @@ def best_per_variant(series: list[Series]) -> list[Series]:
         keep.add(id(group[min(at)[1]]))
     out = [s for s in series if id(s) in keep]
     # Fewer curves: colours afresh, so that they come from the most distinct ones.
-    styles = assign_styles(s.kernel for s in out if not s.reference)
+    styles = assign_styles(s.kernel for s in out if not s.reference and not s.lab)
     for s in out:
         s.color, s.style_round = styles.get(s.kernel, (s.color, 0))
     for s in out:
         # One parameter set per variant: the variant names it (the tooltip and the
         # hover give the parameters).
-        s.short = s.label.replace(s.kernel, s.variant, 1)
+        if not s.lab:
+            s.short = s.label.replace(s.kernel, s.variant, 1)
     return out
 
 
 def _finite(v) -> bool:
     return isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def peak_precision(r: ResultRecord) -> str:
+    """The arithmetic whose peak a record's % of peak is of (``extra["precision"]``);
+    records from before per-precision peaks were all measured against the FP32 peak."""
+    return str(r.extra.get("precision") or "fp32")
+
+
+def record_ceilings(records: Iterable[ResultRecord]) -> dict[str, dict[str, float]]:
+    """Per device model, the ceilings the records carry besides the FP32 peak: ``tf32``
+    and ``int32`` peaks and the measured copy bandwidth ``copy`` (GB/s), each the median
+    over that model's records (:func:`engine.runner.fill_ceilings` writes them)."""
+    found: dict[str, dict[str, list[float]]] = {}
+    for r in records:
+        per = found.setdefault(r.device, {})
+        peak, copy = r.extra.get("peak_gflops"), r.extra.get("copy_gbps")
+        precision = peak_precision(r)
+        if precision != "fp32" and _finite(peak) and peak > 0:
+            per.setdefault(precision, []).append(float(peak))
+        if _finite(copy) and copy > 0:
+            per.setdefault("copy", []).append(float(copy))
+    return {d: {k: float(statistics.median(v)) for k, v in per.items()}
+            for d, per in found.items() if per}
 
 
 def derived_peaks(records: Iterable[ResultRecord]) -> dict[tuple, float]:
@@ -230,6 +288,8 @@ def derived_peaks(records: Iterable[ResultRecord]) -> dict[tuple, float]:
     found: dict[tuple, list[float]] = {}
     for r in records:
         g, pct = r.gflops, r.pct_of_peak
+        if peak_precision(r) != "fp32":        # their % is of the TF32 or int32 peak
+            continue
         if _finite(g) and _finite(pct) and g > 0 and pct > 0 and r.status in ("ok", "unverified"):
             found.setdefault(r.device_key(), []).append(g / pct * 100.0)
     # statistics, not np.median: numpy imports numpy.ma on a first median, which held

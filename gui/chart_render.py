@@ -15,12 +15,15 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics
 
+from engine.records import record_precision
+
 from .chart_data import (METRICS, Series, describe_record, intensity, peaks_by_model, pick_unit,
                          problem_size, roof, shape_of, shape_text, shapes_in, speedups,
                          value_text)
 from .chart_view import ChartView, LegendEntry, plain_number
 from .theme import FAILED_COLOR, REFERENCE_STYLES, SOURCE_SYMBOLS, ChartTheme
 
+PRECISION_LABELS = {"tf32": "TF32 tensor-core", "int32": "int32"}
 SIZE_AXIS_LABEL = "Problem size  ∛(M·N·K)"
 MAX_SIZE_TICKS = 14
 
@@ -38,6 +41,9 @@ class ChartOptions:
     peak_device: str | None = None                      # None: the first device shown
     #: (device model, or a device_key(), GFLOP/s) worked out from the records' % of peak
     derived_peaks: tuple[tuple[str | tuple, float], ...] = ()
+    #: (device model, ceiling, value): the TF32 and int32 peaks (GFLOP/s) and the measured
+    #: copy bandwidth (``copy``, GB/s) the records carry (chart_data.record_ceilings)
+    ceilings: tuple[tuple[str, str, float], ...] = ()
     hidden: frozenset[str] = frozenset()                # series labels hidden by the user
     #: Drawn for a file (export): no hints that point at the window's controls.
     for_export: bool = False
@@ -72,6 +78,8 @@ def _reference_symbols(series: list[Series]) -> dict[str, str]:
 
 
 def _pen(s: Series, theme: ChartTheme, width: float = 2.0):
+    if s.lab:   # a broad translucent band behind the winning kernels' own curves
+        return pg.mkPen(_with_alpha(theme.ceiling, 90), width=width + 7.0)
     if s.reference:
         return pg.mkPen(theme.foreground, width=width + 1.0,
                         style=REFERENCE_STYLES[s.source_index % len(REFERENCE_STYLES)])
@@ -92,6 +100,10 @@ def _style_curve(curve, s: Series, ref_symbols: dict[str, str], theme: ChartThem
         return
     curve._lab_style = style
     curve.setPen(_pen(s, theme))
+    if s.lab:
+        curve.setSymbol(None)
+        curve.setZValue(-2)
+        return
     curve.setSymbol(ref_symbols.get(s.label) or _symbol(s))
     curve.setSymbolSize(8 if s.reference else 7)
     curve.setSymbolBrush(pg.mkBrush(theme.background if s.reference else color))
@@ -115,7 +127,9 @@ def _curve_items(plot, c, ref_symbols: dict[str, str], theme: ChartTheme) -> tup
 
 
 def _entry(s: Series, item) -> LegendEntry:
-    tip = s.label + ("\ncuBLAS: the reference to beat" if s.reference else "")
+    tip = s.label + ("\ncuBLAS: the reference to beat" if s.reference else
+                     "\nper shape the fastest verified kernel of the lab (what dispatching by "
+                     "shape, as cuBLAS does, would give)" if s.lab else "")
     return LegendEntry(s.label, s.short or s.label, tip, item)
 
 
@@ -421,12 +435,25 @@ def _with_alpha(color, alpha: int) -> QColor:
 
 @dataclass(frozen=True)
 class Roof:
-    """One device's ceilings: FP32 peak (GFLOP/s) and memory bandwidth (GB/s)."""
+    """One device's ceilings: FP32 peak (GFLOP/s) and memory bandwidth (GB/s), the peaks
+    of other arithmetic its records ran (``others``: TF32 tensor cores, int32) and the
+    measured copy bandwidth (``copy_gbps``)."""
 
     device: str
     peak_gflops: float | None
     peak_gbps: float | None
     derived: bool = False        # the peak was worked out from the records' % of peak
+    others: tuple[tuple[str, float], ...] = ()
+    copy_gbps: float | None = None
+
+    def peak_of(self, precision: str) -> float | None:
+        """The compute ceiling of ``precision`` (``fp32``, ``tf32``, ``int32``)."""
+        return self.peak_gflops if precision == "fp32" else dict(self.others).get(precision)
+
+    def bandwidth(self) -> float | None:
+        """The bandwidth roof points are measured against: the typed or estimated figure,
+        else the measured copy bandwidth."""
+        return self.peak_gbps or self.copy_gbps
 
 
 def roofs_for(series: list[Series], opts: ChartOptions) -> list[Roof]:
@@ -438,13 +465,20 @@ def roofs_for(series: list[Series], opts: ChartOptions) -> list[Roof]:
         return []
     derived = peaks_by_model(opts.derived_peaks)
     primary = opts.peak_device if opts.peak_device in devices else devices[0]
+    extra: dict[str, dict[str, float]] = {}
+    for d, what, value in opts.ceilings:
+        extra.setdefault(d, {})[what] = value
     out = []
     for d in devices:
         typed = d == primary and bool(opts.peak_gflops)
         peak = opts.peak_gflops if typed else derived.get(d)
         gbps = opts.peak_gbps if d == primary else None
-        if peak or gbps:
-            out.append(Roof(d, peak or None, gbps or None, derived=not typed and bool(peak)))
+        mine = extra.get(d, {})
+        others = tuple((p, mine[p]) for p in ("tf32", "int32") if mine.get(p))
+        copy = mine.get("copy")
+        if peak or gbps or others or copy:
+            out.append(Roof(d, peak or None, gbps or None, derived=not typed and bool(peak),
+                            others=others, copy_gbps=copy or None))
     return out
 
 
@@ -488,7 +522,7 @@ def render_roofline(view: ChartView, series: list[Series], opts: ChartOptions
             t = describe_record(r, sp.get(id(r))) + f"<br>intensity {a:.3g} FLOP/B"
             rf = by_device.get(r.device)
             if rf is not None:
-                ceiling = float(roof(np.array([a]), rf.peak_gflops, rf.peak_gbps)[0])
+                ceiling = float(roof(np.array([a]), rf.peak_of(record_precision(r)), rf.bandwidth())[0])
                 if math.isfinite(ceiling):
                     t += f" · {100 * gf / ceiling:.1f}% of the roof"
             texts.append(t)
@@ -503,16 +537,18 @@ def render_roofline(view: ChartView, series: list[Series], opts: ChartOptions
     lo = min(all_ai) / 4 if all_ai else 0.1
     hi = max(all_ai) * 4 if all_ai else 1000.0
     for rf in roofs:
-        if rf.peak_gflops and rf.peak_gbps:
-            ridge = rf.peak_gflops / rf.peak_gbps
-            lo, hi = min(lo, ridge / 4), max(hi, ridge * 4)
+        for peak in (rf.peak_gflops,) + tuple(p for _, p in rf.others):
+            for bw in (rf.peak_gbps, rf.copy_gbps):
+                if peak and bw:
+                    lo, hi = min(lo, peak / bw / 4), max(hi, peak / bw * 4)
     if hi / lo < 100:
         # At least two decades of intensity, so the axis has ticks to read (points of one
         # size all share one intensity, and without ceilings nothing else sets the range).
         mid = math.sqrt(lo * hi)
         lo, hi = mid / 10, mid * 10
     plot.getViewBox().setXRange(math.log10(lo), math.log10(hi), padding=0.02)
-    unit = pick_unit("gflops", list(all_g) + [rf.peak_gflops for rf in roofs if rf.peak_gflops])
+    unit = pick_unit("gflops", list(all_g) + [p for rf in roofs for p in
+                                              (rf.peak_gflops,) + tuple(v for _, v in rf.others) if p])
     plot.getAxis("left").set_unit_factor(unit[1])
     view.set_labels("Arithmetic intensity (FLOP / byte of compulsory traffic)", f"Throughput ({unit[0]})")
     for i, rf in enumerate(roofs):
@@ -536,14 +572,18 @@ ROOF_STYLES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine,
 
 def _draw_ceilings(view: ChartView, plot: pg.PlotItem, lo: float, hi: float, rf: Roof, index: int,
                    named: bool, unit: tuple[str, float]) -> None:
+    """The FP32 roof (solid; one line style per device), each other precision's roof
+    (TF32 tensor cores, int32: dotted) and the measured copy-bandwidth slope (dashed)."""
     ai = np.logspace(math.log10(lo), math.log10(hi), 200)
-    g = roof(ai, rf.peak_gflops, rf.peak_gbps)
-    pen = pg.mkPen(view.theme.ceiling, width=2.5, style=ROOF_STYLES[index % len(ROOF_STYLES)])
-    plot.addItem(pg.PlotCurveItem(np.log10(ai), np.log10(g), pen=pen))
     who = f"{rf.device} · " if named else ""
+    style = ROOF_STYLES[index % len(ROOF_STYLES)]
+    if rf.peak_gflops or rf.peak_gbps:
+        g = roof(ai, rf.peak_gflops, rf.peak_gbps)
+        plot.addItem(pg.PlotCurveItem(np.log10(ai), np.log10(g),
+                                      pen=pg.mkPen(view.theme.ceiling, width=2.5, style=style)))
     if rf.peak_gflops:
         how = " (from % of peak)" if rf.derived else ""
-        t = pg.TextItem(f"{who}FP32 peak {value_text(rf.peak_gflops, 'gflops', unit)}{how}",
+        t = pg.TextItem(f"{who}FP32 SIMT peak {value_text(rf.peak_gflops, 'gflops', unit)}{how}",
                         color=view.theme.ceiling, anchor=(1, 1))
         t.setPos(math.log10(hi), math.log10(rf.peak_gflops))
         plot.addItem(t)
@@ -552,14 +592,33 @@ def _draw_ceilings(view: ChartView, plot: pg.PlotItem, lo: float, hi: float, rf:
         t = pg.TextItem(f"{who}bandwidth {rf.peak_gbps:,.0f} GB/s", color=view.theme.ceiling, anchor=(0, 1))
         t.setPos(math.log10(x0), math.log10(float(roof(np.array([x0]), rf.peak_gflops, rf.peak_gbps)[0])))
         plot.addItem(t)
+    bw = rf.bandwidth()
+    for precision, peak in rf.others:
+        g = roof(ai, peak, bw)
+        plot.addItem(pg.PlotCurveItem(np.log10(ai), np.log10(g),
+                                      pen=pg.mkPen(view.theme.ceiling, width=1.8, style=Qt.PenStyle.DotLine)))
+        t = pg.TextItem(f"{who}{PRECISION_LABELS.get(precision, precision)} peak "
+                        f"{value_text(peak, 'gflops', unit)}", color=view.theme.ceiling, anchor=(1, 1))
+        t.setPos(math.log10(hi), math.log10(peak))
+        plot.addItem(t)
+    if rf.copy_gbps:
+        top = max([rf.peak_gflops or 0.0] + [p for _, p in rf.others]) or None
+        g = roof(ai, top, rf.copy_gbps)
+        plot.addItem(pg.PlotCurveItem(np.log10(ai), np.log10(g),
+                                      pen=pg.mkPen(view.theme.ceiling, width=1.8, style=Qt.PenStyle.DashLine)))
+        x0 = lo * 1.5
+        t = pg.TextItem(f"{who}measured copy {rf.copy_gbps:,.0f} GB/s", color=view.theme.ceiling, anchor=(0, 0))
+        t.setPos(math.log10(x0), math.log10(float(roof(np.array([x0]), top, rf.copy_gbps)[0])))
+        plot.addItem(t)
 
 
 def render(view: ChartView, kind: str, series: list[Series], opts: ChartOptions):
     """Draw chart ``kind`` (a key of :data:`CHARTS`) into ``view``."""
     if kind in METRICS:
         return render_metric(view, series, kind, opts)
+    # The lab best line repeats points of other series: a size chart's line only.
     if kind == "compare":
-        return render_compare(view, series, opts)
+        return render_compare(view, [s for s in series if not s.lab], opts)
     if kind == "roofline":
-        return render_roofline(view, series, opts)
+        return render_roofline(view, [s for s in series if not s.lab], opts)
     raise KeyError(f"unknown chart '{kind}'")

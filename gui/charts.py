@@ -20,7 +20,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout
 from engine.backends import DeviceInfo
 
 from .chart_data import (Series, best_per_variant, build_series, derived_peaks, peaks_by_model,
-                         shape_text, shapes_in)
+                         record_ceilings, shape_text, shapes_in)
 from .chart_render import ChartOptions, render
 from .chart_view import ChartView, SeriesLegend
 from .results_store import ResultStore
@@ -65,6 +65,7 @@ class ChartsPanel(QWidget):
         #: and the FP32 peaks worked out from the records' % of peak, per model.
         self._peak_device: str | None = None
         self._derived: dict[str, float] = {}
+        self._ceilings: dict[str, dict[str, float]] = {}
         self._build()
         store.changed.connect(self.mark_stale)
         self._timer = QTimer(self)
@@ -197,6 +198,7 @@ class ChartsPanel(QWidget):
             peak_gbps=self.peak_gbps.value() or None,
             peak_device=self._peak_device,
             derived_peaks=tuple(self._derived.items()),
+            ceilings=tuple((d, what, v) for d, per in self._ceilings.items() for what, v in per.items()),
             hidden=frozenset(self.hidden),
         )
 
@@ -284,7 +286,9 @@ class ChartsPanel(QWidget):
             self.series = best_per_variant(self.series)
         self._series_stale = False
         shown = (r for s in self.series for r in s.records)
+        shown = list(shown)
         self._derived = peaks_by_model(derived_peaks(shown).items())
+        self._ceilings = record_ceilings(shown)
         self._fill_peak()
         # Keep a size the user picked while it still exists; otherwise follow the
         # largest size shown (which grows during a sweep).

@@ -1,6 +1,7 @@
 """GUI: charts with many curves (a real 29-kernel H200 sweep): legend, units, roofline
 peaks, the bar view, distinct styles and the best-per-variant filter."""
 import copy
+import dataclasses
 import math
 import os
 from pathlib import Path
@@ -85,11 +86,12 @@ def test_many_curves_list_beside_the_plot_and_toggle(ladder_window, qtbot):
     charts = win.charts
     charts.set_current("gflops")
     curves = charts.curves("gflops")
-    assert len(curves) == 30
+    # 30 kernels plus the lab best FP32 line (one TF32 kernel in this file: no TF32 line)
+    assert len(curves) == 31 and "lab best FP32" in curves and "lab best TF32" not in curves
     view = charts.views["gflops"]
     assert view.legend_in_side and not view.legend.isVisible()
     side = view.side
-    assert side.isVisible() and side.list.count() == 30
+    assert side.isVisible() and side.list.count() == 31
     assert side.list.item(0).toolTip()  # the full label
     # Legend texts drop the parameters that all of a variant's sets share.
     texts = [side.list.item(i).text() for i in range(side.list.count())]
@@ -101,12 +103,12 @@ def test_many_curves_list_beside_the_plot_and_toggle(ladder_window, qtbot):
     curve, bars = view.items[label]
     assert not curve.isVisible() and not bars.isVisible()  # its error bars go too
     assert label not in charts.curves("compare")
-    assert "29 of 30" in side.title.text()
+    assert "30 of 31" in side.title.text()
     side.list.item(3).setCheckState(Qt.CheckState.Checked)
     charts.set_current("gflops")
     assert curve.isVisible() and label not in charts.hidden
     side.none_button.click()
-    assert len(charts.hidden) == 30
+    assert len(charts.hidden) == 31
     side.all_button.click()
     assert not charts.hidden
 
@@ -168,7 +170,7 @@ def test_roofline_peak_derived_from_pct_of_peak(ladder_window):
     plot = charts.views["roofline"].getPlotItem()
     assert "unknown" not in (plot.titleLabel.text or "")
     texts = [i.textItem.toPlainText() for i in plot.items if isinstance(i, pg.TextItem)]
-    assert any("FP32 peak 66.9" in t and "TFLOP/s" in t for t in texts), texts
+    assert any("FP32 SIMT peak 66.9" in t and "TFLOP/s" in t for t in texts), texts
 
 
 def test_roofline_gives_each_device_its_own_roof(qtbot):
@@ -191,8 +193,50 @@ def test_roofline_gives_each_device_its_own_roof(qtbot):
     qtbot.addWidget(view)
     render(view, "roofline", series, opts)
     texts = [i.textItem.toPlainText() for i in view.getPlotItem().items if isinstance(i, pg.TextItem)]
-    assert any(t.startswith("dev A") and "FP32 peak" in t for t in texts)
-    assert any(t.startswith("dev B") and "FP32 peak" in t for t in texts)
+    assert any(t.startswith("dev A") and "FP32 SIMT peak" in t for t in texts)
+    assert any(t.startswith("dev B") and "FP32 SIMT peak" in t for t in texts)
+
+
+def test_roofline_draws_each_precisions_ceiling_and_the_measured_copy_roof(qtbot):
+    """Records of FP32, TF32 and int32 kernels each sit under their own ceiling: the
+    derived FP32 peak ignores the TF32 records' % (of the TF32 peak), the TF32 tensor-core
+    and int32 roofs and the measured copy bandwidth come from the records."""
+    from gui.chart_data import build_series, derived_peaks, record_ceilings
+    from gui.chart_render import ChartOptions, render, roofs_for
+    from gui.chart_view import ChartView
+
+    fp32 = _synthetic(2, device="dev A", peak=60_000)
+    tf32 = [dataclasses.replace(r, variant="tf32_mma", gflops=r.gflops * 8, median_ms=r.median_ms / 8,
+                                pct_of_peak=100 * r.gflops * 8 / 480_000,
+                                extra={"precision": "tf32", "peak_gflops": 480_000.0, "copy_gbps": 3000.0})
+            for r in _synthetic(1, device="dev A", peak=60_000)]
+    ints = [dataclasses.replace(r, dtype="int32", pct_of_peak=100 * r.gflops / 30_000,
+                                extra={"precision": "int32", "peak_gflops": 30_000.0, "copy_gbps": 3000.0})
+            for r in _synthetic(1, device="dev A", peak=60_000)]
+    recs = fp32 + tf32 + ints
+    assert list(derived_peaks(recs).values()) == [pytest.approx(60_000)]
+    ceilings = record_ceilings(recs)
+    assert ceilings == {"dev A": {"tf32": 480_000.0, "int32": 30_000.0, "copy": 3000.0}}
+    opts = ChartOptions(derived_peaks=tuple(derived_peaks(recs).items()), peak_gbps=4000,
+                        ceilings=tuple((d, w, v) for d, per in ceilings.items() for w, v in per.items()))
+    series = build_series(recs)
+    (rf,) = roofs_for(series, opts)
+    assert rf.peak_of("fp32") == pytest.approx(60_000) and rf.peak_of("tf32") == 480_000
+    assert rf.peak_of("int32") == 30_000 and rf.copy_gbps == 3000 and rf.bandwidth() == 4000
+    view = ChartView("roofline")
+    qtbot.addWidget(view)
+    render(view, "roofline", series, opts)
+    texts = [i.textItem.toPlainText() for i in view.getPlotItem().items if isinstance(i, pg.TextItem)]
+    assert any("FP32 SIMT peak 60" in t for t in texts), texts
+    assert any("TF32 tensor-core peak 480" in t for t in texts), texts
+    assert any("int32 peak 30" in t for t in texts), texts
+    assert any("measured copy 3,000 GB/s" in t for t in texts), texts
+    # Each point's "% of the roof" is against its own precision's ceiling: a TF32 point at
+    # m = 256 (intensity 256/6 FLOP/B) under min(480 TFLOP/s, 4000 GB/s × intensity).
+    r = tf32[0]
+    expected = 100 * r.gflops / min(480_000, 4000 * r.flops / r.bytes)
+    (tip,) = [t for t in view.hover._texts if "tf32_mma" in t and "<br>256 ·" in t]
+    assert f"{expected:.1f}% of the roof" in tip, tip
 
 
 def test_live_device_estimates_are_kept(make_window):
@@ -213,7 +257,8 @@ def test_compare_sorted_best_first_with_cublas_share(ladder_window):
     bars = charts.curves("compare")
     # The largest size (8192): the 26 parameter sets that ran it.
     assert charts.compare_size.currentText() == "8192"
-    assert len(bars) == sum(any(r.m == 8192 for r in s.records) for s in charts.series) == 26
+    # every series at 8192 but the lab best lines (their points are the winners' bars)
+    assert len(bars) == sum(any(r.m == 8192 for r in s.records) for s in charts.series if not s.lab) == 26
     values = list(bars.values())
     assert values == sorted(values, reverse=True)
     plot = charts.views["compare"].getPlotItem()
@@ -288,8 +333,8 @@ def test_best_per_variant_filter(ladder_window):
 
     series = build_series(_ladder_records())
     best = best_per_variant(series)
-    assert len(series) == 30 and len(best) == 10
-    assert len({s.variant for s in best}) == 10
+    assert len(series) == 31 and len(best) == 11      # + the lab best FP32 line
+    assert len({s.variant for s in best}) == 11
     pipelined = next(s for s in best if s.variant == "pipelined")
     assert pipelined.records[0].params["bm"] == 64 and pipelined.records[0].params["minb"] == 2
     # naive_uncoalesced never ran the largest size: its best at its own largest.
@@ -297,14 +342,14 @@ def test_best_per_variant_filter(ladder_window):
     assert naive.records[0].params == {"block": 16}
 
     charts = ladder_window.charts
-    assert len(charts.curves("gflops")) == 30
+    assert len(charts.curves("gflops")) == 31
     charts.best_only.setChecked(True)
-    assert len(charts.curves("gflops")) == 10
+    assert len(charts.curves("gflops")) == 11
     assert len(charts.curves("compare")) == 8   # two variants never ran 8192
     assert len(charts.curves("roofline")) == 10
     assert charts.options_state()["best"] is True
     charts.best_only.setChecked(False)
-    assert len(charts.curves("runtime")) == 30
+    assert len(charts.curves("runtime")) == 31
 
 
 def test_one_size_chart_has_a_tick_and_short_bars(qtbot, tmp_path):

@@ -101,8 +101,9 @@ def test_second_file_overlays_and_source_tells_them_apart(ran, make_window, tmp_
     win = make_window()
     assert win.open_results(a) and win.open_results(b)
     curves = win.charts.curves("runtime")
-    assert len(curves) == 4
+    assert len(curves) == 6          # two kernels and a lab best line per file
     assert {lbl.split(" · ")[1] for lbl in curves} == {"run.json", "b/run.json"}
+    assert "lab best FP32 · b/run.json" in curves
     first = curves["naive[block=16] · run.json"][1]
     second = curves["naive[block=16] · b/run.json"][1]
     assert np.allclose(second, 2 * first)

@@ -48,13 +48,17 @@ def test_run_fills_table_and_every_chart(qtbot, make_window, configure):
     assert win.run_bar.status.text().startswith("Finished 6 runs")
     assert win.run_bar.run_button.isEnabled() and not win.run_bar.cancel_button.isEnabled()
 
-    # Size charts: one curve per variant, one finite point per size.
+    # Size charts: one curve per variant, one finite point per size, and the lab best
+    # line: per size the faster of the two.
     for kind in ("runtime", "gflops", "bandwidth"):
         curves = win.charts.curves(kind)
-        assert set(curves) == set(VARIANTS), kind
+        assert set(curves) == set(VARIANTS) | {"lab best FP32"}, kind
         for x, y in curves.values():
             assert list(x) == pytest.approx(SIZES)
             assert np.all(np.isfinite(y)) and np.all(y > 0)
+        best = np.min([curves[v][1] for v in VARIANTS], axis=0) if kind == "runtime" else \
+            np.max([curves[v][1] for v in VARIANTS], axis=0)
+        assert curves["lab best FP32"][1] == pytest.approx(best), kind
     # Bars: the largest size by default, both variants, naive's speed-up vs itself is 1.
     bars = win.charts.curves("compare")
     assert set(bars) == set(VARIANTS)

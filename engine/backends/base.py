@@ -15,6 +15,12 @@ import numpy as np
 from ..registry import Variant
 
 
+#: Copy-bandwidth probe: bytes per buffer (several times any L2, so the copy streams from
+#: and to memory; smaller where free memory is short) and timed copies (after one warm-up).
+COPY_BYTES = 256 * 2**20
+COPY_REPEATS = 9
+
+
 class BackendError(RuntimeError):
     """A compile, launch or memory failure; the message is shown verbatim."""
 
@@ -54,8 +60,16 @@ class DeviceInfo:
     compute_capability: str | None = None
     peak_gflops_fp32: float | None = None   # estimate: units × lanes × 2 × clock
     peak_gbps: float | None = None          # estimate: 2 × memory clock × bus width
+    peak_gflops_tf32: float | None = None   # dense TF32 tensor cores (engine.peaks)
+    peak_gops_int32: float | None = None    # 32-bit integer multiply-add units
+    copy_gbps: float | None = None          # measured device-to-device copy (read + write)
     notes: str = ""                         # how the estimates were derived, or why not
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def peaks(self) -> dict[str, float | None]:
+        """Peak GFLOP/s (GOP/s for int32) per precision: ``fp32``, ``tf32``, ``int32``."""
+        return {"fp32": self.peak_gflops_fp32, "tf32": self.peak_gflops_tf32,
+                "int32": self.peak_gops_int32}
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) pairs for a properties table."""
@@ -70,7 +84,12 @@ class DeviceInfo:
                ("L2 / cache", fmt_bytes(self.l2_bytes)),
                ("Compute capability", self.compute_capability or "—"),
                ("Peak FP32 (est.)", "—" if self.peak_gflops_fp32 is None else f"{self.peak_gflops_fp32:,.0f} GFLOP/s"),
-               ("Bandwidth (est.)", "—" if self.peak_gbps is None else f"{self.peak_gbps:,.0f} GB/s")]
+               ("Peak TF32 tensor (est.)", "—" if self.peak_gflops_tf32 is None
+                else f"{self.peak_gflops_tf32:,.0f} GFLOP/s"),
+               ("Peak int32 (est.)", "—" if self.peak_gops_int32 is None else f"{self.peak_gops_int32:,.0f} GOP/s"),
+               ("Bandwidth (est.)", "—" if self.peak_gbps is None else f"{self.peak_gbps:,.0f} GB/s"),
+               ("Copy bandwidth (measured)", "— (measured on the first run)" if self.copy_gbps is None
+                else f"{self.copy_gbps:,.0f} GB/s")]
         if self.notes:
             out.append(("Notes", self.notes))
         return out
@@ -164,6 +183,13 @@ class Backend(ABC):
 
     def versions(self) -> str:
         return f"numpy {np.__version__}"
+
+    def measure_copy_gbps(self) -> float | None:
+        """The device's measured copy bandwidth in GB/s (bytes read + written per second,
+        :data:`COPY_BYTES`-sized buffers, median of :data:`COPY_REPEATS` copies), or None
+        where the backend cannot time a copy. Called on the engine thread once per open
+        device (:meth:`engine.runner.Sweep.ensure_open`)."""
+        return None
 
     def max_buffer_bytes(self) -> int | None:
         """The largest single buffer the open device allocates (OpenCL's

@@ -8,8 +8,9 @@ import time
 import numpy as np
 
 from .. import cpus
+from ..peaks import copy_gbps
 from ..registry import Variant
-from .base import (INT_POISON, Backend, BackendError, BackendStatus, CompiledKernel,
+from .base import (COPY_BYTES, COPY_REPEATS, INT_POISON, Backend, BackendError, BackendStatus, CompiledKernel,
                    DeviceInfo, Workspace, keep_timing)
 
 #: Written before each cold launch: larger than any desktop CPU's last-level cache.
@@ -63,6 +64,22 @@ class CpuBackend(Backend):
         except OSError:
             pass
         return self._info().memory_bytes or 2**34
+
+    def measure_copy_gbps(self) -> float | None:
+        # numpy's copy of a buffer larger than the last-level cache: main-memory bandwidth
+        # as one thread sees it (what numpy's element-wise work gets).
+        nbytes = min(COPY_BYTES // 4, self.free_memory() // 8) // 4 * 4
+        if nbytes < 2**20:
+            return None
+        src = np.ones(nbytes // 4, dtype=np.float32)
+        dst = np.empty_like(src)
+        times = []
+        for i in range(COPY_REPEATS // 2 + 2):
+            t0 = time.perf_counter()
+            np.copyto(dst, src)
+            if i:
+                times.append((time.perf_counter() - t0) * 1e3)
+        return copy_gbps(nbytes, float(np.median(times)))
 
     def compile(self, variant: Variant, params, dtype) -> CompiledKernel:
         return CompiledKernel(variant, dict(params), dtype, handle=np.matmul,

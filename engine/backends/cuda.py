@@ -19,8 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import cpus
+from ..peaks import copy_gbps, cuda_peaks
 from ..registry import ROOT, Variant
-from .base import (FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, BackendStatus, BuildError,
+from .base import (COPY_BYTES, COPY_REPEATS, FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, BackendStatus, BuildError,
                    CompiledKernel, DeviceInfo, Workspace, keep_timing)
 
 
@@ -134,15 +135,6 @@ class ArchUnavailable(BackendError):
     skip = True
 
 
-def fp32_lanes_per_sm(major: int, minor: int) -> int | None:
-    """FP32 lanes per SM by compute capability (CUDA C Programming Guide's throughput table)."""
-    table = {(5, 0): 128, (5, 2): 128, (5, 3): 128, (6, 0): 64, (6, 1): 128, (6, 2): 128,
-             (7, 0): 64, (7, 2): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128,
-             (8, 9): 128, (9, 0): 128, (10, 0): 128, (10, 3): 128, (11, 0): 128,
-             (12, 0): 128, (12, 1): 128}
-    return table.get((major, minor))
-
-
 def _import_cuda():
     try:
         import pycuda.driver as drv  # noqa: PLC0415  (lazy; the engine thread makes the context)
@@ -180,11 +172,9 @@ def _device_info(drv, index: int) -> DeviceInfo:
                       memory_clock_mhz=mem_khz / 1e3 if mem_khz else None,
                       bus_width_bits=bus, l2_bytes=attr("L2_CACHE_SIZE"),
                       compute_capability=f"{major}.{minor}")
-    lanes = fp32_lanes_per_sm(major, minor)
-    notes = []
-    if lanes and sms and clock_khz:
-        info.peak_gflops_fp32 = sms * lanes * 2 * clock_khz / 1e6
-        notes.append(f"peak FP32 = {sms} SMs × {lanes} lanes × 2 × {clock_khz / 1e3:.0f} MHz")
+    peaks, notes = cuda_peaks(major, minor, sms, clock_khz / 1e3 if clock_khz else None)
+    info.peak_gflops_fp32, info.peak_gflops_tf32 = peaks.get("fp32"), peaks.get("tf32")
+    info.peak_gops_int32 = peaks.get("int32")
     if mem_khz and bus:
         info.peak_gbps = 2 * mem_khz * 1e3 * bus / 8 / 1e9
         notes.append("bandwidth = 2 × memory clock × bus width")
@@ -444,6 +434,33 @@ class CudaBackend(Backend):
             except self.drv.Error as exc:
                 raise BackendError(f"allocating C ({nbytes / 2**20:.1f} MiB) failed: {exc}") from None
             ws.c_shape = tuple(shape)
+
+    def measure_copy_gbps(self) -> float | None:
+        drv = self.drv
+        nbytes = min(COPY_BYTES, self.free_memory() // 8) // 4 * 4
+        if nbytes < 2**20:
+            return None
+        try:
+            src, dst = drv.mem_alloc(nbytes), drv.mem_alloc(nbytes)
+        except drv.Error:
+            return None
+        try:
+            drv.memset_d32(src, 0x3F800000, nbytes // 4)
+            times = []
+            for i in range(COPY_REPEATS + 1):
+                e0, e1 = drv.Event(), drv.Event()
+                e0.record()
+                drv.memcpy_dtod(dst, src, nbytes)
+                e1.record()
+                e1.synchronize()
+                if i:                                   # the first copy warms up
+                    times.append(e0.time_till(e1))
+        except drv.Error as exc:
+            raise BackendError(f"the copy-bandwidth probe failed: {exc}") from None
+        finally:
+            src.free()
+            dst.free()
+        return copy_gbps(nbytes, float(np.median(times)))
 
     def poison_output(self, ws) -> None:
         count = int(np.prod(ws.c_shape))

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..peaks import copy_gbps
 from ..registry import Variant
-from .base import (FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, BackendStatus, BuildError,
+from .base import (COPY_BYTES, COPY_REPEATS, FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, BackendStatus, BuildError,
                    CompiledKernel, DeviceInfo, Workspace, keep_timing)
 
 
@@ -54,11 +55,11 @@ def _device_info(cl, dev, index: int) -> DeviceInfo:
         major = dev.get_info(0x4000)  # CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
         minor = dev.get_info(0x4001)
         info.compute_capability = f"{major}.{minor}"
-        from .cuda import fp32_lanes_per_sm  # noqa: PLC0415
-        lanes = fp32_lanes_per_sm(major, minor)
-        if lanes and info.clock_mhz:
-            info.peak_gflops_fp32 = info.compute_units * lanes * 2 * info.clock_mhz / 1e3
-            notes.append("peak FP32 = SMs × FP32 lanes × 2 × clock")
+        from ..peaks import cuda_peaks  # noqa: PLC0415
+        peaks, how = cuda_peaks(major, minor, info.compute_units, info.clock_mhz)
+        # OpenCL kernels reach neither TF32 tensor cores nor anything but FP32 and int32.
+        info.peak_gflops_fp32, info.peak_gops_int32 = peaks.get("fp32"), peaks.get("int32")
+        notes.extend(n for n in how if not n.startswith("peak TF32"))
     if info.peak_gflops_fp32 is None:
         notes.append("OpenCL does not report FP32 lanes or memory bandwidth for this device")
     info.notes = "; ".join(notes)
@@ -160,6 +161,32 @@ class OpenCLBackend(Backend):
     def free_memory(self) -> int:
         # OpenCL cannot report free memory; the device total bounds what we may ask for.
         return int(self.dev.global_mem_size)
+
+    def measure_copy_gbps(self) -> float | None:
+        cl = self.cl
+        host = bool(self.dev.type & cl.device_type.CPU)
+        # A CPU device copies through host caches of tens of MiB: 64 MiB still streams.
+        nbytes = min(COPY_BYTES // 4 if host else COPY_BYTES, int(self.dev.max_mem_alloc_size),
+                     int(self.dev.global_mem_size) // 8) // 4 * 4
+        if nbytes < 2**20:
+            return None
+        mf = cl.mem_flags
+        src = cl.Buffer(self.ctx, mf.READ_WRITE, nbytes)
+        dst = cl.Buffer(self.ctx, mf.READ_WRITE, nbytes)
+        try:
+            cl.enqueue_fill_buffer(self.queue, src, np.float32(1.0), 0, nbytes)
+            times = []
+            for i in range(COPY_REPEATS // 2 + 2 if host else COPY_REPEATS + 1):
+                ev = cl.enqueue_copy(self.queue, dst, src, byte_count=nbytes)
+                ev.wait()
+                if i:
+                    times.append((ev.profile.end - ev.profile.start) * 1e-6)
+        except cl.Error as exc:
+            raise BackendError(f"the copy-bandwidth probe failed: {exc}") from None
+        finally:
+            src.release()
+            dst.release()
+        return copy_gbps(nbytes, float(np.median(times)))
 
     def max_buffer_bytes(self) -> int | None:
         return int(self.dev.max_mem_alloc_size)
