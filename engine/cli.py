@@ -213,6 +213,37 @@ def _results_table(recs: list[records.ResultRecord]):
     return t
 
 
+def lab_best_table(recs: list[records.ResultRecord]):
+    """Per shape and precision, the lab best (:func:`engine.records.lab_best`: the fastest
+    verified lab kernel) beside cuBLAS of that precision; None when fewer than two of the
+    lab's variants ran (one kernel is its own best)."""
+    from rich.markup import escape  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
+    lab = [r for r in recs if not records.is_reference_record(r)]
+    if len({r.variant for r in lab}) < 2:
+        return None
+    best = records.lab_best(recs)
+    if not best:
+        return None
+    t = Table(title="Lab best: the fastest verified kernel per shape (dispatching by shape, as cuBLAS does)")
+    for col, just in (("shape", "right"), ("precision", "left"), ("kernel", "left"),
+                      ("median ms", "right"), ("GFLOP/s", "right"), ("% of cuBLAS", "right"),
+                      ("% peak", "right")):
+        t.add_column(col, justify=just)
+    with_device = len({r.device_key() for r in recs}) > 1
+    if with_device:
+        t.add_column("device", justify="left")
+    for key, r in sorted(best.items(), key=lambda kv: (kv[1].m * kv[1].n * kv[1].k, kv[0][-1])):
+        pct = r.pct_of_cublas
+        t.add_row(format_shape((r.m, r.n, r.k)), key[-1].upper(), escape(r.label()),
+                  f"{r.median_ms:.4f}", f"{r.gflops:,.1f}",
+                  f"{pct:.1f}" if math.isfinite(pct) else "— (no cuBLAS line)",
+                  f"{r.pct_of_peak:.1f}" if math.isfinite(r.pct_of_peak) else "—",
+                  *([escape(r.device_label())] if with_device else []))
+    return t
+
+
 def _default_backend(status) -> str:
     """The first available backend of ``status`` (a :func:`probe_all` result)."""
     for name in BACKENDS:
@@ -355,6 +386,9 @@ def run_bench(argv: Sequence[str]) -> int:
         for eng in engines + (joiners.made if joiners is not None else []):
             eng.close()
     console.print(_results_table(recs))
+    lab = lab_best_table(recs)
+    if lab is not None:
+        console.print(lab)
     profile_failed = False
     if args.profile and not interrupted:
         profile_failed = _profile(recs, plan, profile_dir, profile_metrics, console, err)

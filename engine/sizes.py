@@ -9,8 +9,18 @@ import re
 
 Shape = tuple[int, int, int]
 MAX_DIM = 1 << 20
+#: Shapes beyond square powers of two (issue 11, benchmarks/shapes.py): square and
+#: ragged, odd sizes (nothing a multiple of 4), flat K, tall and wide panels, skinny
+#: panels and matrix-vector products (M or N ≤ 64, where bandwidth decides).
+SHAPE_SUITE: list[Shape] = [
+    (1024, 1024, 1024), (1000, 1000, 1000), (1536, 1536, 1536), (3000, 3000, 3000),
+    (4096, 4096, 4096), (4100, 4090, 4095), (8192, 8192, 8192), (8192, 8192, 256),
+    (12288, 1024, 4096), (1024, 12288, 4096), (64, 4096, 4096), (16, 8192, 8192),
+    (1, 8192, 8192), (8192, 1, 8192),
+]
 PRESETS: dict[str, list[Shape]] = {
     "powers of two 128–4096": [(n, n, n) for n in (128, 256, 512, 1024, 2048, 4096)],
+    "shape suite (odd, flat, skinny, GEMV)": SHAPE_SUITE,
     "seed table 16/160/1600": [(n, n, n) for n in (16, 160, 1600)],
     "seed table 1024/2048/4096": [(n, n, n) for n in (1024, 2048, 4096)],
     "odd shapes": [(127, 253, 61), (61, 127, 253), (253, 61, 127)],

@@ -1,0 +1,277 @@
+"""The shape suite: every contender kernel, tuned per shape, against both cuBLAS lines.
+
+    python3 benchmarks/shapes.py [--backend cuda] [--device 0] [--sizes SUITE_OR_SIZES]
+                                 [--variants a,b] [--params 'bk=16'] [--out DIR]
+
+For each shape of the suite (``engine.sizes.SHAPE_SUITE``: square and odd sizes, flat K,
+tall and wide panels, skinny panels and matrix-vector products; or ``--sizes``), every
+parameter combination of every contender valid at that shape is compiled, verified and
+timed through the engine (``Sweep``), with the library references (cuBLAS strict FP32 and
+TF32) in the same run. The winners are stored in the autotune cache (``--cache``), so the
+window's and the CLI's autotune start from them.
+
+Per shape the table gives the lab best (engine.records.lab_best: the fastest verified
+kernel of the lab, what dispatching by shape gives) of each precision with its % of the
+same-precision cuBLAS line and % of the precision's peak, and, for memory-bound shapes
+(arithmetic intensity under the FP32 ridge of the measured copy bandwidth), the
+effective bandwidth as % of the measured device-to-device copy bandwidth. Below it, for
+each variant: how close the parameters guessed from the other shapes of its shape class
+(``engine.autotune.guess``, leave-one-out) come to the full search at each shape.
+
+Contenders (``--variants`` unset): per precision the highest rungs of the ladder on the
+backend (``CONTENDERS`` of them), the seeds where a backend has no rungs. All records go
+to ``DIR/shapes.json``, the table to ``DIR/shapes.txt`` (DIR: ``--out``, else $OUT, else
+benchmarks/results).
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from engine import autotune, records, registry  # noqa: E402
+from engine.cli import parse_param_overrides  # noqa: E402
+from engine.records import ResultRecord, is_reference_record, lab_best, record_precision  # noqa: E402
+from engine.registry import params_to_str  # noqa: E402
+from engine.runner import Plan, Sweep, expand_items  # noqa: E402
+from engine.sizes import SHAPE_SUITE, format_shape, parse_sizes  # noqa: E402
+
+#: How many of a precision's highest rungs run by default.
+CONTENDERS = 5
+
+
+def contenders(backend: str) -> list[str]:
+    """The references, then per precision the highest rungs (by ladder order) on
+    ``backend``; a backend without rungs runs its seeds and baseline."""
+    pool = registry.variants_for(backend)
+    out = [v.name for v in pool if v.role == "reference"]
+    for precision in ("fp32", "tf32"):
+        for roles in (("rung",), ("seed", "baseline")):
+            mine = [v for v in pool if v.role in roles and v.precision == precision and v.kind == "gemm"]
+            if mine:
+                mine.sort(key=lambda v: (v.order if v.order is not None else -1, v.name), reverse=True)
+                out += [v.name for v in mine[:CONTENDERS]]
+                break
+    return out
+
+
+def items_at(backend: str, names: list[str], overrides, shape, dtype: str) -> list[tuple[str, dict]]:
+    """Every combination of ``names`` valid at ``shape`` (invalid ones are left out: the
+    constraint says why in ``bench``)."""
+    return [(n, p) for n, p in expand_items(backend, names, overrides)
+            if registry.get(n).check(backend, p, *shape, dtype) is None]
+
+
+def is_memory_bound(r: ResultRecord) -> bool:
+    """Under the FP32 ridge point of the measured copy bandwidth: bytes, not FLOPs, decide."""
+    peak, copy = r.extra.get("peak_gflops"), r.extra.get("copy_gbps")
+    if record_precision(r) != "fp32":
+        return False
+    if not (peak and copy and r.bytes):
+        return False
+    return r.flops / r.bytes < peak / copy
+
+
+def _pct(x: float) -> str:
+    return f"{x:.1f}" if isinstance(x, float) and math.isfinite(x) else "—"
+
+
+def summary_rows(recs: list[ResultRecord]) -> list[dict]:
+    """Per shape: the lab best of each precision, % of its cuBLAS and peak, bandwidth."""
+    refs = registry.references_by_precision()
+    ref_time: dict[tuple, float] = {}
+    for r in recs:
+        if r.variant in refs.values() and r.status == "ok" and math.isfinite(r.median_ms):
+            key = (r.m, r.n, r.k, record_precision(r))
+            ref_time[key] = min(ref_time.get(key, math.inf), r.median_ms)
+    best = lab_best(recs)
+    shapes = list(dict.fromkeys((r.m, r.n, r.k) for r in recs))
+    rows = []
+    for shape in shapes:
+        row = {"shape": shape, "verified": sum(1 for r in recs if (r.m, r.n, r.k) == shape
+                                              and r.status == "ok" and r.passed is True),
+               "ran": sum(1 for r in recs if (r.m, r.n, r.k) == shape and r.status != "skipped")}
+        for precision in ("fp32", "tf32"):
+            won = [r for key, r in best.items() if (r.m, r.n, r.k) == shape and key[-1] == precision]
+            if not won:
+                continue
+            r = min(won, key=lambda x: x.median_ms)
+            ref = ref_time.get(shape + (precision,))
+            row[precision] = {
+                "label": r.label(), "ms": r.median_ms, "gflops": r.gflops, "gbps": r.gbps,
+                "pct_of_cublas": 100.0 * ref / r.median_ms if ref else math.nan,
+                "pct_of_peak": r.pct_of_peak, "memory_bound": is_memory_bound(r),
+                "pct_of_copy": 100.0 * r.gbps / r.extra["copy_gbps"] if r.extra.get("copy_gbps") else math.nan,
+                "cublas_ms": ref if ref else math.nan}
+        rows.append(row)
+    return rows
+
+
+def summary_table(rows: list[dict], device) -> str:
+    head = (f"{'shape':<18} {'FP32 lab best':<44} {'TFLOP/s':>8} {'%cuBLAS':>8} {'%peak':>6} "
+            f"{'GB/s':>7} {'%copy':>6}   {'TF32 lab best':<40} {'TFLOP/s':>8} {'%cuBLAS':>8} {'%peak':>6}")
+    lines = []
+    if device is not None:
+        bits = [f"device: {device.name} (cc {device.compute_capability})"]
+        for what, v in (("FP32 SIMT", device.peak_gflops_fp32), ("TF32 tensor", device.peak_gflops_tf32)):
+            if v:
+                bits.append(f"{what} peak {v / 1e3:.1f} TFLOP/s")
+        if device.copy_gbps:
+            bits.append(f"measured copy {device.copy_gbps:,.0f} GB/s")
+        lines.append("; ".join(bits))
+    lines += [head, "-" * len(head)]
+    for row in rows:
+        f, t = row.get("fp32"), row.get("tf32")
+        cells = [f"{format_shape(row['shape']):<18}"]
+        if f:
+            bw = f"{f['gbps']:>7.0f} {_pct(f['pct_of_copy']) if f['memory_bound'] else '':>6}"
+            cells.append(f"{f['label'][:44]:<44} {f['gflops'] / 1e3:>8.2f} {_pct(f['pct_of_cublas']):>8} "
+                         f"{_pct(f['pct_of_peak']):>6} {bw}")
+        else:
+            cells.append(f"{'—':<44} {'':>8} {'':>8} {'':>6} {'':>7} {'':>6}")
+        if t:
+            cells.append(f"  {t['label'][:40]:<40} {t['gflops'] / 1e3:>8.2f} {_pct(t['pct_of_cublas']):>8} "
+                         f"{_pct(t['pct_of_peak']):>6}")
+        lines.append(" ".join(cells))
+    lines.append("memory-bound shapes (intensity under the FP32 ridge of the measured copy bandwidth) "
+                 "show their effective bandwidth as % of the copy")
+    return "\n".join(lines)
+
+
+def search_winners(recs: list[ResultRecord]) -> dict[tuple, ResultRecord]:
+    """{(variant, shape): the fastest verified record} of the lab's kernels."""
+    out: dict[tuple, ResultRecord] = {}
+    for r in recs:
+        if r.status != "ok" or r.passed is not True or not math.isfinite(r.median_ms) \
+                or is_reference_record(r):
+            continue
+        key = (r.variant, (r.m, r.n, r.k))
+        if key not in out or r.median_ms < out[key].median_ms:
+            out[key] = r
+    return out
+
+
+def guess_rows(recs: list[ResultRecord], backend: str, device_name: str, dtype: str,
+               cache: Path, arch: str | None = None) -> list[dict]:
+    """For each (variant, shape) searched: the parameters ``autotune.guess`` proposes from
+    the other shapes (leave-one-out: the shape's own entry ignored) and how fast they ran
+    in the full search, as % of the search's best. ``cache`` holds the winners."""
+    times: dict[tuple, float] = {}
+    for r in recs:
+        if r.status == "ok" and r.passed is True and math.isfinite(r.median_ms):
+            times[(r.variant, (r.m, r.n, r.k), params_to_str(r.params))] = r.median_ms
+    searched: dict[tuple, list[dict]] = defaultdict(list)
+    for r in recs:
+        if r.status != "skipped":
+            searched[(r.variant, (r.m, r.n, r.k))].append(dict(r.params))
+    rows = []
+    for (variant, shape), best in search_winners(recs).items():
+        # among the combinations the search ran, so that each guess has a time to compare
+        g = autotune.guess_candidates(backend, device_name, variant, dtype, shape, path=cache,
+                                      exclude_exact=True, arch=arch, combos=searched[(variant, shape)])
+        if not g.candidates:
+            continue
+        params = g.candidates[0]
+        how = f"class ({g.shapes} shapes)" if g.source == "class" else g.source
+        t = times.get((variant, shape, params_to_str(params)))
+        rows.append({"variant": variant, "shape": shape, "guess": params, "how": how,
+                     "best": dict(best.params),
+                     "pct_of_search": 100.0 * best.median_ms / t if t else math.nan})
+    return rows
+
+
+def guess_table(rows: list[dict]) -> str:
+    if not rows:
+        return "guess from shape class: nothing to compare"
+    lines = [f"{'variant':<18} {'shape':<18} {'guess (leave-one-out)':<36} {'from':<22} "
+             f"{'% of full search':>16}   best"]
+    by_variant = defaultdict(list)
+    for row in rows:
+        by_variant[row["variant"]].append(row)
+        lines.append(f"{row['variant']:<18} {format_shape(row['shape']):<18} "
+                     f"{params_to_str(row['guess'])[:36]:<36} {row['how'][:22]:<22} "
+                     f"{_pct(row['pct_of_search']):>16}   {params_to_str(row['best'])}")
+    got = [r["pct_of_search"] for r in rows if math.isfinite(r["pct_of_search"])]
+    if got:
+        exact = sum(1 for r in rows if r["guess"] == r["best"])
+        lines.append(f"guess vs full search over {len(got)} (variant, shape) pairs: median "
+                     f"{sorted(got)[len(got) // 2]:.1f}%, worst {min(got):.1f}%, the best parameters "
+                     f"themselves {exact} of {len(rows)}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--backend", default="cuda")
+    ap.add_argument("--device", type=int, default=0)
+    ap.add_argument("--sizes", default=None, help="size text (default: the shape suite)")
+    ap.add_argument("--variants", default=None, help="kernels (default: the contenders)")
+    ap.add_argument("--params", default=None, help="restrict parameters, e.g. 'bk=16;stages=3'")
+    ap.add_argument("--dtype", default="float32", choices=("float32", "int32"))
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--cache", default=None,
+                    help="autotune cache to store the winners in (default: DIR/autotune.json)")
+    args = ap.parse_args(argv)
+
+    shapes = parse_sizes(args.sizes) if args.sizes else list(SHAPE_SUITE)
+    names = args.variants.split(",") if args.variants else contenders(args.backend)
+    names = [n for n in names if args.backend in registry.get(n).backends]
+    overrides = parse_param_overrides(args.params) if args.params else {}
+    out = Path(args.out or os.environ.get("OUT") or ROOT / "benchmarks" / "results")
+    out.mkdir(parents=True, exist_ok=True)
+    cache = Path(args.cache) if args.cache else out / "autotune.json"
+
+    sweep = Sweep()
+    recs: list[ResultRecord] = []
+
+    def emit(ev):
+        if ev.kind == "log" and ev.level == "error":
+            print("  [error]", ev.message, flush=True)
+        elif ev.kind == "result" and ev.record is not None:
+            r = ev.record
+            g = r.gflops / 1e3 if math.isfinite(r.gflops) else float("nan")
+            print(f"  {r.label():<64} {format_shape((r.m, r.n, r.k)):>16} {r.status:<8} {g:8.2f} TFLOP/s",
+                  flush=True)
+
+    try:
+        for shape in shapes:
+            items = items_at(args.backend, names, overrides, shape, args.dtype)
+            plan = Plan(backend=args.backend, items=items, shapes=[shape], dtype=args.dtype,
+                        device=args.device, warmup=args.warmup, repeats=args.repeats)
+            print(f"== {format_shape(shape)}: {len(items)} runs", flush=True)
+            recs += sweep.run(plan, emit)
+        device = sweep.device
+    finally:
+        sweep.close()
+    if device is None:
+        print(f"the {args.backend} backend did not open", file=sys.stderr)
+        return 1
+    for (variant, shape), best in search_winners(recs).items():
+        searched = sum(1 for r in recs if r.variant == variant and (r.m, r.n, r.k) == shape)
+        # every combination's speed relative to the winner: what the shape's class learns
+        autotune.store(args.backend, device.name, variant, args.dtype, shape, best, searched, cache,
+                       records=[r for r in recs if r.variant == variant and (r.m, r.n, r.k) == shape])
+    text = summary_table(summary_rows(recs), device)
+    arch = f"sm_{device.compute_capability.replace('.', '')}" if device.compute_capability else None
+    text += "\n\n" + guess_table(guess_rows(recs, args.backend, device.name, args.dtype, cache, arch))
+    bad = [r for r in recs if r.status not in ("ok", "skipped")]
+    text += "".join(f"\n!! {r.label()} at {format_shape((r.m, r.n, r.k))}: {r.status}: {r.error[:200]}"
+                    for r in bad)
+    print(text)
+    records.save(recs, out / "shapes.json")
+    (out / "shapes.txt").write_text(text + "\n")
+    print(f"records: {out / 'shapes.json'}")
+    return 0 if not bad else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

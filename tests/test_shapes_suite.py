@@ -1,0 +1,130 @@
+"""The shape suite: benchmarks/shapes.py on the OpenCL backend (PoCL), the suite as a size
+preset in the window, and the lab best table of ``bench``."""
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+import pytest  # noqa: E402
+
+from engine import records  # noqa: E402
+from engine.sizes import PRESETS, SHAPE_SUITE, format_shape, parse_sizes  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _shapes_module():
+    spec = importlib.util.spec_from_file_location("shapes_bench", ROOT / "benchmarks" / "shapes.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _opencl_available() -> bool:
+    from engine.backends import probe_all
+    return probe_all()["opencl"].available
+
+
+def test_suite_holds_the_issues_shapes_and_reads_back_as_text():
+    wanted = {(1024,) * 3, (1000,) * 3, (1536,) * 3, (3000,) * 3, (4096,) * 3, (4100, 4090, 4095),
+              (8192,) * 3, (8192, 8192, 256), (12288, 1024, 4096), (1024, 12288, 4096),
+              (64, 4096, 4096), (16, 8192, 8192), (1, 8192, 8192), (8192, 1, 8192)}
+    assert wanted <= set(SHAPE_SUITE)
+    assert parse_sizes(",".join(format_shape(s) for s in SHAPE_SUITE)) == SHAPE_SUITE
+    assert any(v == SHAPE_SUITE for v in PRESETS.values())
+
+
+def test_window_size_preset_gives_the_suite(qtbot):
+    from gui.sizes_editor import SizesEditor
+
+    ed = SizesEditor()
+    qtbot.addWidget(ed)
+    name = next(n for n, v in PRESETS.items() if v == SHAPE_SUITE)
+    ed.preset.setCurrentText(name)
+    assert ed.shapes() == SHAPE_SUITE
+    # Typing the suite back selects the preset again.
+    ed.preset.setCurrentIndex(0)
+    ed.set_text(", ".join(format_shape(s) for s in SHAPE_SUITE))
+    assert ed.preset.currentText() == name
+
+
+@pytest.mark.skipif(not _opencl_available(), reason="no OpenCL device (install pocl-opencl-icd)")
+def test_shapes_script_runs_verifies_tunes_and_guesses(tmp_path):
+    """Two shapes of one class and one of another on PoCL: every record verified, a lab
+    best per shape, the winners in the autotune cache with their class, and the
+    leave-one-out guess of each shape compared with its full search."""
+    out = tmp_path / "out"
+    sizes = "40x36x28,44x40x32,33x17x65"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "shapes.py"), "--backend", "opencl",
+                           "--sizes", sizes, "--variants", "naive,tiled_any,wpt", "--params", "ts=8,16",
+                           "--warmup", "1", "--repeats", "3", "--out", str(out)],
+                          capture_output=True, text=True, timeout=900, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    recs = records.load(out / "shapes.json")
+    ran = [r for r in recs if r.status != "skipped"]
+    assert ran and all(r.status == "ok" and r.passed is True for r in ran)
+    assert {(r.m, r.n, r.k) for r in ran} == set(parse_sizes(sizes))
+    assert all(r.extra.get("precision") == "fp32" for r in ran)
+    table = (out / "shapes.txt").read_text()
+    mod = _shapes_module()
+    rows = mod.summary_rows(recs)
+    assert [row["shape"] for row in rows] == parse_sizes(sizes)
+    for row in rows:
+        at = [r for r in ran if (r.m, r.n, r.k) == row["shape"]]
+        fastest = min(at, key=lambda r: r.median_ms)
+        assert row["fp32"]["label"] == fastest.label()
+        assert row["fp32"]["ms"] == fastest.median_ms
+        assert f"{format_shape(row['shape']):<18} {fastest.label()}" in table
+    cache = json.loads((out / "autotune.json").read_text())
+    assert len(cache) == 3 * 3                      # 3 variants × 3 shapes
+    # The two 4-aligned small shapes share a class: each one's guess comes from the other.
+    assert "from" in table and "class (1 shapes)" in table
+    guess = [ln for ln in table.splitlines() if ln.startswith("guess vs full search over")]
+    assert guess and "9 (variant, shape) pairs" in guess[0]
+    pcts = [float(ln.split()[-2]) for ln in table.splitlines()
+            if ln.split() and ln.split()[0] in ("naive", "tiled_any", "wpt") and "x" in ln.split()[1]]
+    assert len(pcts) == 9 and all(0 < p <= 100.0 + 1e-9 for p in pcts)
+
+
+def test_lab_best_keeps_the_fastest_verified_lab_kernel_per_shape_and_precision():
+    def rec(variant, ms, shape=(64, 64, 64), passed=True, status="ok", precision=None):
+        r = records.ResultRecord(backend="cuda", device="dev", variant=variant, params={}, m=shape[0],
+                                 n=shape[1], k=shape[2], dtype="float32", median_ms=ms, status=status,
+                                 passed=passed)
+        if precision:
+            r.extra["precision"] = precision
+        return r
+
+    recs = [rec("ffma_wide", 2.0), rec("skinny", 1.5, passed=False, status="failed"),
+            rec("cublas_fp32", 0.5), rec("ffma_regdb", 1.8), rec("tf32_mma", 0.9),
+            rec("tf32_wgmma_tma", 0.7), rec("cublas_tf32", 0.1), rec("ffma_wide", 3.0, shape=(1, 64, 64))]
+    best = records.lab_best(recs)
+    got = {((r.m, r.n, r.k), k[-1]): r.variant for k, r in best.items()}
+    # failed verification, references: never the lab best
+    assert got == {((64, 64, 64), "fp32"): "ffma_regdb", ((64, 64, 64), "tf32"): "tf32_wgmma_tma",
+                   ((1, 64, 64), "fp32"): "ffma_wide"}
+    assert not math.isnan(best[next(iter(best))].median_ms)
+
+
+@pytest.mark.skipif(not _opencl_available(), reason="no OpenCL device (install pocl-opencl-icd)")
+def test_bench_prints_the_lab_best_table(tmp_path):
+    """``bench`` with two lab kernels adds the lab best table: per shape the fastest
+    verified one (checked against the saved records)."""
+    out = tmp_path / "r.json"
+    proc = subprocess.run([sys.executable, "main.py", "bench", "--backend", "opencl", "--variants",
+                           "naive,tiled_any", "--sizes", "33x17x65,48", "--repeats", "3", "--out", str(out)],
+                          capture_output=True, text=True, timeout=600, cwd=ROOT,
+                          env={**os.environ, "COLUMNS": "200"})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "Lab best" in proc.stdout
+    lab = proc.stdout[proc.stdout.index("Lab best"):]
+    for shape in ((33, 17, 65), (48, 48, 48)):
+        at = [r for r in records.load(out) if (r.m, r.n, r.k) == shape]
+        fastest = min(at, key=lambda r: r.median_ms)
+        line = next(ln for ln in lab.splitlines() if f" {format_shape(shape)} " in ln)
+        assert fastest.label() in line and "FP32" in line
