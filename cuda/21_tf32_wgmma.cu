@@ -1,8 +1,8 @@
 /*
 +++
 name = "tf32_wgmma"
-title = "TF32 on Hopper's warpgroup MMA (wgmma.m64n128k8, sm_90a): 128×BN tiles, 2 warpgroups, operands in 128B-swizzled shared memory fed by a cp.async pipeline (B transposed to K-major on the way)."
-source = "PTX ISA wgmma.mma_async + matrix descriptors; CUTLASS sm90 GMMA mainloop (cp.async instead of TMA)"
+title = "TF32 on Hopper's warpgroup MMA (wgmma.m64n128k8, sm_90a): 128×BN tiles, 2 warpgroups, operands in 128B-swizzled shared memory fed by a cp.async pipeline (B transposed to K-major on the way), each thread rounding the elements it copied to TF32 round-to-nearest like cuBLAS."
+source = "PTX ISA wgmma.mma_async + matrix descriptors, cvt.rna.tf32.f32; CUTLASS sm90 GMMA mainloop (cp.async instead of TMA)"
 role = "rung"
 order = 21
 dtypes = ["float32"]
@@ -39,6 +39,24 @@ shared = "stages * (128 + bn) * 32 * 4 + 1024"    # + 1024: swizzle-atom alignme
  * The tensor cores read A and B as TF32 (the low 13 mantissa bits ignored); precision
  * "tf32".
  *
+ * Rounding (TF32_RN = 1, the default). Ignoring the low 13 bits truncates raw FP32 inputs
+ * (rounds toward zero), a one-sided error that makes the relative L2 error ~2.5x cuBLAS
+ * TF32's (6.9e-4 vs 2.7e-4 at 2048^3, uniform inputs, measured on 23_tf32_wgmma_tma.cu).
+ * cuBLAS and 20_tf32_mma round to nearest: cvt.rna.tf32.f32 (ties away from zero), whose
+ * .b32 result is the FP32 pattern with the low 13 bits zero, stored back as a float. This
+ * kernel has no pre-pass (adding one is 22's step), and cp.async cannot convert, so both
+ * operands are rounded in shared memory: after cp.async.wait_group says k-tile t has
+ * landed, each thread rounds exactly the elements it copied of that tile (its own copies
+ * are visible to it after the wait: no extra barrier), i.e. its 4 16-byte A chunks
+ * (ld/st.shared.v4) and its BN/8 4-byte B elements (ld/st.shared.f32, conflict-free in the
+ * same 8 n x 4 k warp pattern as the copies), before the fence.proxy.async and barrier that
+ * already precede the wgmma of tile t. Zero-filled elements stay 0. The work (16 KB +
+ * BN * 128 bytes read and written per k-tile) overlaps the wgmma group of tile t-1 still in
+ * flight. ptxas: 159-166 registers at BN = 128 and 254 at BN = 256 (120 and 168 without the
+ * rounding: the B addresses stay in registers), no spills; one block per SM either way (set
+ * by shared memory). TF32_RN = 0 (edit the #define; not a registry parameter) restores
+ * truncation.
+ *
  * Technique and source: NVIDIA PTX ISA, "Asynchronous Warpgroup Level Matrix Multiply-
  * Accumulate" (wgmma.mma_async, matrix descriptors, swizzling modes, fence.proxy.async);
  * the CUTLASS sm90 GMMA collective mainloops; written anew for this lab (cp.async + manual
@@ -54,6 +72,7 @@ shared = "stages * (128 + bn) * 32 * 4 + 1024"    # + 1024: swizzle-atom alignme
  *   BN         block tile width: 128 or 256                      (default 128)
  *   STAGES     shared-memory stages, >= 3                         (default 4)
  *   MINB       __launch_bounds__ minimum blocks per SM            (default 1)
+ *   TF32_RN    1: round A and B to TF32 to nearest (as cuBLAS), 0: truncate (default 1)
  * Fixed: BM = 128, BK = 32. Shared memory is dynamic: STAGES * (128 + BN) * 128 + 1024
  * bytes (the 1024 to align the swizzle atoms).
  *
@@ -76,6 +95,9 @@ shared = "stages * (128 + bn) * 32 * 4 + 1024"    # + 1024: swizzle-atom alignme
 #ifndef MINB
 #define MINB 1
 #endif
+#ifndef TF32_RN
+#define TF32_RN 1
+#endif
 #define BM 128
 #define BK 32
 #define NT 256
@@ -83,8 +105,8 @@ shared = "stages * (128 + bn) * 32 * 4 + 1024"    # + 1024: swizzle-atom alignme
 #define A_BYTES (BM * BK * 4)                /* 16 KB */
 #define B_BYTES (BN * BK * 4)
 #define STAGE_BYTES (A_BYTES + B_BYTES)
-#if (BN != 128 && BN != 256) || STAGES < 3
-#error "BN must be 128 or 256 and STAGES >= 3"
+#if (BN != 128 && BN != 256) || STAGES < 3 || (TF32_RN != 0 && TF32_RN != 1)
+#error "BN must be 128 or 256, STAGES >= 3 and TF32_RN 0 or 1"
 #endif
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -126,6 +148,63 @@ __device__ __forceinline__ void load_tile(const float* __restrict__ A, const flo
         cp_async4(sb + swz(n, k), in ? &B[gk * N + gc] : B, in);
     }
 }
+
+#if TF32_RN
+/* x rounded to TF32, to nearest with ties away from zero (cvt.rna.tf32.f32): the FP32 bit
+   pattern with the low 13 mantissa bits zero, as a float */
+__device__ __forceinline__ float tf32_rna(float x)
+{
+    unsigned u;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(u) : "f"(x));
+    return __uint_as_float(u);
+}
+
+/* the elements load_tile copied for this thread into stage (sa, sb), rounded to TF32 in place:
+   same index arithmetic, loads first, then the stores */
+__device__ __forceinline__ void round_tile(unsigned sa, unsigned sb, int tid)
+{
+    constexpr int NA = BM * BK / 4 / NT;                /* 16-byte A chunks: 4 */
+    float4 va[NA];
+#pragma unroll
+    for (int it = 0; it < NA; ++it) {
+        const int v = tid + it * NT;
+        const int r = v >> 3, c = v & 7;
+        asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=f"(va[it].x), "=f"(va[it].y), "=f"(va[it].z), "=f"(va[it].w)
+                     : "r"(sa + (unsigned)(r * 128 + ((c ^ (r & 7)) << 4))) : "memory");
+    }
+#pragma unroll
+    for (int it = 0; it < NA; ++it) {
+        const int v = tid + it * NT;
+        const int r = v >> 3, c = v & 7;
+        asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n"
+                     :: "r"(sa + (unsigned)(r * 128 + ((c ^ (r & 7)) << 4))),
+                        "f"(tf32_rna(va[it].x)), "f"(tf32_rna(va[it].y)),
+                        "f"(tf32_rna(va[it].z)), "f"(tf32_rna(va[it].w)) : "memory");
+    }
+    const int lane = tid & 31, warp = tid >> 5;
+    constexpr int NB = BN * BK / NT;                    /* 4-byte B elements: BN / 8 */
+    constexpr int NBB = 16;                             /* in batches of 16 (registers) */
+#pragma unroll
+    for (int b0 = 0; b0 < NB; b0 += NBB) {
+        float vb[NBB];
+#pragma unroll
+        for (int j = 0; j < NBB; ++j) {
+            const int wi = warp + (b0 + j) * (NT / 32);
+            const int n = (wi % (BN / 8)) * 8 + (lane & 7);
+            const int k = (wi / (BN / 8)) * 4 + (lane >> 3);
+            asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(vb[j]) : "r"(sb + swz(n, k)) : "memory");
+        }
+#pragma unroll
+        for (int j = 0; j < NBB; ++j) {
+            const int wi = warp + (b0 + j) * (NT / 32);
+            const int n = (wi % (BN / 8)) * 8 + (lane & 7);
+            const int k = (wi / (BN / 8)) * 4 + (lane >> 3);
+            asm volatile("st.shared.f32 [%0], %1;\n" :: "r"(sb + swz(n, k)), "f"(tf32_rna(vb[j])) : "memory");
+        }
+    }
+}
+#endif
 #endif
 
 extern "C" __global__ __launch_bounds__(NT, MINB)
@@ -158,6 +237,9 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     }
     for (int t = 0; t < ktiles; ++t) {
         cp_async_wait<STAGES - 3>();                    /* tile t has landed (this thread) */
+#if TF32_RN
+        round_tile(base + (t % STAGES) * STAGE_BYTES, base + (t % STAGES) * STAGE_BYTES + A_BYTES, tid);
+#endif
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         __syncthreads();                                /* ... for all; wgmma <= t-2 done */
         {

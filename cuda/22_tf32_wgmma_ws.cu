@@ -1,8 +1,8 @@
 /*
 +++
 name = "tf32_wgmma_ws"
-title = "TF32 wgmma (m64nBNk8, sm_90a), warp-specialized: a producer warpgroup fills STAGES 128B-swizzled stages with 16-byte cp.async (B pre-transposed to K-major by a one-off pre-pass kernel, timed with the GEMM), full/empty mbarriers per stage, 2 consumer warpgroups with one wgmma group in flight; cl=2: 2-CTA clusters along M share the B tile (each loads half, DSMEM bulk copy to the peer)."
-source = "PTX ISA wgmma.mma_async, mbarrier, fence.proxy.async; CUTLASS sm90 warp-specialized GMMA mainloop (cp.async instead of TMA)"
+title = "TF32 wgmma (m64nBNk8, sm_90a), warp-specialized: a producer warpgroup fills STAGES 128B-swizzled stages with 16-byte cp.async (B pre-transposed to K-major by a one-off pre-pass kernel, timed with the GEMM), full/empty mbarriers per stage, 2 consumer warpgroups with one wgmma group in flight; inputs rounded to TF32 round-to-nearest like cuBLAS (B in the pre-pass, A by each producer thread on the chunks it copied); cl=2: 2-CTA clusters along M share the B tile (each loads half, DSMEM bulk copy to the peer)."
+source = "PTX ISA wgmma.mma_async, mbarrier, fence.proxy.async, cvt.rna.tf32.f32; CUTLASS sm90 warp-specialized GMMA mainloop (cp.async instead of TMA)"
 role = "rung"
 order = 22
 dtypes = ["float32"]
@@ -27,7 +27,7 @@ grid = ["cdiv(N, bn)", "cdiv(cdiv(M, 128), cl) * cl"]
 block = [384, 1]
 shared = "smem"
 
-[prepass]            # Bt (N × Kp) and, when K % 4, a padded copy of A (M × Kp)
+[prepass]            # Bt (N × Kp) and, when K % 4, a padded copy of A (M × Kp), rounded to TF32
 entry = "prepass"
 grid = ["cdiv(kp, 32)", "cdiv(N, 32) + (cdiv(M, 32) if K % 4 else 0)"]
 block = [32, 8]
@@ -45,22 +45,25 @@ scratch = "4 * kp * (N + (M if K % 4 else 0))"
  *    != 0 it also copies A into M rows of Kp floats (zero-padded), so that every operand
  *    row starts 16-byte aligned. At 4096^2 the transpose moves 2 x 64 MB (~0.04 ms at
  *    ~3.5 TB/s) against ~0.34 ms of GEMM at 400 TFLOP/s. TF32 wgmma reads only K-major
- *    operands from shared memory (no transpose flag for .tf32), hence the pre-pass.
+ *    operands from shared memory (no transpose flag for .tf32), hence the pre-pass. Every
+ *    value it writes is rounded to TF32 (see "Rounding").
  * 2. matmul: a block of 3 warpgroups (384 threads) computes a 128 x BN tile of C.
  *    Warpgroup 0 is the producer: its 128 threads copy the A (128 x 32) and Bt (BN x 32)
  *    k-tiles of a stage with 16-byte cp.async (src-size 0 zero-fills out-of-range rows and
  *    k) into the 128-byte swizzle layout (16-byte chunk c of row r at chunk c ^ (r % 8),
  *    1024-byte 8-row atoms), and releases a stage to the consumers on its "full" mbarrier
  *    once its copies have landed: cp.async.wait_group LAG (LAG = STAGES - 2 tiles stay in
- *    flight), fence.proxy.async.shared::cta (generic-proxy writes -> async-proxy reads of
+ *    flight), rounds the A chunks it copied of that tile to TF32 (see "Rounding"),
+ *    fence.proxy.async.shared::cta (generic-proxy writes -> async-proxy reads of
  *    the tensor cores), mbarrier.arrive. Warpgroups 1 and 2 are the consumers: each waits
  *    on the stage's full barrier, issues 4 wgmma.mma_async.m64nBNk8.f32.tf32.tf32
  *    back-to-back over the 32-deep k-tile (rows 64(g-1) .. 64(g-1)+63 of the tile, FP32
  *    accumulators in registers: BN/2 per thread), commits, waits with wgmma.wait_group 1
  *    (one group in flight) and then arrives on the "empty" mbarrier of the previous stage,
  *    which the producer waits on before refilling it. No setmaxnreg: the kernel fits the
- *    168-register cap of 384 threads (ptxas: 154 at BN = 256, no spills), while capping the
- *    producer at 40 or 56 registers made ptxas spill its precomputed copy addresses.
+ *    168-register cap of 384 threads (ptxas: 154 at BN = 256 with or without the rounding,
+ *    93-106 at BN = 128, no spills), while capping the producer at 40 or 56 registers made
+ *    ptxas spill its precomputed copy addresses.
  *    Epilogue: accumulators stored straight to C (float2 where N is even), guarded.
  *    CL = 2: the grid is made of 2-CTA clusters along M (__cluster_dims__(1, 2, 1)) that
  *    need the same Bt tile: each CTA's producer copies only its half (BN/2 rows) from L2
@@ -69,6 +72,22 @@ scratch = "4 * kp * (N + (M if K % 4 else 0))"
  *    mbarrier.arrive.expect_tx); a stage is empty when the consumer warps of both CTAs have
  *    arrived (local + remote mbarrier.arrive). L2->SM bytes per k-tile drop from 48 KB to
  *    32 KB at BN = 256. Cluster barriers after the barrier init and before exit.
+ *
+ * Rounding (TF32_RN = 1, the default). The tensor cores read a .tf32 operand as the FP32 bit
+ * pattern and ignore its low 13 mantissa bits: raw FP32 inputs are truncated (rounded toward
+ * zero), a one-sided error that made the relative L2 error ~2.5x cuBLAS TF32's (6.9e-4 vs
+ * 2.7e-4 at 2048^3, uniform inputs, measured on 23_tf32_wgmma_tma.cu, whose operands are
+ * these). cuBLAS and 20_tf32_mma round to nearest: cvt.rna.tf32.f32 (ties away from zero),
+ * whose .b32 result is the FP32 pattern with the low 13 bits zero, stored back as a float.
+ * The pre-pass rounds Bt (and Ap) as it writes them: free, the bytes move anyway. A, when
+ * K % 4 == 0, is copied from the caller's buffer, so each producer thread rounds the 8
+ * 16-byte chunks of the A tile that it copied itself (ld/st.shared.v4, conflict-free: a
+ * quarter warp covers one 128-byte row), after its cp.async.wait_group (which makes its own
+ * copies visible to it: no barrier needed) and before the fence.proxy.async that already
+ * precedes its arrival on the full barrier. Zero-filled chunks stay 0; when K % 4 != 0 the
+ * chunks come from the rounded Ap and rounding again changes nothing. Cost: 16 KB of shared
+ * loads + 16 KB of stores per k-tile, in the producer, which runs LAG tiles ahead of the
+ * consumers. TF32_RN = 0 (edit the #define; not a registry parameter) restores truncation.
  *
  * Technique and source: NVIDIA PTX ISA ("Asynchronous Warpgroup Level Matrix Multiply-
  * Accumulate": wgmma.mma_async, matrix descriptors, swizzling modes; mbarrier;
@@ -80,15 +99,17 @@ scratch = "4 * kp * (N + (M if K % 4 else 0))"
  *
  * Any M, N, K: bounds by zero-fill and guarded stores; the 16-byte copies need operand rows
  * that are multiples of 4 floats, which the pre-pass provides for Bt always and for A when
- * K % 4 != 0. The tensor cores read A and B as TF32: precision "tf32". Built for sm_90a
- * only (the cuda backend passes -gencode=arch=compute_90a,code=sm_90a for this variant);
- * for any other target matmul is a stub that traps, so that plain builds still link.
+ * K % 4 != 0. The tensor cores read A and B as TF32 (rounded to nearest as above): precision
+ * "tf32". Built for sm_90a only (the cuda backend passes
+ * -gencode=arch=compute_90a,code=sm_90a for this variant); for any other target matmul is
+ * a stub that traps, so that plain builds still link.
  *
  * Compile-time constants (defaults let the file compile alone):
  *   ELEM, ACC  must be float                                     (default float)
  *   BN         block tile width: 128 or 256                      (default 256)
  *   STAGES     shared-memory stages, >= 3                         (default 4)
  *   CL         CTAs per cluster along M sharing the B tile: 1 or 2 (default 1)
+ *   TF32_RN    1: round A and B to TF32 to nearest (as cuBLAS), 0: truncate (default 1)
  * Fixed: BM = 128, BK = 32. Dynamic shared memory: STAGES * (128 + BN) * 128 + 1024 (swizzle
  * atom alignment) + 256 (mbarriers).
  *
@@ -114,6 +135,9 @@ scratch = "4 * kp * (N + (M if K % 4 else 0))"
 #ifndef CL
 #define CL 1
 #endif
+#ifndef TF32_RN
+#define TF32_RN 1
+#endif
 #define BM 128
 #define BK 32
 #define NT 384
@@ -123,9 +147,22 @@ scratch = "4 * kp * (N + (M if K % 4 else 0))"
 #define STAGE_BYTES (A_BYTES + B_BYTES)
 #define BROWS (BN / CL)                      /* Bt rows of a stage this CTA copies from L2 */
 #define HALF_B_BYTES (BROWS * BK * 4)
-#if (BN != 128 && BN != 256) || STAGES < 3 || (CL != 1 && CL != 2)
-#error "BN must be 128 or 256, STAGES >= 3, CL 1 or 2"
+#if (BN != 128 && BN != 256) || STAGES < 3 || (CL != 1 && CL != 2) || (TF32_RN != 0 && TF32_RN != 1)
+#error "BN must be 128 or 256, STAGES >= 3, CL 1 or 2, TF32_RN 0 or 1"
 #endif
+
+/* x rounded to TF32, to nearest with ties away from zero (cvt.rna.tf32.f32, sm_80+): the FP32
+   bit pattern with the low 13 mantissa bits zero, as a float; TF32_RN 0: x unchanged */
+__device__ __forceinline__ float tf32_rna(float x)
+{
+#if TF32_RN && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned u;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(u) : "f"(x));
+    return __uint_as_float(u);
+#else
+    return x;
+#endif
+}
 
 /* B (K x N) -> Bt (N x Kp, K-major, zero-padded); if K % 4, A (M x K) -> Ap (M x Kp). */
 extern "C" __global__ __launch_bounds__(256)
@@ -142,7 +179,7 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             const int k = k0 + ty + 8 * i, n = n0 + tx;
-            tile[ty + 8 * i][tx] = (k < K && n < N) ? B[(size_t)k * N + n] : 0.f;
+            tile[ty + 8 * i][tx] = (k < K && n < N) ? tf32_rna(B[(size_t)k * N + n]) : 0.f;
         }
         __syncthreads();
 #pragma unroll
@@ -158,7 +195,7 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
         for (int i = 0; i < 4; ++i) {
             const int m = m0 + ty + 8 * i, k = k0 + tx;
             if (m < M && k < Kp)
-                Ap[(size_t)m * Kp + k] = k < K ? A[(size_t)m * K + k] : 0.f;
+                Ap[(size_t)m * Kp + k] = k < K ? tf32_rna(A[(size_t)m * K + k]) : 0.f;
         }
     }
 }
@@ -224,6 +261,27 @@ __device__ __forceinline__ void load_stage(const float* __restrict__ Ap, const f
                    in ? Bt + (size_t)gn * Kp + gk : Bt, in);
     }
 }
+
+#if TF32_RN
+/* the A chunks that load_stage copied for this thread (chunk ptid & 7 of rows ptid / 8 + 16 it,
+   the same swizzled chunk in every row: 2048 bytes apart), rounded to TF32 in place */
+__device__ __forceinline__ void round_stage_a(unsigned sa, int ptid)
+{
+    const int r0 = ptid >> 3, c = ptid & 7;
+    const unsigned a0 = sa + (unsigned)(r0 * 128 + ((c ^ (r0 & 7)) << 4));
+    float4 v[BM / 16];
+#pragma unroll
+    for (int it = 0; it < BM / 16; ++it)
+        asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=f"(v[it].x), "=f"(v[it].y), "=f"(v[it].z), "=f"(v[it].w)
+                     : "r"(a0 + it * 2048u) : "memory");
+#pragma unroll
+    for (int it = 0; it < BM / 16; ++it)
+        asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n"
+                     :: "r"(a0 + it * 2048u), "f"(tf32_rna(v[it].x)), "f"(tf32_rna(v[it].y)),
+                        "f"(tf32_rna(v[it].z)), "f"(tf32_rna(v[it].w)) : "memory");
+}
+#endif
 #endif
 
 extern "C" __global__ __launch_bounds__(NT, 1)
@@ -298,11 +356,18 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
             cp_async_commit();
             if (t >= LAG) {
                 cp_async_wait<LAG>();                   /* tile t - LAG has landed (this thread) */
+#if TF32_RN
+                round_stage_a(base + ((t - LAG) % STAGES) * STAGE_BYTES, tid);
+#endif
                 asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                 release_full(t - LAG);
             }
         }
         cp_async_wait<0>();
+#if TF32_RN
+        for (int t = ktiles > LAG ? ktiles - LAG : 0; t < ktiles; ++t)
+            round_stage_a(base + (t % STAGES) * STAGE_BYTES, tid);
+#endif
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         for (int t = ktiles > LAG ? ktiles - LAG : 0; t < ktiles; ++t)
             release_full(t);
