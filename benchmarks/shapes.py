@@ -249,6 +249,7 @@ def main(argv=None) -> int:
                         device=args.device, warmup=args.warmup, repeats=args.repeats)
             print(f"== {format_shape(shape)}: {len(items)} runs", flush=True)
             recs += sweep.run(plan, emit)
+            records.save(recs, out / "shapes.json")     # so far: a run cut short keeps its shapes
         device = sweep.device
     finally:
         sweep.close()
