@@ -12,6 +12,9 @@ bn = [64]
 bk = [8]
 tm = [8, 16]
 
+[defaults.sm_90]    # H200 (tests/data/h200_ladder_v2.json): tm=16 21.3 vs 16.5 TFLOP/s at 4096, 20.7 vs 16.7 at 2048
+tm = 16
+
 [derived]
 threads = "bn * bm // tm"
 

@@ -13,6 +13,9 @@ bk = [8, 16]
 tm = [8]
 tn = [8]
 
+[defaults.sm_90]    # H200 (tests/data/h200_ladder_v2.json): bk=16 33.0 vs 31.6 TFLOP/s at 4096, 32.3 vs 31.6 at 8192
+bk = 16
+
 [derived]
 threads = "(bn // tn) * (bm // tm)"
 

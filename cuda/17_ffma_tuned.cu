@@ -11,6 +11,9 @@ bm = [128, 64]
 kv = [4, 2]
 splitk = [1, 2]
 
+[defaults.sm_90]    # H200 (benchmarks/results/h200_ladder_v3.json): kv=2 39.8 vs 39.1 TFLOP/s at 4096, 40.2 vs 39.3 at 8192
+kv = 2
+
 [derived]
 # split-K slices: SPLITK while the per-tile counters suffice (MAX_TILES = 65536 in this
 # file), else 1 (no split)

@@ -10,17 +10,37 @@ Cache file: ``$MATMUL_LAB_CACHE/autotune.json`` when that variable is set (a pat
 in ``.json`` is taken as the file itself), else ``~/.cache/matmul-lab/autotune.json``
 (``$XDG_CACHE_HOME`` honoured).
 
+Shape classes: a search also records what it learnt about every combination it timed:
+the entry of a shape holds, besides the winner (``params``), ``relative`` (each timed
+combination's speed relative to the shape's best, 1.0 for the winner) and ``class``
+(:func:`shape_class`). The knowledge of a class is read from the entries of its shapes
+(:func:`class_stats`: per combination, the mean relative speed over the class's shapes),
+so it follows the class definition and old entries (winner only) still count.
+:func:`guess` gives the parameters to try first at a shape not searched yet: its own
+entry, else the class's most successful parameters valid at the shape, else the
+variant's defaults on the device's architecture. ``autotune(..., mode="guess")`` times
+only the class's best few (and the default) instead of the whole space; a guess is not
+stored (the cache keeps full searches only).
+
 Entry points:
 
 * :func:`autotune` ``(sweep_or_engine, backend, device, variant, shape, dtype, ...)
   -> (best_params, records)``: one variant at one shape; ``records`` are the search's
   records (empty when the cache answered). Give it a :class:`Sweep` on the engine
   thread, or an :class:`~engine.worker.EngineThread` from any other thread (it blocks).
+  ``mode="guess"``: time the guessed parameters only (see above).
+* :func:`guess` ``(backend, device_name, variant, dtype, shape, exclude_exact=...)``:
+  the parameters to try first; ``exclude_exact=True`` ignores the shape's own entry
+  (leave-one-out: how close does the class get to a full search?).
+  :func:`guess_candidates` says where they came from; :func:`relative_speed` reads a
+  searched shape's relative speed of any combination it timed.
 * ``Plan(autotune=True, retune=...)``: an engine (``engine.worker``) or a multi-device
   run (``engine.dispatch``) hands such a plan to :func:`run_autotuned`, which tunes
   every variant of the plan at every shape and returns one record per (variant, shape):
-  that of the best parameters (a fresh timed run when the cache answered). This module
-  sits above the runner: the runner never imports it.
+  that of the best parameters (a fresh timed run when the cache answered). The plan's
+  ``tune`` attribute (``"search"``, the default, or ``"guess"``) or ``run_autotuned(...,
+  mode=...)`` chooses a full search or a guess. This module sits above the runner: the
+  runner never imports it.
 """
 from __future__ import annotations
 
@@ -28,11 +48,13 @@ import json
 import math
 import os
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from . import registry
 from .records import ResultRecord, now_stamp
+from .registry import params_from_str, params_to_str
 from .runner import CancelToken, Event, Plan, final_records
 
 CACHE_ENV = "MATMUL_LAB_CACHE"
@@ -40,6 +62,38 @@ CACHE_FILE = "autotune.json"
 _LOCK = threading.Lock()
 
 Shape = tuple[int, int, int]
+#: ``autotune(mode=...)`` and ``Plan.tune``: the whole space, or the guessed few.
+MODES = ("search", "guess")
+#: How many of a class's best combinations a guess times (the default is added to them).
+GUESS_TOP = 3
+
+#: Size buckets of one dimension, (largest size, name); larger sizes are ``large``.
+#: skinny: at most one 64-wide tile along it (GEMV-like: tiles are mostly padding, small
+#: tiles and split-K decide); small: a handful of 128-wide tiles (≤ 4 per side, 16
+#: blocks for 512²: far from filling 100+ SMs, so split-K and small tiles win); medium:
+#: fewer than 16 tiles of 128 per side, i.e. under two waves of 128×128 blocks on a
+#: 132-SM H100/H200, where wave quantisation picks the tile (ffma_regdb's best is bm=64
+#: at 1024–1792, bm=128 at 2048 and 4096; benchmarks/NOTES.md, ladder v5); large: two
+#: waves or more, throughput-bound, the biggest tiles win (ffma_wide bk=16 at 2048–8192).
+#: K uses the same edges: few k-tiles (skinny, small) starve a deep pipeline and make
+#: split-K worth it, many do not.
+SIZE_BUCKETS = ((64, "skinny"), (512, "small"), (2047, "medium"))
+
+
+def size_bucket(n: int) -> str:
+    """``skinny`` (≤ 64), ``small`` (≤ 512), ``medium`` (< 2048) or ``large``."""
+    return next((name for edge, name in SIZE_BUCKETS if n <= edge), "large")
+
+
+def shape_class(shape) -> str:
+    """The class of an M×N×K shape for learning parameters: a size bucket per dimension
+    (:func:`size_bucket`) and whether the rows of A, B and C are whole float4s (N and K
+    multiples of 4: the kernels' 16-byte vector copies and fast paths, else their scalar
+    fallbacks). E.g. ``large-large-large/vec4`` (3000³), ``large-large-large/novec``
+    (4100×4090×4095), ``skinny-large-large/vec4`` (1×4096×4096 and 1×8192×8192)."""
+    m, n, k = (int(x) for x in shape)
+    aligned = n % 4 == 0 and k % 4 == 0
+    return f"{size_bucket(m)}-{size_bucket(n)}-{size_bucket(k)}/{'vec4' if aligned else 'novec'}"
 
 
 def cache_path() -> Path:
@@ -66,33 +120,248 @@ def load_cache(path: Path | None = None) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def lookup(backend: str, device: str, variant: str, dtype: str, shape: Shape,
-           path: Path | None = None) -> dict[str, int] | None:
-    """The cached best parameters, or None. Entries whose parameters the variant no
-    longer offers are ignored (the space changed since)."""
-    entry = load_cache(path).get(cache_key(backend, device, variant, dtype, shape))
+def _entry_params(entry: Any) -> dict[str, int] | None:
+    """An entry's winning parameters, or None for a malformed entry."""
     if not isinstance(entry, dict) or not isinstance(entry.get("params"), dict):
         return None
-    params = {str(k): int(v) for k, v in entry["params"].items()}
+    try:
+        return {str(k): int(v) for k, v in entry["params"].items()}
+    except (TypeError, ValueError):
+        return None
+
+
+def lookup(backend: str, device: str, variant: str, dtype: str, shape: Shape,
+           path: Path | None = None, data: Mapping[str, Any] | None = None
+           ) -> dict[str, int] | None:
+    """The cached best parameters, or None. Entries whose parameters the variant no
+    longer offers are ignored (the space changed since)."""
+    data = load_cache(path) if data is None else data
+    params = _entry_params(data.get(cache_key(backend, device, variant, dtype, shape)))
+    if params is None:
+        return None
     v = registry.get(variant)
     if v.check(backend, params, *shape, dtype) is not None:
         return None
     return params
 
 
+def _pkey(params: Mapping[str, int]) -> str:
+    """A combination as a ``relative`` key: ``name=value`` pairs, names sorted."""
+    return params_to_str({k: int(params[k]) for k in sorted(params)})
+
+
+def relative_speeds(records: Iterable[ResultRecord], best: ResultRecord) -> dict[str, float]:
+    """Each timed combination's speed relative to ``best`` (best / its time; 1.0 for
+    the winner); records that failed, were wrong or were skipped are left out."""
+    out: dict[str, float] = {}
+    for r in records:
+        if (r.status in ("ok", "unverified") and r.passed is not False
+                and math.isfinite(r.median_ms) and r.median_ms > 0):
+            rel = round(min(1.0, best.median_ms / r.median_ms), 4)
+            key = _pkey(r.params)
+            out[key] = max(rel, out.get(key, 0.0))
+    out[_pkey(best.params)] = 1.0
+    return out
+
+
 def store(backend: str, device: str, variant: str, dtype: str, shape: Shape,
-          best: ResultRecord, searched: int, path: Path | None = None) -> None:
-    """Write one entry (read-modify-write, atomic rename)."""
+          best: ResultRecord, searched: int, path: Path | None = None,
+          records: Iterable[ResultRecord] | None = None) -> None:
+    """Write one entry (read-modify-write, atomic rename). With the search's
+    ``records``, the entry also keeps each combination's relative speed (what the
+    shape's class learns from)."""
     path = path or cache_path()
+    entry = {"params": dict(best.params), "median_ms": best.median_ms, "gflops": best.gflops,
+             "searched": searched, "timestamp": now_stamp(), "versions": best.versions,
+             "class": shape_class(shape)}
+    if records is not None:
+        entry["relative"] = relative_speeds(records, best)
     with _LOCK:
         data = load_cache(path)
-        data[cache_key(backend, device, variant, dtype, shape)] = {
-            "params": dict(best.params), "median_ms": best.median_ms, "gflops": best.gflops,
-            "searched": searched, "timestamp": now_stamp(), "versions": best.versions}
+        data[cache_key(backend, device, variant, dtype, shape)] = entry
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
         tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
         os.replace(tmp, path)
+
+
+# --- what a class has learnt, and guesses from it ----------------------------------------
+
+def _shape_of(text: str) -> Shape | None:
+    parts = text.split("x")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return None
+    return tuple(int(p) for p in parts)  # type: ignore[return-value]
+
+
+def searched_shapes(backend: str, device: str, variant: str, dtype: str,
+                    path: Path | None = None, data: Mapping[str, Any] | None = None
+                    ) -> dict[Shape, dict]:
+    """Every searched shape of (backend, device, variant, dtype) in the cache, with its
+    entry."""
+    data = load_cache(path) if data is None else data
+    prefix = cache_key(backend, device, variant, dtype, (0, 0, 0))[:-len("0x0x0")]
+    out: dict[Shape, dict] = {}
+    for key, entry in data.items():
+        if key.startswith(prefix) and _entry_params(entry) is not None:
+            shape = _shape_of(key[len(prefix):])
+            if shape is not None:
+                out[shape] = entry
+    return out
+
+
+def relative_speed(backend: str, device: str, variant: str, dtype: str, shape: Shape,
+                   params: Mapping[str, int], path: Path | None = None) -> float | None:
+    """How fast ``params`` ran at a searched ``shape`` relative to its best (1.0: the
+    winner), from the shape's entry; None when that search did not time them."""
+    entry = searched_shapes(backend, device, variant, dtype, path).get(tuple(shape))
+    if entry is None:
+        return None
+    rel = entry.get("relative")
+    if isinstance(rel, dict) and isinstance(rel.get(_pkey(params)), (int, float)):
+        return float(rel[_pkey(params)])
+    return 1.0 if _entry_params(entry) == dict(params) else None
+
+
+@dataclass
+class ClassStats:
+    """What the searches of one shape class taught: the shapes, and per combination its
+    mean relative speed over them (0 where a search did not time it or it failed) and
+    on how many it won; best first."""
+
+    shape_class: str
+    shapes: list[Shape] = field(default_factory=list)
+    #: ``(params, mean relative speed, wins)``, best first.
+    ranked: list[tuple[dict[str, int], float, int]] = field(default_factory=list)
+
+
+def class_stats(backend: str, device: str, variant: str, dtype: str, cls: str,
+                exclude: Shape | None = None, path: Path | None = None,
+                data: Mapping[str, Any] | None = None) -> ClassStats:
+    """The knowledge of class ``cls``, from the cache entries of its shapes (``exclude``:
+    one shape left out)."""
+    stats = ClassStats(cls)
+    total: dict[str, float] = {}
+    wins: dict[str, int] = {}
+    for shape, entry in sorted(searched_shapes(backend, device, variant, dtype, path, data).items()):
+        if shape_class(shape) != cls or (exclude is not None and shape == tuple(exclude)):
+            continue
+        stats.shapes.append(shape)
+        winner = _pkey(_entry_params(entry))
+        rel = entry.get("relative")
+        rel = dict(rel) if isinstance(rel, dict) else {}
+        rel[winner] = 1.0
+        for key, value in rel.items():
+            if isinstance(value, (int, float)) and math.isfinite(value):
+                total[key] = total.get(key, 0.0) + float(value)
+        wins[winner] = wins.get(winner, 0) + 1
+    n = len(stats.shapes)
+    order = sorted(total, key=lambda key: (-total[key], -wins.get(key, 0), key))
+    stats.ranked = [(params_from_str(key), total[key] / n, wins.get(key, 0)) for key in order]
+    return stats
+
+
+@dataclass
+class Guess:
+    """The parameters to try first at a shape, best first, and where they came from:
+    ``exact`` (the shape's own search), ``class`` (its class's searches), ``default``
+    (the variant's defaults; nothing learnt yet) or ``none`` (nothing valid)."""
+
+    candidates: list[dict[str, int]]
+    source: str
+    shape_class: str
+    #: Shapes of the class the guess learnt from.
+    shapes: int = 0
+    #: ``class``: each candidate's mean relative speed over those shapes.
+    scores: list[float] = field(default_factory=list)
+    #: Combinations the class liked that cannot run here, with the reason.
+    skipped: list[tuple[dict[str, int], str]] = field(default_factory=list)
+    #: ``default``: the architecture whose defaults were taken (None: portable).
+    arch: str | None = None
+
+    @property
+    def params(self) -> dict[str, int] | None:
+        return dict(self.candidates[0]) if self.candidates else None
+
+    def describe(self) -> str:
+        if self.source == "exact":
+            return f"cached {self.params}"
+        if self.source == "class":
+            plural = "" if self.shapes == 1 else "s"
+            out = f"guessed from class {self.shape_class} ({self.shapes} shape{plural})"
+            if self.skipped:
+                out += f", {len(self.skipped)} of its combinations invalid here skipped"
+            return out
+        if self.source == "default":
+            where = f" for {self.arch}" if self.arch else ""
+            return (f"no shape of class {self.shape_class} searched yet: "
+                    f"default parameters{where}")
+        return f"no valid parameters (class {self.shape_class})"
+
+
+def guess_candidates(backend: str, device: str, variant: str, dtype: str, shape: Shape, *,
+                     combos: Iterable[Mapping[str, int]] | None = None,
+                     exclude_exact: bool = False, arch: str | None = None,
+                     top: int = 1, path: Path | None = None) -> Guess:
+    """Up to ``top`` parameter sets to try first for ``variant`` at ``shape`` on the
+    device named ``device``, each valid there (:meth:`Variant.check`) and among
+    ``combos`` when given: the shape's own cache entry (unless ``exclude_exact``), else
+    the best of its class (:func:`class_stats`), else the default parameters on
+    ``arch`` (the first valid combination when even those cannot run here)."""
+    v = registry.get(variant)
+    shape = tuple(int(x) for x in shape)
+    cls = shape_class(shape)
+    data = load_cache(path)
+    pool = None if combos is None else [{str(k): int(x) for k, x in c.items()} for c in combos]
+
+    def why_not(p: Mapping[str, int]) -> str | None:
+        if pool is not None and dict(p) not in pool:
+            return "not among the parameters to search"
+        return v.check(backend, p, *shape, dtype)
+
+    if not exclude_exact:
+        exact = lookup(backend, device, variant, dtype, shape, data=data)
+        if exact is not None and why_not(exact) is None:
+            return Guess([exact], "exact", cls, 1)
+    stats = class_stats(backend, device, variant, dtype, cls,
+                        exclude=shape if exclude_exact else None, data=data)
+    g = Guess([], "class", cls, len(stats.shapes))
+    for params, score, _wins in stats.ranked:
+        params = {k: params[k] for k in v.space if k in params} | params   # the space's order
+        why = why_not(params)
+        if why is not None:
+            g.skipped.append((params, why))
+            continue
+        g.candidates.append(params)
+        g.scores.append(score)
+        if len(g.candidates) >= max(1, top):
+            break
+    if g.candidates:
+        return g
+    name = registry.arch_name(arch)
+    default = v.default_params(name)
+    g.source, g.arch = "default", (name if v.arch_overrides(name) else None)
+    if why_not(default) is None:
+        g.candidates = [default]
+        return g
+    first = next((p for p in (pool if pool is not None else v.combos()) if why_not(p) is None), None)
+    if first is None:
+        g.source = "none"
+    else:
+        g.candidates, g.arch = [dict(first)], None
+    return g
+
+
+def guess(backend: str, device: str, variant: str, dtype: str, shape: Shape, *,
+          exclude_exact: bool = False, combos: Iterable[Mapping[str, int]] | None = None,
+          arch: str | None = None, path: Path | None = None) -> dict[str, int] | None:
+    """The parameters to try first for ``variant`` at ``shape`` on the device named
+    ``device`` (the cache keys' device name): the shape's own search, else its class's
+    most successful parameters that are valid here, else the defaults on ``arch``
+    (``"sm_90"`` or ``"9.0"``; None: the portable ones). None when nothing can run.
+    ``exclude_exact=True`` leaves the shape's own entry out (leave-one-out)."""
+    return guess_candidates(backend, device, variant, dtype, shape, combos=combos,
+                            exclude_exact=exclude_exact, arch=arch, path=path).params
 
 
 def best_record(records: Iterable[ResultRecord]) -> ResultRecord | None:
@@ -132,14 +401,26 @@ def _runner(sweep_or_engine) -> Execute:
     return sweep_or_engine
 
 
-def _device_name(sweep_or_engine, backend: str, device: int) -> str:
+def _device_info(sweep_or_engine, backend: str, device: int):
     if hasattr(sweep_or_engine, "ensure_open") and not hasattr(sweep_or_engine, "submit"):
-        return sweep_or_engine.ensure_open(backend, device).name
+        return sweep_or_engine.ensure_open(backend, device)
     from .backends import probe_all  # noqa: PLC0415
     st = probe_all()[backend]
     if not st.available or not 0 <= device < len(st.devices):
         raise ValueError(f"{backend} device {device} is not available: {st.reason}")
-    return st.devices[device].name
+    return st.devices[device]
+
+
+def _device_name(sweep_or_engine, backend: str, device: int) -> str:
+    return _device_info(sweep_or_engine, backend, device).name
+
+
+def device_arch(info) -> str | None:
+    """The architecture whose ``[defaults]`` apply on a device (``sm_90``): CUDA devices
+    only (an OpenCL device runs the .cl kernels, which the tables do not describe)."""
+    if info is None or getattr(info, "backend", None) != "cuda":
+        return None
+    return registry.arch_name(getattr(info, "compute_capability", None))
 
 
 def _only_logs(emit):
@@ -155,7 +436,8 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
              retune: bool = False, combos: Iterable[Mapping[str, int]] | None = None,
              seed: int = 0, dist: str = "uniform", emit=None, cancel=None,
              cache: Path | None = None, device_name: str | None = None,
-             launch_timeout_s: float | None = None,
+             launch_timeout_s: float | None = None, mode: str = "search",
+             guess_top: int = GUESS_TOP, arch: str | None = None,
              ) -> tuple[dict[str, int] | None, list[ResultRecord]]:
     """Best parameters of ``variant`` at ``shape`` on this device, and the search's records.
 
@@ -166,14 +448,28 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
     combination is compiled, verified (unless ``verify=False``) and timed, the fastest
     record that was not wrong wins and is stored. ``best_params`` is None when nothing
     ran successfully (the records say why).
+
+    ``mode="guess"``: instead of the whole space, time the ``guess_top`` best
+    combinations of the shape's class (:func:`guess_candidates`) and the default
+    parameters (on ``arch``, else the device's architecture), or only the defaults when
+    the class has not been searched yet; the fastest wins and is not stored. With
+    ``retune`` the shape's own entry is ignored (the guess comes from the others).
     """
+    if mode not in MODES:
+        raise ValueError(f"autotune mode must be {' or '.join(MODES)}, not {mode!r}")
     shape = tuple(int(x) for x in shape)
-    name = device_name or _device_name(sweep_or_engine, backend, device)
+    if device_name is None:
+        info = _device_info(sweep_or_engine, backend, device)
+        name, arch = info.name, arch or device_arch(info)
+    else:
+        name = device_name
+    what = f"autotune {variant} {dtype} {shape}"
     if not retune:
         cached = lookup(backend, name, variant, dtype, shape, cache)
-        if cached is not None:
+        if cached is not None and (mode == "search" or combos is None
+                                   or cached in [dict(c) for c in combos]):
             if emit:
-                emit(Event("log", f"autotune {variant} {dtype} {shape}: cached {cached}"))
+                emit(Event("log", f"{what}: cached {cached}"))
             return cached, []
     space = search_space(variant, backend, shape, dtype, combos)
     if not space:
@@ -181,7 +477,18 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
         pool = list(combos) if combos is not None else v.combos()
         why = v.check(backend, dict(pool[0]) if pool else {}, *shape, dtype) or "empty space"
         raise ValueError(f"autotune: no valid parameters for {variant} at {shape}: {why}")
-    plan = Plan(backend=backend, items=[(variant, p) for p in space], shapes=[shape],
+    tried = space
+    if mode == "guess":
+        g = guess_candidates(backend, name, variant, dtype, shape, combos=space,
+                             exclude_exact=True, arch=arch, top=guess_top, path=cache)
+        tried = list(g.candidates)
+        default = registry.get(variant).default_params(arch)
+        if g.source == "class" and default in space and default not in tried:
+            tried.append(default)                 # a guess never does worse than the default
+        if emit:
+            emit(Event("log", f"{what}: {g.describe()}; timing {len(tried)} of "
+                              f"{len(space)} combinations"))
+    plan = Plan(backend=backend, items=[(variant, p) for p in tried], shapes=[shape],
                 dtype=dtype, device=device, warmup=warmup, repeats=repeats,
                 time_budget_s=time_budget_s, cold=cold, verify=verify, seed=seed, dist=dist,
                 launch_timeout_s=launch_timeout_s)
@@ -189,32 +496,41 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
     best = best_record(recs)
     if best is None:
         return None, recs
-    store(backend, name, variant, dtype, shape, best, len(recs), cache)
+    if mode == "search":
+        store(backend, name, variant, dtype, shape, best, len(recs), cache, records=recs)
     if emit:
-        emit(Event("log", f"autotune {variant} {dtype} {shape}: best {best.label()} "
-                          f"{best.median_ms:.4f} ms of {len(recs)} tried"))
+        how = f"of {len(recs)} tried" if mode == "search" else \
+            f"of {len(recs)} guessed (not stored; a full search: mode='search')"
+        emit(Event("log", f"{what}: best {best.label()} {best.median_ms:.4f} ms {how}"))
     return dict(best.params), recs
 
 
 def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str | None = None,
-                  frame: bool = True) -> list[ResultRecord]:
+                  frame: bool = True, mode: str | None = None,
+                  arch: str | None = None) -> list[ResultRecord]:
     """A plan with ``autotune`` set: one record per (variant, shape), that of the best
     parameters. The search space of a variant is the set of its items in the plan
     (``expand_items`` gives the whole space, or the ``--params`` restriction).
 
     ``sweep_or_execute`` runs the searches (see :func:`autotune`); with ``frame`` the
     ``started`` and ``finished`` events are emitted here, else the caller frames the run
-    (a multi-device run does).
+    (a multi-device run does). ``mode`` (else the plan's ``tune``, else ``"search"``):
+    a full search or a guess (:func:`autotune`); ``arch``: the architecture whose default
+    parameters a guess falls back on (found from the device when it is opened here).
     """
     cancel = cancel or CancelToken()
     execute = _runner(sweep_or_execute)
     results: list[ResultRecord] = []
+    mode = mode or getattr(plan, "tune", None) or "search"
     try:
         plan.validate()
         if not plan.shapes:
             raise ValueError("autotune needs sizes (not loaded matrices)")
+        if mode not in MODES:
+            raise ValueError(f"autotune mode (tune) must be {' or '.join(MODES)}, not {mode!r}")
         if device_name is None:
-            device_name = _device_name(sweep_or_execute, plan.backend, plan.device)
+            info = _device_info(sweep_or_execute, plan.backend, plan.device)
+            device_name, arch = info.name, arch or device_arch(info)
     except ValueError as exc:
         emit(Event("log", str(exc), level="error"))
         if frame:
@@ -225,7 +541,8 @@ def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str
         spaces.setdefault(vname, []).append(dict(params))
     total = len(spaces) * len(plan.shapes)
     if frame:
-        emit(Event("started", f"autotune: {total} (variant, shape) pairs", total=total))
+        how = "" if mode == "search" else f" ({mode})"
+        emit(Event("started", f"autotune{how}: {total} (variant, shape) pairs", total=total))
     done = 0
     kw = dict(warmup=plan.warmup, repeats=plan.repeats, time_budget_s=plan.time_budget_s,
               cold=plan.cold, verify=plan.verify, seed=plan.seed, dist=plan.dist)
@@ -238,7 +555,7 @@ def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str
             try:
                 best, recs = autotune(execute, plan.backend, plan.device, vname, shape, plan.dtype,
                                       retune=plan.retune, combos=combos, emit=emit, cancel=cancel,
-                                      device_name=device_name,
+                                      device_name=device_name, mode=mode, arch=arch,
                                       launch_timeout_s=plan.launch_timeout_s, **kw)
             except (ValueError, KeyError) as exc:
                 emit(Event("log", str(exc), level="error"))

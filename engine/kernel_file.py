@@ -40,7 +40,24 @@ before the main one in the same timed region: ``entry``, ``grid``, ``block``,
 ``scratch`` bytes, and optional ``[[prepass.tensor_maps]]`` with ``at`` (byte offset of
 the maps in the scratch), ``base`` (``'a'`` or ``'scratch'``), ``offset``, ``dims``,
 ``stride``, ``box``: TMA descriptors the backend encodes); ``[model]`` (``flops`` and
-``bytes``, where they differ from the kind's defaults; ``itemsize`` is a name there).
+``bytes``, where they differ from the kind's defaults; ``itemsize`` is a name there);
+``[defaults.sm_XY]`` (default parameters on one GPU architecture, see below).
+
+Defaults per architecture: a parameter's default is the first value of its list, the
+same on every GPU, unless a ``[defaults]`` table names a better one for the device's
+architecture (its CUDA compute capability)::
+
+    [defaults.sm_90]          # H100, H200: compute capability 9.0
+    bk = 16
+    [defaults.sm_8x]          # every 8.x GPU (8.0, 8.6, 8.9), where no sm_8Y table says otherwise
+    bk = 8
+
+Keys are ``sm_XY`` (compute capability X.Y, e.g. ``sm_90``, ``sm_86``, ``sm_120``) or
+``sm_Xx`` (every X.Y); values must be values the parameter's list offers. The tables
+are looked up by :meth:`engine.registry.Variant.default_params`: ``sm_Xx`` first, then
+``sm_XY`` over it (the most specific wins, parameter by parameter); parameters no
+table names keep their first value. Only the defaults change: the space searched, and
+what a run with explicit parameters does, stay as they were.
 
 Expressions are Python-like integer arithmetic (``+ - * // % **``, comparisons, ``and or
 not``, ``x if c else y``), with ``cdiv(a, b)``, ``roundup(a, b)``, ``min``, ``max``, and
@@ -72,7 +89,7 @@ PRECISIONS = ("fp32", "tf32")
 DTYPES = ("float32", "int32")
 TOP_KEYS = {"name", "title", "source", "role", "order", "backend", "entry", "kind", "dtypes",
             "precision", "arch_suffix", "params", "derived", "constraints", "launch",
-            "prepass", "model"}
+            "prepass", "model", "defaults"}
 LAUNCH_KEYS = {"grid", "block", "shared"}
 PREPASS_KEYS = {"entry", "grid", "block", "scratch", "tensor_maps"}
 MAP_KEYS = {"at", "base", "offset", "dims", "stride", "box"}
@@ -80,6 +97,8 @@ MODEL_KEYS = {"flops", "bytes"}
 CONSTRAINT_KEYS = {"check", "reason"}
 SHAPE_NAMES = ("M", "N", "K")
 NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
+#: A ``[defaults]`` key: ``sm_XY`` (compute capability X.Y) or ``sm_Xx`` (every X.Y).
+ARCH_RE = re.compile(r"^sm_(\d+)(\d|x)$")
 
 FUNCTIONS: dict[str, Callable] = {
     "cdiv": lambda a, b: -(-a // b),
@@ -256,6 +275,8 @@ class KernelHeader:
     #: The whole file as read: the source a backend compiles, so that a file replaced
     #: or being rewritten after registration cannot change (or break) a running sweep.
     text: str = dataclasses.field(default="", repr=False)
+    #: ``[defaults]``: architecture (``sm_90``, ``sm_9x``) → parameter → default there.
+    arch_defaults: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
 
     def semantics(self) -> tuple:
         """What must agree between the .cu and .cl files of one variant."""
@@ -417,6 +438,8 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
             err(f"parameter '{pname}' lists a value twice: {vals}", "params", pname)
         space[pname] = tuple(vals)
 
+    arch_defaults = _arch_defaults(data.get("defaults", {}), space, err, block)
+
     known = set(space) | set(SHAPE_NAMES)
 
     def expr(value, where: str, *keys: str, names: set[str] | None = None) -> Expr:
@@ -521,7 +544,48 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
 
     return KernelHeader(path, backend, name, data["title"].strip(), data["source"].strip(), role,
                         order, entry, kind, tuple(dtypes), precision, suffix, space, derived,
-                        constraints, grid, block_, shared, prepass, flops, bytes_, first)
+                        constraints, grid, block_, shared, prepass, flops, bytes_, first,
+                        arch_defaults=arch_defaults)
+
+
+def _arch_defaults(raw: Any, space: Mapping[str, tuple[int, ...]], err: Callable,
+                   block: str) -> dict[str, dict[str, int]]:
+    """The ``[defaults]`` tables, checked: architecture keys, known parameters, and
+    values the parameter offers (each problem reported at its line)."""
+    def table_written(arch: str) -> bool:      # [defaults.sm_90] rather than sm_90 = {...}
+        return re.search(r"(?m)^\s*\[\s*defaults\s*\.\s*" + re.escape(arch) + r"\s*\]", block) is not None
+
+    def where(arch: str, pname: str | None = None) -> tuple[str, ...]:
+        if table_written(arch):
+            return ("defaults", arch, pname) if pname else (f"defaults.{arch}",)
+        return ("defaults", arch)
+
+    if not isinstance(raw, dict):
+        err("[defaults] must hold one table per architecture: [defaults.sm_90] with "
+            "name = value lines", "defaults")
+    out: dict[str, dict[str, int]] = {}
+    for arch, table in raw.items():
+        if not ARCH_RE.match(arch):
+            err(f"[defaults]: '{arch}' is not an architecture: write sm_XY for compute "
+                "capability X.Y (sm_90) or sm_Xx for every X.Y (sm_9x)", *where(arch))
+        if not isinstance(table, dict):
+            err(f"defaults.{arch} must be a table of parameter = value: [defaults.{arch}]",
+                *where(arch))
+        chosen: dict[str, int] = {}
+        for pname, val in table.items():
+            if pname not in space:
+                known = ", ".join(space) or "none"
+                err(f"defaults.{arch}: '{pname}' is not a parameter of this kernel "
+                    f"(parameters: {known})", *where(arch, pname))
+            if isinstance(val, bool) or not isinstance(val, int):
+                err(f"defaults.{arch}.{pname} must be one whole number, not {val!r}",
+                    *where(arch, pname))
+            if val not in space[pname]:
+                err(f"defaults.{arch}.{pname} = {val} is not one of {pname}'s values "
+                    f"{list(space[pname])}", *where(arch, pname))
+            chosen[pname] = val
+        out[arch] = chosen
+    return out
 
 
 def _uses_shape(e: Expr, derived: Mapping[str, Expr], seen=None) -> str:

@@ -21,11 +21,12 @@ Conventions shared by every kernel file (``cuda/*.cu``, ``opencl/*.cl``):
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Mapping
 
-from .kernel_file import KernelFileError, KernelHeader, Prepass, parse_header
+from .kernel_file import ARCH_RE, KernelFileError, KernelHeader, Prepass, parse_header
 
 ROOT = Path(__file__).resolve().parent.parent
 DTYPES = ("float32", "int32")
@@ -65,6 +66,20 @@ def aat_bytes(m: int, n: int, k: int, itemsize: int) -> int:
     return (m * k + m * m) * itemsize
 
 
+def arch_name(arch: str | None) -> str | None:
+    """A GPU architecture as ``[defaults]`` tables name it: ``"9.0"`` (a compute
+    capability, as :class:`~engine.backends.base.DeviceInfo` gives it), ``"sm_90"``,
+    ``"sm_90a"`` or ``"compute_90"`` → ``"sm_90"``; None for None or anything else."""
+    if not arch:
+        return None
+    text = str(arch).strip().lower()
+    m = re.fullmatch(r"(\d+)\.(\d)[a-z]?", text)
+    if m:
+        return f"sm_{m[1]}{m[2]}"
+    m = re.fullmatch(r"(?:sm|compute)_(\d+\d)[a-z]?", text)
+    return f"sm_{m[1]}" if m else None
+
+
 @dataclass(frozen=True)
 class Variant:
     """One kernel the lab can run.
@@ -84,7 +99,8 @@ class Variant:
         Backend name → kernel file (relative to the repository root, or absolute for a
         user's kernel), or the library routine of a reference.
     space
-        Parameter name → the values the registry offers, first one the default.
+        Parameter name → the values the registry offers, first one the default (unless
+        ``arch_defaults`` names another for the device's architecture).
     geometry
         ``(params, m, n, k) -> ((grid_x, grid_y), (block_x, block_y))``.
     constraint
@@ -126,6 +142,9 @@ class Variant:
     prepass: Prepass | None = None
     #: The kernel files' headers this variant was built from (none for references).
     headers: tuple[KernelHeader, ...] = ()
+    #: ``[defaults]`` of the kernel files: architecture (``sm_90``, ``sm_9x``) → the
+    #: parameters whose default differs there (see :meth:`default_params`).
+    arch_defaults: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     @property
     def backends(self) -> tuple[str, ...]:
@@ -148,8 +167,25 @@ class Variant:
         names = list(self.space)
         return [dict(zip(names, vals)) for vals in itertools.product(*(self.space[n] for n in names))]
 
-    def default_params(self) -> dict[str, int]:
-        return {name: vals[0] for name, vals in self.space.items()}
+    def default_params(self, arch: str | None = None) -> dict[str, int]:
+        """The parameters a run uses when none are chosen: the first value of each, with
+        the kernel file's ``[defaults]`` for ``arch`` over them (``"sm_90"`` or a compute
+        capability ``"9.0"``; None: the portable first values)."""
+        out = {name: vals[0] for name, vals in self.space.items()}
+        out.update(self.arch_overrides(arch))
+        return out
+
+    def arch_overrides(self, arch: str | None) -> dict[str, int]:
+        """The defaults that differ on ``arch``: its ``sm_Xx`` table, then its ``sm_XY``
+        table over it (the most specific wins); empty when none applies."""
+        name = arch_name(arch)
+        if name is None or not self.arch_defaults:
+            return {}
+        major = ARCH_RE.match(name)[1]
+        out: dict[str, int] = {}
+        for key in (f"sm_{major}x", name):
+            out.update(self.arch_defaults.get(key, {}))
+        return {k: v for k, v in out.items() if v in self.space.get(k, ())}
 
     def output_shape(self, m: int, n: int, k: int) -> tuple[int, int]:
         return (m, m) if self.kind == "aat" else (m, n)
@@ -290,7 +326,17 @@ def variant_from_headers(headers: list[KernelHeader], role: str | None = None) -
         dtypes=first.dtypes, flops=flops, bytes_moved=nbytes, entry=first.entry,
         precision=first.precision, role=role or first.role, order=first.order,
         dynamic_shared=first.shared_bytes if first.shared is not None else None,
-        arch_suffix=first.arch_suffix, prepass=first.prepass, headers=tuple(headers))
+        arch_suffix=first.arch_suffix, prepass=first.prepass, headers=tuple(headers),
+        arch_defaults=_merged_defaults(headers, first))
+
+
+def _merged_defaults(headers: list[KernelHeader], first: KernelHeader) -> dict[str, dict[str, int]]:
+    """The ``[defaults]`` of a variant's files: the CUDA file's win where both name one."""
+    out: dict[str, dict[str, int]] = {}
+    for h in [*(h for h in headers if h is not first), first]:
+        for arch, table in h.arch_defaults.items():
+            out.setdefault(arch, {}).update(table)
+    return out
 
 
 def read_kernel_files(paths: list[Path], role: str | None = None

@@ -1,7 +1,8 @@
 """The Configure panel: everything a sweep needs, built from the engine's own tables.
 
 Backends come from :func:`engine.backends.probe_all`, variants and their parameter
-spaces from :data:`engine.registry.REGISTRY`, size presets from
+spaces (with the defaults of the chosen CUDA device's architecture, its kernel files'
+``[defaults]``) from :data:`engine.registry.REGISTRY`, size presets from
 :data:`engine.sizes.PRESETS`, dtypes from :data:`engine.registry.DTYPES` and
 distributions from :data:`engine.matrices.DISTRIBUTIONS`; nothing is listed twice.
 :meth:`ConfigPanel.build_plan` turns the widgets into an :class:`engine.runner.Plan`.
@@ -259,6 +260,7 @@ class ConfigPanel(QWidget):
                 self.device_note.setText(_devices_summary(infos, self.picker.mode()))
             else:
                 self.device_note.setText(_device_summary(infos[0]) if infos else "No device.")
+        self.variants.set_arch(self.device_arch())
         self.device_changed.emit(name, self.device_index())
         self._changed()
 
@@ -285,6 +287,14 @@ class ConfigPanel(QWidget):
         """The first chosen device's properties (None before probing)."""
         infos = self.devices_info()
         return infos[0] if infos else None
+
+    def device_arch(self) -> str | None:
+        """The first chosen device's architecture (``sm_90``) when it is a CUDA device,
+        whose ``[defaults]`` the parameter choices start from; None elsewhere."""
+        info = self.device_info()
+        if info is None or self.backend_name() != "cuda":
+            return None
+        return registry.arch_name(info.compute_capability)
 
     def select(self, backend: str, index: int = 0) -> None:
         """Choose a backend and one device (e.g. from the device panel or a test)."""

@@ -769,7 +769,7 @@ class KernelEditor(QWidget):
         for b in baselines:
             bv = registry.get(b)
             if backend in bv.sources:
-                items.append((b, bv.default_params()))
+                items.append((b, bv.default_params(ctx.arch)))
         self.last_run = baselines
         self._running_items = items
         self.status.setText(f"Running {name} ({len(items) - len(baselines)} parameter set(s)) "

@@ -352,8 +352,9 @@ def clean_config_inputs(state: dict) -> tuple[dict, list[str]]:
 
 def _clean_variants(state: Any, problems: list[str]) -> dict | None:
     """Variant choices: ``{"checked": {name: bool}, "values": {name: {param: [int]}}}``
-    with unknown variants, parameters and values dropped (said once, with a count);
-    None when there are none at all."""
+    (and ``"explicit": true``: the values are the user's own choices, see
+    :meth:`gui.variant_tree.VariantTree.set_state`) with unknown variants, parameters and
+    values dropped (said once, with a count); None when there are none at all."""
     if not isinstance(state, dict):
         problems.append(f"settings: config variants = {_show(state)} is not a JSON object; "
                         "using the default")
@@ -393,7 +394,10 @@ def _clean_variants(state: Any, problems: list[str]) -> dict | None:
         shown = "; ".join(dropped[:5]) + (f"; and {len(dropped) - 5} more" if len(dropped) > 5 else "")
         problems.append(f"settings: config variants: ignored {len(dropped)} unusable "
                         f"entr{'y' if len(dropped) == 1 else 'ies'} ({shown})")
-    return {"checked": checked, "values": values}
+    out: dict[str, Any] = {"checked": checked, "values": values}
+    if state.get("explicit") is True:      # values hold the user's own choices only
+        out["explicit"] = True
+    return out
 
 
 def clean_chart_options(state: Any) -> tuple[dict, list[str]]:

@@ -2,7 +2,9 @@
 
 Top-level rows are variants (checkbox, name, one-line technique); under each, one row
 per parameter with its values as checkboxes.  Choices are remembered per variant
-name, so switching backend and back keeps them.
+name, so switching backend and back keeps them.  A parameter the user has not chosen
+values for shows its default on the chosen device's architecture
+(:meth:`engine.registry.Variant.default_params`), and follows the device when it changes.
 """
 from __future__ import annotations
 
@@ -81,7 +83,10 @@ class VariantTree(QTreeWidget):
         self.header().setSectionResizeMode(NAME_COL, QHeaderView.ResizeMode.ResizeToContents)
         self.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.backend = ""
-        # Remembered across backends: variant → checked, variant → {param: values}.
+        #: The chosen device's architecture (``sm_90``): whose default parameters show.
+        self.arch: str | None = None
+        # Remembered across backends: variant → checked, variant → {param: values}; only
+        # the values the user chose (the others are the defaults on ``arch``).
         self._checked: dict[str, bool] = {}
         self._values: dict[str, dict[str, list[int]]] = {}
         self._value_widgets: dict[tuple[str, str], ParamValues] = {}
@@ -116,15 +121,15 @@ class VariantTree(QTreeWidget):
                 item.setToolTip(NAME_COL, tip)
                 item.setToolTip(INFO_COL, tip)
                 self.addTopLevelItem(item)
-                chosen = self._values.setdefault(v.name, {})
+                chosen = self._values.get(v.name, {})
+                defaults = v.default_params(self.arch)
                 for pname, values in v.space.items():
                     child = QTreeWidgetItem([pname, ""])
                     child.setFlags(Qt.ItemFlag.ItemIsEnabled)
                     child.setToolTip(NAME_COL, f"Values of {pname} to sweep for {v.name}; "
-                                               f"{values[0]} is the default")
+                                               f"{_default_note(defaults[pname], values[0], self.arch)}")
                     item.addChild(child)
-                    checked = set(chosen.get(pname, [values[0]]))
-                    chosen[pname] = sorted(checked)
+                    checked = set(chosen.get(pname, [defaults[pname]]))
                     w = ParamValues(values, checked)
                     w.toggled.connect(lambda n=v.name, p=pname: self._values_changed(n, p))
                     self.setItemWidget(child, INFO_COL, w)
@@ -153,6 +158,16 @@ class VariantTree(QTreeWidget):
         finally:
             self._building = False
         self.choice_changed.emit()
+
+    def set_arch(self, arch: str | None) -> None:
+        """The chosen device's architecture (``sm_90``, or None): parameters the user has
+        not chosen values for show its defaults."""
+        arch = registry.arch_name(arch)
+        if arch == self.arch:
+            return
+        self.arch = arch
+        if self.backend:
+            self.set_backend(self.backend)
 
     def _add_heading(self, role: str) -> None:
         title, tip = HEADINGS[role]
@@ -222,7 +237,8 @@ class VariantTree(QTreeWidget):
     def chosen_values(self, name: str) -> dict[str, list[int]]:
         v = registry.get(name)
         chosen = self._values.get(name, {})
-        return {p: list(chosen.get(p, [vals[0]])) for p, vals in v.space.items()}
+        defaults = v.default_params(self.arch)
+        return {p: list(chosen.get(p, [defaults[p]])) for p in v.space}
 
     def problems(self) -> list[str]:
         """Why the current choice cannot run, as short sentences (empty: fine)."""
@@ -270,19 +286,36 @@ class VariantTree(QTreeWidget):
     # --- persistence -------------------------------------------------------------------
 
     def state(self) -> dict:
-        return {"checked": dict(self._checked), "values": {k: dict(v) for k, v in self._values.items()}}
+        """The checked variants and the values the user chose (``explicit``: parameters
+        left out take the device's defaults)."""
+        return {"checked": dict(self._checked),
+                "values": {k: dict(v) for k, v in self._values.items() if v}, "explicit": True}
 
     def set_state(self, state: dict) -> None:
-        """Restore choices saved by :meth:`state`; unknown names and values are dropped."""
+        """Restore choices saved by :meth:`state`; unknown names and values are dropped.
+        A state saved before ``explicit`` held every parameter of every variant shown,
+        the untouched ones at their first value: those follow the device's defaults now."""
         checked = state.get("checked", {}) if isinstance(state, dict) else {}
         values = state.get("values", {}) if isinstance(state, dict) else {}
+        explicit = isinstance(state, dict) and state.get("explicit") is True
         self._checked = {k: bool(v) for k, v in checked.items() if k in registry.REGISTRY}
         self._values = {}
         for name, pv in values.items():
             if name not in registry.REGISTRY or not isinstance(pv, dict):
                 continue
             space = registry.REGISTRY[name].space
-            self._values[name] = {p: sorted(int(x) for x in vals if int(x) in space[p])
-                                  for p, vals in pv.items() if p in space and isinstance(vals, list)}
+            chosen = {p: sorted(int(x) for x in vals if int(x) in space[p])
+                      for p, vals in pv.items() if p in space and isinstance(vals, list)}
+            if not explicit:
+                chosen = {p: vals for p, vals in chosen.items() if vals != [space[p][0]]}
+            if chosen:
+                self._values[name] = chosen
         if self.backend:
             self.set_backend(self.backend)
+
+
+def _default_note(default: int, first: int, arch: str | None) -> str:
+    """``16 is the default on sm_90 (8 elsewhere)`` or ``8 is the default``."""
+    if default != first and arch:
+        return f"{default} is the default on {arch} ({first} elsewhere)"
+    return f"{default} is the default"

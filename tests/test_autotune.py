@@ -154,3 +154,217 @@ def test_cli_autotune(cache, timed, capsys):
     assert run_bench(args + ["--retune"]) == 0 and len(timed) == 2 * n + 1
     out = capsys.readouterr().out
     assert "naive[block=" in out
+
+
+# --- shape classes and guesses ------------------------------------------------------------
+
+def test_shape_classes_of_representative_shapes():
+    c = at.shape_class
+    assert [at.size_bucket(n) for n in (1, 64, 65, 512, 513, 2047, 2048, 8192)] == [
+        "skinny", "skinny", "small", "small", "medium", "medium", "large", "large"]
+    assert c((4096, 4096, 4096)) == c((8192, 8192, 8192)) == c((3000, 3000, 3000)) \
+        == "large-large-large/vec4"
+    assert c((4100, 4090, 4095)) == "large-large-large/novec"       # N, K not float4 rows
+    assert c((4096, 4096, 4095)) == c((4096, 4094, 4096)) == "large-large-large/novec"
+    assert c((4095, 4096, 4096)) == "large-large-large/vec4"        # M does not align rows
+    assert c((1, 8192, 8192)) == c((1, 4096, 4096)) == "skinny-large-large/vec4"
+    assert c((1024, 1024, 1024)) == c((1792, 1536, 1280)) == "medium-medium-medium/vec4"
+    assert c((2048, 2048, 2048)) != c((1024, 1024, 1024))
+    assert c((8192, 8192, 64)) == "large-large-skinny/vec4"         # split-K territory
+    assert c((127, 253, 61)) == "small-small-skinny/novec"
+    assert c(["16", 24, 8]) == "skinny-skinny-skinny/vec4"
+
+
+def _entry(params, relative=None, **more):
+    e = {"params": params, "median_ms": 1.0, "gflops": 1.0, "searched": 3, "timestamp": "",
+         "versions": ""}
+    if relative is not None:
+        e["relative"] = relative
+    return {**e, **more}
+
+
+def _write(cache, entries):
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({at.cache_key("opencl", "dev", name, "float32", shape): e
+                                 for (name, shape), e in entries.items()}))
+
+
+def test_guess_ranks_the_class_and_skips_what_cannot_run_here(cache):
+    rel = {"block=32": 1.0, "block=16": 0.8, "block=8": 0.5}
+    _write(cache, {("tiled", (128, 128, 128)): _entry({"block": 32}, rel),
+                   ("tiled", (256, 256, 256)): _entry({"block": 32}, rel),
+                   ("tiled", (1024, 1024, 1024)): _entry({"block": 8}, {"block=8": 1.0})})
+    g = at.guess_candidates("opencl", "dev", "tiled", "float32", (192, 160, 224), top=3)
+    assert g.source == "class" and g.shapes == 2 and g.shape_class == "small-small-small/vec4"
+    assert g.candidates == [{"block": 32}, {"block": 16}, {"block": 8}]
+    assert g.scores == [1.0, 0.8, 0.5]
+    assert "guessed from class small-small-small/vec4 (2 shapes)" in g.describe()
+    # block=32 cannot run at 144 (tiled needs multiples of block): skipped, with the reason
+    g = at.guess_candidates("opencl", "dev", "tiled", "float32", (144, 144, 144))
+    assert g.params == {"block": 16} and g.skipped[0][0] == {"block": 32}
+    assert "multiples of block=32" in g.skipped[0][1] and "1 of its combinations" in g.describe()
+    assert at.guess("opencl", "dev", "tiled", "float32", (136, 136, 136)) == {"block": 8}
+    # restricted to the combinations given
+    assert at.guess("opencl", "dev", "tiled", "float32", (192, 160, 224),
+                    combos=[{"block": 8}, {"block": 16}]) == {"block": 16}
+    # other classes, devices, dtypes and variants learnt nothing: the defaults
+    for args in (("opencl", "dev", "tiled", "float32", (2048, 2048, 2048)),
+                 ("opencl", "dev", "tiled", "float32", (64, 64, 64)),
+                 ("opencl", "other", "tiled", "float32", (192, 160, 224)),
+                 ("opencl", "dev", "tiled", "int32", (192, 160, 224)),
+                 ("opencl", "dev", "tiled_any", "float32", (192, 160, 224))):
+        g = at.guess_candidates(*args)
+        assert g.source == "default" and g.params == {"block": 16}, args
+        assert "no shape of class" in g.describe()
+    # nothing valid at all: no guess
+    g = at.guess_candidates("opencl", "dev", "tiled", "float32", (130, 130, 132))
+    assert g.source == "none" and g.params is None
+    assert at.guess("opencl", "dev", "tiled", "float32", (130, 130, 132)) is None
+
+
+def test_guess_prefers_the_exact_entry_unless_left_out(cache):
+    _write(cache, {("naive", (100, 100, 100)): _entry({"block": 8}, {"block=8": 1.0, "block=32": 0.9}),
+                   ("naive", (200, 200, 200)): _entry({"block": 32}, {"block=32": 1.0, "block=8": 0.7})})
+    assert at.guess("opencl", "dev", "naive", "float32", (100, 100, 100)) == {"block": 8}
+    g = at.guess_candidates("opencl", "dev", "naive", "float32", (100, 100, 100))
+    assert g.source == "exact" and g.describe() == "cached {'block': 8}"
+    # leave-one-out: only the other shape of the class speaks
+    assert at.guess("opencl", "dev", "naive", "float32", (100, 100, 100),
+                    exclude_exact=True) == {"block": 32}
+    # both together: block=32 has the better mean (0.95 against 0.85)
+    assert at.guess("opencl", "dev", "naive", "float32", (300, 300, 300)) == {"block": 32}
+    stats = at.class_stats("opencl", "dev", "naive", "float32", "small-small-small/vec4")
+    assert stats.shapes == [(100, 100, 100), (200, 200, 200)]
+    assert [(p, round(s, 3), w) for p, s, w in stats.ranked] == [
+        ({"block": 32}, 0.95, 1), ({"block": 8}, 0.85, 1)]
+    assert at.relative_speed("opencl", "dev", "naive", "float32", (200, 200, 200),
+                             {"block": 8}) == 0.7
+    assert at.relative_speed("opencl", "dev", "naive", "float32", (200, 200, 200),
+                             {"block": 16}) is None
+
+
+def test_old_cache_entries_still_teach_their_class(cache):
+    """Entries written before classes (the winner only, no relative speeds) keep their
+    format and meaning: lookup reads them, and they count as the class's winners."""
+    _write(cache, {("naive", (16, 24, 8)): _entry({"block": 8})})
+    assert at.lookup("opencl", "dev", "naive", "float32", (16, 24, 8)) == {"block": 8}
+    assert at.guess("opencl", "dev", "naive", "float32", (20, 16, 12)) == {"block": 8}
+    assert at.relative_speed("opencl", "dev", "naive", "float32", (16, 24, 8), {"block": 8}) == 1.0
+    cache.write_text(json.dumps({"junk": 1, "opencl|dev|naive|float32|1x2": {"params": {}},
+                                 "opencl|dev|naive|float32|4x4x4": {"params": {"block": "x"}}}))
+    assert at.guess("opencl", "dev", "naive", "float32", (4, 4, 4)) == {"block": 16}
+
+
+def test_default_guess_follows_the_architecture(cache):
+    shape = (4096, 4096, 4096)
+    base = registry.get("ffma_wide").default_params()
+    assert at.guess("cuda", "NVIDIA H200", "ffma_wide", "float32", shape) == base
+    g = at.guess_candidates("cuda", "NVIDIA H200", "ffma_wide", "float32", shape, arch="9.0")
+    assert g.params == {**base, "bk": 16} and g.source == "default"
+    assert "default parameters for sm_90" in g.describe()
+    assert at.guess("cuda", "H800", "ffma_wide", "float32", shape, arch="sm_80") == base
+
+
+def test_search_records_relative_speeds_and_guess_mode_times_few(cache, timed):
+    """Two searches of naive in one class teach it; a third shape of the class then times
+    only the class's best (and the default) and says so; nothing is stored for it."""
+    combos = [{"block": 8}, {"block": 32}]          # best params differ from the default (16)
+    shapes = [(16, 24, 8), (12, 20, 8)]
+    sweep = Sweep()
+    try:
+        name = sweep.ensure_open("opencl", 0).name
+        recs = {}
+        for shape in shapes:
+            best, recs[shape] = at.autotune(sweep, "opencl", 0, "naive", shape, "float32",
+                                            warmup=0, repeats=2, combos=combos)
+            assert best in combos
+        data = json.loads(cache.read_text())
+        for shape in shapes:
+            entry = data[at.cache_key("opencl", name, "naive", "float32", shape)]
+            assert entry["class"] == "skinny-skinny-skinny/vec4"
+            assert set(entry["relative"]) == {"block=8", "block=32"}
+            assert max(entry["relative"].values()) == 1.0
+            assert entry["relative"][at._pkey(entry["params"])] == 1.0
+            fastest = min(r.median_ms for r in recs[shape] if r.status == "ok")
+            for r in recs[shape]:
+                assert entry["relative"][f"block={r.params['block']}"] == pytest.approx(
+                    fastest / r.median_ms, abs=1e-4)
+        mean = {b: sum(data[at.cache_key("opencl", name, "naive", "float32", s)]["relative"][f"block={b}"]
+                       for s in shapes) for b in (8, 32)}
+        want = at.class_stats("opencl", name, "naive", "float32",
+                              "skinny-skinny-skinny/vec4").ranked[0][0]
+        assert mean[want["block"]] == max(mean.values())
+        third = (20, 16, 12)
+        assert at.guess("opencl", name, "naive", "float32", third) == want
+        assert want != registry.get("naive").default_params()
+
+        n, logs = len(timed), []
+        best, recs3 = at.autotune(sweep, "opencl", 0, "naive", third, "float32", warmup=0,
+                                  repeats=1, mode="guess", emit=logs.append)
+        assert best in (*combos, {"block": 16})
+        assert sorted(r.params["block"] for r in recs3) == [8, 16, 32]   # class's 2 + default
+        assert len(timed) == n + 3
+        text = "\n".join(e.message for e in logs)
+        assert "guessed from class skinny-skinny-skinny/vec4 (2 shapes)" in text
+        assert "timing 3 of 3 combinations" in text and "not stored" in text
+        assert at.lookup("opencl", name, "naive", "float32", third) is None
+        # top=1: only the class's best and the default
+        n = len(timed)
+        at.autotune(sweep, "opencl", 0, "naive", third, "float32", warmup=0, repeats=1,
+                    mode="guess", guess_top=1)
+        assert len(timed) == n + 2
+        # nothing learnt for another class: the default only
+        n, logs = len(timed), []
+        best, recs4 = at.autotune(sweep, "opencl", 0, "naive", (9, 7, 5), "float32", warmup=0,
+                                  repeats=1, mode="guess", emit=logs.append)
+        assert best == {"block": 16} and len(recs4) == 1 and len(timed) == n + 1
+        assert "no shape of class skinny-skinny-skinny/novec searched yet" in logs[0].message
+        # a searched shape answers from the cache in guess mode too; retune guesses anew
+        n = len(timed)
+        assert at.autotune(sweep, "opencl", 0, "naive", shapes[0], "float32",
+                           mode="guess")[1] == [] and len(timed) == n
+        with pytest.raises(ValueError, match="mode"):
+            at.autotune(sweep, "opencl", 0, "naive", third, "float32", mode="quick")
+    finally:
+        sweep.close()
+
+
+def test_plan_guess_mode_through_the_engine_thread(cache, timed):
+    """The Plan path: ``plan.tune = "guess"`` (or run_autotuned's mode) on an engine thread."""
+    from engine.worker import EngineThread
+    items = expand_items("opencl", ["naive"])
+    eng = EngineThread().start()
+    try:
+        full = Plan(backend="opencl", items=items, shapes=[SHAPE, (12, 20, 8)], warmup=0,
+                    repeats=1, autotune=True)
+        eng.submit(full, lambda e: None).result()
+        searched = len(timed)
+        assert searched == 2 * len(items)
+        plan = Plan(backend="opencl", items=items, shapes=[(20, 16, 12), (9, 7, 5)], warmup=0,
+                    repeats=1, autotune=True)
+        plan.tune = "guess"
+        events = []
+        recs = eng.submit(plan, events.append).result()
+        assert [(r.variant, (r.m, r.n, r.k)) for r in recs] == [
+            ("naive", (20, 16, 12)), ("naive", (9, 7, 5))]
+        assert all(r.status == "ok" and r.passed for r in recs)
+        # class of 2 shapes: its (up to) 3 best, the default among them; (9, 7, 5): default
+        assert len(timed) - searched == len(items) + 1
+        logs = [e.message for e in events if e.kind == "log"]
+        assert any("guessed from class skinny-skinny-skinny/vec4 (2 shapes)" in m for m in logs)
+        assert any("no shape of class skinny-skinny-skinny/novec" in m for m in logs)
+        assert events[0].kind == "started" and "(guess)" in events[0].message
+        assert len(json.loads(cache.read_text())) == 2          # guesses are not stored
+    finally:
+        assert eng.shutdown(30)
+    sweep = Sweep()
+    try:
+        events = []
+        plan.tune = "search"
+        n = len(timed)
+        recs = at.run_autotuned(sweep, plan, events.append, mode="guess")
+        assert len(recs) == 2 and len(timed) - n == len(items) + 1
+        bad = at.run_autotuned(sweep, plan, events.append, mode="fast")
+        assert bad == [] and "must be search or guess" in events[-1].message
+    finally:
+        sweep.close()

@@ -200,3 +200,137 @@ def test_get_and_register():
 
 def test_cdiv():
     assert [registry.cdiv(a, 16) for a in (1, 15, 16, 17, 32, 33)] == [1, 1, 1, 2, 2, 3]
+
+
+# --- default parameters per GPU architecture ([defaults] tables) --------------------------
+
+ARCH_KERNEL = '''/*
++++
+name = "arch_kernel"
+title = "A kernel with defaults per architecture"
+source = "tests"
+
+[params]
+bk = [8, 16]
+sw = [1, 8]
+splitk = [1, 4]
+
+[defaults.sm_9x]
+sw = 8
+splitk = 4
+
+[defaults.sm_90]
+bk = 16
+splitk = 1
+
+[defaults.sm_120]
+bk = 16
+
+[launch]
+grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
+block = [16, 16]
++++
+*/
+__global__ void matmul() {}
+'''
+
+
+def _arch_variant(tmp_path, text=ARCH_KERNEL, name="arch.cu"):
+    from engine.kernel_file import parse_header
+    path = tmp_path / name
+    path.write_text(text)
+    return registry.variant_from_headers([parse_header(path)])
+
+
+def test_arch_names():
+    for given, want in (("9.0", "sm_90"), ("sm_90", "sm_90"), ("sm_90a", "sm_90"),
+                        ("compute_90", "sm_90"), ("8.6", "sm_86"), ("12.0", "sm_120"),
+                        (" SM_89 ", "sm_89"), (None, None), ("", None), ("9", None),
+                        ("sm_9", None), ("gfx90a", None)):
+        assert registry.arch_name(given) == want, given
+
+
+def test_default_params_per_architecture(tmp_path):
+    v = _arch_variant(tmp_path)
+    portable = {"bk": 8, "sw": 1, "splitk": 1}
+    assert v.arch_defaults == {"sm_9x": {"sw": 8, "splitk": 4}, "sm_90": {"bk": 16, "splitk": 1},
+                               "sm_120": {"bk": 16}}
+    assert v.default_params() == v.default_params(None) == portable == v.combos()[0]
+    # the exact table over the major one, parameter by parameter
+    assert v.default_params("sm_90") == v.default_params("9.0") == {"bk": 16, "sw": 8, "splitk": 1}
+    assert v.default_params("sm_90a") == v.default_params("sm_90")
+    assert v.default_params("9.2") == {"bk": 8, "sw": 8, "splitk": 4}     # sm_9x only
+    assert v.default_params("12.0") == {"bk": 16, "sw": 1, "splitk": 1}   # no sm_12x
+    assert v.default_params("1.2") == v.default_params("8.0") == portable
+    assert v.default_params("what") == portable
+    assert v.arch_overrides("sm_86") == {} and v.arch_overrides("9.0") == {"bk": 16, "sw": 8,
+                                                                          "splitk": 1}
+
+
+@pytest.mark.parametrize("mutate,words,line", [
+    (lambda t: t.replace("[defaults.sm_120]", "[defaults.sm120]"),
+     "'sm120' is not an architecture", 20),
+    (lambda t: t.replace("[defaults.sm_120]", "[defaults.gfx90a]"), "not an architecture", 20),
+    (lambda t: t.replace("[defaults.sm_90]\nbk = 16", "[defaults.sm_90]\nbq = 16"),
+     "defaults.sm_90: 'bq' is not a parameter of this kernel (parameters: bk, sw, splitk)", 17),
+    (lambda t: t.replace("[defaults.sm_90]\nbk = 16", "[defaults.sm_90]\nbk = 12"),
+     "defaults.sm_90.bk = 12 is not one of bk's values [8, 16]", 17),
+    (lambda t: t.replace("sw = 8\n", "sw = [1, 8]\n"), "defaults.sm_9x.sw must be one whole number", 13),
+    (lambda t: t.replace("sw = 8\n", "sw = true\n"), "must be one whole number", 13),
+    (lambda t: t.replace("[defaults.sm_120]\nbk = 16", "[defaults]\nsm_120 = 3"),
+     "defaults.sm_120 must be a table", 21),
+    (lambda t: t.replace("[defaults.sm_120]\nbk = 16", "[defaults]\nsm_120 = {bk = 32}"),
+     "defaults.sm_120.bk = 32 is not one of", 21),
+    (lambda t: t.replace("[defaults.sm_9x]\nsw = 8\nsplitk = 4\n\n[defaults.sm_90]\nbk = 16\n"
+                         "splitk = 1\n\n[defaults.sm_120]\nbk = 16\n", "")
+     .replace('source = "tests"\n', 'source = "tests"\ndefaults = 5\n'),
+     "[defaults] must hold one table per architecture", 6),
+])
+def test_bad_defaults_say_what_and_where(tmp_path, mutate, words, line):
+    from engine.kernel_file import KernelFileError, parse_header
+    path = tmp_path / "arch.cu"
+    text = mutate(ARCH_KERNEL)
+    assert text != ARCH_KERNEL
+    path.write_text(text)
+    with pytest.raises(KernelFileError) as err:
+        parse_header(path)
+    assert words in err.value.message
+    assert err.value.line == line, str(err.value)
+    assert str(err.value).startswith(f"{path}:{line}: ")
+
+
+def test_builtin_sm90_defaults_are_the_h200_winners():
+    """[defaults.sm_90] of the rungs: the autotuned winners at 4096³/8192³ on an H200
+    (benchmarks/NOTES.md, benchmarks/results/*.json, tests/data/h200_ladder_v2.json); the
+    first values stay the portable defaults."""
+    want = {"blocktile_1d": {"tm": 16}, "blocktile_2d": {"bm": 64, "bn": 128},
+            "vectorized": {"bk": 16}, "bankfree": {"bk": 16}, "pipelined": {"bm": 64},
+            "ffma_tuned": {"kv": 2}, "ffma_wide": {"bk": 16}}
+    for name in registry.ladder_names(include_experiments=True):
+        v = registry.get(name)
+        if v.order is not None and 11 <= v.order <= 20:
+            assert v.arch_overrides("9.0") == want.get(name, {}), name
+        assert v.default_params() == v.combos()[0], name
+        d = v.default_params("9.0")
+        for backend in v.backends:
+            for dtype in v.dtypes:
+                for shape in ((4096, 4096, 4096), (127, 253, 61)):
+                    if v.check(backend, v.default_params(), *shape, dtype) is None:
+                        assert v.check(backend, d, *shape, dtype) is None, (name, shape)
+    assert {n for n in want if registry.get(n).arch_overrides("sm_90")} == set(want)
+    assert registry.get("ffma_wide").default_params("9.0") == {
+        "bm": 256, "bk": 16, "stages": 4, "sw": 1, "splitk": 1}
+    assert registry.get("ffma_wide").default_params("8.0")["bk"] == 8
+
+
+def test_cuda_files_defaults_win_over_the_opencl_files(tmp_path):
+    from engine.kernel_file import parse_header
+    cu = tmp_path / "k.cu"
+    cl = tmp_path / "k.cl"
+    cu.write_text(ARCH_KERNEL)
+    cl.write_text(ARCH_KERNEL.replace("[defaults.sm_120]\nbk = 16", "[defaults.sm_120]\nbk = 8\n"
+                                      "[defaults.sm_80]\nsw = 8")
+                  .replace("__global__ void", "__kernel void"))
+    v = registry.variant_from_headers([parse_header(cl), parse_header(cu)])
+    assert set(v.sources) == {"cuda", "opencl"}
+    assert v.default_params("12.0")["bk"] == 16 and v.default_params("8.0")["sw"] == 8

@@ -171,3 +171,70 @@ def test_keep_previous_runs_overlays_them(qtbot, make_window, configure):
     assert len(win.charts.curves("runtime")) == 2
     win.clear_results()
     assert len(win.store) == 0
+
+
+def test_parameter_defaults_follow_the_devices_architecture(qtbot):
+    """A CUDA device of compute capability 9.0 shows its kernels' [defaults.sm_90]
+    values checked (ffma_wide bk=16); another GPU, or another backend, the first values;
+    values the user chose stay chosen whatever the device."""
+    from engine.backends.base import BackendStatus, DeviceInfo
+    from gui.config_panel import ConfigPanel
+
+    cfg = ConfigPanel()
+    qtbot.addWidget(cfg)
+    cuda = [DeviceInfo("cuda", 0, "NVIDIA H200", compute_capability="9.0"),
+            DeviceInfo("cuda", 1, "NVIDIA A100", compute_capability="8.0")]
+    cfg.set_statuses({"cuda": BackendStatus("cuda", True, devices=cuda),
+                      "opencl": BackendStatus("opencl", True, devices=[
+                          DeviceInfo("opencl", 0, "NVIDIA H200", compute_capability="9.0")]),
+                      "cpu": BackendStatus("cpu", True, devices=[DeviceInfo("cpu", 0, "CPU")])})
+
+    def checked(name, pname):
+        boxes = cfg.variants._value_widgets[(name, pname)].boxes
+        return [v for v, b in boxes.items() if b.isChecked()]
+
+    def bk_tip():
+        top = next(cfg.variants.topLevelItem(i) for i in range(cfg.variants.topLevelItemCount())
+                   if cfg.variants.topLevelItem(i).text(0) == "ffma_wide")
+        return next(top.child(i) for i in range(top.childCount())
+                    if top.child(i).text(0) == "bk").toolTip(0)
+
+    cfg.select("cuda", 0)
+    assert cfg.device_arch() == "sm_90" and cfg.variants.arch == "sm_90"
+    assert checked("ffma_wide", "bk") == [16] and checked("ffma_wide", "sw") == [1]
+    assert checked("pipelined", "bm") == [64] and checked("blocktile_2d", "bn") == [128]
+    assert checked("warptile", "bk") == [16]                   # no sm_90 table: first value
+    assert "16 is the default on sm_90 (8 elsewhere)" in bk_tip()
+    cfg.variants.set_only(["ffma_wide"])
+    cfg.sizes.set_text("4096")
+    assert cfg.build_plan().items == [("ffma_wide", registry.get("ffma_wide").default_params("9.0"))]
+    assert cfg.build_plan().items[0][1]["bk"] == 16
+
+    cfg.select("cuda", 1)                                       # compute capability 8.0
+    assert cfg.device_arch() == "sm_80" and checked("ffma_wide", "bk") == [8]
+    assert "8 is the default" in bk_tip() and cfg.variants.chosen_values("ffma_wide")["bk"] == [8]
+    cfg.select("opencl", 0)                                     # not a CUDA device
+    assert cfg.device_arch() is None and cfg.variants.arch is None
+
+    cfg.select("cuda", 0)
+    cfg.variants.set_param_values("pipelined", "bm", [128])     # the user's own choice
+    cfg.select("cuda", 1)
+    cfg.select("cuda", 0)
+    assert checked("pipelined", "bm") == [128] and checked("ffma_wide", "bk") == [16]
+    state = cfg.variants.state()
+    assert state["explicit"] is True and state["values"] == {"pipelined": {"bm": [128]}}
+
+    # A state saved before defaults per architecture held every value shown, untouched
+    # ones at their first value: those follow the device now, the others stay.
+    cfg.variants.set_state({"checked": {"ffma_wide": True},
+                            "values": {"ffma_wide": {"bk": [8], "sw": [1], "splitk": [1, 4]}}})
+    assert cfg.variants.chosen_values("ffma_wide") == {
+        "bm": [256], "bk": [16], "stages": [4], "sw": [1], "splitk": [1, 4]}
+    cfg.variants.set_state({"checked": {}, "values": {"ffma_wide": {"bk": [8]}}, "explicit": True})
+    assert cfg.variants.chosen_values("ffma_wide")["bk"] == [8]
+    # The settings file keeps the mark (so a chosen first value is not taken for an old
+    # state's untouched one after a restart).
+    from gui.settings import clean_config
+    clean, problems = clean_config(cfg.state())
+    assert problems == [] and clean["variants"]["explicit"] is True
+    assert clean["variants"]["values"] == {"ffma_wide": {"bk": [8]}}
