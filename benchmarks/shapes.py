@@ -262,7 +262,7 @@ def main(argv=None) -> int:
         autotune.store(args.backend, device.name, variant, args.dtype, shape, best, searched, cache,
                        records=[r for r in recs if r.variant == variant and (r.m, r.n, r.k) == shape])
     text = summary_table(summary_rows(recs), device)
-    arch = f"sm_{device.compute_capability.replace('.', '')}" if device.compute_capability else None
+    arch = autotune.device_arch(device)
     text += "\n\n" + guess_table(guess_rows(recs, args.backend, device.name, args.dtype, cache, arch))
     bad = [r for r in recs if r.status not in ("ok", "skipped")]
     text += "".join(f"\n!! {r.label()} at {format_shape((r.m, r.n, r.k))}: {r.status}: {r.error[:200]}"

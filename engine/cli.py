@@ -114,6 +114,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--autotune", action="store_true",
                    help="per variant and size, search the parameter space (restricted by --params) "
                         "or take the best parameters from the autotune cache; report the best")
+    p.add_argument("--guess", action="store_true",
+                   help="with --autotune: time only the parameters guessed from the searched shapes "
+                        "of the same shape class (and the device's defaults); nothing is stored")
     p.add_argument("--retune", action="store_true",
                    help="with --autotune: ignore the cache and search again")
     p.add_argument("--profile", action="store_true",
@@ -341,7 +344,7 @@ def run_bench(argv: Sequence[str]) -> int:
             err.print(f"A: {matrices.describe(mats[0])}, B: {matrices.describe(mats[1])}")
         if args.out:
             check_out_path(args.out)
-        if (args.autotune or args.retune) and args.a_path:
+        if (args.autotune or args.retune or args.guess) and args.a_path:
             raise UsageError("--autotune needs --sizes, not matrix files")
         if args.launch_timeout is not None and not (math.isfinite(args.launch_timeout)
                                                     and args.launch_timeout > 0):
@@ -356,7 +359,8 @@ def run_bench(argv: Sequence[str]) -> int:
                     device=devices[0], warmup=args.warmup, repeats=args.repeats,
                     time_budget_s=args.budget, cold=args.cold, verify=not args.no_verify,
                     seed=args.seed, dist=args.dist, matrices=mats,
-                    autotune=args.autotune or args.retune, retune=args.retune,
+                    autotune=args.autotune or args.retune or args.guess, retune=args.retune,
+                    tune="guess" if args.guess else "search",
                     launch_timeout_s=args.launch_timeout,
                     kernel_files=tuple(dict.fromkeys(
                         kernel_files + user_kernels.kernel_files_of(n for n, _ in items))))

@@ -62,6 +62,9 @@ class Plan:
     #: remembered in the autotune cache; ``retune`` ignores the cache.
     autotune: bool = False
     retune: bool = False
+    #: With ``autotune``: ``search`` the whole space, or ``guess`` (time only what the
+    #: searched shapes of the same class suggest, engine.autotune.guess_candidates).
+    tune: str = "search"
     #: Longest one kernel launch may take before an isolated engine is ended (seconds);
     #: None: :func:`launch_timeout_s` derives it from the FLOPs and the device's peak.
     launch_timeout_s: float | None = None
@@ -80,6 +83,8 @@ class Plan:
         """Raise ValueError with a clear message for a plan that cannot start."""
         if self.dtype not in registry.DTYPES:
             raise ValueError(f"dtype must be one of {', '.join(registry.DTYPES)}, not '{self.dtype}'")
+        if self.tune not in ("search", "guess"):
+            raise ValueError(f"tune must be 'search' or 'guess', not '{self.tune}'")
         if not self.items:
             raise ValueError("no variants selected")
         problems = self.load_kernels()

@@ -144,6 +144,14 @@ class ConfigPanel(QWidget):
             "Search each checked variant's checked parameter values at every size and report "
             "only the fastest verified one. Winners are remembered per device, variant, dtype "
             "and shape (autotune cache), so a second run only re-times them.")
+        self.guess = QCheckBox("Guess")
+        self.guess.setToolTip(
+            "With Autotune: time only the parameters that searched shapes of the same class "
+            "(size buckets and 4-alignment of N and K) liked best, and the device's defaults, "
+            "instead of the whole space. A shape searched before takes its own winner. "
+            "Guesses are not stored.")
+        self.guess.setEnabled(False)
+        self.autotune.toggled.connect(lambda on: self.guess.setEnabled(on and self.autotune.isEnabled()))
         mform = QFormLayout()
         mform.setContentsMargins(0, 0, 0, 0)
         mform.setHorizontalSpacing(8)
@@ -156,6 +164,7 @@ class ConfigPanel(QWidget):
         r2.addWidget(self.warmup, 1)
         r2.addWidget(self.verify)
         r2.addWidget(self.autotune)
+        r2.addWidget(self.guess)
         mform.addRow("Warm-up", r2)
         r3 = QHBoxLayout()
         r3.addWidget(self.repeats_radio)
@@ -186,7 +195,8 @@ class ConfigPanel(QWidget):
         self.dtype.currentTextChanged.connect(self._changed)
         for sig in (self.mode.currentIndexChanged, self.warmup.valueChanged,
                     self.repeats.valueChanged, self.budget.valueChanged,
-                    self.repeats_radio.toggled, self.verify.toggled, self.autotune.toggled):
+                    self.repeats_radio.toggled, self.verify.toggled, self.autotune.toggled,
+                    self.guess.toggled):
             sig.connect(self._changed)
         self.inputs.changed.connect(self._inputs_changed)
 
@@ -336,6 +346,7 @@ class ConfigPanel(QWidget):
             self.verify.setChecked(self._saved_verify)
         self.verify.setEnabled(not files)
         self.autotune.setEnabled(not files)  # autotuning searches sizes, not loaded matrices
+        self.guess.setEnabled(not files and self.autotune.isChecked())
         self._changed()
 
     # --- validity and the plan ----------------------------------------------------------
@@ -408,6 +419,7 @@ class ConfigPanel(QWidget):
             dist=self.inputs.dist.currentText(),
             matrices=files,
             autotune=files is None and self.autotune.isChecked(),
+            tune="guess" if self.guess.isChecked() else "search",
             kernel_files=user_kernels.kernel_files_of(n for n, _ in items),
         )
         plan.validate()
@@ -443,6 +455,7 @@ class ConfigPanel(QWidget):
             "budget_s": self.budget.value(),
             "verify": self.verify.isChecked() if self.inputs.mode != "files" else self._saved_verify,
             "autotune": self.autotune.isChecked(),
+            "guess": self.guess.isChecked(),
             "inputs": self.inputs.state(),
         }
 
@@ -488,6 +501,7 @@ class ConfigPanel(QWidget):
         self._saved_verify = bool(state.get("verify", True))
         self.verify.setChecked(self._saved_verify)
         self.autotune.setChecked(bool(state.get("autotune", False)))
+        self.guess.setChecked(bool(state.get("guess", False)))
         self.inputs.set_state(state.get("inputs", {}))
         self._changed()
 

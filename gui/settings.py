@@ -308,6 +308,7 @@ def clean_config(state: Any) -> tuple[dict, list[str]]:
             bad("budget_s", f"is not a number of seconds from {low} to {high:g}")
     flag("verify")
     flag("autotune")
+    flag("guess")
     if "inputs" in state:
         inputs = state["inputs"]
         if isinstance(inputs, dict):

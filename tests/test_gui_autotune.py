@@ -43,3 +43,35 @@ def test_autotune_choice_persists(make_window, gui_settings):
     win.close()
     again = make_window(gui_settings)
     assert again.config.autotune.isChecked()
+
+
+def test_guess_times_only_what_the_shape_class_learnt(qtbot, make_window, configure, tmp_path,
+                                                      monkeypatch):
+    """Search two 4-aligned small shapes, then ask the window to guess a third of the same
+    class: only the class's winners (and the default) are timed, the result is one verified
+    record per variant, and nothing new is stored for the guessed shape."""
+    monkeypatch.setenv(autotune.CACHE_ENV, str(tmp_path))
+    params = {("wpt", "ts"): [8, 16], ("wpt", "wpt"): [1, 2, 4, 8]}
+    win = configure(make_window(), "opencl", ("wpt",), "40x36x28,44x40x32", params=params)
+    win.config.autotune.setChecked(True)
+    assert win.config.guess.isEnabled() and not win.config.guess.isChecked()
+    with qtbot.waitSignal(win.controller.finished, timeout=120_000):
+        qtbot.mouseClick(win.run_bar.run_button, Qt.MouseButton.LeftButton)
+    searched = json.loads((tmp_path / autotune.CACHE_FILE).read_text())
+    assert len(searched) == 2
+    configure(win, "opencl", ("wpt",), "48x52x36", params=params)
+    win.config.autotune.setChecked(True)
+    win.config.guess.setChecked(True)
+    plan = win.config.build_plan()
+    assert plan.autotune and plan.tune == "guess"
+    with qtbot.waitSignal(win.controller.finished, timeout=120_000):
+        qtbot.mouseClick(win.run_bar.run_button, Qt.MouseButton.LeftButton)
+    (rec,) = [r for r in win.store.records if (r.m, r.n, r.k) == (48, 52, 36)]
+    assert rec.passed is True
+    g = autotune.guess_candidates("opencl", rec.device, "wpt", "float32", (48, 52, 36), top=3,
+                                  combos=[{"ts": t, "wpt": w} for t in (8, 16) for w in (1, 2, 4, 8)])
+    assert g.source == "class" and g.shapes == 2
+    assert rec.params in g.candidates or rec.params == autotune.registry.get("wpt").default_params()
+    assert json.loads((tmp_path / autotune.CACHE_FILE).read_text()) == searched   # guesses not stored
+    # The choice is kept with the window's state.
+    assert win.config.state()["guess"] is True

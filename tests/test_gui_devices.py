@@ -225,11 +225,13 @@ def test_series_table_and_ratios_tell_two_devices_of_one_model_apart(make_window
 
     recs = [_rec(0, "naive", ms=4.0), _rec(0, ms=1.0), _rec(1, "naive", ms=8.0), _rec(1, ms=2.0)]
     series = build_series(recs)
-    assert sorted(s.label for s in series) == ["naive · #0", "naive · #1", "tiled · #0", "tiled · #1"]
+    # one lab best line per device: the faster of naive and tiled at each size there
+    assert sorted(s.label for s in series) == ["lab best FP32 · #0", "lab best FP32 · #1", "naive · #0",
+                                               "naive · #1", "tiled · #0", "tiled · #1"]
     # Speed-ups compare with the naive run of the same device, not the other one's.
     sp = speedups(recs)
     assert sp[id(recs[1])] == pytest.approx(4.0) and sp[id(recs[3])] == pytest.approx(4.0)
-    assert len(best_per_variant(series)) == 4
+    assert len(best_per_variant(series)) == 6
     assert set(derived_peaks(recs)) == {("node1", "NVIDIA H200", 0), ("node1", "NVIDIA H200", 1)}
     # Different models: the model name alone tells them apart.
     other = [_rec(0), _rec(0, device="NVIDIA H100")]
