@@ -115,6 +115,17 @@ shared = "smem"
 #endif
 #endif
 #define APAD 4
+/* PAD_B = 1 (25_ffma_wide_padb.cu): B arrives as a copy whose rows are padded to LDB =
+ * roundup(N, 4) floats with zeros (the pre-pass), so every B row is 16-byte aligned and every
+ * copy takes the 16-byte path whatever N is; C keeps its N columns. */
+#ifndef PAD_B
+#define PAD_B 0
+#endif
+#if PAD_B
+#define LDB_OF(n) (((n) + 3) & ~3)
+#else
+#define LDB_OF(n) (n)
+#endif
 #ifndef FASTCOPY               /* bounds-free copies of interior tiles (sm_90; see 18_ffma_regdb.cu) */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define FASTCOPY 1
@@ -155,7 +166,7 @@ __device__ unsigned tile_counter[MAX_TILES];     /* split-K order; 0 between lau
 /* General copy of the k-tile at k0 into the stage at shared address sst (bounds checked). */
 __device__ __forceinline__ void load_tile_edge(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
                                                unsigned sst, int M, int N, int K, int k0, int kend,
-                                               int tid, int arow, int bcol, bool vec_b)
+                                               int tid, int arow, int bcol, bool vec_b, int ldb)
 {
     const int ac = tid % BK, ar = tid / BK;
     const int bc = (tid % (BN / 4)) * 4, br = tid / (BN / 4);
@@ -170,10 +181,10 @@ __device__ __forceinline__ void load_tile_edge(const ELEM* __restrict__ A, const
     for (int it = 0; it < B_COPIES; ++it) {
         const int r = br + it * B_RSTEP;
         const int gk = k0 + r;
-        const ELEM* src = B + (size_t)gk * N + bcol;
+        const ELEM* src = B + (size_t)gk * ldb + bcol;
         const unsigned d = sst + 4u * (AS_WORDS + r * BN + bc);
         if (vec_b) {
-            const bool in = gk < kend && bcol < N;
+            const bool in = gk < kend && bcol < N;     /* PAD_B: columns N..LDB-1 are zeros */
             cp_async16(d, in ? src : B, in);
         } else {
 #pragma unroll
@@ -239,7 +250,9 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     const int ktiles = max(0, min(ktiles_all, kt0 + per) - kt0);
     const int kbeg = kt0 * BK;
     const int kend = min(K, kbeg + ktiles * BK);
-    const bool vec_b = (N & 3) == 0;
+    const int ldb = LDB_OF(N);                         /* row stride of B */
+    const bool vec_b = (ldb & 3) == 0;                 /* 16-byte B rows */
+    const bool vec_c = (N & 3) == 0;                   /* 16-byte C rows */
     const int ac = tid % BK, ar = tid / BK;
     const int bc = (tid % (BN / 4)) * 4, br = tid / (BN / 4);
     const int arow = row0 + ar;                        /* first A row this thread copies */
@@ -248,10 +261,10 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
 
     /* running copy state of the interior path: sources of the next k-tile to copy */
     const ELEM* ga = A + (size_t)min(arow, M - 1) * K + kbeg + ac;
-    const ELEM* gb = B + (size_t)(kbeg + br) * N + min(bcol, max(N - 4, 0));
+    const ELEM* gb = B + (size_t)(kbeg + br) * ldb + min(bcol, max(ldb - 4, 0));
     const size_t a_rstride = (size_t)A_RSTEP * K;
-    const size_t b_rstride = (size_t)B_RSTEP * N;
-    const size_t b_tstride = (size_t)BK * N;
+    const size_t b_rstride = (size_t)B_RSTEP * ldb;
+    const size_t b_tstride = (size_t)BK * ldb;
     const unsigned sa_off = 4u * (ac * (BM + APAD) + ar);
     const unsigned sb_off = 4u * (AS_WORDS + br * BN + bc);
 
@@ -275,7 +288,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
                 cp_async16_full(sst + sb_off + 4u * it * B_RSTEP * BN, gb + it * b_rstride);
         } else
 #endif
-            load_tile_edge(A, B, sst, M, N, K, k0, kend, tid, arow, bcol, vec_b);
+            load_tile_edge(A, B, sst, M, N, K, k0, kend, tid, arow, bcol, vec_b, ldb);
         ga += BK;
         gb += b_tstride;
     };
@@ -341,7 +354,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
             const int col = col0 + p * SN_ + tx * 4;
             ACC* a = &acc[i][4 * p];
             ELEM* c = C + (size_t)row * N + col;
-            if (vec_b && col + 3 < N) {
+            if (vec_c && col + 3 < N) {
                 VEC x;
                 if (add) {
                     const VEC o = __ldcg(reinterpret_cast<const VEC*>(c));

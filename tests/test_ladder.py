@@ -35,6 +35,22 @@ def scratch_ws(m, n, k):
     kp = (k + 3) // 4 * 4
     return 4 * kp * (n + (m if k % 4 else 0))
 ODD_SHAPES = [(127, 253, 61), (61, 127, 253), (1, 1, 1), (33, 1, 65), (130, 131, 17)]
+#: Odd skinny shapes (M or N ≤ 64): matrix-vector products, K not a multiple of 4.
+SKINNY_SHAPES = [(1, 253, 127), (61, 7, 1000), (64, 129, 4099), (7, 3000, 65), (1000, 1, 33)]
+
+#: Rungs made for one class of shapes, dispatched to by shape (the lab best): the class,
+#: and the shape they are tested at instead of 4096³. Every other rung takes any shape.
+SPECIALISTS = {"skinny": (lambda m, n, k: min(m, n) <= 64, (1, 4096, 4096)),
+               "ffma_wide_padb": (lambda m, n, k: n % 4 != 0, (4096, 4090, 4096))}
+
+
+def home(v) -> tuple[int, int, int]:
+    """The shape a rung is checked at: 4096³, or its class's for a specialist."""
+    return SPECIALISTS[v.name][1] if v.name in SPECIALISTS else (4096, 4096, 4096)
+
+
+def in_class(v, shape) -> bool:
+    return SPECIALISTS[v.name][0](*shape) if v.name in SPECIALISTS else True
 
 
 # --- CPU side ---------------------------------------------------------------------------
@@ -68,26 +84,34 @@ def test_kernel_source_exists_with_header(v):
 def test_space_small_and_valid(v):
     combos = v.combos()
     assert 1 <= len(combos) <= 8, (v.name, len(combos))
-    valid = [c for c in combos if v.check("cuda", c, 4096, 4096, 4096, "float32") is None]
+    valid = [c for c in combos if v.check("cuda", c, *home(v), "float32") is None]
     assert valid, f"{v.name}: no valid parameter combination"
-    assert v.check("cuda", v.default_params(), 4096, 4096, 4096, "float32") is None
+    assert v.check("cuda", v.default_params(), *home(v), "float32") is None
 
 
 @pytest.mark.parametrize("v", KERNELS, ids=lambda v: v.name)
-@pytest.mark.parametrize("shape", ODD_SHAPES)
+@pytest.mark.parametrize("shape", ODD_SHAPES + SKINNY_SHAPES)
 def test_no_shape_constraints(v, shape):
-    """Every ladder kernel handles any M, N, K: only parameter-level reasons may skip."""
+    """Every ladder kernel handles any M, N, K of its class (a specialist's class is its
+    first constraint, which names the rung to use instead): only parameter-level reasons
+    may skip."""
     for c in v.combos():
-        if v.check("cuda", c, 4096, 4096, 4096, "float32") is None:
-            assert v.check("cuda", c, *shape, "float32") is None
+        if v.check("cuda", c, *home(v), "float32") is None:
+            why = v.check("cuda", c, *shape, "float32")
+            if in_class(v, shape):
+                assert why is None, why
+            else:
+                assert why and "use ffma_wide" in why or "ffma_wide runs the same" in why, why
 
 
 @pytest.mark.parametrize("v", KERNELS, ids=lambda v: v.name)
 def test_geometry_fits_a_block(v):
     for c in v.combos():
-        if v.check("cuda", c, 4096, 4096, 4096, "float32"):
+        if v.check("cuda", c, *home(v), "float32"):
             continue
-        (gx, gy), (bx, by) = v.geometry(c, 1000, 3000, 17)
+        (gx, gy), (bx, by) = v.geometry(c, *((1000, 3000, 17) if in_class(v, (1000, 3000, 17))
+                                            else (1000, 3001, 17) if v.name == "ffma_wide_padb"
+                                            else (1000, 30, 17)))
         assert 32 <= bx * by <= 1024 and gx >= 1 and gy >= 1
         if v.dynamic_shared:
             assert 0 < v.dynamic_shared(c) <= 227 * 1024
@@ -185,21 +209,27 @@ def test_ladder_verifies_at_odd_shapes(dtype):
     _need_cuda()
     names = [v.name for v in KERNELS if dtype in v.dtypes]
     items = [(n, p) for n, p in expand_items("cuda", names)
-             if registry.get(n).check("cuda", p, 4096, 4096, 4096, dtype) is None]
-    plan = Plan(backend="cuda", items=items, shapes=ODD_SHAPES,
+             if registry.get(n).check("cuda", p, *home(registry.get(n)), dtype) is None]
+    plan = Plan(backend="cuda", items=items, shapes=ODD_SHAPES + SKINNY_SHAPES,
                 dtype=dtype, warmup=0, repeats=1, dist="int" if dtype == "int32" else "uniform")
     recs = _run(plan)
     bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs
            if r.status != "skipped" and not r.passed]
     assert not bad, bad
-    skipped = [(r.label(), r.error) for r in recs if r.status == "skipped"]
+    # only a specialist outside its class is skipped
+    skipped = [(r.label(), r.m, r.n, r.k, r.error) for r in recs if r.status == "skipped"
+               and in_class(registry.get(r.variant), (r.m, r.n, r.k))]
     assert not skipped, skipped
+    for v in KERNELS:
+        if v.name in SPECIALISTS and dtype in v.dtypes:
+            ran = [r for r in recs if r.variant == v.name and r.status == "ok"]
+            assert ran and all(in_class(v, (r.m, r.n, r.k)) for r in ran), v.name
 
 
 @pytest.mark.gpu
 def test_ladder_and_cublas_verify_at_4096():
     _need_cuda()
-    names = list(CUBLAS) + [v.name for v in KERNELS]
+    names = list(CUBLAS) + [v.name for v in KERNELS if v.name not in SPECIALISTS]
     items = [(n, registry.get(n).default_params()) for n in names]
     plan = Plan(backend="cuda", items=items, shapes=[(4096, 4096, 4096)], dtype="float32",
                 warmup=1, repeats=3)
