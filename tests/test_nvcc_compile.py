@@ -198,6 +198,10 @@ def test_kernel_file_has_header_and_entry(path: Path):
     if path.suffix not in (".cu", ".cl"):
         return  # shared headers (e.g. lab_ptx.cuh) need no entry point
     backend = "cuda" if path.suffix == ".cu" else "opencl"
+    # A kernel may be another kernel file compiled with a switch (#include "19_ffma_wide.cu"
+    # under PAD_B in 25): its entry point is the included file's.
+    for inc in re.findall(r'^#include "([^"]+\.cu)"', text, flags=re.M):
+        text += (path.parent / inc).read_text()
     m = _ENTRY_DECL[backend].search(text)
     assert m, f"{rel} does not define the entry point 'matmul' ({backend} style)"
     if rel in _REGISTERED:
