@@ -2,6 +2,10 @@
 # compute-sanitizer memcheck, racecheck and synccheck on every CUDA kernel (seeds and
 # ladder; not cuBLAS) at an odd shape, through the engine (main.py bench), float32 and int32.
 #   bash benchmarks/sanitize.sh [SHAPE]          (default 127x253x61; needs nvcc/CUDA on PATH)
+#   VARIANTS=skinny,ffma_wide_padb bash benchmarks/sanitize.sh     (only those kernels)
+# Kernels made for one class of shapes run at an odd shape of their class: skinny (M or N
+# <= 64) at 61x7x1000 and 7x253x1001 (the columns and the rows paths), ffma_wide_padb
+# (N % 4 != 0) at SHAPE when its N qualifies, else at 127x253x61.
 # Prints one line per tool and dtype; full logs go to
 # $OUT/sanitize_<tool>_<dtype>_<kernel>.log (or ./sanitize-logs/). Exits non-zero on any error.
 # memcheck runs with verification (a poisoned C, one checked launch + one timed launch);
@@ -17,8 +21,10 @@ SAN=$(command -v compute-sanitizer || echo "${CUDA_ROOT:-/usr/local/cuda}/bin/co
 variants() {  # every CUDA kernel of the registry (cuBLAS lines excluded) that supports dtype $1
   python3 -c "
 from engine import registry
+only = set(filter(None, '${VARIANTS:-}'.split(',')))
 print(','.join(n for n, v in registry.REGISTRY.items()
-               if 'cuda' in v.sources and not v.library and '$1' in v.dtypes))"
+               if 'cuda' in v.sources and not v.library and '$1' in v.dtypes
+               and (not only or n in only)))"
 }
 status=0
 # One sanitizer process per kernel: a failure names its kernel, and compute-sanitizer's
@@ -34,6 +40,10 @@ for dtype in float32 int32; do
     for name in ${names//,/ }; do
       shape=$SHAPE  # tiled needs multiples of its block (its declared constraint)
       [ "$name" = tiled ] && shape=96x160x64
+      [ "$name" = skinny ] && shape=61x7x1000,7x253x1001
+      if [ "$name" = ffma_wide_padb ] && [ $(( $(echo "$SHAPE" | cut -dx -f2) % 4 )) -eq 0 ]; then
+        shape=127x253x61
+      fi
       log="$LOGS/sanitize_${tool}_${dtype}_${name}.log"
       "$SAN" --tool $tool --error-exitcode 99 python3 main.py bench --backend cuda --quiet \
           --sizes "$shape" --dtype $dtype --dist $dist --variants "$name" "${extra[@]}" >"$log" 2>&1
