@@ -50,6 +50,25 @@ def _skips_are_the_registrys(recs, dtype):
             assert reason and reason == r.error, (r.label(), r.error, reason)
 
 
+#: skinny (24_skinny.cu) refuses min(M, N) > 64, so ODD_SHAPES reach it only at three shapes:
+#: here both paths at odd sizes, every TN of the rows path, N % 4 != 0, K % 4 != 0, a partial
+#: last chunk, and serial split-K (1x253x5000: 8 blocks, K split 9 ways, some slices empty).
+SKINNY_SHAPES = [(1, 253, 127), (61, 7, 1000), (3, 50, 701), (64, 300, 129), (33, 97, 2049),
+                 (200, 3, 301), (500, 7, 999), (130, 12, 260), (300, 61, 515), (1, 253, 5000),
+                 (1000, 1, 3001)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_skinny_verifies_at_skinny_odd_shapes(dtype):
+    plan = Plan(backend="cuda", items=expand_items("cuda", ["skinny"]), shapes=SKINNY_SHAPES,
+                dtype=dtype, warmup=1, repeats=2, dist="int" if dtype == "int32" else "uniform")
+    recs, _ = run_plan(plan)
+    assert recs and all(r.status != "skipped" for r in recs), \
+        [(r.label(), r.error) for r in recs if r.status == "skipped"]
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
+    assert not bad, bad
+
+
 def test_every_cuda_variant_verifies_at_4096():
     plan = Plan(backend="cuda", items=expand_items("cuda"), shapes=[(4096, 4096, 4096)],
                 dtype="float32", warmup=1, repeats=3)
