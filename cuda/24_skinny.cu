@@ -426,6 +426,8 @@ __device__ __forceinline__ void rows_path(const ELEM* __restrict__ A, const ELEM
                                           int tile, int z, int splits, unsigned char* smem_raw)
 {
     constexpr int QN = TN >= 4 ? TN / 4 : 1;
+    /* words of one 32-k step in a B stage: 32 k x TN columns (bs_word's layout) */
+    constexpr int STEPW = TN == 1 ? 32 : 128 * QN;
     static_assert(32 * R * TN <= SMEM_WORDS, "shared memory");
 
     ELEM* const Bs = reinterpret_cast<ELEM*>(smem_raw);
@@ -517,7 +519,7 @@ __device__ __forceinline__ void rows_path(const ELEM* __restrict__ A, const ELEM
      * c+1's quad (a full chunk) right after its last use: the rolling prefetch */
     VEC a[U][R];
     auto chunk = [&](int c, auto PF) {
-        const ELEM* bs = Bs + (c & 1) * STAGE + wk * 128 * QN;
+        const ELEM* bs = Bs + (c & 1) * STAGE + wk * STEPW;
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             ACC xa[R][4];
@@ -530,7 +532,7 @@ __device__ __forceinline__ void rows_path(const ELEM* __restrict__ A, const ELEM
                 for (int j = 0; j < 4; ++j)
                     xa[r][j] = (ACC)vget(t, j);
             }
-            const ELEM* bu = bs + u * WK * 128 * QN;   /* the warp's 32-k step u*WK + wk */
+            const ELEM* bu = bs + u * WK * STEPW;      /* the warp's 32-k step u*WK + wk */
             if (TN == 1) {
                 const VEC bv = *reinterpret_cast<const VEC*>(bu + 4 * kl);
 #pragma unroll
