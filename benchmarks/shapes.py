@@ -115,7 +115,7 @@ def summary_rows(recs: list[ResultRecord]) -> list[dict]:
 
 
 def summary_table(rows: list[dict], device) -> str:
-    head = (f"{'shape':<18} {'FP32 lab best':<44} {'TFLOP/s':>8} {'%cuBLAS':>8} {'%peak':>6} "
+    head = (f"{'shape':<18} {'FP32 lab best':<54} {'TFLOP/s':>8} {'%cuBLAS':>8} {'%peak':>6} "
             f"{'GB/s':>7} {'%copy':>6}   {'TF32 lab best':<40} {'TFLOP/s':>8} {'%cuBLAS':>8} {'%peak':>6}")
     lines = []
     if device is not None:
@@ -132,10 +132,10 @@ def summary_table(rows: list[dict], device) -> str:
         cells = [f"{format_shape(row['shape']):<18}"]
         if f:
             bw = f"{f['gbps']:>7.0f} {_pct(f['pct_of_copy']) if f['memory_bound'] else '':>6}"
-            cells.append(f"{f['label'][:44]:<44} {f['gflops'] / 1e3:>8.2f} {_pct(f['pct_of_cublas']):>8} "
+            cells.append(f"{f['label'][:54]:<54} {f['gflops'] / 1e3:>8.2f} {_pct(f['pct_of_cublas']):>8} "
                          f"{_pct(f['pct_of_peak']):>6} {bw}")
         else:
-            cells.append(f"{'—':<44} {'':>8} {'':>8} {'':>6} {'':>7} {'':>6}")
+            cells.append(f"{'—':<54} {'':>8} {'':>8} {'':>6} {'':>7} {'':>6}")
         if t:
             cells.append(f"  {t['label'][:40]:<40} {t['gflops'] / 1e3:>8.2f} {_pct(t['pct_of_cublas']):>8} "
                          f"{_pct(t['pct_of_peak']):>6}")
