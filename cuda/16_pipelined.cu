@@ -18,7 +18,7 @@ tn = [4]
 stages = [3]
 minb = [2, 1]
 
-[defaults.sm_90]    # H200 (benchmarks/results/h200_ladder_v4_fp32.json): bm=64 40.9 vs 40.6 TFLOP/s at 4096, 41.9 vs 40.9 at 8192
+[defaults.sm_90]    # H200 (ladder v4 in benchmarks/NOTES.md): bm=64 40.9 vs 40.6 TFLOP/s at 4096, 41.9 vs 40.9 at 8192
 bm = 64
 
 [derived]

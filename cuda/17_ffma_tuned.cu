@@ -11,7 +11,7 @@ bm = [128, 64]
 kv = [4, 2]
 splitk = [1, 2]
 
-[defaults.sm_90]    # H200 (benchmarks/results/h200_ladder_v3.json): kv=2 39.8 vs 39.1 TFLOP/s at 4096, 40.2 vs 39.3 at 8192
+[defaults.sm_90]    # H200 (ladder v3 in benchmarks/NOTES.md): kv=2 39.8 vs 39.1 TFLOP/s at 4096, 40.2 vs 39.3 at 8192
 kv = 2
 
 [derived]

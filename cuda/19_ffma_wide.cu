@@ -13,7 +13,7 @@ stages = [4]
 sw = [1, 8]
 splitk = [1, 4]
 
-[defaults.sm_90]    # H200 (benchmarks/results/h200_ladder_v5_fp32.json): bk=16 48.9 vs 45.7 TFLOP/s at 4096, 49.1 vs 45.9 at 8192 (sw=1 ≥ sw=8)
+[defaults.sm_90]    # H200 (ladder v5 in benchmarks/NOTES.md; benchmarks/results/h*_shapes): bk=16 48.9 vs 45.7 TFLOP/s at 4096, 49.1 vs 45.9 at 8192 (sw=1 ≥ sw=8)
 bk = 16
 
 [derived]

@@ -301,7 +301,7 @@ def test_bad_defaults_say_what_and_where(tmp_path, mutate, words, line):
 
 def test_builtin_sm90_defaults_are_the_h200_winners():
     """[defaults.sm_90] of the rungs: the autotuned winners at 4096³/8192³ on an H200
-    (benchmarks/NOTES.md, benchmarks/results/*.json, tests/data/h200_ladder_v2.json); the
+    (benchmarks/NOTES.md, benchmarks/results/h*_shapes.json, tests/data/h200_ladder_v2.json); the
     first values stay the portable defaults."""
     want = {"blocktile_1d": {"tm": 16}, "blocktile_2d": {"bm": 64, "bn": 128},
             "vectorized": {"bk": 16}, "bankfree": {"bk": 16}, "pipelined": {"bm": 64},
