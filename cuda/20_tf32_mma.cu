@@ -82,12 +82,7 @@ shared = "stages * (128 * (bk + 4) + bk * (128 + 8)) * 4"
 #error "BK must be a multiple of 8 and STAGES >= 2"
 #endif
 
-__device__ __forceinline__ unsigned to_tf32(float x)
-{
-    unsigned u;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(u) : "f"(x));
-    return u;
-}
+__device__ __forceinline__ unsigned to_tf32(float x) { return __float_as_uint(tf32_rna(x)); }
 
 __device__ __forceinline__ void load_tile(const float* __restrict__ A, const float* __restrict__ B,
                                           float* As, float* Bs, int M, int N, int K,

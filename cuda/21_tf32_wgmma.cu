@@ -150,14 +150,9 @@ __device__ __forceinline__ void load_tile(const float* __restrict__ A, const flo
 }
 
 #if TF32_RN
-/* x rounded to TF32, to nearest with ties away from zero (cvt.rna.tf32.f32): the FP32 bit
-   pattern with the low 13 mantissa bits zero, as a float */
-__device__ __forceinline__ float tf32_rna(float x)
-{
-    unsigned u;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(u) : "f"(x));
-    return __uint_as_float(u);
-}
+/* an operand element as the tensor cores should see it: rounded to TF32 to nearest
+   (lab_ptx.cuh's tf32_rna), or, with TF32_RN 0, as is (the tensor cores truncate) */
+#define TF32_IN(x) (TF32_RN ? tf32_rna(x) : (x))
 
 /* the elements load_tile copied for this thread into stage (sa, sb), rounded to TF32 in place:
    same index arithmetic, loads first, then the stores */
@@ -179,8 +174,8 @@ __device__ __forceinline__ void round_tile(unsigned sa, unsigned sb, int tid)
         const int r = v >> 3, c = v & 7;
         asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n"
                      :: "r"(sa + (unsigned)(r * 128 + ((c ^ (r & 7)) << 4))),
-                        "f"(tf32_rna(va[it].x)), "f"(tf32_rna(va[it].y)),
-                        "f"(tf32_rna(va[it].z)), "f"(tf32_rna(va[it].w)) : "memory");
+                        "f"(TF32_IN(va[it].x)), "f"(TF32_IN(va[it].y)),
+                        "f"(TF32_IN(va[it].z)), "f"(TF32_IN(va[it].w)) : "memory");
     }
     const int lane = tid & 31, warp = tid >> 5;
     constexpr int NB = BN * BK / NT;                    /* 4-byte B elements: BN / 8 */
@@ -200,7 +195,7 @@ __device__ __forceinline__ void round_tile(unsigned sa, unsigned sb, int tid)
             const int wi = warp + (b0 + j) * (NT / 32);
             const int n = (wi % (BN / 8)) * 8 + (lane & 7);
             const int k = (wi / (BN / 8)) * 4 + (lane >> 3);
-            asm volatile("st.shared.f32 [%0], %1;\n" :: "r"(sb + swz(n, k)), "f"(tf32_rna(vb[j])) : "memory");
+            asm volatile("st.shared.f32 [%0], %1;\n" :: "r"(sb + swz(n, k)), "f"(TF32_IN(vb[j])) : "memory");
         }
     }
 }

@@ -151,18 +151,9 @@ scratch = "4 * kp * (N + (M if K % 4 else 0))"
 #error "BN must be 128 or 256, STAGES >= 3, CL 1 or 2, TF32_RN 0 or 1"
 #endif
 
-/* x rounded to TF32, to nearest with ties away from zero (cvt.rna.tf32.f32, sm_80+): the FP32
-   bit pattern with the low 13 mantissa bits zero, as a float; TF32_RN 0: x unchanged */
-__device__ __forceinline__ float tf32_rna(float x)
-{
-#if TF32_RN && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    unsigned u;
-    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(u) : "f"(x));
-    return __uint_as_float(u);
-#else
-    return x;
-#endif
-}
+/* an operand element as the tensor cores should see it: rounded to TF32 to nearest
+   (lab_ptx.cuh's tf32_rna), or, with TF32_RN 0, as is (the tensor cores truncate) */
+#define TF32_IN(x) (TF32_RN ? tf32_rna(x) : (x))
 
 /* B (K x N) -> Bt (N x Kp, K-major, zero-padded); if K % 4, A (M x K) -> Ap (M x Kp). */
 extern "C" __global__ __launch_bounds__(256)
@@ -179,7 +170,7 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             const int k = k0 + ty + 8 * i, n = n0 + tx;
-            tile[ty + 8 * i][tx] = (k < K && n < N) ? tf32_rna(B[(size_t)k * N + n]) : 0.f;
+            tile[ty + 8 * i][tx] = (k < K && n < N) ? TF32_IN(B[(size_t)k * N + n]) : 0.f;
         }
         __syncthreads();
 #pragma unroll
@@ -195,7 +186,7 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
         for (int i = 0; i < 4; ++i) {
             const int m = m0 + ty + 8 * i, k = k0 + tx;
             if (m < M && k < Kp)
-                Ap[(size_t)m * Kp + k] = k < K ? tf32_rna(A[(size_t)m * K + k]) : 0.f;
+                Ap[(size_t)m * Kp + k] = k < K ? TF32_IN(A[(size_t)m * K + k]) : 0.f;
         }
     }
 }
@@ -278,8 +269,8 @@ __device__ __forceinline__ void round_stage_a(unsigned sa, int ptid)
 #pragma unroll
     for (int it = 0; it < BM / 16; ++it)
         asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n"
-                     :: "r"(a0 + it * 2048u), "f"(tf32_rna(v[it].x)), "f"(tf32_rna(v[it].y)),
-                        "f"(tf32_rna(v[it].z)), "f"(tf32_rna(v[it].w)) : "memory");
+                     :: "r"(a0 + it * 2048u), "f"(TF32_IN(v[it].x)), "f"(TF32_IN(v[it].y)),
+                        "f"(TF32_IN(v[it].z)), "f"(TF32_IN(v[it].w)) : "memory");
 }
 #endif
 #endif

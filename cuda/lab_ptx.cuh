@@ -73,6 +73,21 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N_>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N_) : "memory"); }
 
+/* --- TF32 (sm_80+) ----------------------------------------------------------------------------- */
+/* x rounded to TF32, to nearest with ties away from zero (cvt.rna.tf32.f32): the FP32 bit
+ * pattern with the low 13 mantissa bits zero, as a float. cuBLAS's TF32 GEMMs round their
+ * inputs so; tensor cores handed plain FP32 bits truncate them instead (2-3x the error). */
+__device__ __forceinline__ float tf32_rna(float x)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned u;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(u) : "f"(x));
+    return __uint_as_float(u);
+#else
+    return x;
+#endif
+}
+
 /* --- Hopper (sm_90a): mbarriers and wgmma ------------------------------------------------------ */
 /* Only the sm_90a pass of nvcc defines these (as the kernels that use them guard their own
  * code); barrier and shared-memory arguments are 32-bit shared-state-space addresses. */
