@@ -6,11 +6,11 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, QTimer
 from PySide6.QtGui import QAction, QColor, QKeySequence
 from PySide6.QtWidgets import QAbstractItemView, QApplication, QHeaderView, QMenu, QTableView
 
-from engine.records import ResultRecord
+from engine.records import ResultRecord, lab_best
 from engine.registry import params_to_str
 
 from .chart_data import rate_text
@@ -18,6 +18,9 @@ from .results_store import ResultStore, source_name
 from .theme import failed_row_colors, is_dark
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
+#: How long after new rows the "Lab best" column is brought up to date (one pass over the
+#: records, not one per arriving row).
+LAB_BEST_DELAY_MS = 250
 _DISPLAY = Qt.ItemDataRole.DisplayRole
 _ALIGN = Qt.ItemDataRole.TextAlignmentRole
 _NUMBER_ALIGNMENT = int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -46,6 +49,8 @@ class Column:
     text: Callable[[Any], str] = str
     numeric: bool = False
     tip: str = ""
+    #: The value depends on the other rows too: ``value(record, model)``.
+    of_all: bool = False
 
 
 COLUMNS: list[Column] = [
@@ -68,9 +73,13 @@ COLUMNS: list[Column] = [
     Column("Min ms", lambda r: r.min_ms, _num(".4g"), True),
     Column("Max ms", lambda r: r.max_ms, _num(".4g"), True),
     Column("Runs", lambda r: r.repeats, numeric=True, tip="Timed launches"),
-    Column("% peak", lambda r: r.pct_of_peak, _num(".1f"), True, "Share of the device's FP32 peak"),
+    Column("% peak", lambda r: r.pct_of_peak, _num(".1f"), True,
+           "Share of the device's peak for the row's arithmetic (FP32 SIMT, TF32 tensor cores or int32)"),
     Column("% cuBLAS", lambda r: r.pct_of_cublas, _num(".1f"), True,
            "Speed relative to the best cuBLAS run of the same shape"),
+    Column("Lab best", lambda r, model: model.lab_best_mark(r), of_all=True,
+           tip="★: the fastest verified kernel of the lab at this shape and precision (what "
+               "dispatching by shape, as cuBLAS does, would run), beside cuBLAS"),
     Column("dtype", lambda r: r.dtype),
     Column("Mode", lambda r: r.mode),
     Column("Backend", lambda r: r.backend),
@@ -93,6 +102,13 @@ class ResultsModel(QAbstractTableModel):
         #: Each row's cell texts, formatted once (a repaint asks for every visible cell
         #: several times; formatting them each time was most of the table's paint).
         self._texts: dict[int, list[str]] = {}
+        #: id(record) → "★ FP32" / "★ TF32" for the lab best rows; None: to work out again
+        self._lab: dict[int, str] | None = None
+        # Rows arrive one by one in a sweep: the lab best is worked out again once they pause.
+        self._lab_timer = QTimer(self)
+        self._lab_timer.setSingleShot(True)
+        self._lab_timer.setInterval(LAB_BEST_DELAY_MS)
+        self._lab_timer.timeout.connect(self._lab_changed)
         store.rows_appended.connect(self._appended)
         store.reset.connect(self._reset)
         store.values_changed.connect(self._values_changed)
@@ -101,14 +117,36 @@ class ResultsModel(QAbstractTableModel):
         # The store already holds the rows; announce them after the fact.
         self.beginInsertRows(QModelIndex(), first, first + count - 1)
         self.endInsertRows()
+        if self._lab is not None and not self._lab_timer.isActive():
+            self._lab_timer.start()
 
     def _reset(self) -> None:
         self.beginResetModel()
         self._texts.clear()
+        self._lab = None
         self.endResetModel()
+
+    def _lab_changed(self) -> None:
+        """A new row may take the lab best from another: the column is worked out again."""
+        before = self._lab
+        self._lab = None
+        if before is not None and before != self.lab_marks() and self.rowCount():
+            col = next(i for i, c in enumerate(COLUMNS) if c.title == "Lab best")
+            for row in range(self.rowCount()):
+                self._texts.pop(row, None)
+            self.dataChanged.emit(self.index(0, col), self.index(self.rowCount() - 1, col))
+
+    def lab_marks(self) -> dict[int, str]:
+        if self._lab is None:
+            self._lab = {id(r): f"★ {key[-1].upper()}" for key, r in lab_best(self.store.records).items()}
+        return self._lab
+
+    def lab_best_mark(self, rec: ResultRecord) -> str:
+        return self.lab_marks().get(id(rec), "")
 
     def _values_changed(self) -> None:
         self._texts.clear()
+        self._lab = None
         if self.rowCount():
             self.dataChanged.emit(self.index(0, 0), self.index(self.rowCount() - 1, len(COLUMNS) - 1))
 
@@ -138,13 +176,14 @@ class ResultsModel(QAbstractTableModel):
         if role == _DISPLAY:
             texts = self._texts.get(row)
             if texts is None:
-                texts = self._texts[row] = [c.text(c.value(rec)) for c in COLUMNS]
+                texts = self._texts[row] = [c.text(c.value(rec, self) if c.of_all else c.value(rec))
+                                            for c in COLUMNS]
             return texts[index.column()]
         col = COLUMNS[index.column()]
         if role == _ALIGN:
             return _NUMBER_ALIGNMENT if col.numeric else None
         if role == SORT_ROLE:
-            v = col.value(rec)
+            v = col.value(rec, self) if col.of_all else col.value(rec)
             if col.numeric:
                 v = float(v) if v is not None else math.inf
                 return math.inf if not math.isfinite(v) else v  # blanks sort last (ascending)

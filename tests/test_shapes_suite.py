@@ -128,3 +128,34 @@ def test_bench_prints_the_lab_best_table(tmp_path):
         fastest = min(at, key=lambda r: r.median_ms)
         line = next(ln for ln in lab.splitlines() if f" {format_shape(shape)} " in ln)
         assert fastest.label() in line and "FP32" in line
+
+
+def test_results_table_marks_the_lab_best_rows(make_window, tmp_path, qtbot):
+    """The table's "Lab best" column stars, per shape and precision, the fastest verified
+    lab kernel of a real H100 suite file (never cuBLAS), and follows a faster row arriving."""
+    from gui.results_table import COLUMNS
+
+    recs = [r for r in records.load(ROOT / "benchmarks" / "results" / "h100_shapes.json")
+            if (r.m, r.n, r.k) in ((1000, 1000, 1000), (1, 8192, 8192))]
+    path = tmp_path / "two.json"
+    records.save(recs, path)
+    win = make_window()
+    assert win.open_results(path)
+    model = win.table.model_
+    col = [c.title for c in COLUMNS].index("Lab best")
+    starred = {model.record(i).label() + f"@{model.record(i).m}": model.data(model.index(i, col))
+               for i in range(model.rowCount()) if model.data(model.index(i, col))}
+    want = {}
+    for key, r in records.lab_best(model.store.records).items():
+        want[r.label() + f"@{r.m}"] = f"★ {key[-1].upper()}"
+    assert starred == want and len(want) == 4          # FP32 and TF32 at both shapes
+    assert not any("cublas" in k for k in starred)
+    assert starred["skinny[tile=32,unroll=8,fill=1]@1"] == "★ FP32"
+    # A faster verified row of another kernel takes the star once the rows pause.
+    best = next(r for r in model.store.records if r.label() == "skinny[tile=32,unroll=8,fill=1]" and r.m == 1)
+    faster = records.ResultRecord(**{**best.__dict__, "variant": "ffma_wide", "params": dict(best.params),
+                                     "median_ms": best.median_ms / 2, "extra": dict(best.extra)})
+    win.store.add([faster])
+    qtbot.waitUntil(lambda: model.data(model.index(model.rowCount() - 1, col)) == "★ FP32", timeout=3000)
+    row = next(i for i in range(model.rowCount()) if model.record(i) is best)
+    assert model.data(model.index(row, col)) == ""
