@@ -119,7 +119,8 @@ def summary_table(rows: list[dict], device) -> str:
             f"{'GB/s':>7} {'%copy':>6}   {'TF32 lab best':<40} {'TFLOP/s':>8} {'%cuBLAS':>8} {'%peak':>6}")
     lines = []
     if device is not None:
-        bits = [f"device: {device.name} (cc {device.compute_capability})"]
+        bits = [f"device: {device.name}" + (f" (cc {device.compute_capability})"
+                                            if device.compute_capability else "")]
         for what, v in (("FP32 SIMT", device.peak_gflops_fp32), ("TF32 tensor", device.peak_gflops_tf32)):
             if v:
                 bits.append(f"{what} peak {v / 1e3:.1f} TFLOP/s")
@@ -207,6 +208,37 @@ def guess_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def device_of(recs: list[ResultRecord]):
+    """The device line of a saved run, from what its records carry (name, the peak of each
+    precision, the measured copy bandwidth): a DeviceInfo for :func:`summary_table`."""
+    from engine.backends.base import DeviceInfo  # noqa: PLC0415
+    first = recs[0]
+    peaks: dict[str, float] = {}
+    copy = None
+    for r in recs:
+        if r.extra.get("peak_gflops"):
+            peaks.setdefault(record_precision(r), float(r.extra["peak_gflops"]))
+        copy = copy or r.extra.get("copy_gbps")
+    return DeviceInfo(backend=first.backend, index=max(first.device_index, 0), name=first.device,
+                      peak_gflops_fp32=peaks.get("fp32"), peak_gflops_tf32=peaks.get("tf32"),
+                      peak_gops_int32=peaks.get("int32"), copy_gbps=copy)
+
+
+def reprint(path: Path, cache: Path | None, dtype: str, arch: str | None) -> int:
+    """The tables of a saved run (``--from``): nothing runs. ``arch`` (``sm_90``): whose
+    default parameters a guess falls back to, as on the device the run was made on."""
+    recs = records.load(path)
+    if not recs:
+        print(f"{path}: no records", file=sys.stderr)
+        return 1
+    device = device_of(recs)
+    text = summary_table(summary_rows(recs), device)
+    if cache is not None:
+        text += "\n\n" + guess_table(guess_rows(recs, recs[0].backend, device.name, dtype, cache, arch))
+    print(text)
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--backend", default="cuda")
@@ -220,7 +252,15 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None)
     ap.add_argument("--cache", default=None,
                     help="autotune cache to store the winners in (default: DIR/autotune.json)")
+    ap.add_argument("--arch", default=None,
+                    help="with --from: the run's GPU architecture (sm_90) for the guess's defaults")
+    ap.add_argument("--from", dest="from_file", default=None,
+                    help="print the tables of a saved run (its shapes.json) instead of running; "
+                         "--cache names the run's autotune cache for the guess table")
     args = ap.parse_args(argv)
+    if args.from_file:
+        return reprint(Path(args.from_file), Path(args.cache) if args.cache else None, args.dtype,
+                       args.arch)
 
     shapes = parse_sizes(args.sizes) if args.sizes else list(SHAPE_SUITE)
     names = args.variants.split(",") if args.variants else contenders(args.backend)

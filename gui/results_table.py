@@ -138,7 +138,10 @@ class ResultsModel(QAbstractTableModel):
 
     def lab_marks(self) -> dict[int, str]:
         if self._lab is None:
-            self._lab = {id(r): f"★ {key[-1].upper()}" for key, r in lab_best(self.store.records).items()}
+            marks: dict[int, list[str]] = {}
+            for key, r in lab_best(self.store.records).items():
+                marks.setdefault(id(r), []).append(key[-1].upper())
+            self._lab = {i: "★ " + ", ".join(sorted(ps)) for i, ps in marks.items()}
         return self._lab
 
     def lab_best_mark(self, rec: ResultRecord) -> str:
