@@ -112,6 +112,14 @@ shared = "stages * bk * (bm + 4 + 128) * 4"
 #define MINB 2
 #endif
 #define APAD 4
+/* EDGE_CLAMP: edge tiles (partial in M or N, N % 4 == 0) copy like interior ones, their rows
+ * and columns clamped into the matrix once per CTA (values past M or N reach only
+ * accumulators that are never stored): at BM = 64. In a one-wave grid (1000^3: 128 CTAs)
+ * the edge CTAs' predicated copies set the kernel's time. The 256-thread 128x128 tile keeps
+ * interior-only fast copies: it has no register to spare at 128 (2 blocks/SM). */
+#ifndef EDGE_CLAMP
+#define EDGE_CLAMP (BM == 64)
+#endif
 #ifndef FASTCOPY               /* bounds-free copies of interior tiles; on sm_80 ptxas spills with it */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define FASTCOPY 1
@@ -150,22 +158,31 @@ __device__ unsigned tile_counter[MAX_TILES];     /* split-K order; 0 between lau
 __device__ __forceinline__ void load_tile(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
                                           ELEM* st, int N, int K, int k0, int kend, int tid,
                                           unsigned arows_ok, bool bcol_ok, bool vec_b,
-                                          int arow, int bcol, bool full)
+                                          int arow, int bcol, bool full,
+                                          const int (&a_off)[A_COPIES], int b_col)
 {
     ELEM* As = st;
     ELEM* Bs = st + AS_WORDS;
     const int ac = tid % BK, ar = tid / BK;
     const int bc = (tid % (BN / 4)) * 4, br = tid / (BN / 4);
 #if FASTCOPY
-    if (full) {                                    /* whole tile in bounds, N % 4 == 0 */
+    if (full) {                                    /* whole k-tile in bounds, N % 4 == 0 */
+        /* a_off: each A copy's row offset, b_col: the B column, worked out once per CTA
+           (clamped into the matrix with EDGE_CLAMP) */
+#if EDGE_CLAMP
+#define A_ROW_OFF(it) a_off[it]
+#define B_COL b_col
+#else                                              /* registers: recomputed, as before */
+#define A_ROW_OFF(it) (arow + (it) * (NT / BK)) * K
+#define B_COL bcol
+#endif
 #pragma unroll
         for (int it = 0; it < A_COPIES; ++it)
-            cp_async4_full(&As[ac * (BM + APAD) + ar + it * (NT / BK)],
-                           A + (arow + it * (NT / BK)) * K + k0 + ac);
+            cp_async4_full(&As[ac * (BM + APAD) + ar + it * (NT / BK)], A + A_ROW_OFF(it) + k0 + ac);
 #pragma unroll
         for (int it = 0; it < B_COPIES; ++it) {
             const int r = br + it * (NT / (BN / 4));
-            cp_async16_full(&Bs[r * BN + bc], B + (k0 + r) * N + bcol);
+            cp_async16_full(&Bs[r * BN + bc], B + (k0 + r) * N + B_COL);
         }
         return;
     }
@@ -242,7 +259,16 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
         arows_ok |= (arow + it * (NT / BK) < M ? 1u : 0u) << it;
     const int bcol = col0 + (tid % (BN / 4)) * 4;     /* first B column this thread copies */
     const bool bcol_ok = bcol < N;
+#if EDGE_CLAMP
+    const bool interior = vec_b;                      /* clamped copies are valid on edge tiles */
+#else
     const bool interior = vec_b && row0 + BM <= M && col0 + BN <= N;   /* whole block tile in bounds */
+#endif
+    int a_off[A_COPIES];                              /* the fast path's row offsets of A */
+#pragma unroll
+    for (int it = 0; it < A_COPIES; ++it)
+        a_off[it] = (EDGE_CLAMP ? min(arow + it * (NT / BK), M - 1) : arow + it * (NT / BK)) * K;
+    const int b_col = EDGE_CLAMP ? min(bcol, max(N - 4, 0)) : bcol;
 
     ACC acc[TM][TN];
 #pragma unroll
@@ -256,7 +282,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     for (int s = 0; s < STAGES; ++s) {
         if (s < ktiles)
             load_tile(A, B, smem + s * STAGE_WORDS, N, K, kbeg + s * BK, kend, tid, arows_ok, bcol_ok,
-                      vec_b, arow, bcol, interior && kbeg + (s + 1) * BK <= kend);
+                      vec_b, arow, bcol, interior && kbeg + (s + 1) * BK <= kend, a_off, b_col);
         cp_async_commit();
     }
     ELEM fa[2][TM], fb[2][TN];
@@ -280,7 +306,8 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
                 const int tn = t + STAGES;
                 if (tn < ktiles)
                     load_tile(A, B, smem + rd * STAGE_WORDS, N, K, kbeg + tn * BK, kend, tid, arows_ok,
-                              bcol_ok, vec_b, arow, bcol, interior && kbeg + (tn + 1) * BK <= kend);
+                              bcol_ok, vec_b, arow, bcol, interior && kbeg + (tn + 1) * BK <= kend,
+                              a_off, b_col);
                 cp_async_commit();
                 rd = nx;
             }

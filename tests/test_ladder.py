@@ -337,7 +337,9 @@ def test_wgmma_ws_and_cublas_tf32_verify_at_4096():
 
 RD = registry.get("ffma_regdb")
 #: odd shapes, N % 4 != 0 (4-byte B copies), several k-tiles, split-K with uneven slices
-RD_SHAPES = ODD_SHAPES + [(129, 257, 64), (257, 130, 1000), (300, 200, 100), (1024, 1024, 1024)]
+RD_SHAPES = ODD_SHAPES + [(129, 257, 64), (257, 130, 1000), (300, 200, 100), (1024, 1024, 1024),
+                          # N % 4 == 0 with partial tiles: EDGE_CLAMP's clamped bounds-free copies
+                          (130, 132, 17), (1000, 1000, 1000), (65, 260, 37), (4, 4, 9)]
 
 
 def test_regdb_registered():
