@@ -38,7 +38,8 @@ if str(ROOT) not in sys.path:
 
 from engine import autotune, records, registry  # noqa: E402
 from engine.cli import parse_param_overrides  # noqa: E402
-from engine.records import ResultRecord, is_reference_record, lab_best, record_precision  # noqa: E402
+from engine.records import (ResultRecord, is_reference_record, lab_best, record_precision,  # noqa: E402
+                            reference_times)
 from engine.registry import params_to_str  # noqa: E402
 from engine.runner import Plan, Sweep, expand_items  # noqa: E402
 from engine.sizes import SHAPE_SUITE, format_shape, parse_sizes  # noqa: E402
@@ -85,12 +86,7 @@ def _pct(x: float) -> str:
 
 def summary_rows(recs: list[ResultRecord]) -> list[dict]:
     """Per shape: the lab best of each precision, % of its cuBLAS and peak, bandwidth."""
-    refs = registry.references_by_precision()
-    ref_time: dict[tuple, float] = {}
-    for r in recs:
-        if r.variant in refs.values() and r.status == "ok" and math.isfinite(r.median_ms):
-            key = (r.m, r.n, r.k, record_precision(r))
-            ref_time[key] = min(ref_time.get(key, math.inf), r.median_ms)
+    refs = reference_times(recs)
     best = lab_best(recs)
     shapes = list(dict.fromkeys((r.m, r.n, r.k) for r in recs))
     rows = []
@@ -99,11 +95,11 @@ def summary_rows(recs: list[ResultRecord]) -> list[dict]:
                                               and r.status == "ok" and r.passed is True),
                "ran": sum(1 for r in recs if (r.m, r.n, r.k) == shape and r.status != "skipped")}
         for precision in ("fp32", "tf32"):
-            won = [r for key, r in best.items() if (r.m, r.n, r.k) == shape and key[-1] == precision]
+            won = [(key, r) for key, r in best.items() if (r.m, r.n, r.k) == shape and key[-1] == precision]
             if not won:
                 continue
-            r = min(won, key=lambda x: x.median_ms)
-            ref = ref_time.get(shape + (precision,))
+            key, r = min(won, key=lambda kr: kr[1].median_ms)
+            ref = refs.get(key)
             row[precision] = {
                 "label": r.label(), "ms": r.median_ms, "gflops": r.gflops, "gbps": r.gbps,
                 "pct_of_cublas": 100.0 * ref / r.median_ms if ref else math.nan,

@@ -237,13 +237,7 @@ def lab_best_table(recs: list[records.ResultRecord]):
     with_device = len({r.device_key() for r in recs}) > 1
     if with_device:
         t.add_column("device", justify="left")
-    # cuBLAS of the row's precision (a TF32 row may be served by an FP32 kernel)
-    refs: dict[tuple, float] = {}
-    for r in recs:
-        if records.is_reference_record(r) and r.status == "ok" and math.isfinite(r.median_ms):
-            k = (r.source, r.backend) + r.device_key() + (r.m, r.n, r.k, r.dtype, r.mode,
-                                                          records.record_precision(r))
-            refs[k] = min(refs.get(k, math.inf), r.median_ms)
+    refs = records.reference_times(recs)   # of the row's precision: TF32 may run an FP32 kernel
     for key, r in sorted(best.items(), key=lambda kv: (kv[1].m * kv[1].n * kv[1].k, kv[0][-1])):
         pct = 100.0 * refs[key] / r.median_ms if key in refs else math.nan
         t.add_row(format_shape((r.m, r.n, r.k)), key[-1].upper(), escape(r.label()),

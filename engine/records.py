@@ -113,14 +113,12 @@ def ratio_to_best_baseline(records: Iterable[ResultRecord], baseline_key, record
 def record_precision(r: ResultRecord) -> str:
     """The arithmetic of a record: ``extra["precision"]`` (engine.runner.fill_ceilings),
     else its variant's (fp32 or tf32) as the registry knows it, int32 for integer data."""
-    from . import registry  # noqa: PLC0415  (registry imports this module's helpers)
+    from . import peaks, registry  # noqa: PLC0415  (registry imports this module's helpers)
     got = r.extra.get("precision")
     if got:
         return str(got)
-    if r.dtype == "int32":
-        return "int32"
     v = registry.REGISTRY.get(r.variant)
-    return v.precision if v is not None else "fp32"
+    return peaks.precision_of(v.precision if v is not None else "fp32", r.dtype)
 
 
 def is_reference_record(r: ResultRecord) -> bool:
@@ -128,6 +126,24 @@ def is_reference_record(r: ResultRecord) -> bool:
     from . import registry  # noqa: PLC0415
     v = registry.REGISTRY.get(r.variant)
     return v.role == "reference" if v is not None else r.variant.lower().startswith("cublas")
+
+
+def problem_key(r: ResultRecord) -> tuple:
+    """(source, backend, device, M, N, K, dtype, mode, precision): one problem of one run,
+    the key of :func:`lab_best` and :func:`reference_times`."""
+    return (r.source, r.backend) + r.device_key() + (r.m, r.n, r.k, r.dtype, r.mode,
+                                                     record_precision(r))
+
+
+def reference_times(records: Iterable[ResultRecord]) -> dict[tuple, float]:
+    """The fastest run (median ms) of the library reference line (cuBLAS) per
+    :func:`problem_key`: what a lab best row is compared with."""
+    out: dict[tuple, float] = {}
+    for r in records:
+        if is_reference_record(r) and r.status == "ok" and math.isfinite(r.median_ms):
+            key = problem_key(r)
+            out[key] = min(out.get(key, math.inf), r.median_ms)
+    return out
 
 
 #: Arithmetic a request of a precision may run on: a TF32 request may take an FP32 kernel
@@ -147,8 +163,7 @@ def lab_best(records: Iterable[ResultRecord]) -> dict[tuple, ResultRecord]:
         if (r.status != "ok" or r.passed is not True or not math.isfinite(r.median_ms)
                 or r.median_ms <= 0 or is_reference_record(r)):
             continue
-        key = (r.source, r.backend) + r.device_key() + (r.m, r.n, r.k, r.dtype, r.mode,
-                                                         record_precision(r))
+        key = problem_key(r)
         if key not in best or r.median_ms < best[key].median_ms:
             best[key] = r
     for key in [k for k in best if k[-1] in SERVES]:

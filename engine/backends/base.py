@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from ..peaks import copy_gbps
 from ..registry import Variant
 
 
@@ -19,6 +20,13 @@ from ..registry import Variant
 #: and to memory; smaller where free memory is short) and timed copies (after one warm-up).
 COPY_BYTES = 256 * 2**20
 COPY_REPEATS = 9
+
+
+def copy_bandwidth(nbytes: int, copy_ms, repeats: int = COPY_REPEATS) -> float:
+    """GB/s (bytes read + written) of a copy of ``nbytes``: ``copy_ms()`` times one copy in
+    milliseconds; it runs once to warm up, then ``repeats`` times, and the median counts."""
+    copy_ms()
+    return copy_gbps(nbytes, float(np.median([copy_ms() for _ in range(repeats)])))
 
 
 class BackendError(RuntimeError):

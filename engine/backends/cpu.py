@@ -8,10 +8,9 @@ import time
 import numpy as np
 
 from .. import cpus
-from ..peaks import copy_gbps
 from ..registry import Variant
 from .base import (COPY_BYTES, COPY_REPEATS, INT_POISON, Backend, BackendError, BackendStatus, CompiledKernel,
-                   DeviceInfo, Workspace, keep_timing)
+                   DeviceInfo, Workspace, copy_bandwidth, keep_timing)
 
 #: Written before each cold launch: larger than any desktop CPU's last-level cache.
 FLUSH_BYTES = 256 * 2**20
@@ -73,13 +72,13 @@ class CpuBackend(Backend):
             return None
         src = np.ones(nbytes // 4, dtype=np.float32)
         dst = np.empty_like(src)
-        times = []
-        for i in range(COPY_REPEATS // 2 + 2):
+
+        def copy_ms() -> float:
             t0 = time.perf_counter()
             np.copyto(dst, src)
-            if i:
-                times.append((time.perf_counter() - t0) * 1e3)
-        return copy_gbps(nbytes, float(np.median(times)))
+            return (time.perf_counter() - t0) * 1e3
+
+        return copy_bandwidth(nbytes, copy_ms, COPY_REPEATS // 2 + 1)
 
     def compile(self, variant: Variant, params, dtype) -> CompiledKernel:
         return CompiledKernel(variant, dict(params), dtype, handle=np.matmul,

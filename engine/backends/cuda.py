@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import cpus
-from ..peaks import copy_gbps, cuda_peaks
+from ..peaks import cuda_peaks
 from ..registry import ROOT, Variant
-from .base import (COPY_BYTES, COPY_REPEATS, FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, BackendStatus, BuildError,
-                   CompiledKernel, DeviceInfo, Workspace, keep_timing)
+from .base import (COPY_BYTES, FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, BackendStatus, BuildError,
+                   CompiledKernel, DeviceInfo, Workspace, copy_bandwidth, keep_timing)
 
 
 def find_nvcc() -> str:
@@ -444,23 +444,22 @@ class CudaBackend(Backend):
             src, dst = drv.mem_alloc(nbytes), drv.mem_alloc(nbytes)
         except drv.Error:
             return None
+        def copy_ms() -> float:
+            e0, e1 = drv.Event(), drv.Event()
+            e0.record()
+            drv.memcpy_dtod(dst, src, nbytes)
+            e1.record()
+            e1.synchronize()
+            return e0.time_till(e1)
+
         try:
             drv.memset_d32(src, 0x3F800000, nbytes // 4)
-            times = []
-            for i in range(COPY_REPEATS + 1):
-                e0, e1 = drv.Event(), drv.Event()
-                e0.record()
-                drv.memcpy_dtod(dst, src, nbytes)
-                e1.record()
-                e1.synchronize()
-                if i:                                   # the first copy warms up
-                    times.append(e0.time_till(e1))
+            return copy_bandwidth(nbytes, copy_ms)
         except drv.Error as exc:
             raise BackendError(f"the copy-bandwidth probe failed: {exc}") from None
         finally:
             src.free()
             dst.free()
-        return copy_gbps(nbytes, float(np.median(times)))
 
     def poison_output(self, ws) -> None:
         count = int(np.prod(ws.c_shape))

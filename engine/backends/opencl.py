@@ -11,10 +11,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..peaks import copy_gbps
 from ..registry import Variant
 from .base import (COPY_BYTES, COPY_REPEATS, FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, BackendStatus, BuildError,
-                   CompiledKernel, DeviceInfo, Workspace, keep_timing)
+                   CompiledKernel, DeviceInfo, Workspace, copy_bandwidth, keep_timing)
 
 
 def _import_cl():
@@ -173,20 +172,19 @@ class OpenCLBackend(Backend):
         mf = cl.mem_flags
         src = cl.Buffer(self.ctx, mf.READ_WRITE, nbytes)
         dst = cl.Buffer(self.ctx, mf.READ_WRITE, nbytes)
+        def copy_ms() -> float:
+            ev = cl.enqueue_copy(self.queue, dst, src, byte_count=nbytes)
+            ev.wait()
+            return (ev.profile.end - ev.profile.start) * 1e-6
+
         try:
             cl.enqueue_fill_buffer(self.queue, src, np.float32(1.0), 0, nbytes)
-            times = []
-            for i in range(COPY_REPEATS // 2 + 2 if host else COPY_REPEATS + 1):
-                ev = cl.enqueue_copy(self.queue, dst, src, byte_count=nbytes)
-                ev.wait()
-                if i:
-                    times.append((ev.profile.end - ev.profile.start) * 1e-6)
+            return copy_bandwidth(nbytes, copy_ms, COPY_REPEATS // 2 + 1 if host else COPY_REPEATS)
         except cl.Error as exc:
             raise BackendError(f"the copy-bandwidth probe failed: {exc}") from None
         finally:
             src.release()
             dst.release()
-        return copy_gbps(nbytes, float(np.median(times)))
 
     def max_buffer_bytes(self) -> int | None:
         return int(self.dev.max_mem_alloc_size)
