@@ -1,8 +1,8 @@
 /*
 +++
 name = "ffma_wide"
-title = "FP32 SIMT with cuBLAS's shape: 256×128 tiles, 256 threads of 8×16 (128 accumulators, 1 block/SM), register double buffering, LDS.128 fragments of transposed A, interior tiles copied from running pointers (9.6 % non-FFMA instructions per k-tile), optional grouped block order (sw) and serial split-K."
-source = "cuBLAS sm80 256x128x8 FFMA kernel shape (ncu, v4 notes); register double buffering of hand-tuned SGEMMs; Triton grouped block order; CUTLASS multistage mainloop and serial split-K"
+title = "FP32 SIMT with cuBLAS's shape: 256×128 tiles, 256 threads of 8×16 (128 accumulators, 1 block/SM), register double buffering, LDS.128 fragments of transposed A, interior tiles copied from running pointers (9.6 % non-FFMA instructions per k-tile), optional grouped block order (sw) and serial split-K; the partial last wave's tiles split along K (tailk, sized by the device's SMs); edge tiles shifted inside the matrix so that they copy bounds-free too."
+source = "cuBLAS sm80 256x128x8 FFMA kernel shape (ncu, v4 notes); register double buffering of hand-tuned SGEMMs; Triton grouped block order; CUTLASS multistage mainloop and serial split-K; stream-K's data-parallel + split-K hybrid for the last wave (Osama et al., 2023)"
 role = "rung"
 order = 19
 
@@ -12,6 +12,7 @@ bk = [8, 16]
 stages = [4]
 sw = [1, 8]
 splitk = [1, 4]
+tailk = [8, 1]       # k-slices of the partial last wave's tiles (1: none); 8 costs ≤ 0.6 % where it does not split (H100)
 
 [defaults.sm_90]    # H200 (ladder v5 in benchmarks/NOTES.md; benchmarks/results/h*_shapes): bk=16 48.9 vs 45.7 TFLOP/s at 4096, 49.1 vs 45.9 at 8192 (sw=1 ≥ sw=8)
 bk = 16
@@ -20,6 +21,12 @@ bk = 16
 smem = "stages * bk * (bm + 4 + 128) * 4"
 # split-K slices: SPLITK while the per-tile counters suffice (MAX_TILES = 65536), else 1
 splits = "splitk if cdiv(M, bm) * cdiv(N, 128) <= 65536 else 1"
+tiles = "cdiv(M, bm) * cdiv(N, 128)"
+# tail split: the r = tiles % SMS tiles of the partial last wave (1 CTA per SM) in tailk
+# k-slices, when their r * tailk CTAs take at most half a tile's time (cdiv(r * tailk, SMS)
+# rounds of 1 / tailk each); a nearly full last wave (4096³: r = 116) stays whole
+last = "tiles % SMS"
+tail = "last if tailk > 1 and tiles <= 65536 and 2 * cdiv(last * tailk, SMS) <= tailk else 0"
 
 [[constraints]]
 check = "bm == 256"
@@ -30,11 +37,16 @@ check = "(bk == 8 or bk == 16) and stages >= 2 and sw >= 1 and splitk >= 1"
 reason = "bk must be 8 or 16, stages ≥ 2, sw ≥ 1, splitk ≥ 1"
 
 [[constraints]]
+check = "tailk >= 1 and (splitk == 1 or tailk == 1)"
+reason = "tailk must be ≥ 1, and split-K of every tile (splitk={splitk}) excludes the last wave's (tailk={tailk})"
+
+[[constraints]]
 check = "smem <= 227 * 1024"
 reason = "{smem} B of shared memory (> 227 KB)"
 
 [launch]
-grid = ["cdiv(N, 128)", "cdiv(M, bm) * splits"]
+grid = ["tiles + tail * (tailk - 1) if tailk > 1 else cdiv(N, 128)",
+        "1 if tailk > 1 else cdiv(M, bm) * splits"]
 block = [256, 1]
 shared = "smem"
 +++
@@ -76,10 +88,21 @@ shared = "smem"
  *   STAGES     k-tiles in flight, >= 2                              (default 4)
  *   SW         block rows per group of the block order, >= 1        (default 1)
  *   SPLITK     k-slices (grid.y = ceil(M/BM) * SPLITK)              (default 1)
+ *   TAILK      k-slices of the partial last wave's tiles (1: none; excludes SPLITK > 1)
  *   MINB       __launch_bounds__ minimum blocks per SM   (default 1 at BM=256, else 2)
  * Shared memory is dynamic: STAGES * (BK*(BM+4) + BK*128) * sizeof(ELEM) bytes.
  * Launch geometry: block (256, 1), grid (ceil(N/128), ceil(M/BM)*S), S = SPLITK (1 when
- * the tile count exceeds MAX_TILES). Needs sm_80 or newer.
+ * the tile count exceeds MAX_TILES). Needs sm_80 or newer. With TAILK > 1 the grid is
+ * 1-D: T + r*(TAILK-1) CTAs for T tiles, r = T % SMS (one CTA per SM at BM = 256) when the
+ * r*TAILK slices take at most half a tile's time (2*ceil(r*TAILK/SMS) <= TAILK), else r = 0.
+ *
+ * TAILK (the partial last wave; stream-K's "data-parallel + split-K" hybrid): at one CTA per
+ * SM, T tiles run in ceil(T / SMS) waves, and the last one is r = T % SMS tiles that leave
+ * the other SMs idle for a whole tile's time (4100x4090x4095: 544 tiles = 4.12 waves run as 5,
+ * 82 % of the machine). Split those r tiles TAILK ways along K and the last wave takes about
+ * 1 / TAILK of a tile's time; the slices of a tile add up in order through the serial
+ * split-K counters (deterministic). The host computes r from SMS; the kernel recovers it
+ * from the grid size, so one compiled kernel serves every shape and GPU.
  */
 #include "lab_ptx.cuh"
 
@@ -106,6 +129,9 @@ shared = "smem"
 #endif
 #ifndef SPLITK
 #define SPLITK 1
+#endif
+#ifndef TAILK
+#define TAILK 1
 #endif
 #ifndef MINB
 #if BM >= 256
@@ -141,7 +167,8 @@ shared = "smem"
 #define SM_ (BM / PM)
 #define SN_ (BN / PN)
 #define MAX_TILES 65536
-#if (BM != 128 && BM != 256) || BK % 4 || STAGES < 2 || SPLITK < 1 || SW < 1 || NT != 256
+#if (BM != 128 && BM != 256) || BK % 4 || STAGES < 2 || SPLITK < 1 || SW < 1 || NT != 256 \
+    || TAILK < 1 || (TAILK > 1 && SPLITK > 1)
 #error "inconsistent parameters"
 #endif
 #define CAT_(a, b) a##b
@@ -211,38 +238,36 @@ __device__ __forceinline__ void load_frag(const ELEM* st, int k, int ty, int tx,
     }
 }
 
-extern "C" __global__ __launch_bounds__(NT, MINB)
-void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
-            int M, int N, int K)
+/* Block order: groups of SW block rows, column-major inside a group (SW = 1: row-major). */
+__device__ __forceinline__ void tile_of(int lin, int mtiles, int ntiles_n, int& tm, int& tcol)
+{
+    tm = lin / ntiles_n;
+    tcol = lin % ntiles_n;
+#if SW > 1
+    const int group = lin / (SW * ntiles_n);
+    const int first = group * SW;
+    const int gsz = min(mtiles - first, SW);
+    const int in_g = lin - group * (SW * ntiles_n);
+    tm = first + in_g % gsz;
+    tcol = in_g / gsz;
+#endif
+}
+
+/* One CTA's work: k-slice z of `splits` of the tile (tm, tcol) of C, added in order to the
+ * slices before it when splits > 1. Inlined where called with constants (0, 1), so whole
+ * tiles compile to the plain kernel: no split-K code, the same registers and schedule. */
+__device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
+                                          ELEM* __restrict__ C, int M, int N, int K, int tm,
+                                          int tcol, int ntiles_n, int z, int splits)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     ELEM* const smem = reinterpret_cast<ELEM*>(smem_raw);
     const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem_raw);
-
     const int tid = threadIdx.x;
     const int tx = tid % TX, ty = tid / TX;
-    const int mtiles = (M + BM - 1) / BM;
-    int splits = 1, z = 0;
-#if SPLITK > 1
-    splits = gridDim.y / mtiles;
-    z = blockIdx.y / mtiles;
-#endif
-    /* block order: groups of SW block rows, column-major inside a group (SW = 1: row-major) */
-    int tm = blockIdx.y % mtiles, tcol = blockIdx.x;
-#if SW > 1
-    {
-        const int ntiles_n = gridDim.x;
-        const int lin = tm * ntiles_n + blockIdx.x;
-        const int group = lin / (SW * ntiles_n);
-        const int first = group * SW;
-        const int gsz = min(mtiles - first, SW);
-        const int in_g = lin - group * (SW * ntiles_n);
-        tm = first + in_g % gsz;
-        tcol = in_g / gsz;
-    }
-#endif
-    const int row0 = tm * BM;
-    const int col0 = tcol * BN;
+
+    /* the rows and columns of C this CTA owns start at (own_row0, own_col0) */
+    const int own_row0 = tm * BM, own_col0 = tcol * BN;
 
     const int ktiles_all = (K + BK - 1) / BK;
     const int per = (ktiles_all + splits - 1) / splits;
@@ -255,9 +280,21 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     const bool vec_c = (N & 3) == 0;                   /* 16-byte C rows */
     const int ac = tid % BK, ar = tid / BK;
     const int bc = (tid % (BN / 4)) * 4, br = tid / (BN / 4);
+    /* Shifted edge tiles: a tile past the last row (column) computes the BM x BN block that
+     * ends at row M (column ldb) instead, every copy in bounds, and stores only the rows and
+     * columns it owns (the overlap is its neighbour's). So edge tiles take the bounds-free
+     * copy path too (4100x4090x4095: 49 of 544 tiles, the last tile row having 4 rows). */
+    int row0 = own_row0, col0 = own_col0;
+#if FASTCOPY
+    if (vec_b && M >= BM && ldb >= BN) {
+        row0 = min(row0, M - BM);
+        col0 = min(col0, ldb - BN);
+    }
+#endif
     const int arow = row0 + ar;                        /* first A row this thread copies */
     const int bcol = col0 + bc;                        /* first B column this thread copies */
-    const bool interior = vec_b && row0 + BM <= M && col0 + BN <= N;   /* whole block tile in bounds */
+    /* whole block tile in bounds (PAD_B: Bp's columns N .. ldb-1 are zeros, never stored) */
+    const bool interior = vec_b && row0 + BM <= M && col0 + BN <= ldb;
 
     /* running copy state of the interior path: sources of the next k-tile to copy */
     const ELEM* ga = A + (size_t)min(arow, M - 1) * K + kbeg + ac;
@@ -333,7 +370,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     }
     cp_async_wait<0>();
 
-    const int tile = tm * gridDim.x + tcol;
+    const int tile = tm * ntiles_n + tcol;
     if (splits > 1 && z > 0) {
         if (tid == 0) {
             while (*reinterpret_cast<volatile unsigned*>(&tile_counter[tile]) != (unsigned)z) {
@@ -347,11 +384,13 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
         const int row = row0 + (i / 4) * SM_ + ty * 4 + i % 4;
-        if (row >= M)
+        if (row >= M || row < own_row0)
             continue;
 #pragma unroll
         for (int p = 0; p < PN; ++p) {
             const int col = col0 + p * SN_ + tx * 4;
+            if (col < own_col0)                        /* groups of 4: all owned or none */
+                continue;
             ACC* a = &acc[i][4 * p];
             ELEM* c = C + (size_t)row * N + col;
             if (vec_c && col + 3 < N) {
@@ -380,4 +419,39 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
         if (tid == 0)
             atomicExch(&tile_counter[tile], z + 1 == splits ? 0u : (unsigned)(z + 1));
     }
+}
+
+extern "C" __global__ __launch_bounds__(NT, MINB)
+void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
+            int M, int N, int K)
+{
+    const int mtiles = (M + BM - 1) / BM;
+    const int ntiles_n = (N + BN - 1) / BN;
+    int tm, tcol;
+#if TAILK > 1
+    /* 1-D grid (see TAILK): CTAs 0 .. full-1 take one whole tile each; the last r tiles of the
+     * order, the partial last wave, are split TAILK ways along K, CTA full + j taking tile
+     * full + j % r and k-slice j / r (slices of a tile in increasing CTA order, as the serial
+     * reduction needs). The host put r (TAILK - 1) extra CTAs in the grid: r = 0, no split. */
+    const int tiles_all = mtiles * ntiles_n;
+    const int r = ((int)gridDim.x - tiles_all) / (TAILK - 1);
+    const int full = tiles_all - r;
+    const int lin = blockIdx.x;
+    if (lin < full) {
+        tile_of(lin, mtiles, ntiles_n, tm, tcol);
+        gemm_tile(A, B, C, M, N, K, tm, tcol, ntiles_n, 0, 1);
+    } else {
+        const int j = lin - full;
+        tile_of(full + j % r, mtiles, ntiles_n, tm, tcol);
+        gemm_tile(A, B, C, M, N, K, tm, tcol, ntiles_n, j / r, TAILK);
+    }
+#else
+    int splits = 1, z = 0;
+#if SPLITK > 1
+    splits = gridDim.y / mtiles;
+    z = blockIdx.y / mtiles;
+#endif
+    tile_of((blockIdx.y % mtiles) * ntiles_n + blockIdx.x, mtiles, ntiles_n, tm, tcol);
+    gemm_tile(A, B, C, M, N, K, tm, tcol, ntiles_n, z, splits);
+#endif
 }

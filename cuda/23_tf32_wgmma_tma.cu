@@ -15,8 +15,6 @@ persist = [1, 0]
 
 [derived]
 tiles = "cdiv(M, 128) * cdiv(N, 256)"     # 128 (M) × 256 (N) tiles of C
-# persistent grid: 132 = SMs of an H100/H200 SXM (fewer SMs only queue the extra CTAs)
-sms = "132"
 kp = "roundup(K, 4)"                      # row length of Bt (and Ap)
 # the two tensor maps (128 bytes each) after the pre-pass's Bt (and Ap), 128-aligned
 maps_at = "roundup(4 * kp * (N + (M if K % 4 else 0)), 128)"
@@ -26,7 +24,7 @@ check = "(stages == 3 or stages == 4) and (persist == 0 or persist == 1)"
 reason = "stages must be 3 or 4 (5 exceeds 227 KB of shared memory), persist 0 or 1"
 
 [launch]
-grid = ["min(tiles, sms) if persist else tiles", 1]
+grid = ["min(tiles, SMS) if persist else tiles", 1]   # persistent: one CTA per SM
 block = [384, 1]
 # + atom alignment, mbarriers: full, empty and ready per stage = 3 × 4 × 8 = 96 of the 256 bytes
 shared = "stages * (128 + 256) * 32 * 4 + 1024 + 256"

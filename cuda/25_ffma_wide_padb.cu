@@ -12,6 +12,7 @@ bk = [8, 16]
 stages = [4]
 sw = [1, 8]
 splitk = [1, 4]
+tailk = [8, 1]       # k-slices of the partial last wave's tiles (1: none); 8 costs ≤ 0.6 % where it does not split (H100)
 
 [defaults.sm_90]     # as ffma_wide
 bk = 16
@@ -20,6 +21,12 @@ bk = 16
 ldb = "roundup(N, 4)"
 smem = "stages * bk * (bm + 4 + 128) * 4"
 splits = "splitk if cdiv(M, bm) * cdiv(N, 128) <= 65536 else 1"
+tiles = "cdiv(M, bm) * cdiv(N, 128)"
+# tail split: the r = tiles % SMS tiles of the partial last wave (1 CTA per SM) in tailk
+# k-slices, when their r * tailk CTAs take at most half a tile's time (cdiv(r * tailk, SMS)
+# rounds of 1 / tailk each); a nearly full last wave (4096³: r = 116) stays whole
+last = "tiles % SMS"
+tail = "last if tailk > 1 and tiles <= 65536 and 2 * cdiv(last * tailk, SMS) <= tailk else 0"
 
 [[constraints]]
 check = "N % 4 != 0"
@@ -30,11 +37,16 @@ check = "bm == 256 and (bk == 8 or bk == 16) and stages >= 2 and sw >= 1 and spl
 reason = "bm must be 256, bk 8 or 16, stages ≥ 2, sw ≥ 1, splitk ≥ 1 (as ffma_wide)"
 
 [[constraints]]
+check = "tailk >= 1 and (splitk == 1 or tailk == 1)"
+reason = "tailk must be ≥ 1, and split-K of every tile (splitk={splitk}) excludes the last wave's (tailk={tailk})"
+
+[[constraints]]
 check = "smem <= 227 * 1024"
 reason = "{smem} B of shared memory (> 227 KB)"
 
 [launch]
-grid = ["cdiv(N, 128)", "cdiv(M, bm) * splits"]
+grid = ["tiles + tail * (tailk - 1) if tailk > 1 else cdiv(N, 128)",
+        "1 if tailk > 1 else cdiv(M, bm) * splits"]
 block = [256, 1]
 shared = "smem"
 
@@ -67,7 +79,7 @@ scratch = "4 * K * ldb"
  * GEMM at 4100x4090x4095 on an H100 (~50 us against ~2.8 ms).
  *
  * Compile-time constants (ELEM and ACC for the element and accumulator types, BM, BK,
- * STAGES, SW, SPLITK), launch geometry and split-K: as
+ * STAGES, SW, SPLITK, TAILK), launch geometry, split-K and the split last wave: as
  * 19_ffma_wide.cu. Pre-pass: block
  * (128, 1), grid (ceil(ldb / 512), min(K, 65535)), each thread one 16-byte group of a padded
  * row, rows strided by gridDim.y. Arguments: pad_b(A, B, S, M, N, K), matmul(A, S, C, M, N, K).

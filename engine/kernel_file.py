@@ -32,8 +32,8 @@ in the ladder as taught), ``backend`` (from the extension if left out), ``entry`
 (default both), ``precision`` (``fp32`` or ``tf32``: the verification tolerance),
 ``arch_suffix`` (CUDA: ``"a"`` for sm_90a-only instructions such as wgmma).
 
-Tables: ``[params]``; ``[derived]`` (names computed in order from the parameters, M, N
-and K, usable by every expression below); ``[[constraints]]`` (``check``, ``reason``; a
+Tables: ``[params]``; ``[derived]`` (names computed in order from the parameters, M, N,
+K and ``SMS``, usable by every expression below); ``[[constraints]]`` (``check``, ``reason``; a
 reason may quote values as ``{name}``); ``[launch]`` (``grid``, ``block``, and ``shared``:
 bytes of dynamic shared memory, from the parameters only); ``[prepass]`` (a kernel run
 before the main one in the same timed region: ``entry``, ``grid``, ``block``,
@@ -59,6 +59,11 @@ are looked up by :meth:`engine.registry.Variant.default_params`: ``sm_Xx`` first
 table names keep their first value. Only the defaults change: the space searched, and
 what a run with explicit parameters does, stay as they were.
 
+``SMS`` is the device's multiprocessor count (CUDA SMs, OpenCL compute units) where the
+launch is worked out for a device, so that a grid can be sized to waves (a persistent
+grid, a split of the last wave); where no device is known (checking a file, listing
+skips) it is :data:`DEFAULT_SMS`, an H100/H200 SXM's 132.
+
 Expressions are Python-like integer arithmetic (``+ - * // % **``, comparisons, ``and or
 not``, ``x if c else y``), with ``cdiv(a, b)``, ``roundup(a, b)``, ``min``, ``max``, and
 the names above, evaluated by ``simpleeval`` (never ``eval``). Every problem is reported
@@ -80,6 +85,9 @@ from typing import Any, Callable, Mapping
 
 from simpleeval import InvalidExpression, SimpleEval
 
+#: ``SMS`` where no device is known (an H100/H200 SXM's multiprocessor count).
+DEFAULT_SMS = 132
+
 #: A header's fences, each alone on its line.
 FENCE = "+++"
 BACKEND_OF_SUFFIX = {".cu": "cuda", ".cl": "opencl"}
@@ -96,6 +104,8 @@ MAP_KEYS = {"at", "base", "offset", "dims", "stride", "box"}
 MODEL_KEYS = {"flops", "bytes"}
 CONSTRAINT_KEYS = {"check", "reason"}
 SHAPE_NAMES = ("M", "N", "K")
+#: Names the device fills in (see ``SMS`` above).
+DEVICE_NAMES = ("SMS",)
 NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
 #: A ``[defaults]`` key: ``sm_XY`` (compute capability X.Y) or ``sm_Xx`` (every X.Y).
 ARCH_RE = re.compile(r"^sm_(\d+)(\d|x)$")
@@ -206,11 +216,11 @@ class Prepass:
     maps: tuple[TensorMap, ...] = ()
     derived: Mapping[str, Expr] = dataclasses.field(default_factory=dict)
 
-    def _env(self, params, m, n, k) -> Env:
-        return Env({**params, "M": m, "N": n, "K": k}, self.derived)
+    def _env(self, params, m, n, k, sms: int | None = None) -> Env:
+        return Env({**params, "M": m, "N": n, "K": k, "SMS": sms or DEFAULT_SMS}, self.derived)
 
-    def geometry(self, params, m: int, n: int, k: int):
-        env = self._env(params, m, n, k)
+    def geometry(self, params, m: int, n: int, k: int, sms: int | None = None):
+        env = self._env(params, m, n, k, sms)
         return ((self.grid[0].integer(env), self.grid[1].integer(env)),
                 (self.block[0].integer(env), self.block[1].integer(env)))
 
@@ -290,16 +300,18 @@ class KernelHeader:
     # --- evaluation (the registry's Variant calls these) -------------------------------
 
     def env(self, params, m: int = 0, n: int = 0, k: int = 0, **more) -> Env:
-        return Env({**params, "M": m, "N": n, "K": k, **more}, self.derived)
+        return Env({**params, "M": m, "N": n, "K": k, "SMS": DEFAULT_SMS, **more}, self.derived)
 
     @functools.lru_cache(maxsize=4096)  # noqa: B019  (headers live as long as the registry)
-    def _geometry(self, params_key: tuple, m: int, n: int, k: int):
-        env = self.env(dict(params_key), m, n, k)
+    def _geometry(self, params_key: tuple, m: int, n: int, k: int, sms: int):
+        env = self.env(dict(params_key), m, n, k, SMS=sms)
         return ((self.grid[0].integer(env), self.grid[1].integer(env)),
                 (self.block[0].integer(env), self.block[1].integer(env)))
 
-    def geometry(self, params, m: int, n: int, k: int):
-        return self._geometry(tuple(sorted(params.items())), m, n, k)
+    def geometry(self, params, m: int, n: int, k: int, sms: int | None = None):
+        """((grid x, y), (block x, y)) at a shape; ``sms``: the device's multiprocessor
+        count (``SMS`` in the expressions; :data:`DEFAULT_SMS` when None)."""
+        return self._geometry(tuple(sorted(params.items())), m, n, k, sms or DEFAULT_SMS)
 
     def constraint(self, params, m: int, n: int, k: int, dtype: str) -> str | None:
         env = self.env(params, m, n, k)
@@ -440,7 +452,7 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
 
     arch_defaults = _arch_defaults(data.get("defaults", {}), space, err, block)
 
-    known = set(space) | set(SHAPE_NAMES)
+    known = set(space) | set(SHAPE_NAMES) | set(DEVICE_NAMES)
 
     def expr(value, where: str, *keys: str, names: set[str] | None = None) -> Expr:
         e = _parse_expr(value, where, _line_of(block, first, *keys), path)
@@ -589,10 +601,11 @@ def _arch_defaults(raw: Any, space: Mapping[str, tuple[int, ...]], err: Callable
 
 
 def _uses_shape(e: Expr, derived: Mapping[str, Expr], seen=None) -> str:
-    """The shape name (M, N or K) ``e`` depends on, through derived names too; '' if none."""
+    """The shape or device name (M, N, K or SMS) ``e`` depends on, through derived names
+    too; '' if none."""
     seen = seen or set()
     for name in e.names():
-        if name in SHAPE_NAMES:
+        if name in SHAPE_NAMES or name in DEVICE_NAMES:
             return name
         if name in derived and name not in seen:
             seen.add(name)

@@ -162,6 +162,15 @@ class Variant:
             return h.text
         return path.read_text(encoding="utf-8")
 
+    def launch_geometry(self, params: Params, m: int, n: int, k: int,
+                        sms: int | None = None) -> Geometry:
+        """:attr:`geometry` on a device of ``sms`` multiprocessors (a kernel file's ``SMS``;
+        None: :data:`engine.kernel_file.DEFAULT_SMS`). References and hand-built variants
+        take no device count."""
+        if self.headers:
+            return self.geometry(params, m, n, k, sms=sms)
+        return self.geometry(params, m, n, k)
+
     def combos(self) -> list[dict[str, int]]:
         """Every combination of the declared parameter space, in declaration order."""
         names = list(self.space)

@@ -99,6 +99,28 @@ def test_a_good_header_builds_a_working_variant(tmp_path):
     assert v.flops(2, 3, 4) == 48 and v.bytes_moved(2, 3, 4, 4) == (8 + 12 + 6) * 4
 
 
+def test_grids_can_be_sized_to_the_devices_multiprocessors(tmp_path):
+    """SMS in an expression is the device's multiprocessor count where a backend works the
+    launch out (DEFAULT_SMS where no device is known: checks, listings)."""
+    from engine.kernel_file import DEFAULT_SMS
+    text = GOOD.replace('grid = ["cdiv(N, block)", "cdiv(M, block)"]',
+                        'grid = ["min(cdiv(N, block) * cdiv(M, block), SMS)", 1]')
+    h = parse_header(write(tmp_path, text))
+    v = registry.variant_from_headers([h])
+    assert v.launch_geometry({"block": 16}, 1000, 1000, 7, 20) == ((20, 1), (16, 16))
+    assert v.launch_geometry({"block": 16}, 1000, 1000, 7, 114) == ((114, 1), (16, 16))
+    assert v.launch_geometry({"block": 16}, 1000, 1000, 7) == ((DEFAULT_SMS, 1), (16, 16))
+    assert v.launch_geometry({"block": 16}, 40, 40, 7, 114) == ((9, 1), (16, 16))
+    assert v.check("opencl", {"block": 16}, 1000, 1000, 7, "float32") is None
+    # a derived name over SMS; shared memory stays a function of the parameters alone
+    d = text.replace('threads = "block * block"', 'threads = "block * block"\nwave = "2 * SMS"')
+    d = d.replace('min(cdiv(N, block) * cdiv(M, block), SMS)', 'wave')
+    assert parse_header(write(tmp_path, d, "d.cl")).geometry({"block": 8}, 9, 9, 9, sms=7) == \
+        ((14, 1), (8, 8))
+    with pytest.raises(KernelFileError, match="parameters only, not SMS"):
+        parse_header(write(tmp_path, text.replace("[launch]", '[launch]\nshared = "SMS * 4"'), "s.cl"))
+
+
 @pytest.mark.parametrize("mutate,words,line", [
     (lambda t: t.replace("+++\n", "", 1), "no kernel header", None),
     (lambda t: "// a comment first\n" + t, "must start with a /*", 1),
