@@ -244,7 +244,10 @@ def main(argv=None) -> int:
     ap.add_argument("--params", default=None, help="restrict parameters, e.g. 'bk=16;stages=3'")
     ap.add_argument("--dtype", default="float32", choices=("float32", "int32"))
     ap.add_argument("--warmup", type=int, default=3)
-    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--repeats", type=int, default=10, help="timed launches when --budget is 0")
+    ap.add_argument("--budget", type=float, default=0.05,
+                    help="seconds of timed launches per kernel and shape (at least 3 launches): "
+                         "a 60 µs kernel gets ~800, so small shapes' medians settle; 0: --repeats")
     ap.add_argument("--out", default=None)
     ap.add_argument("--cache", default=None,
                     help="autotune cache to store the winners in (default: DIR/autotune.json)")
@@ -282,7 +285,8 @@ def main(argv=None) -> int:
         for shape in shapes:
             items = items_at(args.backend, names, overrides, shape, args.dtype)
             plan = Plan(backend=args.backend, items=items, shapes=[shape], dtype=args.dtype,
-                        device=args.device, warmup=args.warmup, repeats=args.repeats)
+                        device=args.device, warmup=args.warmup, repeats=args.repeats,
+                        time_budget_s=args.budget or None)
             print(f"== {format_shape(shape)}: {len(items)} runs", flush=True)
             recs += sweep.run(plan, emit)
             records.save(recs, out / "shapes.json")     # so far: a run cut short keeps its shapes
