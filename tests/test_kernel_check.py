@@ -173,7 +173,7 @@ def test_a_cuda_copy_reports_registers_and_launch_limits(tmp_path):
 def test_a_register_heavy_rung_fits_its_block(tmp_path):
     require_nvcc()
     path = make_copy("ffma_wide", tmp_path / "my_wide.cu")
-    wanted = [{"bk": 8, "sw": 1, "splitk": 1}, {"bk": 16, "sw": 8, "splitk": 4}]
+    wanted = [{"bk": 8, "sw": 1, "splitk": 1, "tailk": 8}, {"bk": 16, "sw": 8, "splitk": 4, "tailk": 1}]
     rep = check_kernel(path, combos=wanted)
     assert rep.ok, rep.text()
     assert [c.params["bk"] for c in rep.combos] == [8, 16]
