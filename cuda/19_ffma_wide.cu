@@ -19,9 +19,9 @@ bk = 16
 
 [derived]
 smem = "stages * bk * (bm + 4 + 128) * 4"
-# split-K slices: SPLITK while the per-tile counters suffice (MAX_TILES = 65536), else 1
-splits = "splitk if cdiv(M, bm) * cdiv(N, 128) <= 65536 else 1"
 tiles = "cdiv(M, bm) * cdiv(N, 128)"
+# split-K slices: SPLITK while the per-tile counters suffice (MAX_TILES = 65536), else 1
+splits = "splitk if tiles <= 65536 else 1"
 # tail split: the r = tiles % SMS tiles of the partial last wave (1 CTA per SM) in tailk
 # k-slices, when their r * tailk CTAs take at most half a tile's time (cdiv(r * tailk, SMS)
 # rounds of 1 / tailk each); a nearly full last wave (4096³: r = 116) stays whole

@@ -148,6 +148,14 @@ class Backend(ABC):
     """One compute backend. Everything but ``probe`` runs on the engine thread."""
 
     name: str = ""
+    #: The open device (set by ``open``), None before.
+    info: DeviceInfo | None = None
+
+    @property
+    def multiprocessors(self) -> int | None:
+        """The open device's multiprocessor count (CUDA SMs, OpenCL compute units): a kernel
+        header's ``SMS``; None before ``open``."""
+        return self.info.compute_units if self.info else None
 
     @abstractmethod
     def probe(self) -> BackendStatus: ...

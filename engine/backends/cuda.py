@@ -487,8 +487,7 @@ class CudaBackend(Backend):
         if v.library:
             self._cublas.gemm(kernel.handle[1], ws.a, ws.b, ws.c, m, n, k)
             return
-        sms = self.info.compute_units if self.info else None
-        (gx, gy), (bx, by) = v.launch_geometry(kernel.params, m, n, k, sms)
+        (gx, gy), (bx, by) = v.launch_geometry(kernel.params, m, n, k, self.multiprocessors)
         if kernel.max_threads and bx * by > kernel.max_threads:
             raise BackendError(f"block {bx}×{by} exceeds this kernel's limit of {kernel.max_threads}")
         fn = kernel.handle[1]
@@ -518,8 +517,7 @@ class CudaBackend(Backend):
         if plan is None:
             pre, p = kernel.variant.prepass, kernel.params
             plan = kernel.prepass_plans[(m, n, k)] = (
-                pre.scratch_bytes(p, m, n, k),
-                pre.geometry(p, m, n, k, self.info.compute_units if self.info else None),
+                pre.scratch_bytes(p, m, n, k), pre.geometry(p, m, n, k, self.multiprocessors),
                 pre.tensor_maps(p, m, n, k))
         return plan
 

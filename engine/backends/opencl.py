@@ -241,8 +241,7 @@ class OpenCLBackend(Backend):
 
     def _enqueue(self, kernel: CompiledKernel, ws: Workspace, m, n, k):
         v = kernel.variant
-        sms = self.info.compute_units if self.info else None
-        (gx, gy), (bx, by) = v.launch_geometry(kernel.params, m, n, k, sms)
+        (gx, gy), (bx, by) = v.launch_geometry(kernel.params, m, n, k, self.multiprocessors)
         if kernel.max_threads and bx * by > kernel.max_threads:
             raise BackendError(f"work-group {bx}×{by} exceeds this kernel's limit of "
                                f"{kernel.max_threads} on {self.dev.name.strip()}")
