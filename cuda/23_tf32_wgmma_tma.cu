@@ -207,24 +207,6 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-/* 2-D tensor copy global -> shared (box at (k0, r0)), tx bytes on mbarrier bar */
-__device__ __forceinline__ void tma_load_2d(unsigned dst, const void* tmap, int k0, int r0, unsigned bar)
-{
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
-        :: "r"(dst), "l"(tmap), "r"(k0), "r"(r0), "r"(bar) : "memory");
-}
-
-/* tile id -> (row0, col0): groups of GM tile rows, column-major inside a group */
-__device__ __forceinline__ void tile_origin(int t, int mt, int nt, int& row0, int& col0)
-{
-    const int per_group = GM * nt;
-    const int g = t / per_group, r = t - g * per_group;
-    const int gm = min(GM, mt - g * GM);
-    row0 = (g * GM + r % gm) * BM;
-    col0 = (r / gm) * BN;
-}
-
 #if TF32_RN
 /* rounder rt (0..NRT-1): 16-byte chunks rt, rt + NRT, ... of the A region at sa, rounded to
    TF32 in place; all loads first, then the stores (11 chunks in flight per thread) */
@@ -295,7 +277,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
             int it = 0;
             for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
                 int row0, col0;
-                tile_origin(t, mt, nt, row0, col0);
+                tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
                 for (int kt = 0; kt < ktiles; ++kt, ++it) {
                     const int s = it % STAGES;
                     if (it >= STAGES)
@@ -331,7 +313,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
         int it = 0;
         for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
             int row0, col0;
-            tile_origin(t, mt, nt, row0, col0);
+            tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
 #pragma unroll
             for (int j = 0; j < BN / 2; ++j)
                 acc[j] = 0.f;

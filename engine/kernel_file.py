@@ -36,9 +36,10 @@ Tables: ``[params]``; ``[derived]`` (names computed in order from the parameters
 K and ``SMS``, usable by every expression below); ``[[constraints]]`` (``check``, ``reason``; a
 reason may quote values as ``{name}``); ``[launch]`` (``grid``, ``block``, and ``shared``:
 bytes of dynamic shared memory, from the parameters only); ``[prepass]`` (a kernel run
-before the main one in the same timed region: ``entry``, ``grid``, ``block``,
-``scratch`` bytes, and optional ``[[prepass.tensor_maps]]`` with ``at`` (byte offset of
-the maps in the scratch), ``base`` (``'a'`` or ``'scratch'``), ``offset``, ``dims``,
+before the main one in the same timed region, and not at all when its grid has no
+blocks: ``entry``, ``grid``, ``block``, ``scratch`` bytes, and optional
+``[[prepass.tensor_maps]]`` with ``at`` (byte offset of the maps in the scratch),
+``base`` (``'a'``, ``'b'`` or ``'scratch'``), ``offset``, ``dims``,
 ``stride``, ``box``: TMA descriptors the backend encodes); ``[model]`` (``flops`` and
 ``bytes``, where they differ from the kind's defaults; ``itemsize`` is a name there);
 ``[defaults.sm_XY]`` (default parameters on one GPU architecture, see below).
@@ -101,6 +102,8 @@ TOP_KEYS = {"name", "title", "source", "role", "order", "backend", "entry", "kin
 LAUNCH_KEYS = {"grid", "block", "shared"}
 PREPASS_KEYS = {"entry", "grid", "block", "scratch", "tensor_maps"}
 MAP_KEYS = {"at", "base", "offset", "dims", "stride", "box"}
+#: Whose device address a tensor map starts from: the inputs A or B, or the scratch.
+MAP_BASES = ("a", "b", "scratch")
 MODEL_KEYS = {"flops", "bytes"}
 CONSTRAINT_KEYS = {"check", "reason"}
 SHAPE_NAMES = ("M", "N", "K")
@@ -196,7 +199,7 @@ class Env(dict):
 class TensorMap:
     """One TMA descriptor of a pre-pass, as expressions: the backend encodes it."""
 
-    base: Expr          # 'a' or 'scratch': whose device address the map starts from
+    base: Expr          # 'a', 'b' or 'scratch': whose device address the map starts from
     offset: Expr        # bytes from that address
     dims: tuple[Expr, Expr]
     stride: Expr        # bytes between rows
@@ -236,8 +239,9 @@ class Prepass:
         out = []
         for t in self.maps:
             base = t.base(env)
-            if base not in ("a", "scratch"):
-                raise ExpressionError(f"{t.base.where}: base must be 'a' or 'scratch', not {base!r}")
+            if base not in MAP_BASES:
+                raise ExpressionError(f"{t.base.where}: base must be 'a', 'b' or 'scratch', "
+                                      f"not {base!r}")
             out.append((base, t.offset.integer(env), t.dims[0].integer(env), t.dims[1].integer(env),
                         t.stride.integer(env), t.box[0].integer(env), t.box[1].integer(env)))
         return self.maps_at.integer(env), out

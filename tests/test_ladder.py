@@ -7,6 +7,7 @@ pycuda or a device (the cuBLAS ones also without nvmath-python).
 """
 from __future__ import annotations
 
+import itertools
 import math
 import re
 
@@ -457,7 +458,7 @@ def test_wide_verifies_at_odd_shapes(dtype):
         {s for s in shapes if s[1] % 4}
 
 
-# --- ladder v5, TF32: tf32_wgmma_rs (cuda/22_tf32_wgmma_rs.cu) -----------------------------
+# --- TF32 experiment: tf32_wgmma_rs (cuda/experiments/tf32_wgmma_rs.cu) -------------------
 
 RS = registry.get("tf32_wgmma_rs")
 #: odd shapes; K % 4 != 0 and N % 4 != 0 (4-byte copy paths) next to aligned ones; several
@@ -469,7 +470,7 @@ RS_SHAPES = ODD_SHAPES + [(129, 257, 64), (256, 128, 36), (257, 513, 1000), (300
 def test_wgmma_rs_registered():
     assert RS.role == "experiment" and RS.name in LADDER
     assert RS.dtypes == ("float32",) and RS.precision == "tf32"
-    assert RS.arch_suffix == "a" and RS.prepass is None
+    assert RS.arch_suffix == "a" and RS.prepass is not None     # pads unaligned inputs only
     path = RS.source_path("cuda")
     assert path.is_file() and re.fullmatch(r"(?:[12]\d_)?[a-z0-9_]+\.cu", path.name)
     text = path.read_text()
@@ -491,6 +492,53 @@ def test_wgmma_rs_space_and_shapes():
             tiles = -(-m // 256) * -(-n // 128)
             assert bx * by == 384 and gy == 1 and 1 <= gx <= tiles
             assert gx == (min(tiles, SMS) if c["persist"] else tiles)
+
+
+@pytest.mark.parametrize("shape", RS_SHAPES + [(4096, 4096, 4096)])
+def test_wgmma_rs_prepass_only_pads_what_tma_cannot_read(shape):
+    """No pre-pass blocks unless a row stride is not a multiple of 16 bytes (K % 4 for A,
+    N % 4 for B); the maps then read the padded copies, else A and B in place."""
+    m, n, k = shape
+    p = RS.default_params()
+    (px, py), (bx, by) = RS.prepass.geometry(p, m, n, k)
+    assert (px * py == 0) == (k % 4 == 0 and n % 4 == 0) and bx * by == 256
+    at, maps = RS.prepass.tensor_maps(p, m, n, k)
+    kp, np_ = -(-k // 4) * 4, -(-n // 4) * 4
+    ap, bp = (4 * m * kp if k % 4 else 0), (4 * k * np_ if n % 4 else 0)
+    assert at % 128 == 0 and at >= ap + bp
+    assert RS.prepass.scratch_bytes(p, m, n, k) == at + 256
+    (sa, oa, a0, a1, sta, *boxa), (sb, ob, b0, b1, stb, *boxb) = maps
+    assert (sa, oa) == (("scratch", 0) if k % 4 else ("a", 0))
+    assert (sb, ob) == (("scratch", ap) if n % 4 else ("b", 0))
+    assert (a0, a1, sta, b0, b1, stb) == (kp, m, 4 * kp, np_, k, 4 * np_)
+    assert sta % 16 == 0 and stb % 16 == 0 and oa % 16 == 0 and ob % 16 == 0
+    assert boxa == [32, 256] and boxb == [32, 32]
+
+
+def test_wgmma_rs_fragment_rows_are_a_permutation_and_conflict_free():
+    """The header's map of fragment rows to tile columns, emulated: every column of the
+    128-wide tile is one fragment row of one lane, and each fragment register's 32 lanes
+    read 32 distinct banks of the 128B-swizzled B boxes (a (k, n) element at word
+    ((n % 32) / 4 ^ k % 8) * 4 + n % 4 of its 128-byte row)."""
+    text = RS.source_path("cuda").read_text()
+    assert "ncol[h] = 32 * (2 * cw + warp / 2) + 8 * (warp % 2) + 16 * (g / 4) + 4 * h + g % 4" in text
+    assert "chunk[h] = 2 * (warp % 2) + 4 * (g / 4) + h" in text
+    cols = []
+    for cw in range(2):
+        for w in range(4):
+            for kk, q, h in itertools.product(range(4), range(2), range(2)):
+                banks = set()
+                for lane in range(32):
+                    g, t = lane // 4, lane % 4
+                    n = 32 * (2 * cw + w // 2) + 8 * (w % 2) + 16 * (g // 4) + 4 * h + g % 4
+                    chunk = 2 * (w % 2) + 4 * (g // 4) + h
+                    assert chunk == (n % 32) // 4               # the kernel's chunk is n's
+                    k = kk * 8 + t + 4 * q
+                    banks.add(((chunk ^ (k % 8)) * 4 + n % 4) % 32)
+                    if kk == q == 0:
+                        cols.append(n)
+                assert len(banks) == 32, (cw, w, kk, q, h)
+    assert sorted(cols) == sorted(c for c in range(128) for _t in range(4))
 
 
 @pytest.mark.gpu

@@ -22,11 +22,13 @@ from engine.kernel_check import parse_ptxas
 from engine.runner import Plan, expand_items
 from tests.helpers import backend_status, run_plan
 
-#: The TF32 kernels of the ladder whose inputs are rounded (the experiments still truncate).
+#: The TF32 kernels of the ladder whose inputs are rounded, with a TF32_RN switch (the
+#: experiment tf32_wgmma_tp still truncates).
 ROUNDED = ("tf32_wgmma", "tf32_wgmma_ws", "tf32_wgmma_tma")
 #: Every TF32 kernel the accuracy test compares with cuBLAS: those plus tf32_mma (mma.sync,
-#: which has always rounded its register fragments).
-TF32_KERNELS = ("tf32_mma",) + ROUNDED
+#: which has always rounded its register fragments) and the experiment tf32_wgmma_rs (its
+#: register operand rounded as loaded, its shared-memory operand in place; no switch).
+TF32_KERNELS = ("tf32_mma",) + ROUNDED + ("tf32_wgmma_rs",)
 #: An odd shape (M, N, K; K % 4 != 0: the pre-pass's padded Ap path of 22/23) and 2048^3.
 SHAPES = [(1000, 1500, 777), (2048, 2048, 2048)]
 #: The bound: rel_l2 of a kernel <= FACTOR x rel_l2 of cublas_tf32 on the same inputs.

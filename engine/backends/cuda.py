@@ -499,8 +499,9 @@ class CudaBackend(Backend):
         if pre:
             scratch_bytes, ((px, py), (pbx, pby)), maps = self._prepass_plan(kernel, m, n, k)
             scratch = self._scratch(ws, scratch_bytes)
-            kernel.handle[2].prepared_async_call((px, py, 1), (pbx, pby, 1), stream, ws.a, ws.b,
-                                                 scratch, np.int32(m), np.int32(n), np.int32(k))
+            if px > 0 and py > 0:    # a grid of no blocks: nothing to prepare at this shape
+                kernel.handle[2].prepared_async_call((px, py, 1), (pbx, pby, 1), stream, ws.a, ws.b,
+                                                     scratch, np.int32(m), np.int32(n), np.int32(k))
             args = (ws.a, scratch, ws.c, np.int32(m), np.int32(n), np.int32(k))
             if maps is not None:
                 self._write_tensor_maps(ws, scratch, maps, kernel.params, m, n, k)
@@ -523,17 +524,19 @@ class CudaBackend(Backend):
 
     def _write_tensor_maps(self, ws, scratch, spec, params, m, n, k) -> None:
         """``spec``: the pre-pass's tensor maps at this shape (:meth:`Prepass.tensor_maps`):
-        (byte offset in the scratch, [(base "a" | "scratch", byte offset, dim0, dim1, row
+        (byte offset in the scratch, [(base "a" | "b" | "scratch", byte offset, dim0, dim1, row
         stride bytes, box0, box1), ...]); each map is encoded (:func:`encode_tensor_map_2d`)
         and the 128-byte maps are copied, back to back, to scratch + offset. Done only when
         the inputs, the scratch, the shape or the parameters change (not on every launch)."""
         offset, maps = spec
-        key = (int(ws.a), int(scratch), m, n, k, tuple(sorted(params.items())))
+        bases = {"a": int(ws.a), "b": int(ws.b) if ws.b is not None else 0, "scratch": int(scratch)}
+        key = (bases["a"], bases["b"], bases["scratch"], m, n, k, tuple(sorted(params.items())))
         if getattr(ws, "tma_key", None) == key:
             return
+        if any(src == "b" for src, *_ in maps) and ws.b is None:
+            raise BackendError("a tensor map starts from B, but this run has no B (C = A·Aᵀ)")
         blob = b"".join(
-            encode_tensor_map_2d((int(ws.a) if src == "a" else int(scratch)) + off,
-                                 d0, d1, stride, b0, b1)
+            encode_tensor_map_2d(bases[src] + off, d0, d1, stride, b0, b1)
             for src, off, d0, d1, stride, b0, b1 in maps)
         self.drv.memcpy_htod(int(scratch) + offset, np.frombuffer(blob, dtype=np.uint8))
         ws.tma_key = key

@@ -1,0 +1,175 @@
+"""The cuda backend's pre-pass launch, without a GPU: a recording driver stands in for pycuda.
+
+What a kernel file's ``[prepass]`` asks of the backend: launch the pre-pass before the
+kernel (same stream), but not when its grid has no blocks at that shape (a pre-pass that
+only pads unaligned inputs, as experiments/tf32_wgmma_rs's); pass the kernel the scratch
+in B's place; encode each tensor map from the device address its ``base`` names (``'a'``,
+``'b'`` or ``'scratch'``) plus its offset, and copy the maps into the scratch once per
+inputs, shape and parameters.
+"""
+from __future__ import annotations
+
+import struct
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from engine import registry
+from engine.backends import cuda as cuda_backend
+from engine.backends.base import BackendError, CompiledKernel, Workspace
+from engine.kernel_file import ExpressionError
+
+RS = registry.get("tf32_wgmma_rs")
+TMA = registry.get("tf32_wgmma_tma")
+
+
+class Buf:
+    """A device allocation: an address that int() gives, as pycuda's DeviceAllocation."""
+
+    def __init__(self, addr: int, nbytes: int):
+        self.addr, self.nbytes, self.freed = addr, nbytes, False
+
+    def __int__(self) -> int:
+        return self.addr
+
+    def free(self) -> None:
+        self.freed = True
+
+
+class RecordingDriver:
+    class Error(Exception):
+        pass
+
+    def __init__(self):
+        self.next_addr = 0x10_0000
+        self.copies: list[tuple[int, bytes]] = []
+
+    def mem_alloc(self, nbytes: int) -> Buf:
+        buf = Buf(self.next_addr, nbytes)
+        self.next_addr += (nbytes + 0xFFFF) // 0x10000 * 0x10000 + 0x10000
+        return buf
+
+    def memcpy_htod(self, dst, src) -> None:
+        self.copies.append((int(dst), bytes(np.asarray(src).tobytes())))
+
+
+class Entry:
+    """A prepared kernel entry: records each launch (grid, block, arguments)."""
+
+    def __init__(self, name: str, log: list):
+        self.name, self.log = name, log
+
+    def prepared_async_call(self, grid, block, stream, *args, shared_size=None):
+        self.log.append((self.name, grid, block, args))
+
+
+def fake_encode(addr, dim0, dim1, stride, box0, box1) -> bytes:
+    """128 bytes that say what was asked for (the real one calls libcuda)."""
+    return struct.pack("<Q6q", addr, dim0, dim1, stride, box0, box1, 0).ljust(128, b"\0")
+
+
+def decode(blob: bytes) -> tuple:
+    return struct.unpack("<Q5q", blob[:48])
+
+
+@pytest.fixture
+def backend(monkeypatch):
+    monkeypatch.setattr(cuda_backend, "encode_tensor_map_2d", fake_encode)
+    be = object.__new__(cuda_backend.CudaBackend)
+    be.drv = RecordingDriver()
+    be.info = SimpleNamespace(compute_units=132)
+    return be
+
+
+def setup(be, variant, m, n, k):
+    log: list = []
+    kernel = CompiledKernel(variant, variant.default_params(), "float32",
+                            (None, Entry("matmul", log), Entry("prepass", log)), "")
+    ws = Workspace(np.ones((m, k), np.float32), np.ones((k, n), np.float32))
+    ws.a, ws.b, ws.c = (be.drv.mem_alloc(4 * x) for x in (m * k, k * n, m * n))
+    ws.c_shape = (m, n)
+    return kernel, ws, log
+
+
+@pytest.mark.parametrize("shape", [(256, 128, 64), (300, 200, 100), (4096, 4096, 4096)])
+def test_a_prepass_with_no_blocks_is_not_launched(backend, shape):
+    """Aligned shapes: the kernel reads A and B in place (tensor maps from 'a' and 'b')."""
+    m, n, k = shape
+    kernel, ws, log = setup(backend, RS, m, n, k)
+    backend._launch(kernel, ws, m, n, k)
+    assert [e[0] for e in log] == ["matmul"]
+    name, grid, block, args = log[0]
+    scratch = ws.scratch
+    assert args[0] is ws.a and args[1] is scratch and args[2] is ws.c
+    assert [int(x) for x in args[3:]] == [m, n, k]
+    assert grid == (min(-(-m // 256) * -(-n // 128), 132), 1, 1) and block == (384, 1, 1)
+    # the two maps, back to back at the start of the (256-byte) scratch
+    assert scratch.nbytes >= 256
+    (dst, blob), = backend.drv.copies
+    assert dst == int(scratch) and len(blob) == 256
+    assert decode(blob[:128]) == (int(ws.a), k, m, 4 * k, 32, 256)
+    assert decode(blob[128:]) == (int(ws.b), n, k, 4 * n, 32, 32)
+
+
+@pytest.mark.parametrize("shape", [(127, 253, 61), (129, 257, 64), (513, 260, 130)])
+def test_a_padding_prepass_runs_first_and_the_maps_follow_its_copies(backend, shape):
+    m, n, k = shape
+    kernel, ws, log = setup(backend, RS, m, n, k)
+    backend._launch(kernel, ws, m, n, k)
+    assert [e[0] for e in log] == ["prepass", "matmul"]
+    kp, np_ = -(-k // 4) * 4, -(-n // 4) * 4
+    ap = 4 * m * kp if k % 4 else 0
+    bp = 4 * k * np_ if n % 4 else 0
+    _, pgrid, pblock, pargs = log[0]
+    assert pgrid == (-(-max(kp if k % 4 else 0, np_ if n % 4 else 0) // 32),
+                     (-(-m // 32) if k % 4 else 0) + (-(-k // 32) if n % 4 else 0), 1)
+    assert pblock == (32, 8, 1) and pargs[:3] == (ws.a, ws.b, ws.scratch)
+    assert log[1][3][1] is ws.scratch
+    at = -(-(ap + bp) // 128) * 128
+    (dst, blob), = backend.drv.copies
+    assert dst == int(ws.scratch) + at and ws.scratch.nbytes >= at + 256
+    base_a = int(ws.scratch) if k % 4 else int(ws.a)
+    base_b = int(ws.scratch) + ap if n % 4 else int(ws.b)
+    assert decode(blob[:128]) == (base_a, kp, m, 4 * kp, 32, 256)
+    assert decode(blob[128:]) == (base_b, np_, k, 4 * np_, 32, 32)
+    for _addr, _d0, _d1, stride, *_ in (decode(blob[:128]), decode(blob[128:])):
+        assert stride % 16 == 0          # TMA: row strides in multiples of 16 bytes
+
+
+def test_maps_are_written_once_per_inputs_and_shape(backend):
+    m, n, k = 300, 200, 100
+    kernel, ws, log = setup(backend, RS, m, n, k)
+    for _ in range(3):
+        backend._launch(kernel, ws, m, n, k)
+    assert len(backend.drv.copies) == 1 and [e[0] for e in log] == ["matmul"] * 3
+    ws.b = backend.drv.mem_alloc(4 * k * n)      # new B: its map must be encoded again
+    backend._launch(kernel, ws, m, n, k)
+    assert len(backend.drv.copies) == 2
+    assert decode(backend.drv.copies[1][1][128:])[0] == int(ws.b)
+
+
+def test_the_transposing_prepass_of_tma_still_runs_every_launch(backend):
+    m, n, k = 300, 200, 100
+    kernel, ws, log = setup(backend, TMA, m, n, k)
+    backend._launch(kernel, ws, m, n, k)
+    backend._launch(kernel, ws, m, n, k)
+    assert [e[0] for e in log] == ["prepass", "matmul"] * 2
+
+
+def test_a_map_from_b_without_b_is_refused(backend):
+    m, n, k = 256, 128, 64
+    kernel, ws, _log = setup(backend, RS, m, n, k)
+    ws.b = None
+    with pytest.raises(BackendError, match="no B"):
+        backend._launch(kernel, ws, m, n, k)
+
+
+def test_map_bases_are_a_b_or_scratch(tmp_path):
+    from engine.kernel_file import parse_header
+    src = RS.source_path("cuda").read_text().replace("'scratch' if N % 4 else 'b'", "'c'")
+    path = tmp_path / "rs_bad_base.cu"
+    path.write_text(src.replace('name = "tf32_wgmma_rs"', 'name = "rs_bad_base"'))
+    h = parse_header(path)
+    with pytest.raises(ExpressionError, match="'a', 'b' or 'scratch'"):
+        h.prepass.tensor_maps({"stages": 4, "persist": 1}, 256, 128, 64)
