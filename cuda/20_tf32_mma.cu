@@ -1,8 +1,8 @@
 /*
 +++
 name = "tf32_mma"
-title = "TF32 tensor cores via mma.sync.m16n8k8 (FP32 accumulate), 128×128 block, 64×32 warp tiles, cp.async pipeline."
-source = "PTX ISA mma.m16n8k8 .tf32 fragment layouts; CUTLASS sm80 TF32 GEMM"
+title = "TF32 tensor cores via mma.sync.m16n8k8 (FP32 accumulate), 128×128 block, 64×32 warp tiles, cp.async pipeline, optional serial split-K."
+source = "PTX ISA mma.m16n8k8 .tf32 fragment layouts; CUTLASS sm80 TF32 GEMM and its serial split-K"
 role = "rung"
 order = 20
 dtypes = ["float32"]
@@ -11,13 +11,18 @@ precision = "tf32"
 [params]
 bk = [32, 16]
 stages = [3, 4]
+splitk = [1, 2, 3]        # > 1: grids of few tiles (1536³: 144 tiles, 1.09 waves on 132 SMs; 3: +17 %)
+
+[derived]
+# split-K slices: SPLITK while the per-tile counters suffice (MAX_TILES = 65536), else 1
+splits = "splitk if cdiv(M, 128) * cdiv(N, 128) <= 65536 else 1"
 
 [[constraints]]
-check = "bk % 8 == 0 and stages >= 2"
-reason = "bk must be a multiple of 8 and stages ≥ 2"
+check = "bk % 8 == 0 and stages >= 2 and splitk >= 1"
+reason = "bk must be a multiple of 8, stages ≥ 2 and splitk ≥ 1"
 
 [launch]
-grid = ["cdiv(N, 128)", "cdiv(M, 128)"]
+grid = ["cdiv(N, 128)", "cdiv(M, 128) * splits"]
 block = [256, 1]
 shared = "stages * (128 * (bk + 4) + bk * (128 + 8)) * 4"
 +++
@@ -39,6 +44,14 @@ shared = "stages * (128 * (bk + 4) + bk * (128 + 8)) * 4"
  * multistage GEMM structure; written anew for this lab. Not Hopper's fastest path:
  * cuBLAS uses wgmma + TMA on sm_90, which this warp-level kernel cannot match.
  *
+ * Split-K (SPLITK > 1): at 1024^3 the 128x128 tiles are 64 blocks on a 132-SM H100, so
+ * each tile's K range is cut into S slices run by separate blocks (grid.y = tiles * S,
+ * slice z = blockIdx.y / ceil(M/128)). Slices add into C in order z = 0, 1, ... through
+ * a per-tile counter (deterministic, as 17_ffma_tuned.cu): slice z waits until the
+ * counter reads z, loads C, adds, stores, and hands on; the last slice resets it to 0.
+ * Blocks are issued in blockIdx order, so every slice a waiter waits for is already
+ * running. S is 1 (no split) when the tiles exceed MAX_TILES counters.
+ *
  * Tails: A goes with 16-byte cp.async where K % 4 == 0 and with 4-byte copies otherwise;
  * B with 16-byte copies where N % 4 == 0, else 4-byte; src-size 0 zero-fills out-of-
  * bounds elements; stores guarded: any M, N, K. float32 only (precision "tf32").
@@ -47,10 +60,12 @@ shared = "stages * (128 * (bk + 4) + bk * (128 + 8)) * 4"
  *   ELEM, ACC  must be float                                    (default float)
  *   BK         depth of a tile; multiple of 8                  (default 32)
  *   STAGES     tiles in flight, >= 2                           (default 3)
+ *   SPLITK     k-slices (grid.y = ceil(M/128) * SPLITK)         (default 1)
  * Fixed: BM = BN = 128, warp tile 64x32, 256 threads. Shared memory is dynamic:
  * STAGES * (128*(BK+4) + BK*136) * 4 bytes (engine.ladder passes it).
  *
- * Launch geometry: block (256, 1), grid (ceil(N/128), ceil(M/128)).
+ * Launch geometry: block (256, 1), grid (ceil(N/128), ceil(M/128) * S), S = SPLITK (1 when
+ * the tile count exceeds MAX_TILES).
  * Row-major A (MxK), B (KxN), C (MxN); 32-bit indices. Needs sm_80 or newer.
  */
 #include "lab_ptx.cuh"
@@ -67,6 +82,9 @@ shared = "stages * (128 * (bk + 4) + bk * (128 + 8)) * 4"
 #ifndef STAGES
 #define STAGES 3
 #endif
+#ifndef SPLITK
+#define SPLITK 1
+#endif
 #define BM 128
 #define BN 128
 #define WM 64
@@ -78,8 +96,13 @@ shared = "stages * (128 * (bk + 4) + bk * (128 + 8)) * 4"
 #define LDB (BN + 8)
 #define AS_WORDS (BM * LDA)
 #define BS_WORDS (BK * LDB)
-#if BK % 8 || STAGES < 2
-#error "BK must be a multiple of 8 and STAGES >= 2"
+#define MAX_TILES 65536
+#if BK % 8 || STAGES < 2 || SPLITK < 1
+#error "BK must be a multiple of 8, STAGES >= 2 and SPLITK >= 1"
+#endif
+
+#if SPLITK > 1
+__device__ unsigned tile_counter[MAX_TILES];     /* split-K order; 0 between launches */
 #endif
 
 __device__ __forceinline__ unsigned to_tf32(float x) { return __float_as_uint(tf32_rna(x)); }
@@ -136,7 +159,13 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     const int g = lane >> 2, t4 = lane & 3;      /* mma "groupID" and "threadID_in_group" */
     const int wrow = (warp / (BN / WN)) * WM;
     const int wcol = (warp % (BN / WN)) * WN;
-    const int row0 = blockIdx.y * BM;
+    const int mtiles = (M + BM - 1) / BM;
+#if SPLITK > 1
+    const int splits = gridDim.y / mtiles, z = blockIdx.y / mtiles;
+#else
+    const int splits = 1, z = 0;
+#endif
+    const int row0 = (blockIdx.y % mtiles) * BM;
     const int col0 = blockIdx.x * BN;
     const bool vec_a = (K & 3) == 0;
     const bool vec_b = (N & 3) == 0;
@@ -150,12 +179,16 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
             for (int e = 0; e < 4; ++e)
                 acc[i][j][e] = 0.0f;
 
-    const int ktiles = (K + BK - 1) / BK;
+    /* this slice's k-tiles: [kt0, kt0 + ktiles) of the whole K range */
+    const int ktiles_all = (K + BK - 1) / BK;
+    const int per = (ktiles_all + splits - 1) / splits;
+    const int kt0 = z * per;
+    const int ktiles = max(0, min(ktiles_all, kt0 + per) - kt0);
 #pragma unroll
     for (int st = 0; st < STAGES - 1; ++st) {
         if (st < ktiles)
             load_tile(A, B, smem + st * (AS_WORDS + BS_WORDS), smem + st * (AS_WORDS + BS_WORDS) + AS_WORDS,
-                      M, N, K, row0, col0, st * BK, tid, vec_a, vec_b);
+                      M, N, K, row0, col0, (kt0 + st) * BK, tid, vec_a, vec_b);
         cp_async_commit();
     }
 
@@ -167,7 +200,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
             const int st = tn % STAGES;
             if (tn < ktiles)
                 load_tile(A, B, smem + st * (AS_WORDS + BS_WORDS), smem + st * (AS_WORDS + BS_WORDS) + AS_WORDS,
-                          M, N, K, row0, col0, tn * BK, tid, vec_a, vec_b);
+                          M, N, K, row0, col0, (kt0 + tn) * BK, tid, vec_a, vec_b);
             cp_async_commit();
         }
         const float* As = smem + (t % STAGES) * (AS_WORDS + BS_WORDS);
@@ -204,6 +237,18 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     }
     cp_async_wait<0>();
 
+    const int tile = (blockIdx.y % mtiles) * gridDim.x + blockIdx.x;
+    if (splits > 1 && z > 0) {          /* wait for slice z - 1 to have stored its sum */
+        if (tid == 0) {
+#if SPLITK > 1
+            while (*reinterpret_cast<volatile unsigned*>(&tile_counter[tile]) != (unsigned)z)
+                __nanosleep(64);
+#endif
+            __threadfence();
+        }
+        __syncthreads();
+    }
+    const bool add = splits > 1 && z > 0;
     const bool vec_c = (N & 1) == 0;
 #pragma unroll
     for (int i = 0; i < MT; ++i)
@@ -217,11 +262,26 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
                 const int col = col0 + wcol + j * 8 + 2 * t4;
                 const float c0 = acc[i][j][2 * h], c1 = acc[i][j][2 * h + 1];
                 if (vec_c && col + 1 < N) {
-                    *reinterpret_cast<float2*>(&C[row * N + col]) = make_float2(c0, c1);
+                    float2* p = reinterpret_cast<float2*>(&C[row * N + col]);
+                    float2 x = make_float2(c0, c1);
+                    if (add) {              /* L2 (cg): the previous slice's stores */
+                        const float2 o = __ldcg(p);
+                        x.x += o.x; x.y += o.y;
+                    }
+                    __stcg(p, x);
                 } else {
-                    if (col < N) C[row * N + col] = c0;
-                    if (col + 1 < N) C[row * N + col + 1] = c1;
+                    if (col < N) __stcg(&C[row * N + col], c0 + (add ? __ldcg(&C[row * N + col]) : 0.0f));
+                    if (col + 1 < N)
+                        __stcg(&C[row * N + col + 1], c1 + (add ? __ldcg(&C[row * N + col + 1]) : 0.0f));
                 }
             }
         }
+#if SPLITK > 1
+    if (splits > 1) {                   /* hand the tile on (the last slice resets it) */
+        __threadfence();
+        __syncthreads();
+        if (tid == 0)
+            atomicExch(&tile_counter[tile], z + 1 == splits ? 0u : (unsigned)(z + 1));
+    }
+#endif
 }
