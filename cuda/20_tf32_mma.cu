@@ -237,17 +237,17 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     }
     cp_async_wait<0>();
 
+#if SPLITK > 1
     const int tile = (blockIdx.y % mtiles) * gridDim.x + blockIdx.x;
     if (splits > 1 && z > 0) {          /* wait for slice z - 1 to have stored its sum */
         if (tid == 0) {
-#if SPLITK > 1
             while (*reinterpret_cast<volatile unsigned*>(&tile_counter[tile]) != (unsigned)z)
                 __nanosleep(64);
-#endif
             __threadfence();
         }
         __syncthreads();
     }
+#endif
     const bool add = splits > 1 && z > 0;
     const bool vec_c = (N & 1) == 0;
 #pragma unroll

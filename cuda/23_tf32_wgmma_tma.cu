@@ -206,34 +206,6 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
     }
 }
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#if TF32_RN
-/* rounder rt (0..NRT-1): 16-byte chunks rt, rt + NRT, ... of the A region at sa, rounded to
-   TF32 in place; all loads first, then the stores (11 chunks in flight per thread) */
-__device__ __forceinline__ void round_a_region(unsigned sa, int rt)
-{
-    constexpr int PER = (RCH + NRT - 1) / NRT;          /* 11 (the last one: rt < 64 only) */
-    float4 v[PER];
-#pragma unroll
-    for (int j = 0; j < PER; ++j) {
-        const int c = rt + j * NRT;
-        if (j < PER - 1 || c < RCH)
-            asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                         : "=f"(v[j].x), "=f"(v[j].y), "=f"(v[j].z), "=f"(v[j].w)
-                         : "r"(sa + 16u * c) : "memory");
-    }
-#pragma unroll
-    for (int j = 0; j < PER; ++j) {
-        const int c = rt + j * NRT;
-        if (j < PER - 1 || c < RCH)
-            asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n"
-                         :: "r"(sa + 16u * c), "f"(TF32_IN(v[j].x)), "f"(TF32_IN(v[j].y)),
-                            "f"(TF32_IN(v[j].z)), "f"(TF32_IN(v[j].w)) : "memory");
-    }
-}
-#endif
-#endif
-
 extern "C" __global__ __launch_bounds__(NT, 1)
 void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __restrict__ C,
             int M, int N, int K)
@@ -270,10 +242,8 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
             const unsigned char* maps = reinterpret_cast<const unsigned char*>(S) + ((pre + 127) & ~(size_t)127);
             const void* tmA = maps;
             const void* tmB = maps + 128;
-            asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;\n" :: "l"(tmA) : "memory");
-            asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;\n" :: "l"(tmB) : "memory");
-            asm volatile("prefetch.tensormap [%0];\n" :: "l"(tmA) : "memory");
-            asm volatile("prefetch.tensormap [%0];\n" :: "l"(tmB) : "memory");
+            tensormap_acquire(tmA);
+            tensormap_acquire(tmB);
             int it = 0;
             for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
                 int row0, col0;
@@ -298,7 +268,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                 for (int kt = 0; kt < ktiles; ++kt, ++it) {
                     const int s = it % STAGES;
                     mbar_wait(bars + 8 * s, (it / STAGES) & 1);          /* TMA bytes landed */
-                    round_a_region(base + s * STAGE_BYTES, rt);
+                    round_tf32_shared<RCH, NRT, (RCH + NRT - 1) / NRT>(base + s * STAGE_BYTES, rt);
                     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                     mbar_arrive(bars + 8 * (2 * STAGES + s));             /* ready[s] */
                 }

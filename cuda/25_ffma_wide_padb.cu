@@ -22,9 +22,7 @@ ldb = "roundup(N, 4)"
 smem = "stages * bk * (bm + 4 + 128) * 4"
 tiles = "cdiv(M, bm) * cdiv(N, 128)"
 splits = "splitk if tiles <= 65536 else 1"
-# tail split: the r = tiles % SMS tiles of the partial last wave (1 CTA per SM) in tailk
-# k-slices, when their r * tailk CTAs take at most half a tile's time (cdiv(r * tailk, SMS)
-# rounds of 1 / tailk each); a nearly full last wave (4096³: r = 116) stays whole
+# the tail split of the partial last wave, as ffma_wide's header explains
 last = "tiles % SMS"
 tail = "last if tailk > 1 and tiles <= 65536 and 2 * cdiv(last * tailk, SMS) <= tailk else 0"
 

@@ -165,6 +165,46 @@ __device__ __forceinline__ void tile_origin(int t, int mt, int nt, int gm, int b
     col0 = (r / rows) * bn;
 }
 
+/* A tensor map (CUtensorMap, 128 bytes) written to global memory by the host, made usable by
+ * TMA: fence.proxy.tensormap orders those generic-proxy writes before the tensormap proxy's
+ * reads, and prefetch.tensormap warms the descriptor cache. Once per thread that issues
+ * copies with the map, before the first one. */
+__device__ __forceinline__ void tensormap_acquire(const void* map)
+{
+    asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;\n" :: "l"(map) : "memory");
+    asm volatile("prefetch.tensormap [%0];\n" :: "l"(map) : "memory");
+}
+
+/* Round a region of CHUNKS 16-byte chunks of shared memory at sa to TF32 in place (to
+ * nearest, tf32_rna), shared by THREADS threads: thread rt (0..THREADS-1) takes chunks
+ * rt, rt + THREADS, ..., PER at a time (all loads of a pass first, then its stores;
+ * elementwise, so a swizzled layout does not matter). Chunk rows that every thread has
+ * are not bounds-checked. */
+template <int CHUNKS, int THREADS, int PER>
+__device__ __forceinline__ void round_tf32_shared(unsigned sa, int rt)
+{
+#pragma unroll
+    for (int pass = 0; pass < (CHUNKS + THREADS * PER - 1) / (THREADS * PER); ++pass) {
+        float4 v[PER];
+#pragma unroll
+        for (int j = 0; j < PER; ++j) {
+            const int i = pass * PER + j, c = rt + i * THREADS;
+            if ((i + 1) * THREADS <= CHUNKS || c < CHUNKS)
+                asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                             : "=f"(v[j].x), "=f"(v[j].y), "=f"(v[j].z), "=f"(v[j].w)
+                             : "r"(sa + 16u * c) : "memory");
+        }
+#pragma unroll
+        for (int j = 0; j < PER; ++j) {
+            const int i = pass * PER + j, c = rt + i * THREADS;
+            if ((i + 1) * THREADS <= CHUNKS || c < CHUNKS)
+                asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n"
+                             :: "r"(sa + 16u * c), "f"(tf32_rna(v[j].x)), "f"(tf32_rna(v[j].y)),
+                                "f"(tf32_rna(v[j].z)), "f"(tf32_rna(v[j].w)) : "memory");
+        }
+    }
+}
+
 /* wgmma shared-memory matrix descriptor for a K-major tile in the 128-byte swizzle (rows of
  * 32 floats = 128 B, 8-row atoms 1024 B apart): start address >> 4 in bits 0-13, leading byte
  * offset (unused with this swizzle) 1 in bits 16-29, stride byte offset 1024 >> 4 in bits

@@ -205,35 +205,10 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-/* rounder rt (0..NRT-1): 16-byte chunks rt, rt + NRT, ... of the A region at sa, rounded to
-   TF32 in place, RPASS chunks in flight per pass */
-__device__ __forceinline__ void round_a_region(unsigned sa, int rt)
-{
-#pragma unroll
-    for (int pass = 0; pass < (RCH + NRT * RPASS - 1) / (NRT * RPASS); ++pass) {
-        float4 v[RPASS];
-#pragma unroll
-        for (int j = 0; j < RPASS; ++j) {
-            const int c = rt + (pass * RPASS + j) * NRT;
-            if (c < RCH)
-                asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                             : "=f"(v[j].x), "=f"(v[j].y), "=f"(v[j].z), "=f"(v[j].w)
-                             : "r"(sa + 16u * c) : "memory");
-        }
-#pragma unroll
-        for (int j = 0; j < RPASS; ++j) {
-            const int c = rt + (pass * RPASS + j) * NRT;
-            if (c < RCH)
-                asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n"
-                             :: "r"(sa + 16u * c), "f"(tf32_rna(v[j].x)), "f"(tf32_rna(v[j].y)),
-                                "f"(tf32_rna(v[j].z)), "f"(tf32_rna(v[j].w)) : "memory");
-        }
-    }
-}
-
 /* the 16 fragment registers (4 k-steps x a0..a3) of one stage: B^T rows of this lane,
-   rounded to TF32. sb: the stage's B region; off[h]: byte offset of the lane's column
-   (box, chunk before the swizzle, word) for h = 0, 1; t: lane % 4 */
+   rounded to TF32. sb: the stage's base (the B boxes follow A's region); for rows h = 0, 1
+   the lane's column as box[h] (byte offset of its box), chunk[h] (its 16-byte chunk before
+   the swizzle) and word (byte offset in the chunk); t: lane % 4 */
 __device__ __forceinline__ void load_fragments(unsigned* f, unsigned sb, const unsigned* box,
                                                const unsigned* chunk, unsigned word, int t)
 {
@@ -293,10 +268,8 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
             const unsigned char* maps = reinterpret_cast<const unsigned char*>(S) + ((pre + 127) & ~(size_t)127);
             const void* tmA = maps;
             const void* tmB = maps + 128;
-            asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;\n" :: "l"(tmA) : "memory");
-            asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;\n" :: "l"(tmB) : "memory");
-            asm volatile("prefetch.tensormap [%0];\n" :: "l"(tmA) : "memory");
-            asm volatile("prefetch.tensormap [%0];\n" :: "l"(tmB) : "memory");
+            tensormap_acquire(tmA);
+            tensormap_acquire(tmB);
             int it = 0;
             for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
                 int row0, col0;
@@ -321,7 +294,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                 for (int kt = 0; kt < ktiles; ++kt, ++it) {
                     const int s = it % STAGES;
                     mbar_wait(bars + 8 * s, (it / STAGES) & 1);           /* TMA bytes landed */
-                    round_a_region(base + s * STAGE_BYTES, rt);
+                    round_tf32_shared<RCH, NRT, RPASS>(base + s * STAGE_BYTES, rt);
                     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                     mbar_arrive(bars + 8 * (2 * STAGES + s));              /* ready[s] */
                 }
