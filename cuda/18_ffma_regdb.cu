@@ -1,8 +1,8 @@
 /*
 +++
 name = "ffma_regdb"
-title = "FP32 SIMT with register double buffering (fragments of k+1 read while the FFMAs of k run), A transposed in shared memory so both fragments are LDS.128, 8×TN per thread in strided 4×4 pieces, BM×128 tiles, cp.async pipeline with one barrier per k-tile, optional serial split-K."
-source = "register double buffering of hand-tuned SGEMMs (YHs_Sample sgemm, CUTLASS SIMT fragment prefetch); CUTLASS multistage mainloop and serial split-K"
+title = "FP32 SIMT with register double buffering (fragments of k+1 read while the FFMAs of k run), A transposed in shared memory so both fragments are LDS.128, 8×TN per thread in strided 4×4 pieces, BM×128 tiles, cp.async pipeline with one barrier per k-tile, optional parallel split-K (partials in a workspace, the last CTA of a tile sums them in slice order)."
+source = "register double buffering of hand-tuned SGEMMs (YHs_Sample sgemm, CUTLASS SIMT fragment prefetch); CUTLASS multistage mainloop; parallel split-K with an in-kernel fix-up by the last CTA to arrive (CUDA threadFenceReduction sample, CUTLASS split-K parallel / stream-K fix-up)"
 role = "rung"
 order = 18
 
@@ -10,13 +10,15 @@ order = 18
 bm = [128, 64]
 tn = [8]             # tn = 16, bk = 16: see the v4 notes
 bk = [8]
-splitk = [1, 2, 3, 4]     # 4: M ≤ 128 with long K (64x8192x8192: 86 % of cuBLAS against 78 % at 2)
+splitk = [1, 2, 3, 4, 6, 8, 12]   # small grids: M ≤ 128 with long K, 1000^3; 3 CTAs per SM: one wave of 396 on 132 SMs
 
 [derived]
 threads = "(bm // 8) * (128 // tn)"
 stages = "4 if bk == 8 else 3"                # this file's STAGES default
-# split-K slices: SPLITK while the per-tile counters suffice (MAX_TILES = 65536), else 1
-splits = "splitk if cdiv(M, bm) * cdiv(N, 128) <= 65536 else 1"
+tiles = "cdiv(M, bm) * cdiv(N, 128)"
+# workspace (parallel split-K): per-tile arrival counters (256-byte aligned), then each
+# slice's partial tile, bm × 128 floats, per tile and slice
+workspace = "0 if splitk == 1 else roundup(4 * tiles, 256) + splitk * tiles * bm * 128 * 4"
 
 [[constraints]]
 check = "(bm == 64 or bm == 128) and (tn == 8 or tn == 16) and (bk == 8 or bk == 16) and splitk >= 1"
@@ -31,13 +33,18 @@ check = "not (bm == 128 and tn == 8 and splitk > 1)"
 reason = "split-K with the 256-thread 128×128 tile needs more than 128 registers (spills at 2 blocks/SM)"
 
 [[constraints]]
+check = "workspace <= 2**28"
+reason = "split-K {splitk} would need {workspace // 2**20} MiB of partial tiles (at most 256): split-K is for grids too small to fill the GPU"
+
+[[constraints]]
 check = "not (bm == 128 and tn == 8 and bk == 16)"
 reason = "bk=16 with the 256-thread 128×128 tile spills at 128 registers (2 blocks/SM)"
 
 [launch]
-grid = ["cdiv(N, 128)", "cdiv(M, bm) * splits"]
+grid = ["cdiv(N, 128)", "cdiv(M, bm) * splitk"]
 block = ["threads", 1]
 shared = "stages * bk * (bm + 4 + 128) * 4"
+workspace = "workspace"
 +++
 */
 /*
@@ -55,8 +62,20 @@ shared = "stages * bk * (bm + 4 + 128) * 4"
  * hit 2 (TN=8) or 4 (TN=16) consecutive 16-byte words (broadcast) and the B reads 16 or
  * 8 consecutive 16-byte words: no bank conflicts. TN = 16 with 128 threads is the
  * cuBLAS-like "few threads, 128 accumulators each" shape (2 blocks/SM at <= 255 registers).
- * STAGES-deep cp.async pipeline (A 4-byte transposing copies, B 16-byte copies);
- * optional deterministic serial split-K as in 17_ffma_tuned.cu (per-tile counters).
+ * STAGES-deep cp.async pipeline (A 4-byte transposing copies, B 16-byte copies).
+ *
+ * Parallel split-K (SPLITK > 1): the k-range is cut into S slices, each a CTA of its own
+ * (grid.y = ceil(M/BM) * S), and all of them run at once. Each writes its partial tile to
+ * the workspace (thread-major float4s: coalesced, no bounds, as the workspace holds whole
+ * tiles), then counts itself in the tile's arrival counter (threadfence, then atomicAdd);
+ * the CTA that arrives last sums the S partials in slice order 0, 1, .., S-1 and stores C,
+ * and resets the counter to 0 for the next launch. The sum's order does not depend on
+ * which CTA arrives last: the result is deterministic, and bitwise the same from launch to
+ * launch. Against 17_ffma_tuned's serial split-K (slice z waits for z-1 to have added its
+ * part into C) no slice waits: the hand-offs there grow with S (64x4096x4096, S = 8: the
+ * chain of eight load-add-stores cost more than the grid won), here the fix-up is one
+ * CTA's S loads per element. cuBLAS's 64x128 SIMT kernel at that shape runs split-K 8 with
+ * a separate reduction kernel.
  *
  * Technique and source: register double buffering and the strided 4x4 thread tile of
  * the well-known hand-tuned SGEMMs (e.g. Yinghan Li's "YHs_Sample" sgemm, the
@@ -74,10 +93,12 @@ shared = "stages * bk * (bm + 4 + 128) * 4"
  *   BK         k-tile depth                                       (default 8)
  *   STAGES     k-tiles in flight, >= 2                 (default 4 at BK=8, else 3)
  *   SPLITK     k-slices (grid.y = ceil(M/BM) * SPLITK)            (default 1)
+ * Workspace (SPLITK > 1, the last kernel argument): roundup(4 * tiles, 256) bytes of
+ * counters, zero between launches, then SPLITK * tiles * BM * BN floats of partial tiles.
  *   MINB       __launch_bounds__ minimum blocks per SM            (default 2)
  * Shared memory is dynamic: STAGES * (BK*(BM+4) + BK*BN) * sizeof(ELEM) bytes.
- * Launch geometry: block ((BM/TM)*(BN/TN), 1), grid (ceil(N/BN), ceil(M/BM)*S), S = SPLITK
- * (1 when the tile count exceeds MAX_TILES). Needs sm_80 or newer.
+ * Launch geometry: block ((BM/TM)*(BN/TN), 1), grid (ceil(N/BN), ceil(M/BM)*SPLITK).
+ * Needs sm_80 or newer.
  */
 #include "lab_ptx.cuh"
 
@@ -134,7 +155,6 @@ shared = "stages * bk * (bm + 4 + 128) * 4"
 #define PN (TN / 4)
 #define SM_ (BM / PM)
 #define SN_ (BN / PN)
-#define MAX_TILES 65536
 #if TN % 4 || BK % 4 || BM % TM || BN % TN || STAGES < 2 || SPLITK < 1 || NT < 32
 #error "inconsistent parameters"
 #endif
@@ -144,8 +164,6 @@ shared = "stages * bk * (bm + 4 + 128) * 4"
 #define AS_WORDS (BK * (BM + APAD))
 #define BS_WORDS (BK * BN)
 #define STAGE_WORDS (AS_WORDS + BS_WORDS)
-
-__device__ unsigned tile_counter[MAX_TILES];     /* split-K order; 0 between launches */
 
 /* Per-thread copy state: A copies rows ar + i*(NT/BK) at k column ac (transposing 4-byte
  * copies, consecutive threads along k), B copies rows br + i*(NT/(BN/4)) at columns bc..bc+3. */
@@ -229,7 +247,7 @@ __device__ __forceinline__ void load_frag(const ELEM* st, int k, int ty, int tx,
 
 extern "C" __global__ __launch_bounds__(NT, MINB)
 void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
-            int M, int N, int K)
+            int M, int N, int K, unsigned char* __restrict__ workspace)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     ELEM* const smem = reinterpret_cast<ELEM*>(smem_raw);
@@ -237,11 +255,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     const int tid = threadIdx.x;
     const int tx = tid % TX, ty = tid / TX;
     const int mtiles = (M + BM - 1) / BM;
-    int splits_ = 1, z_ = 0;
-#if SPLITK > 1
-    splits_ = gridDim.y / mtiles;
-    z_ = blockIdx.y / mtiles;
-#endif
+    const int splits_ = SPLITK, z_ = SPLITK > 1 ? blockIdx.y / mtiles : 0;
     const int row0 = (blockIdx.y % mtiles) * BM;
     const int col0 = blockIdx.x * BN;
 
@@ -320,27 +334,12 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     }
     cp_async_wait<0>();
 
-    const int tile = (blockIdx.y % mtiles) * gridDim.x + blockIdx.x;
 #if SPLITK > 1
-    {
-        const int mt = (M + BM - 1) / BM;
-        z_ = blockIdx.y / mt;
-        splits_ = gridDim.y / mt;
-    }
-    const int z = z_, splits = splits_;
-#else
-    const int z = 0, splits = 1;
+    /* parallel split-K (see the top): all but the tile's last CTA to arrive are done */
+    if (!splitk_fixup<TM * TN, NT>(reinterpret_cast<ACC(&)[TM * TN]>(acc), workspace, mtiles * gridDim.x,
+                                   (blockIdx.y % mtiles) * gridDim.x + blockIdx.x, SPLITK, z_, tid))
+        return;
 #endif
-    if (splits > 1 && z > 0) {
-        if (tid == 0) {
-            while (*reinterpret_cast<volatile unsigned*>(&tile_counter[tile]) != (unsigned)z) {
-                __nanosleep(64);
-            }
-            __threadfence();
-        }
-        __syncthreads();
-    }
-    const bool add = splits > 1 && z > 0;
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
         const int row = row0 + (i / 4) * SM_ + ty * 4 + i % 4;
@@ -352,28 +351,14 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
             ACC* a = &acc[i][4 * p];
             if (vec_b && col + 3 < N) {
                 VEC x;
-                if (add) {
-                    const VEC o = __ldcg(reinterpret_cast<const VEC*>(&C[row * N + col]));
-                    x.x = (ELEM)((ACC)o.x + a[0]); x.y = (ELEM)((ACC)o.y + a[1]);
-                    x.z = (ELEM)((ACC)o.z + a[2]); x.w = (ELEM)((ACC)o.w + a[3]);
-                } else {
-                    x.x = (ELEM)a[0]; x.y = (ELEM)a[1]; x.z = (ELEM)a[2]; x.w = (ELEM)a[3];
-                }
+                x.x = (ELEM)a[0]; x.y = (ELEM)a[1]; x.z = (ELEM)a[2]; x.w = (ELEM)a[3];
                 __stcg(reinterpret_cast<VEC*>(&C[row * N + col]), x);
             } else {
 #pragma unroll
                 for (int j = 0; j < 4; ++j)
-                    if (col + j < N) {
-                        const ACC o = add ? (ACC)__ldcg(&C[row * N + col + j]) : (ACC)0;
-                        __stcg(&C[row * N + col + j], (ELEM)(o + a[j]));
-                    }
+                    if (col + j < N)
+                        __stcg(&C[row * N + col + j], (ELEM)a[j]);
             }
         }
-    }
-    if (splits > 1) {
-        __threadfence();
-        __syncthreads();
-        if (tid == 0)
-            atomicExch(&tile_counter[tile], z + 1 == splits ? 0u : (unsigned)(z + 1));
     }
 }

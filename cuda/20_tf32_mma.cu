@@ -1,8 +1,8 @@
 /*
 +++
 name = "tf32_mma"
-title = "TF32 tensor cores via mma.sync.m16n8k8 (FP32 accumulate), 128×128 block, 64×32 warp tiles, cp.async pipeline, optional serial split-K."
-source = "PTX ISA mma.m16n8k8 .tf32 fragment layouts; CUTLASS sm80 TF32 GEMM and its serial split-K"
+title = "TF32 tensor cores via mma.sync.m16n8k8 (FP32 accumulate), 128×128 block, 64×32 warp tiles, cp.async pipeline, optional parallel split-K (partials in a workspace, summed in slice order by the tile's last CTA)."
+source = "PTX ISA mma.m16n8k8 .tf32 fragment layouts; CUTLASS sm80 TF32 GEMM; parallel split-K with an in-kernel fix-up (CUTLASS split-K parallel / stream-K fix-up)"
 role = "rung"
 order = 20
 dtypes = ["float32"]
@@ -11,20 +11,27 @@ precision = "tf32"
 [params]
 bk = [32, 16]
 stages = [3, 4]
-splitk = [1, 2, 3]        # > 1: grids of few tiles (1536³: 144 tiles, 1.09 waves on 132 SMs; 3: +17 %)
+splitk = [1, 2, 3, 4]     # > 1: grids of few tiles (1024³: 64 tiles on 132 SMs; 1536³: 144, 1.09 waves)
 
 [derived]
-# split-K slices: SPLITK while the per-tile counters suffice (MAX_TILES = 65536), else 1
-splits = "splitk if cdiv(M, 128) * cdiv(N, 128) <= 65536 else 1"
+tiles = "cdiv(M, 128) * cdiv(N, 128)"
+# parallel split-K: per-tile arrival counters (256-byte aligned), then splitk partial
+# 128×128 tiles per tile (the layout in lab_ptx.cuh, above splitk_arrive)
+workspace = "0 if splitk == 1 else roundup(4 * tiles, 256) + splitk * tiles * 128 * 128 * 4"
 
 [[constraints]]
 check = "bk % 8 == 0 and stages >= 2 and splitk >= 1"
 reason = "bk must be a multiple of 8, stages ≥ 2 and splitk ≥ 1"
 
+[[constraints]]
+check = "workspace <= 2**28"
+reason = "split-K {splitk} would need {workspace // 2**20} MiB of partial tiles (at most 256): split-K is for grids too small to fill the GPU"
+
 [launch]
-grid = ["cdiv(N, 128)", "cdiv(M, 128) * splits"]
+grid = ["cdiv(N, 128)", "cdiv(M, 128) * splitk"]
 block = [256, 1]
 shared = "stages * (128 * (bk + 4) + bk * (128 + 8)) * 4"
+workspace = "workspace"
 +++
 */
 /*
@@ -46,11 +53,11 @@ shared = "stages * (128 * (bk + 4) + bk * (128 + 8)) * 4"
  *
  * Split-K (SPLITK > 1): at 1024^3 the 128x128 tiles are 64 blocks on a 132-SM H100, so
  * each tile's K range is cut into S slices run by separate blocks (grid.y = tiles * S,
- * slice z = blockIdx.y / ceil(M/128)). Slices add into C in order z = 0, 1, ... through
- * a per-tile counter (deterministic, as 17_ffma_tuned.cu): slice z waits until the
- * counter reads z, loads C, adds, stores, and hands on; the last slice resets it to 0.
- * Blocks are issued in blockIdx order, so every slice a waiter waits for is already
- * running. S is 1 (no split) when the tiles exceed MAX_TILES counters.
+ * slice z = blockIdx.y / ceil(M/128)), all at once. Parallel, as 18_ffma_regdb.cu: each
+ * slice writes its partial tile to the workspace, and the tile's last CTA to arrive sums
+ * the S partials in slice order and stores C (splitk_fixup in lab_ptx.cuh: deterministic,
+ * no slice waits for another). The serial split-K it replaces (slice z adds into C after
+ * z - 1, as 17_ffma_tuned.cu still does) gained nothing at 1024^3.
  *
  * Tails: A goes with 16-byte cp.async where K % 4 == 0 and with 4-byte copies otherwise;
  * B with 16-byte copies where N % 4 == 0, else 4-byte; src-size 0 zero-fills out-of-
@@ -61,11 +68,11 @@ shared = "stages * (128 * (bk + 4) + bk * (128 + 8)) * 4"
  *   BK         depth of a tile; multiple of 8                  (default 32)
  *   STAGES     tiles in flight, >= 2                           (default 3)
  *   SPLITK     k-slices (grid.y = ceil(M/128) * SPLITK)         (default 1)
+ * Workspace (SPLITK > 1, the last kernel argument): the split-K layout of lab_ptx.cuh.
  * Fixed: BM = BN = 128, warp tile 64x32, 256 threads. Shared memory is dynamic:
  * STAGES * (128*(BK+4) + BK*136) * 4 bytes (engine.ladder passes it).
  *
- * Launch geometry: block (256, 1), grid (ceil(N/128), ceil(M/128) * S), S = SPLITK (1 when
- * the tile count exceeds MAX_TILES).
+ * Launch geometry: block (256, 1), grid (ceil(N/128), ceil(M/128) * SPLITK).
  * Row-major A (MxK), B (KxN), C (MxN); 32-bit indices. Needs sm_80 or newer.
  */
 #include "lab_ptx.cuh"
@@ -96,13 +103,8 @@ shared = "stages * (128 * (bk + 4) + bk * (128 + 8)) * 4"
 #define LDB (BN + 8)
 #define AS_WORDS (BM * LDA)
 #define BS_WORDS (BK * LDB)
-#define MAX_TILES 65536
 #if BK % 8 || STAGES < 2 || SPLITK < 1
 #error "BK must be a multiple of 8, STAGES >= 2 and SPLITK >= 1"
-#endif
-
-#if SPLITK > 1
-__device__ unsigned tile_counter[MAX_TILES];     /* split-K order; 0 between launches */
 #endif
 
 __device__ __forceinline__ unsigned to_tf32(float x) { return __float_as_uint(tf32_rna(x)); }
@@ -149,7 +151,7 @@ __device__ __forceinline__ void load_tile(const float* __restrict__ A, const flo
 
 extern "C" __global__ __launch_bounds__(NT)
 void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
-            int M, int N, int K)
+            int M, int N, int K, unsigned char* __restrict__ workspace)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     float* const smem = reinterpret_cast<float*>(smem_raw);   /* STAGES x (As, Bs) */
@@ -160,11 +162,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     const int wrow = (warp / (BN / WN)) * WM;
     const int wcol = (warp % (BN / WN)) * WN;
     const int mtiles = (M + BM - 1) / BM;
-#if SPLITK > 1
-    const int splits = gridDim.y / mtiles, z = blockIdx.y / mtiles;
-#else
-    const int splits = 1, z = 0;
-#endif
+    const int splits = SPLITK, z = SPLITK > 1 ? blockIdx.y / mtiles : 0;
     const int row0 = (blockIdx.y % mtiles) * BM;
     const int col0 = blockIdx.x * BN;
     const bool vec_a = (K & 3) == 0;
@@ -238,17 +236,12 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     cp_async_wait<0>();
 
 #if SPLITK > 1
-    const int tile = (blockIdx.y % mtiles) * gridDim.x + blockIdx.x;
-    if (splits > 1 && z > 0) {          /* wait for slice z - 1 to have stored its sum */
-        if (tid == 0) {
-            while (*reinterpret_cast<volatile unsigned*>(&tile_counter[tile]) != (unsigned)z)
-                __nanosleep(64);
-            __threadfence();
-        }
-        __syncthreads();
-    }
+    /* parallel split-K (see the top): all but the tile's last CTA to arrive are done */
+    if (!splitk_fixup<MT * NT8 * 4, NT>(reinterpret_cast<float(&)[MT * NT8 * 4]>(acc), workspace,
+                                        mtiles * gridDim.x, (blockIdx.y % mtiles) * gridDim.x + blockIdx.x,
+                                        SPLITK, z, tid))
+        return;
 #endif
-    const bool add = splits > 1 && z > 0;
     const bool vec_c = (N & 1) == 0;
 #pragma unroll
     for (int i = 0; i < MT; ++i)
@@ -263,25 +256,11 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
                 const float c0 = acc[i][j][2 * h], c1 = acc[i][j][2 * h + 1];
                 if (vec_c && col + 1 < N) {
                     float2* p = reinterpret_cast<float2*>(&C[row * N + col]);
-                    float2 x = make_float2(c0, c1);
-                    if (add) {              /* L2 (cg): the previous slice's stores */
-                        const float2 o = __ldcg(p);
-                        x.x += o.x; x.y += o.y;
-                    }
-                    __stcg(p, x);
+                    __stcg(p, make_float2(c0, c1));
                 } else {
-                    if (col < N) __stcg(&C[row * N + col], c0 + (add ? __ldcg(&C[row * N + col]) : 0.0f));
-                    if (col + 1 < N)
-                        __stcg(&C[row * N + col + 1], c1 + (add ? __ldcg(&C[row * N + col + 1]) : 0.0f));
+                    if (col < N) __stcg(&C[row * N + col], c0);
+                    if (col + 1 < N) __stcg(&C[row * N + col + 1], c1);
                 }
             }
         }
-#if SPLITK > 1
-    if (splits > 1) {                   /* hand the tile on (the last slice resets it) */
-        __threadfence();
-        __syncthreads();
-        if (tid == 0)
-            atomicExch(&tile_counter[tile], z + 1 == splits ? 0u : (unsigned)(z + 1));
-    }
-#endif
 }

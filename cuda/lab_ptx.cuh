@@ -88,6 +88,95 @@ __device__ __forceinline__ float tf32_rna(float x)
 #endif
 }
 
+/* --- Parallel split-K through the kernel's workspace (launch.workspace) ------------------------ */
+/* Layout of a parallel split-K workspace: 4-byte arrival counters, one per tile, padded to a
+ * multiple of 256 bytes, then per tile its `slices` partial tiles (tile_elems floats each). A
+ * header's launch.workspace asks for roundup(4 * tiles, 256) + slices * tiles * tile_elems * 4
+ * bytes; the backend hands it over zeroed (the counters must start at 0, and the fix-up leaves
+ * them so). */
+template <typename T> struct vec4_of;                 /* float -> float4, int -> int4, unsigned -> uint4 */
+template <> struct vec4_of<float> { typedef float4 type; };
+template <> struct vec4_of<int> { typedef int4 type; };
+template <> struct vec4_of<unsigned> { typedef uint4 type; };   /* int32 runs: wrap-around sums */
+
+/* Slice z's partial tile of a parallel split-K, acc[COUNT] per thread (COUNT * NT_ = the tile's
+ * elements, COUNT % 4 == 0), written to the workspace thread-major (16-byte word e of thread
+ * tid at e * NT_ + tid: coalesced, and read back by the same thread index whatever the
+ * fragment layout); then the CTA counts itself in the tile's arrival counter (threadfence
+ * first). Returns the tile's partials (slice zz's at + zz * COUNT / 4 * NT_) in the CTA that
+ * arrived last, which has reset the counter to 0 for the next launch and may read every
+ * slice's partial; nullptr in the others. Every thread of the CTA calls it (__syncthreads). */
+template <int COUNT, int NT_, typename T>
+__device__ __forceinline__ const typename vec4_of<T>::type* splitk_arrive(
+    const T (&acc)[COUNT], unsigned char* workspace, int tiles, int tile, int slices, int z, int tid)
+{
+    static_assert(COUNT % 4 == 0, "splitk_arrive: COUNT must be a multiple of 4");
+    typedef typename vec4_of<T>::type V;
+    constexpr size_t TILE4 = (size_t)(COUNT / 4) * NT_;        /* 16-byte words per partial tile */
+    __shared__ bool last_arrival;
+    unsigned* const arrivals = reinterpret_cast<unsigned*>(workspace);
+    V* const partials = reinterpret_cast<V*>(workspace + ((4 * tiles + 255) / 256) * 256)
+                        + (size_t)tile * slices * TILE4;
+    V* const mine = partials + (size_t)z * TILE4;
+#pragma unroll
+    for (int e = 0; e < COUNT / 4; ++e) {
+        V x;
+        x.x = acc[4 * e]; x.y = acc[4 * e + 1]; x.z = acc[4 * e + 2]; x.w = acc[4 * e + 3];
+        __stcg(&mine[e * NT_ + tid], x);
+    }
+    __threadfence();                                  /* the partial is visible before the count */
+    __syncthreads();
+    if (tid == 0) {
+        const unsigned before = atomicAdd(&arrivals[tile], 1u);
+        last_arrival = before == (unsigned)slices - 1u;
+        if (last_arrival)
+            arrivals[tile] = 0u;                      /* all slices counted: ready for the next launch */
+    }
+    __syncthreads();
+    if (!last_arrival)
+        return nullptr;
+    __threadfence();                                  /* the others' partials before reading them */
+    return partials;
+}
+
+/* splitk_arrive, then, in the CTA that arrived last, acc = the sum of the slices' partials in
+ * slice order 0, 1, .., slices-1 (the result does not depend on which CTA came last:
+ * deterministic, bitwise the same every launch). Returns whether this CTA must store the
+ * tile. acc must stay in registers (constant indices after unrolling). The sum runs in two
+ * halves of acc, one slice's loads in flight at a time: whole-acc loads overlapped across
+ * slices raised ffma_regdb (BM = 64) from 155 to 204 registers, 3 CTAs per SM down to 2. */
+template <int COUNT, int NT_, typename T>
+__device__ __forceinline__ bool splitk_fixup(T (&acc)[COUNT], unsigned char* workspace, int tiles,
+                                             int tile, int slices, int z, int tid)
+{
+    static_assert(COUNT % 8 == 0, "splitk_fixup: COUNT must be a multiple of 8");
+    typedef typename vec4_of<T>::type V;
+    constexpr int VECS = COUNT / 4;
+    constexpr size_t TILE4 = (size_t)VECS * NT_;
+    const V* const partials = splitk_arrive<COUNT, NT_>(acc, workspace, tiles, tile, slices, z, tid);
+    if (partials == nullptr)
+        return false;
+#pragma unroll
+    for (int e = 0; e < VECS; ++e) {
+        const V x = __ldcg(&partials[e * NT_ + tid]);
+        acc[4 * e] = x.x; acc[4 * e + 1] = x.y; acc[4 * e + 2] = x.z; acc[4 * e + 3] = x.w;
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+#pragma unroll 1
+        for (int zz = 1; zz < slices; ++zz) {
+            const V* const part = partials + (size_t)zz * TILE4;
+#pragma unroll
+            for (int i = 0; i < VECS / 2; ++i) {
+                const int e = h * (VECS / 2) + i;
+                const V x = __ldcg(&part[e * NT_ + tid]);
+                acc[4 * e] += x.x; acc[4 * e + 1] += x.y; acc[4 * e + 2] += x.z; acc[4 * e + 3] += x.w;
+            }
+        }
+    }
+    return true;
+}
+
 /* --- Hopper (sm_90a): mbarriers and wgmma ------------------------------------------------------ */
 /* Only the sm_90a pass of nvcc defines these (as the kernels that use them guard their own
  * code); barrier and shared-memory arguments are 32-bit shared-state-space addresses. */

@@ -35,7 +35,9 @@ in the ladder as taught), ``backend`` (from the extension if left out), ``entry`
 Tables: ``[params]``; ``[derived]`` (names computed in order from the parameters, M, N,
 K and ``SMS``, usable by every expression below); ``[[constraints]]`` (``check``, ``reason``; a
 reason may quote values as ``{name}``); ``[launch]`` (``grid``, ``block``, and ``shared``:
-bytes of dynamic shared memory, from the parameters only); ``[prepass]`` (a kernel run
+bytes of dynamic shared memory, from the parameters only; CUDA: ``workspace``, bytes of
+device memory the kernel gets as a last argument, ``matmul(A, B, C, M, N, K, workspace)``,
+from the parameters and the shape, see below); ``[prepass]`` (a kernel run
 before the main one in the same timed region, and not at all when its grid has no
 blocks: ``entry``, ``grid``, ``block``, ``scratch`` bytes, and optional
 ``[[prepass.tensor_maps]]`` with ``at`` (byte offset of the maps in the scratch),
@@ -43,6 +45,13 @@ blocks: ``entry``, ``grid``, ``block``, ``scratch`` bytes, and optional
 ``stride``, ``box``: TMA descriptors the backend encodes); ``[model]`` (``flops`` and
 ``bytes``, where they differ from the kind's defaults; ``itemsize`` is a name there);
 ``[defaults.sm_XY]`` (default parameters on one GPU architecture, see below).
+
+The workspace (``launch.workspace``, CUDA kernels): a buffer of that many bytes, zero when the
+backend allocates it or hands it from one kernel build to another; a kernel that keeps
+counters there (a parallel split-K's per-tile arrival counts) must leave them zero when it
+ends, so that the next launch of the same build finds them so. Where the expression is 0 the
+kernel gets a null pointer. It lives beside the inputs for as long as they do (one per
+device), and is not part of the FLOP or byte models.
 
 Defaults per architecture: a parameter's default is the first value of its list, the
 same on every GPU, unless a ``[defaults]`` table names a better one for the device's
@@ -99,7 +108,7 @@ DTYPES = ("float32", "int32")
 TOP_KEYS = {"name", "title", "source", "role", "order", "backend", "entry", "kind", "dtypes",
             "precision", "arch_suffix", "params", "derived", "constraints", "launch",
             "prepass", "model", "defaults"}
-LAUNCH_KEYS = {"grid", "block", "shared"}
+LAUNCH_KEYS = {"grid", "block", "shared", "workspace"}
 PREPASS_KEYS = {"entry", "grid", "block", "scratch", "tensor_maps"}
 MAP_KEYS = {"at", "base", "offset", "dims", "stride", "box"}
 #: Whose device address a tensor map starts from: the inputs A or B, or the scratch.
@@ -291,6 +300,8 @@ class KernelHeader:
     text: str = dataclasses.field(default="", repr=False)
     #: ``[defaults]``: architecture (``sm_90``, ``sm_9x``) → parameter → default there.
     arch_defaults: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    #: ``launch.workspace``: bytes of the kernel's workspace argument (CUDA), or None.
+    workspace: Expr | None = None
 
     def semantics(self) -> tuple:
         """What must agree between the .cu and .cl files of one variant."""
@@ -299,7 +310,8 @@ class KernelHeader:
                 tuple((k, e.text) for k, e in self.derived.items()),
                 tuple((c.check.text, c.reason) for c in self.constraints),
                 tuple(e.text for e in self.grid), tuple(e.text for e in self.block),
-                self.flops.text if self.flops else None, self.bytes.text if self.bytes else None)
+                self.flops.text if self.flops else None, self.bytes.text if self.bytes else None,
+                self.workspace.text if self.workspace else None)
 
     # --- evaluation (the registry's Variant calls these) -------------------------------
 
@@ -324,12 +336,22 @@ class KernelHeader:
                 if not c.check(env):
                     return c.reason_for(env)
             self.geometry(params, m, n, k)   # a geometry that cannot be computed is a skip
+            self.workspace_bytes(params, m, n, k)   # as is a workspace that cannot
         except ExpressionError as exc:
             return str(exc)
         return None
 
     def shared_bytes(self, params) -> int:
         return self.shared.integer(self.env(params)) if self.shared is not None else 0
+
+    def workspace_bytes(self, params, m: int, n: int, k: int, sms: int | None = None) -> int:
+        """Bytes of the workspace argument at a shape (0: none; see ``launch.workspace``)."""
+        if self.workspace is None:
+            return 0
+        nbytes = self.workspace.integer(self.env(params, m, n, k, SMS=sms or DEFAULT_SMS))
+        if nbytes < 0:
+            raise ExpressionError(f"{self.workspace.where}: {nbytes} bytes (must be ≥ 0)")
+        return nbytes
 
 
 # --- reading a file ------------------------------------------------------------------------
@@ -515,6 +537,12 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
             err(f"launch.shared may depend on the parameters only, not {shape_bound}",
                 "launch", "shared")
 
+    workspace = None
+    if "workspace" in launch:
+        if backend != "cuda":
+            err("launch.workspace is for CUDA kernels only", "launch", "workspace")
+        workspace = expr(launch["workspace"], "launch.workspace", "launch", "workspace")
+
     prepass = None
     if "prepass" in data:
         pre = data["prepass"]
@@ -561,7 +589,7 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
     return KernelHeader(path, backend, name, data["title"].strip(), data["source"].strip(), role,
                         order, entry, kind, tuple(dtypes), precision, suffix, space, derived,
                         constraints, grid, block_, shared, prepass, flops, bytes_, first,
-                        arch_defaults=arch_defaults)
+                        arch_defaults=arch_defaults, workspace=workspace)
 
 
 def _arch_defaults(raw: Any, space: Mapping[str, tuple[int, ...]], err: Callable,

@@ -140,6 +140,9 @@ class Variant:
     arch_suffix: str = ""
     #: CUDA: a kernel launched before this one in the same timed region (a pre-pass).
     prepass: Prepass | None = None
+    #: CUDA: ``(params, m, n, k, sms) -> bytes`` of the kernel's workspace argument (a
+    #: header's ``launch.workspace``); None: the kernel takes no such argument.
+    workspace: Callable[..., int] | None = None
     #: The kernel files' headers this variant was built from (none for references).
     headers: tuple[KernelHeader, ...] = ()
     #: ``[defaults]`` of the kernel files: architecture (``sm_90``, ``sm_9x``) → the
@@ -170,6 +173,11 @@ class Variant:
         if self.headers:
             return self.geometry(params, m, n, k, sms=sms)
         return self.geometry(params, m, n, k)
+
+    def workspace_bytes(self, params: Params, m: int, n: int, k: int,
+                        sms: int | None = None) -> int:
+        """Bytes of the workspace the kernel takes at a shape (0 where it takes none)."""
+        return self.workspace(params, m, n, k, sms) if self.workspace is not None else 0
 
     def combos(self) -> list[dict[str, int]]:
         """Every combination of the declared parameter space, in declaration order."""
@@ -336,6 +344,7 @@ def variant_from_headers(headers: list[KernelHeader], role: str | None = None) -
         precision=first.precision, role=role or first.role, order=first.order,
         dynamic_shared=first.shared_bytes if first.shared is not None else None,
         arch_suffix=first.arch_suffix, prepass=first.prepass, headers=tuple(headers),
+        workspace=first.workspace_bytes if first.workspace is not None else None,
         arch_defaults=_merged_defaults(headers, first))
 
 

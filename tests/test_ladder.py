@@ -341,7 +341,9 @@ RD = registry.get("ffma_regdb")
 #: odd shapes, N % 4 != 0 (4-byte B copies), several k-tiles, split-K with uneven slices
 RD_SHAPES = ODD_SHAPES + [(129, 257, 64), (257, 130, 1000), (300, 200, 100), (1024, 1024, 1024),
                           # N % 4 == 0 with partial tiles: EDGE_CLAMP's clamped bounds-free copies
-                          (130, 132, 17), (1000, 1000, 1000), (65, 260, 37), (4, 4, 9)]
+                          (130, 132, 17), (1000, 1000, 1000), (65, 260, 37), (4, 4, 9),
+                          # parallel split-K: long K with uneven slices, 1 row, several tiles
+                          (64, 300, 5000), (1, 257, 3001), (100, 4096, 999)]
 
 
 def test_regdb_registered():
@@ -356,7 +358,7 @@ def test_regdb_registered():
 
 def test_regdb_space_and_shapes():
     combos = RD.combos()
-    assert 1 <= len(combos) <= 8
+    assert 1 <= len(combos) <= 14
     valid = [c for c in combos if RD.check("cuda", c, 4096, 4096, 4096, "float32") is None]
     assert valid and RD.check("cuda", RD.default_params(), 4096, 4096, 4096, "float32") is None
     assert "spills" in RD.check("cuda", dict(RD.default_params(), bm=128, tn=8, splitk=2),
@@ -381,6 +383,46 @@ def test_regdb_verifies_at_odd_shapes(dtype):
     recs = _run(plan)
     bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
     assert not bad, bad
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,splitk", [((64, 4096, 1000), 8), ((1000, 1000, 1000), 3),
+                                          ((127, 253, 61), 8)])
+def test_regdb_parallel_splitk_is_deterministic_and_leaves_its_counters_zero(shape, splitk):
+    """Launch after launch (the timed ones, no zeroing between) C is bitwise the first
+    verified run's, and the per-tile arrival counters are back to zero after each."""
+    _need_cuda()
+    from engine import matrices
+    from engine.backends.cuda import CudaBackend
+    from engine.verify import Reference
+
+    m, n, k = shape
+    be = CudaBackend()
+    be.open(0)
+    try:
+        params = dict(RD.default_params(), bm=64, splitk=splitk)
+        kern = be.compile(RD, params, "float32")
+        a, b = matrices.generate_pair(m, n, k, "float32", seed=11)
+        ws = be.prepare(a, b)
+        be.ensure_output(ws, (m, n))
+        be.poison_output(ws)
+        first = be.run_once(kern, ws, m, n, k)
+        assert Reference(a, b).check(first, "fp32").passed
+        tiles = -(-m // 64) * -(-n // 128)
+        for _ in range(3):
+            be.time_launches(kern, ws, m, n, k, 1, 7, False, None)
+            counters = np.empty(tiles, np.uint32)
+            be.drv.memcpy_dtoh(counters, ws.kernel_workspace)
+            assert not counters.any()
+            be.poison_output(ws)
+            be._launch(kern, ws, m, n, k)           # as a timed launch: no zeroing
+            be._check("launch")
+            again = np.empty((m, n), np.float32)
+            be.drv.memcpy_dtoh(again, ws.c)
+            assert np.array_equal(again.view(np.uint32), first.view(np.uint32))
+        be.release(ws)
+    finally:
+        be.close()
 
 
 # --- ladder v5, FP32: ffma_wide (cuda/23_ffma_wide.cu) --------------------------------------

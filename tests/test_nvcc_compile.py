@@ -171,7 +171,7 @@ def _kernel_files() -> list[Path]:
 KERNEL_FILES = _kernel_files()
 
 #: kernel file (relative) -> (backend, kind) from the registry
-_REGISTERED = {src: (backend, v.kind) for v in REGISTRY.values()
+_REGISTERED = {src: (backend, v.kind, v.workspace is not None) for v in REGISTRY.values()
                for backend, src in v.sources.items() if backend in ("cuda", "opencl") and not v.library}
 
 _ENTRY_DECL = {
@@ -206,7 +206,8 @@ def test_kernel_file_has_header_and_entry(path: Path):
     assert m, f"{rel} does not define the entry point 'matmul' ({backend} style)"
     if rel in _REGISTERED:
         n_args = len([a for a in m.group(1).split(",") if a.strip()])
-        expected = 4 if _REGISTERED[rel][1] == "aat" else 6
+        # + the workspace pointer where the header asks for one (launch.workspace)
+        expected = (4 if _REGISTERED[rel][1] == "aat" else 6) + _REGISTERED[rel][2]
         assert n_args == expected, f"{rel}: matmul takes {n_args} arguments, expected {expected}"
 
 

@@ -129,6 +129,8 @@ class CompiledKernel:
     max_threads: int | None = None          # most threads per block this kernel can launch
     #: (m, n, k) → the pre-pass's scratch bytes, geometry and tensor maps at that shape.
     prepass_plans: dict = field(default_factory=dict)
+    #: (m, n, k) → bytes of the kernel's workspace argument at that shape (launch.workspace).
+    workspace_plans: dict = field(default_factory=dict)
 
 
 class Workspace:
@@ -142,6 +144,11 @@ class Workspace:
         self.c_shape: tuple[int, int] | None = None
         self.dtype = a_host.dtype
         self.upload_ms = float("nan")
+        #: A kernel's workspace argument (``launch.workspace``): the buffer, its size, and the
+        #: compiled kernel that used it last (another one gets it zeroed first).
+        self.kernel_workspace: Any = None
+        self.kernel_workspace_bytes = 0
+        self.kernel_workspace_owner: Any = None
 
 
 class Backend(ABC):

@@ -304,6 +304,33 @@ class CudaBackend(Backend):
             ws.tma_key = None  # tensor maps written into the old scratch are gone
         return ws.scratch
 
+    def _kernel_workspace(self, kernel: CompiledKernel, ws, m: int, n: int, k: int, zero: bool = False):
+        """The workspace argument of a kernel with ``launch.workspace`` at a shape: a device
+        pointer to at least that many bytes, zero when allocated or when another compiled
+        kernel used it last (or ``zero``: before a verified run, so that no earlier launch's
+        leftovers can decide it); a null pointer where the kernel asks for 0 bytes."""
+        nbytes = kernel.workspace_plans.get((m, n, k))
+        if nbytes is None:
+            nbytes = kernel.workspace_plans[(m, n, k)] = kernel.variant.workspace_bytes(
+                kernel.params, m, n, k, self.multiprocessors)
+        if nbytes == 0:
+            return np.intp(0)
+        if ws.kernel_workspace_bytes < nbytes:
+            if ws.kernel_workspace is not None:
+                ws.kernel_workspace.free()
+                ws.kernel_workspace, ws.kernel_workspace_bytes = None, 0
+            try:
+                ws.kernel_workspace = self.drv.mem_alloc(nbytes)
+            except self.drv.Error as exc:
+                raise BackendError(f"allocating the kernel's workspace ({nbytes / 2**20:.1f} MiB) "
+                                   f"failed: {exc}") from None
+            ws.kernel_workspace_bytes = nbytes
+            ws.kernel_workspace_owner = None
+        if zero or ws.kernel_workspace_owner is not kernel:
+            self.drv.memset_d8(ws.kernel_workspace, 0, ws.kernel_workspace_bytes)
+            ws.kernel_workspace_owner = kernel
+        return ws.kernel_workspace
+
     def _nvcc_job(self, variant: Variant, params, dtype) -> tuple[tuple, list[str], str]:
         """(cache key, nvcc options, target arch) of one kernel build on this device."""
         path = variant.source_path("cuda")
@@ -378,7 +405,8 @@ class CudaBackend(Backend):
         shared = fn.get_attribute(fa.SHARED_SIZE_BYTES)
         local = fn.get_attribute(fa.LOCAL_SIZE_BYTES)
         max_threads = fn.get_attribute(fa.MAX_THREADS_PER_BLOCK)
-        fn.prepare("PPii" if variant.kind == "aat" else "PPPiii")
+        sig = "PPii" if variant.kind == "aat" else "PPPiii"
+        fn.prepare(sig + "P" if variant.workspace is not None else sig)
         handle = (module, fn)
         pre = variant.prepass
         if pre:  # a second entry of the same module, launched right before fn (_launch)
@@ -478,11 +506,16 @@ class CudaBackend(Backend):
             ws.scratch.free()
             ws.scratch, ws.scratch_bytes = None, 0
             ws.tma_key = None
+        if ws.kernel_workspace is not None:
+            ws.kernel_workspace.free()
+            ws.kernel_workspace, ws.kernel_workspace_bytes = None, 0
+            ws.kernel_workspace_owner = None
         ws.c_shape = None
 
     # -- launches -----------------------------------------------------------------------
 
-    def _launch(self, kernel: CompiledKernel, ws: Workspace, m, n, k, stream=None):
+    def _launch(self, kernel: CompiledKernel, ws: Workspace, m, n, k, stream=None,
+                zero_workspace: bool = False):
         v = kernel.variant
         if v.library:
             self._cublas.gemm(kernel.handle[1], ws.a, ws.b, ws.c, m, n, k)
@@ -505,6 +538,8 @@ class CudaBackend(Backend):
             args = (ws.a, scratch, ws.c, np.int32(m), np.int32(n), np.int32(k))
             if maps is not None:
                 self._write_tensor_maps(ws, scratch, maps, kernel.params, m, n, k)
+        if v.workspace is not None:
+            args = (*args, self._kernel_workspace(kernel, ws, m, n, k, zero_workspace))
         dyn = self._dynamic_shared(v, kernel.params)
         if dyn:
             fn.prepared_async_call((gx, gy, 1), (bx, by, 1), stream, *args, shared_size=dyn)
@@ -548,7 +583,7 @@ class CudaBackend(Backend):
             raise BackendError(f"{what} failed: {exc}") from None
 
     def run_once(self, kernel, ws, m, n, k) -> np.ndarray:
-        self._launch(kernel, ws, m, n, k)
+        self._launch(kernel, ws, m, n, k, zero_workspace=True)
         self._check(f"launch of {kernel.variant.label(kernel.params)}")
         out = np.empty(ws.c_shape, dtype=ws.dtype)
         self.drv.memcpy_dtoh(out, ws.c)
