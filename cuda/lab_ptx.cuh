@@ -348,4 +348,19 @@ __device__ __forceinline__ void wgmma_n256_rs(float* d, const unsigned* a, unsig
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
 }
 
+/* A rounder thread's part of one pipeline stage (rt = 0..THREADS-1 of the threads that round
+ * A for wgmma): wait until the stage's TMA bytes have landed (mbarrier `full`, phase parity
+ * `parity`), round the CHUNKS 16-byte chunks at sa to TF32 in place (round_tf32_shared), make
+ * those generic-proxy writes visible to the async proxy that wgmma reads through
+ * (fence.proxy.async.shared::cta), then arrive on the stage's `ready` mbarrier. */
+template <int CHUNKS, int THREADS, int PER>
+__device__ __forceinline__ void round_stage_tf32(unsigned sa, unsigned full, unsigned parity,
+                                                 unsigned ready, int rt)
+{
+    mbar_wait(full, parity);
+    round_tf32_shared<CHUNKS, THREADS, PER>(sa, rt);
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    mbar_arrive(ready);
+}
+
 #endif /* __CUDA_ARCH_FEAT_SM90_ALL */

@@ -10,67 +10,25 @@ driver stands in for pycuda (ffma_regdb's parallel split-K is the built-in user)
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 import pytest
 
 from engine import registry
-from engine.backends import cuda as cuda_backend
 from engine.backends.base import CompiledKernel, Workspace
 from engine.kernel_file import KernelFileError, parse_header
+from tests.recording_driver import Entry, recording_backend
 
 RD = registry.get("ffma_regdb")
 
 
-class Buf:
-    def __init__(self, addr: int, nbytes: int):
-        self.addr, self.nbytes, self.freed = addr, nbytes, False
-
-    def __int__(self) -> int:
-        return self.addr
-
-    def free(self) -> None:
-        self.freed = True
-
-
-class RecordingDriver:
-    class Error(Exception):
-        pass
-
-    def __init__(self):
-        self.next_addr = 0x10_0000
-        self.allocs: list[Buf] = []
-        self.memsets: list[tuple[int, int, int]] = []
-
-    def mem_alloc(self, nbytes: int) -> Buf:
-        buf = Buf(self.next_addr, nbytes)
-        self.next_addr += (nbytes + 0xFFFF) // 0x10000 * 0x10000 + 0x10000
-        self.allocs.append(buf)
-        return buf
-
-    def memset_d8(self, dst, value: int, count: int) -> None:
-        self.memsets.append((int(dst), value, count))
-
-
-class Entry:
-    def __init__(self, log: list):
-        self.log = log
-
-    def prepared_async_call(self, grid, block, stream, *args, shared_size=None):
-        self.log.append((grid, block, args))
-
-
 @pytest.fixture
 def backend():
-    be = object.__new__(cuda_backend.CudaBackend)
-    be.drv = RecordingDriver()
-    be.info = SimpleNamespace(compute_units=132)
-    return be
+    return recording_backend()
 
 
 def kernel_of(params, log):
-    return CompiledKernel(RD, dict(RD.default_params(), **params), "float32", (None, Entry(log)), "")
+    return CompiledKernel(RD, dict(RD.default_params(), **params), "float32",
+                          (None, Entry("matmul", log)), "")
 
 
 def workspace(be, m, n, k):
@@ -94,7 +52,7 @@ def test_the_kernel_gets_the_workspace_its_header_asks_for(backend, shape, split
     kern = kernel_of({"bm": 64, "splitk": splitk}, log)
     ws = workspace(backend, m, n, k)
     backend._launch(kern, ws, m, n, k)
-    grid, block, args = log[0]
+    _name, grid, block, args = log[0]
     assert args[:3] == (ws.a, ws.b, ws.c) and [int(x) for x in args[3:6]] == [m, n, k]
     assert len(args) == 7 and args[6] is ws.kernel_workspace
     assert ws.kernel_workspace.nbytes == expected_bytes(m, n, 64, splitk)
@@ -109,7 +67,7 @@ def test_no_split_passes_a_null_pointer_and_allocates_nothing(backend):
     kern = kernel_of({"bm": 128, "splitk": 1}, log)
     ws = workspace(backend, 300, 200, 100)
     backend._launch(kern, ws, 300, 200, 100)
-    args = log[0][2]
+    args = log[0][3]
     assert len(args) == 7 and int(args[6]) == 0
     assert backend.drv.allocs == [] and backend.drv.memsets == [] and ws.kernel_workspace is None
 

@@ -10,7 +10,6 @@ inputs, shape and parameters.
 from __future__ import annotations
 
 import struct
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -19,49 +18,10 @@ from engine import registry
 from engine.backends import cuda as cuda_backend
 from engine.backends.base import BackendError, CompiledKernel, Workspace
 from engine.kernel_file import ExpressionError
+from tests.recording_driver import Entry, recording_backend
 
 RS = registry.get("tf32_wgmma_rs")
 TMA = registry.get("tf32_wgmma_tma")
-
-
-class Buf:
-    """A device allocation: an address that int() gives, as pycuda's DeviceAllocation."""
-
-    def __init__(self, addr: int, nbytes: int):
-        self.addr, self.nbytes, self.freed = addr, nbytes, False
-
-    def __int__(self) -> int:
-        return self.addr
-
-    def free(self) -> None:
-        self.freed = True
-
-
-class RecordingDriver:
-    class Error(Exception):
-        pass
-
-    def __init__(self):
-        self.next_addr = 0x10_0000
-        self.copies: list[tuple[int, bytes]] = []
-
-    def mem_alloc(self, nbytes: int) -> Buf:
-        buf = Buf(self.next_addr, nbytes)
-        self.next_addr += (nbytes + 0xFFFF) // 0x10000 * 0x10000 + 0x10000
-        return buf
-
-    def memcpy_htod(self, dst, src) -> None:
-        self.copies.append((int(dst), bytes(np.asarray(src).tobytes())))
-
-
-class Entry:
-    """A prepared kernel entry: records each launch (grid, block, arguments)."""
-
-    def __init__(self, name: str, log: list):
-        self.name, self.log = name, log
-
-    def prepared_async_call(self, grid, block, stream, *args, shared_size=None):
-        self.log.append((self.name, grid, block, args))
 
 
 def fake_encode(addr, dim0, dim1, stride, box0, box1) -> bytes:
@@ -76,10 +36,7 @@ def decode(blob: bytes) -> tuple:
 @pytest.fixture
 def backend(monkeypatch):
     monkeypatch.setattr(cuda_backend, "encode_tensor_map_2d", fake_encode)
-    be = object.__new__(cuda_backend.CudaBackend)
-    be.drv = RecordingDriver()
-    be.info = SimpleNamespace(compute_units=132)
-    return be
+    return recording_backend()
 
 
 def setup(be, variant, m, n, k):

@@ -293,10 +293,8 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
             for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
                 for (int kt = 0; kt < ktiles; ++kt, ++it) {
                     const int s = it % STAGES;
-                    mbar_wait(bars + 8 * s, (it / STAGES) & 1);           /* TMA bytes landed */
-                    round_tf32_shared<RCH, NRT, RPASS>(base + s * STAGE_BYTES, rt);
-                    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-                    mbar_arrive(bars + 8 * (2 * STAGES + s));              /* ready[s] */
+                    round_stage_tf32<RCH, NRT, RPASS>(base + s * STAGE_BYTES, bars + 8 * s, (it / STAGES) & 1,
+                                                      bars + 8 * (2 * STAGES + s), rt);   /* full[s] -> ready[s] */
                 }
             }
         }

@@ -290,16 +290,20 @@ class CudaBackend(Backend):
         """Bytes of dynamic shared memory (the kernel file's ``launch.shared``), else 0."""
         return int(variant.dynamic_shared(params)) if variant.dynamic_shared else 0
 
+    def _grow(self, buf, nbytes: int, what: str):
+        """A fresh device buffer of ``nbytes`` in place of ``buf`` (freed first, if any)."""
+        if buf is not None:
+            buf.free()
+        try:
+            return self.drv.mem_alloc(max(nbytes, 4))
+        except self.drv.Error as exc:
+            raise BackendError(f"allocating {what} ({nbytes / 2**20:.1f} MiB) failed: {exc}") from None
+
     def _scratch(self, ws, nbytes: int):
         """A device buffer of at least ``nbytes`` kept on the workspace (freed in release)."""
         if getattr(ws, "scratch_bytes", 0) < nbytes:
-            if getattr(ws, "scratch", None) is not None:
-                ws.scratch.free()
-                ws.scratch = None
-            try:
-                ws.scratch = self.drv.mem_alloc(max(nbytes, 4))
-            except self.drv.Error as exc:
-                raise BackendError(f"allocating scratch ({nbytes / 2**20:.1f} MiB) failed: {exc}") from None
+            old, ws.scratch, ws.scratch_bytes = getattr(ws, "scratch", None), None, 0
+            ws.scratch = self._grow(old, nbytes, "scratch")
             ws.scratch_bytes = nbytes
             ws.tma_key = None  # tensor maps written into the old scratch are gone
         return ws.scratch
@@ -316,14 +320,8 @@ class CudaBackend(Backend):
         if nbytes == 0:
             return np.intp(0)
         if ws.kernel_workspace_bytes < nbytes:
-            if ws.kernel_workspace is not None:
-                ws.kernel_workspace.free()
-                ws.kernel_workspace, ws.kernel_workspace_bytes = None, 0
-            try:
-                ws.kernel_workspace = self.drv.mem_alloc(nbytes)
-            except self.drv.Error as exc:
-                raise BackendError(f"allocating the kernel's workspace ({nbytes / 2**20:.1f} MiB) "
-                                   f"failed: {exc}") from None
+            old, ws.kernel_workspace, ws.kernel_workspace_bytes = ws.kernel_workspace, None, 0
+            ws.kernel_workspace = self._grow(old, nbytes, "the kernel's workspace")
             ws.kernel_workspace_bytes = nbytes
             ws.kernel_workspace_owner = None
         if zero or ws.kernel_workspace_owner is not kernel:
