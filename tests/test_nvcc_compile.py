@@ -44,6 +44,9 @@ WORKERS = max(2, min(4, os.cpu_count() or 2))
 COMPILE_TIMEOUT_S = 120
 
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
+#: The session's compiles (~400 cubins, ~10 min on a 2-core CI machine) run in the setup of
+#: this module's first test: pytest.ini's 600 s per test would cut them off there.
+pytestmark = pytest.mark.timeout(1800)
 
 
 # --- the cases -----------------------------------------------------------------------
