@@ -608,6 +608,85 @@ def test_wgmma_rs_and_cublas_tf32_verify_at_4096():
                 assert math.isfinite(r.pct_of_cublas)
 
 
+# --- TF32 experiment: tf32_wgmma_fused (cuda/experiments/tf32_wgmma_fused.cu) -------------
+
+FUSED = registry.get("tf32_wgmma_fused")
+
+
+def test_wgmma_fused_registered():
+    assert FUSED.role == "experiment" and FUSED.name in LADDER
+    assert FUSED.dtypes == ("float32",) and FUSED.precision == "tf32"
+    assert FUSED.arch_suffix == "a" and FUSED.prepass is not None     # pads unaligned inputs only
+    text = FUSED.source_path("cuda").read_text()
+    assert text.lstrip().startswith("/*") and "Technique" in text
+    for name in FUSED.space:
+        assert re.search(rf"\b{name.upper()}\b", text)
+
+
+def test_wgmma_fused_space_fits_shared_memory_and_grids():
+    combos = [c for c in FUSED.combos() if FUSED.check("cuda", c, 64, 64, 64, "float32") is None]
+    assert len(FUSED.combos()) == 16 and len(combos) == 12   # (astages, 3, 3): too much shared memory
+    too_big = {"astages": 4, "bstages": 3, "raws": 3, "persist": 1}
+    assert "shared memory" in FUSED.constraint(too_big, 64, 64, 64, "float32")
+    for c in combos:
+        assert shared_bytes(FUSED, c) <= 227 * 1024
+        for m, n, k in RS_SHAPES + [(4096, 4096, 4096)]:
+            assert FUSED.check("cuda", c, m, n, k, "float32") is None
+            (gx, gy), (bx, by) = FUSED.geometry(c, m, n, k)
+            tiles = -(-m // 128) * -(-n // 256)
+            assert bx * by == 384 and gy == 1
+            assert gx == (min(tiles, SMS) if c["persist"] else tiles)
+        (px, py), _ = FUSED.prepass.geometry(c, 4096, 4096, 4096)
+        assert px * py == 0                                     # one launch when aligned
+        (px, py), _ = FUSED.prepass.geometry(c, 1000, 1502, 777)
+        assert px * py > 0
+
+
+def test_wgmma_fused_transpose_covers_every_block_without_bank_conflicts():
+    """The transposers' task map, emulated from the kernel's expressions: every (box, n-quad,
+    k-quad) 4 x 4 block of a k-tile's raw B is moved exactly once, and in every quarter-warp
+    the 8 lanes' 16-byte loads (raw rows k = 4c + i, chunk q ^ k % 8) and stores (Bt rows
+    n = 32 nb + 4q + j, chunk c ^ n % 8) hit 8 distinct 16-byte bank groups."""
+    text = FUSED.source_path("cuda").read_text()
+    assert "const int task = round * 12 + xw * 4 + (lane >> 3);" in text
+    assert "const int nb = task >> 3, c = (q >> 1) ^ (task & 7);" in text
+    assert "#define XROUNDS 6" in text and "const int q = lane & 7;" in text
+    seen = []
+    for rnd, xw in itertools.product(range(6), range(3)):
+        for quarter in range(4):
+            loads = {i: set() for i in range(4)}
+            stores = {j: set() for j in range(4)}
+            for l8 in range(8):
+                lane = 8 * quarter + l8
+                task = rnd * 12 + xw * 4 + (lane >> 3)
+                if task >= 64:
+                    continue
+                q = lane & 7
+                nb, c = task >> 3, (q >> 1) ^ (task & 7)
+                seen.append((nb, q, c))
+                for i in range(4):
+                    k = 4 * c + i
+                    loads[i].add(q ^ (k % 8))
+                for j in range(4):
+                    n = 32 * nb + 4 * q + j
+                    stores[j].add(c ^ (n % 8))
+            for groups in list(loads.values()) + list(stores.values()):
+                assert len(groups) in (0, 8)
+    assert sorted(seen) == sorted(itertools.product(range(8), range(8), range(8)))
+
+
+@pytest.mark.gpu
+def test_wgmma_fused_verifies_at_odd_shapes():
+    _need_cuda()
+    items = [(FUSED.name, c) for c in FUSED.combos()
+             if FUSED.check("cuda", c, 64, 64, 64, "float32") is None]
+    plan = Plan(backend="cuda", items=items, shapes=RS_SHAPES, dtype="float32",
+                warmup=0, repeats=1)
+    recs = _run(plan)
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
+    assert not bad, bad
+
+
 # --- ladder v5, TF32: tf32_wgmma_tp (cuda/22_tf32_wgmma_tp.cu) -----------------------------
 
 TP = registry.get("tf32_wgmma_tp")
