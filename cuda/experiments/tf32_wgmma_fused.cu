@@ -113,7 +113,8 @@ box = [32, 32]
  * stalled on shared-memory scoreboards, shared stores at 6 wavefronts per request (22% bank
  * conflicts that the quarter-warp model above does not predict), and the TF32 rounding,
  * which compiles to integer instructions, ~15% (a copy without the transposer's cvt:
- * 212 against 180 TFLOP/s). Issuing every load of a k-tile before its stores did not help.
+ * 212 against 180 TFLOP/s). This file issues every load of a k-tile before its stores (one
+ * wait per k-tile): 182 TFLOP/s at 4096^3, against 190 for one 4 x 4 block at a time.
  *
  * Pre-pass: TMA needs every row stride to be a multiple of 16 bytes. Where K % 4 != 0 the
  * pre-pass copies A into Ap (M x Kp, zero-padded), where N % 4 != 0 B into Bp (K x Np); with
