@@ -276,7 +276,6 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
     } else {
         const int cw = wg - 1;
         const int warp = (tid >> 5) & 3, lane = tid & 31;
-        const bool vec_c = (N & 1) == 0;
         float acc[BN / 2];
         int it = 0;
         for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -306,21 +305,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
             if (ktiles > 0)
                 mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
 
-#pragma unroll
-            for (int j = 0; j < BN / 2; j += 2) {
-                const int row = row0 + cw * 64 + warp * 16 + (lane >> 2) + 8 * ((j >> 1) & 1);
-                const int col = col0 + (j >> 2) * 8 + (lane & 3) * 2;
-                if (row >= M)
-                    continue;
-                if (vec_c && col + 1 < N) {
-                    *reinterpret_cast<float2*>(&C[(size_t)row * N + col]) = make_float2(acc[j], acc[j + 1]);
-                } else {
-                    if (col < N)
-                        C[(size_t)row * N + col] = acc[j];
-                    if (col + 1 < N)
-                        C[(size_t)row * N + col + 1] = acc[j + 1];
-                }
-            }
+            store_wgmma_acc<BN>(acc, C, row0 + cw * 64, col0, M, N, warp, lane);
         }
     }
 #else

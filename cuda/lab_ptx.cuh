@@ -177,6 +177,65 @@ __device__ __forceinline__ bool splitk_fixup(T (&acc)[COUNT], unsigned char* wor
     return true;
 }
 
+/* Store one warpgroup's wgmma accumulators (f32 D fragments of an m64nCOLS tile) into C
+ * (row-major, M x N) at rows row0.., columns col0..: accumulator d[j] of lane (g, t) in warp w
+ * (g = lane / 4, t = lane % 4) is row 16 w + g + 8 ((j / 2) % 2), column (j / 4) * 8 + 2 t + j % 2.
+ * float2 stores where N is even; rows >= M and columns >= N are not written. */
+template <int COLS>
+__device__ __forceinline__ void store_wgmma_acc(const float* d, float* C, int row0, int col0,
+                                                int M, int N, int warp, int lane)
+{
+    const bool vec_c = (N & 1) == 0;
+#pragma unroll
+    for (int j = 0; j < COLS / 2; j += 2) {
+        const int row = row0 + warp * 16 + (lane >> 2) + 8 * ((j >> 1) & 1);
+        const int col = col0 + (j >> 2) * 8 + (lane & 3) * 2;
+        if (row >= M)
+            continue;
+        if (vec_c && col + 1 < N) {
+            *reinterpret_cast<float2*>(&C[(size_t)row * N + col]) = make_float2(d[j], d[j + 1]);
+        } else {
+            if (col < N)
+                C[(size_t)row * N + col] = d[j];
+            if (col + 1 < N)
+                C[(size_t)row * N + col + 1] = d[j + 1];
+        }
+    }
+}
+
+/* The padding pre-pass of kernels that read A and B in place by TMA, which needs every row
+ * stride to be a multiple of 16 bytes: where K % 4 != 0, A (M x K) is copied into Ap
+ * (M x Kp, zero-padded) at S; where N % 4 != 0, B (K x N) into Bp (K x Np) after it.
+ * Launched as blocks of (32, 8) threads over 32 x 32 tiles: grid.y covers cdiv(M, 32) rows
+ * of Ap (when K % 4) then cdiv(K, 32) rows of Bp (when N % 4), grid.x the padded width. */
+__device__ __forceinline__ void pad_for_tma(const float* __restrict__ A, const float* __restrict__ B,
+                                            float* __restrict__ S, int M, int N, int K)
+{
+    const int Kp = (K + 3) & ~3, Np = (N + 3) & ~3;
+    const int ay = (K & 3) ? (M + 31) / 32 : 0;          /* block rows of Ap */
+    const int c = blockIdx.x * 32 + threadIdx.x;
+    if ((int)blockIdx.y < ay) {
+        if (c >= Kp)
+            return;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int m = blockIdx.y * 32 + threadIdx.y + 8 * i;
+            if (m < M)
+                S[(size_t)m * Kp + c] = c < K ? A[(size_t)m * K + c] : 0.f;
+        }
+    } else {
+        float* Bp = S + ((K & 3) ? (size_t)M * Kp : 0);
+        if (c >= Np)
+            return;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int k = (blockIdx.y - ay) * 32 + threadIdx.y + 8 * i;
+            if (k < K)
+                Bp[(size_t)k * Np + c] = c < N ? B[(size_t)k * N + c] : 0.f;
+        }
+    }
+}
+
 /* --- Hopper (sm_90a): mbarriers and wgmma ------------------------------------------------------ */
 /* Only the sm_90a pass of nvcc defines these (as the kernels that use them guard their own
  * code); barrier and shared-memory arguments are 32-bit shared-state-space addresses. */

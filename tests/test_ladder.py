@@ -205,6 +205,16 @@ def _run(plan):
     return run_plan(plan)[0]
 
 
+def _assert_every_valid_combo_verifies(v, shapes):
+    """Run every combination of ``v``'s space that its constraints allow at ``shapes``
+    (float32, one launch each) and require every record verified."""
+    items = [(v.name, c) for c in v.combos() if v.check("cuda", c, 4096, 4096, 4096, "float32") is None]
+    plan = Plan(backend="cuda", items=items, shapes=shapes, dtype="float32", warmup=0, repeats=1)
+    recs = _run(plan)
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
+    assert not bad, bad
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_ladder_verifies_at_odd_shapes(dtype):
@@ -313,13 +323,7 @@ def test_wgmma_ws_prepass_covers_scratch(shape):
 @pytest.mark.gpu
 def test_wgmma_ws_verifies_at_odd_shapes():
     _need_cuda()
-    items = [(WS.name, c) for c in WS.combos()
-             if WS.check("cuda", c, 4096, 4096, 4096, "float32") is None]
-    plan = Plan(backend="cuda", items=items, shapes=WS_SHAPES, dtype="float32",
-                warmup=0, repeats=1)
-    recs = _run(plan)
-    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
-    assert not bad, bad
+    _assert_every_valid_combo_verifies(WS, WS_SHAPES)
 
 
 @pytest.mark.gpu
@@ -586,12 +590,7 @@ def test_wgmma_rs_fragment_rows_are_a_permutation_and_conflict_free():
 @pytest.mark.gpu
 def test_wgmma_rs_verifies_at_odd_shapes():
     _need_cuda()
-    items = [(RS.name, c) for c in RS.combos()]
-    plan = Plan(backend="cuda", items=items, shapes=RS_SHAPES, dtype="float32",
-                warmup=0, repeats=1)
-    recs = _run(plan)
-    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
-    assert not bad, bad
+    _assert_every_valid_combo_verifies(RS, RS_SHAPES)
 
 
 @pytest.mark.gpu
@@ -678,13 +677,7 @@ def test_wgmma_fused_transpose_covers_every_block_without_bank_conflicts():
 @pytest.mark.gpu
 def test_wgmma_fused_verifies_at_odd_shapes():
     _need_cuda()
-    items = [(FUSED.name, c) for c in FUSED.combos()
-             if FUSED.check("cuda", c, 64, 64, 64, "float32") is None]
-    plan = Plan(backend="cuda", items=items, shapes=RS_SHAPES, dtype="float32",
-                warmup=0, repeats=1)
-    recs = _run(plan)
-    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
-    assert not bad, bad
+    _assert_every_valid_combo_verifies(FUSED, RS_SHAPES)
 
 
 # --- ladder v5, TF32: tf32_wgmma_tp (cuda/22_tf32_wgmma_tp.cu) -----------------------------

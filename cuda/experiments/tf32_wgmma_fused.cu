@@ -190,29 +190,7 @@ extern "C" __global__ __launch_bounds__(256)
 void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
              int M, int N, int K)
 {
-    const int Kp = (K + 3) & ~3, Np = (N + 3) & ~3;
-    const int ay = (K & 3) ? (M + 31) / 32 : 0;          /* block rows of Ap */
-    const int c = blockIdx.x * 32 + threadIdx.x;
-    if ((int)blockIdx.y < ay) {
-        if (c >= Kp)
-            return;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int m = blockIdx.y * 32 + threadIdx.y + 8 * i;
-            if (m < M)
-                S[(size_t)m * Kp + c] = c < K ? A[(size_t)m * K + c] : 0.f;
-        }
-    } else {
-        ELEM* Bp = S + ((K & 3) ? (size_t)M * Kp : 0);
-        if (c >= Np)
-            return;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int k = (blockIdx.y - ay) * 32 + threadIdx.y + 8 * i;
-            if (k < K)
-                Bp[(size_t)k * Np + c] = c < N ? B[(size_t)k * N + c] : 0.f;
-        }
-    }
+    pad_for_tma(A, B, S, M, N, K);
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -370,7 +348,6 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
     } else {
         const int cw = wg - 1;
         const int warp = (tid >> 5) & 3, lane = tid & 31;
-        const bool vec_c = (N & 1) == 0;
         float acc[BN / 2];
         int it = 0;
         for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
@@ -403,21 +380,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                 mbar_arrive(B_EMPTY((it - 1) % BSTAGES));
             }
 
-#pragma unroll
-            for (int j = 0; j < BN / 2; j += 2) {
-                const int row = row0 + cw * 64 + warp * 16 + (lane >> 2) + 8 * ((j >> 1) & 1);
-                const int col = col0 + (j >> 2) * 8 + (lane & 3) * 2;
-                if (row >= M)
-                    continue;
-                if (vec_c && col + 1 < N) {
-                    *reinterpret_cast<float2*>(&C[(size_t)row * N + col]) = make_float2(acc[j], acc[j + 1]);
-                } else {
-                    if (col < N)
-                        C[(size_t)row * N + col] = acc[j];
-                    if (col + 1 < N)
-                        C[(size_t)row * N + col + 1] = acc[j + 1];
-                }
-            }
+            store_wgmma_acc<BN>(acc, C, row0 + cw * 64, col0, M, N, warp, lane);
         }
     }
 #undef A_FULL

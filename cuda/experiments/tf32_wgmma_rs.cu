@@ -179,29 +179,7 @@ extern "C" __global__ __launch_bounds__(256)
 void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
              int M, int N, int K)
 {
-    const int Kp = (K + 3) & ~3, Np = (N + 3) & ~3;
-    const int ay = (K & 3) ? (M + 31) / 32 : 0;          /* block rows of Ap */
-    const int c = blockIdx.x * 32 + threadIdx.x;
-    if ((int)blockIdx.y < ay) {
-        if (c >= Kp)
-            return;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int m = blockIdx.y * 32 + threadIdx.y + 8 * i;
-            if (m < M)
-                S[(size_t)m * Kp + c] = c < K ? A[(size_t)m * K + c] : 0.f;
-        }
-    } else {
-        ELEM* Bp = S + ((K & 3) ? (size_t)M * Kp : 0);
-        if (c >= Np)
-            return;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int k = (blockIdx.y - ay) * 32 + threadIdx.y + 8 * i;
-            if (k < K)
-                Bp[(size_t)k * Np + c] = c < N ? B[(size_t)k * N + c] : 0.f;
-        }
-    }
+    pad_for_tma(A, B, S, M, N, K);
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
