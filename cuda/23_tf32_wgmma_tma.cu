@@ -1,8 +1,8 @@
 /*
 +++
 name = "tf32_wgmma_tma"
-title = "tf32_wgmma_ws with its producer replaced by TMA: one elected thread issues cp.async.bulk.tensor.2d loads (128B-swizzle tensor maps for A and the pre-transposed Bt, encoded on the host with cuTensorMapEncodeTiled and stored in the scratch tail) completing as tx bytes on the stage's full mbarrier; inputs rounded to TF32 round-to-nearest like cuBLAS (Bt in the pre-pass, A in shared memory by the producer warpgroup's 3 idle warps, then a per-stage ready mbarrier); 2 consumer warpgroups × wgmma.m64n256k8, 128×256 tiles; persist=1: persistent grid of #SMs CTAs looping over tiles rasterised in groups of 8 tile rows, the stage ring running on across tiles."
-source = "PTX ISA cp.async.bulk.tensor, mbarrier expect_tx, fence.proxy.tensormap, fence.proxy.async, cvt.rna.tf32.f32, wgmma.mma_async; CUDA driver cuTensorMapEncodeTiled; CUTLASS sm90 TMA warp-specialized persistent GMMA kernels; cuda/22_tf32_wgmma_ws.cu"
+title = "tf32_wgmma_ws with its producer replaced by TMA: one elected thread issues cp.async.bulk.tensor.2d loads (128B-swizzle tensor maps for A and the pre-transposed Bt, encoded on the host with cuTensorMapEncodeTiled and stored in the scratch tail) completing as tx bytes on the stage's full mbarrier; inputs rounded to TF32 to nearest like cuBLAS by the copy engine itself (TFLOAT32 tensor maps: TMA rounds each float as it lands in shared memory); 2 consumer warpgroups × wgmma.m64n256k8, 128×256 tiles; persist=1: persistent grid of #SMs CTAs looping over tiles rasterised in groups of 8 tile rows, the stage ring running on across tiles."
+source = "PTX ISA cp.async.bulk.tensor, mbarrier expect_tx, fence.proxy.tensormap, wgmma.mma_async; CUDA driver cuTensorMapEncodeTiled and its CU_TENSOR_MAP_DATA_TYPE_TFLOAT32; CUTLASS sm90 TMA warp-specialized persistent GMMA kernels; cuda/22_tf32_wgmma_ws.cu"
 role = "rung"
 order = 23
 dtypes = ["float32"]
@@ -26,16 +26,17 @@ reason = "stages must be 3 or 4 (5 exceeds 227 KB of shared memory), persist 0 o
 [launch]
 grid = ["min(tiles, SMS) if persist else tiles", 1]   # persistent: one CTA per SM
 block = [384, 1]
-# + atom alignment, mbarriers: full, empty and ready per stage = 3 × 4 × 8 = 96 of the 256 bytes
+# + atom alignment, mbarriers: full and empty per stage = 2 × 4 × 8 = 64 of the 256 bytes
 shared = "stages * (128 + 256) * 32 * 4 + 1024 + 256"
 
-[prepass]            # as tf32_wgmma_ws's: Bt (N × Kp) and, when K % 4, Ap (M × Kp), rounded to TF32
+[prepass]            # Bt (N × Kp) and, when K % 4, Ap (M × Kp): moved, not rounded (TMA rounds)
 entry = "prepass"
 grid = ["cdiv(kp, 32)", "cdiv(N, 32) + (cdiv(M, 32) if K % 4 else 0)"]
 block = [32, 8]
 scratch = "maps_at + 2 * 128"
 
-# A (or Ap when K % 4) as M rows of Kp floats, box 32 × 128; 128B swizzle
+# A (or Ap when K % 4) as M rows of Kp floats, box 32 × 128; 128B swizzle; rounded to TF32
+# as TMA copies it
 [[prepass.tensor_maps]]
 at = "maps_at"
 base = "'scratch' if K % 4 else 'a'"
@@ -43,14 +44,16 @@ offset = "4 * kp * N if K % 4 else 0"
 dims = ["kp", "M"]
 stride = "4 * kp"
 box = [32, 128]
+elem = "tf32"
 
-# Bt as N rows of Kp floats, box 32 × 256
+# Bt as N rows of Kp floats, box 32 × 256; rounded to TF32 as TMA copies it
 [[prepass.tensor_maps]]
 base = "'scratch'"
 offset = 0
 dims = ["kp", "N"]
 stride = "4 * kp"
 box = [32, 256]
+elem = "tf32"
 +++
 */
 /*
@@ -60,8 +63,8 @@ box = [32, 256]
  * 1. prepass (timed with the GEMM, launched by the cuda backend): B (K x N) transposed into
  *    a K-major scratch buffer Bt (N rows of Kp = roundup(K, 4) floats, zero-padded) and,
  *    when K % 4 != 0, A copied into M rows of Kp floats, so that every operand row stride is
- *    a multiple of 16 bytes (a TMA requirement as much as cp.async's). As in 22, and, like
- *    22's, rounding every value it writes to TF32 (see "Rounding" below).
+ *    a multiple of 16 bytes (a TMA requirement as much as cp.async's). It moves values as
+ *    they are: the copy engine rounds them (see "Rounding").
  * 2. matmul: a block of 3 warpgroups (384 threads) computes 128 x 256 tiles of C.
  *    Warpgroup 0 is the producer, but only one elected thread works: per stage it announces
  *    the stage's bytes on the "full" mbarrier (mbarrier.arrive.expect_tx) and issues two
@@ -73,12 +76,9 @@ box = [32, 256]
  *    written by the backend into the tail of the scratch buffer, at byte offset
  *    roundup(4 * Kp * (N + (K % 4 ? M : 0)), 128) (A's map, then Bt's); the producer thread
  *    orders them into the tensormap proxy with fence.proxy.tensormap::generic.acquire and
- *    prefetch.tensormap before its first copy. Warps 1-3 of warpgroup 0 (96 threads, idle
- *    otherwise) round the stage's A region to TF32 once TMA has landed it, and signal a third
- *    per-stage mbarrier, "ready" (see "Rounding"). Warpgroups 1 and 2 consume as in 22: wait
- *    on ready (and on full, which ready implies), 4 x wgmma.mma_async.m64n256k8.f32.tf32.tf32
- *    per 32-deep k-tile, one wgmma group in flight, arrive on the previous stage's "empty"
- *    mbarrier (256 arrivals).
+ *    prefetch.tensormap before its first copy. Warpgroups 1 and 2 consume as in 22: wait on
+ *    full, 4 x wgmma.mma_async.m64n256k8.f32.tf32.tf32 per 32-deep k-tile, one wgmma group in
+ *    flight, arrive on the previous stage's "empty" mbarrier (256 arrivals).
  *    PERSIST = 1: grid of min(tiles, #SMs) CTAs, each looping over tiles t = blockIdx.x +
  *    i * gridDim.x; the stage ring and its barrier phases run on across tiles, so the
  *    producer loads the next tile while the consumers store the last one. Tiles are
@@ -86,32 +86,20 @@ box = [32, 256]
  *    ~132 tiles in flight share a few A row panels and Bt column panels in L2.
  *    PERSIST = 0: one tile per CTA (grid = tiles), same order.
  *
- * Rounding (TF32_RN = 1, the default). The tensor cores read a .tf32 operand as the FP32 bit
- * pattern and ignore its low 13 mantissa bits: raw FP32 inputs are truncated (rounded toward
- * zero), a one-sided error that made this kernel's relative L2 error 2.5x cuBLAS TF32's
- * (6.9e-4 vs 2.7e-4 at 2048^3, uniform inputs). cuBLAS and 20_tf32_mma round to nearest
- * (cvt.rna.tf32.f32: ties away from zero; its .b32 result is the FP32 pattern with the low 13
- * bits cleared, so it is stored back as a float and wgmma reads exactly the rounded value).
- * Here: (1) the pre-pass rounds Bt (and Ap) as it writes them: free, the bytes move anyway.
- * (2) A, when K % 4 == 0, goes from global memory to shared memory by TMA untouched, so it is
- * rounded in shared memory: rounder thread r (warps 1-3 of warpgroup 0, r = 0..95) waits on
- * the stage's full barrier with the consumers' parity, loads 16-byte chunks r, r + 96, ... of
- * the stage's 16 KB A region (elementwise, so the 128B swizzle does not matter; TMA's
- * zero-filled rows stay 0), rounds and stores them (ld/st.shared.v4: conflict-free, 32
- * consecutive chunks per warp), executes fence.proxy.async.shared::cta (its generic-proxy
- * writes, before the async-proxy reads of wgmma) and arrives on ready[s] (count 96). When
- * K % 4 != 0, A comes from the pre-pass's Ap, already rounded: rounding again changes nothing
- * (idempotent), so the rounders run regardless. Phases: the rounders and the consumers
- * count k-tiles alike (it, across tiles), stage it % STAGES, parity (it / STAGES) & 1. full[s]
- * cannot complete its next phase before the producer has seen empty[s], i.e. before every
- * consumer has read the stage, after waiting on ready[s], after every rounder has arrived; so
- * neither the rounders' full wait nor the consumers' ready wait can be lapped. The TMA bytes
- * of the Bt region reach the consumers through full -> rounders -> ready; the consumers also
- * wait on full[s] (already complete then: one try_wait) to acquire them directly. The
- * rounding costs shared-memory bandwidth, 16 KB read + 16 KB written per 128x256x32 k-tile,
- * against 48 KB of TMA writes and ~80 KB of wgmma operand reads; no issue slots of the
- * consumers. TF32_RN = 0 (edit the #define; not a registry parameter) restores truncation:
- * no rounding in the pre-pass, no rounders, consumers wait on full.
+ * Rounding. The tensor cores read a .tf32 operand as the FP32 bit pattern and ignore its low
+ * 13 mantissa bits: raw FP32 inputs are truncated (rounded toward zero), a one-sided error
+ * that made this kernel's relative L2 error 2.5x cuBLAS TF32's (6.9e-4 vs 2.7e-4 at 2048^3,
+ * uniform inputs); one truncated operand alone is 1.6x (benchmarks/NOTES.md, issue 11 round
+ * 5). cuBLAS rounds both operands to nearest. Here the copy engine does it: both tensor maps
+ * are encoded with the element type TFLOAT32 (header: elem = "tf32"), and TMA then rounds
+ * every float to TF32 as it writes shared memory, to nearest with ties to even (the low 13
+ * bits cleared; NaN stays NaN, the largest floats round up to infinity, as any rounding
+ * does; checked bit for bit by tests/test_tma_tf32.py on the GPU). No thread touches the
+ * operands: earlier versions rounded Bt in the pre-pass (cvt.rna) and A in shared memory
+ * with the producer warpgroup's three idle warps (16 KB read and written again per k-tile,
+ * 6% of the GEMM at 4096^3, measured with ncu). Ties go to even here, away from zero with
+ * cvt.rna: a tie is 1 input in 8192 and moves the result by a part in 1e7, nothing the
+ * error statistics can see.
  *
  * Technique and source: NVIDIA PTX ISA (cp.async.bulk.tensor, mbarrier expect_tx /
  * complete_tx, fence.proxy.tensormap, prefetch.tensormap, wgmma.mma_async and its matrix
@@ -127,9 +115,8 @@ box = [32, 256]
  *   ELEM, ACC  must be float                                      (default float)
  *   STAGES     shared-memory stages, 3 or 4                        (default 4)
  *   PERSIST    1: persistent grid with a tile loop, 0: one tile per CTA (default 1)
- *   TF32_RN    1: round A and B to TF32 to nearest (as cuBLAS), 0: truncate (default 1)
  * Fixed: BM = 128, BN = 256, BK = 32, GM = 8. Dynamic shared memory: STAGES * 48 KB + 1024
- * (atom alignment) + 256 (mbarriers: full, empty, ready per stage, 3 * STAGES * 8 bytes).
+ * (atom alignment) + 256 (mbarriers: full and empty per stage, 2 * STAGES * 8 bytes).
  *
  * Launch: prepass as in 22; matmul block (384, 1), grid (PERSIST ? min(tiles, 132) : tiles, 1),
  * tiles = ceil(M/128) * ceil(N/256); args (A, scratch, C, M, N, K). Scratch: the pre-pass's
@@ -149,9 +136,6 @@ box = [32, 256]
 #ifndef PERSIST
 #define PERSIST 1
 #endif
-#ifndef TF32_RN
-#define TF32_RN 1
-#endif
 #define BM 128
 #define BN 256
 #define BK 32
@@ -160,15 +144,9 @@ box = [32, 256]
 #define A_BYTES (BM * BK * 4)                /* 16 KB */
 #define B_BYTES (BN * BK * 4)                /* 32 KB */
 #define STAGE_BYTES (A_BYTES + B_BYTES)
-#define NRT 96                               /* rounder threads: warps 1-3 of warpgroup 0 */
-#define RCH (A_BYTES / 16)                   /* 16-byte chunks of a stage's A region: 1024 */
-#if STAGES < 3 || STAGES > 4 || (PERSIST != 0 && PERSIST != 1) || (TF32_RN != 0 && TF32_RN != 1)
-#error "STAGES must be 3 or 4, PERSIST 0 or 1, TF32_RN 0 or 1"
+#if STAGES < 3 || STAGES > 4 || (PERSIST != 0 && PERSIST != 1)
+#error "STAGES must be 3 or 4, PERSIST 0 or 1"
 #endif
-
-/* an operand element as the tensor cores should see it: rounded to TF32 to nearest
-   (lab_ptx.cuh's tf32_rna), or, with TF32_RN 0, as is (the tensor cores truncate) */
-#define TF32_IN(x) (TF32_RN ? tf32_rna(x) : (x))
 
 /* B (K x N) -> Bt (N x Kp, K-major, zero-padded); if K % 4, A (M x K) -> Ap (M x Kp). */
 extern "C" __global__ __launch_bounds__(256)
@@ -185,7 +163,7 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             const int k = k0 + ty + 8 * i, n = n0 + tx;
-            tile[ty + 8 * i][tx] = (k < K && n < N) ? TF32_IN(B[(size_t)k * N + n]) : 0.f;
+            tile[ty + 8 * i][tx] = (k < K && n < N) ? B[(size_t)k * N + n] : 0.f;
         }
         __syncthreads();
 #pragma unroll
@@ -201,7 +179,7 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
         for (int i = 0; i < 4; ++i) {
             const int m = m0 + ty + 8 * i, k = k0 + tx;
             if (m < M && k < Kp)
-                Ap[(size_t)m * Kp + k] = k < K ? TF32_IN(A[(size_t)m * K + k]) : 0.f;
+                Ap[(size_t)m * Kp + k] = k < K ? A[(size_t)m * K + k] : 0.f;
         }
     }
 }
@@ -213,7 +191,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
-    /* full[s] at +8s, empty[s] at +8(STAGES+s), ready[s] at +8(2 STAGES+s): 3 STAGES * 8 <= 256 */
+    /* full[s] at +8s, empty[s] at +8(STAGES+s): 2 STAGES * 8 <= 256 */
     const unsigned bars = base + STAGES * STAGE_BYTES;
 
     const int tid = threadIdx.x;
@@ -228,9 +206,6 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(bars + 8 * s, 1);                 /* the producer's arrive + tx bytes */
             mbar_init(bars + 8 * (STAGES + s), 256);    /* consumer threads */
-#if TF32_RN
-            mbar_init(bars + 8 * (2 * STAGES + s), NRT); /* rounder threads */
-#endif
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -259,20 +234,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                     tma_load_2d(sa + A_BYTES, tmB, kt * BK, col0, full);
                 }
             }
-        }
-#if TF32_RN
-        else if (tid >= 32) {                           /* warps 1-3: round A in place */
-            const int rt = tid - 32;
-            int it = 0;
-            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-                for (int kt = 0; kt < ktiles; ++kt, ++it) {
-                    const int s = it % STAGES;
-                    round_stage_tf32<RCH, NRT, (RCH + NRT - 1) / NRT>(base + s * STAGE_BYTES, bars + 8 * s, (it / STAGES) & 1,
-                                                      bars + 8 * (2 * STAGES + s), rt);   /* full[s] -> ready[s] */
-                }
-            }
-        }
-#endif
+        }                                               /* warps 1-3 of warpgroup 0: idle */
     } else {
         const int cw = wg - 1;
         const int warp = (tid >> 5) & 3, lane = tid & 31;
@@ -286,9 +248,6 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                 acc[j] = 0.f;
             for (int kt = 0; kt < ktiles; ++kt, ++it) {
                 const int s = it % STAGES;
-#if TF32_RN
-                mbar_wait(bars + 8 * (2 * STAGES + s), (it / STAGES) & 1);   /* A rounded */
-#endif
                 mbar_wait(bars + 8 * s, (it / STAGES) & 1);
                 const unsigned sa = base + s * STAGE_BYTES + cw * (64 * 128);
                 const unsigned sb = base + s * STAGE_BYTES + A_BYTES;

@@ -42,7 +42,9 @@ before the main one in the same timed region, and not at all when its grid has n
 blocks: ``entry``, ``grid``, ``block``, ``scratch`` bytes, and optional
 ``[[prepass.tensor_maps]]`` with ``at`` (byte offset of the maps in the scratch),
 ``base`` (``'a'``, ``'b'`` or ``'scratch'``), ``offset``, ``dims``,
-``stride``, ``box``: TMA descriptors the backend encodes); ``[model]`` (``flops`` and
+``stride``, ``box``, and ``elem``, ``"float32"`` (the default: copied as is) or ``"tf32"``
+(the copy engine rounds every float to TF32, to nearest even, as it lands in shared
+memory): TMA descriptors the backend encodes); ``[model]`` (``flops`` and
 ``bytes``, where they differ from the kind's defaults; ``itemsize`` is a name there);
 ``[defaults.sm_XY]`` (default parameters on one GPU architecture, see below).
 
@@ -110,7 +112,10 @@ TOP_KEYS = {"name", "title", "source", "role", "order", "backend", "entry", "kin
             "prepass", "model", "defaults"}
 LAUNCH_KEYS = {"grid", "block", "shared", "workspace"}
 PREPASS_KEYS = {"entry", "grid", "block", "scratch", "tensor_maps"}
-MAP_KEYS = {"at", "base", "offset", "dims", "stride", "box"}
+MAP_KEYS = {"at", "base", "offset", "dims", "stride", "box", "elem"}
+#: Element types of a tensor map: "float32" copies floats as they are; "tf32" has TMA round
+#: each one to TF32 (to nearest, ties to even; the low 13 mantissa bits cleared) on the way.
+MAP_ELEMS = ("float32", "tf32")
 #: Whose device address a tensor map starts from: the inputs A or B, or the scratch.
 MAP_BASES = ("a", "b", "scratch")
 MODEL_KEYS = {"flops", "bytes"}
@@ -213,6 +218,7 @@ class TensorMap:
     dims: tuple[Expr, Expr]
     stride: Expr        # bytes between rows
     box: tuple[Expr, Expr]
+    elem: str = "float32"   # MAP_ELEMS: "tf32" has TMA round to TF32 as it copies
 
 
 @dataclass(frozen=True)
@@ -241,7 +247,7 @@ class Prepass:
 
     def tensor_maps(self, params, m: int, n: int, k: int):
         """(byte offset of the maps in the scratch, [(base, offset, dim0, dim1, row stride,
-        box0, box1), ...]), or None when the pre-pass has no tensor maps."""
+        box0, box1, elem), ...]), or None when the pre-pass has no tensor maps."""
         if not self.maps:
             return None
         env = self._env(params, m, n, k)
@@ -252,7 +258,8 @@ class Prepass:
                 raise ExpressionError(f"{t.base.where}: base must be 'a', 'b' or 'scratch', "
                                       f"not {base!r}")
             out.append((base, t.offset.integer(env), t.dims[0].integer(env), t.dims[1].integer(env),
-                        t.stride.integer(env), t.box[0].integer(env), t.box[1].integer(env)))
+                        t.stride.integer(env), t.box[0].integer(env), t.box[1].integer(env),
+                        t.elem))
         return self.maps_at.integer(env), out
 
 
@@ -557,17 +564,21 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
             if not isinstance(t, dict):
                 err("each [[prepass.tensor_maps]] must be a table", "prepass")
             unknown(t, MAP_KEYS, "[[prepass.tensor_maps]]", "prepass", "tensor_maps")
-            missing = sorted(MAP_KEYS - {"at"} - set(t))
+            missing = sorted(MAP_KEYS - {"at", "elem"} - set(t))
             if missing:
                 err(f"prepass.tensor_maps[{j}] needs {', '.join(missing)}", "prepass", "tensor_maps")
             w = f"prepass.tensor_maps[{j}]"
             if "at" in t:
                 maps_at = expr(t["at"], f"{w}.at", "prepass", "at")
+            elem = t.get("elem", "float32")
+            if elem not in MAP_ELEMS:
+                err(f"{w}.elem must be one of {', '.join(map(repr, MAP_ELEMS))}, not {elem!r}",
+                    "prepass", "elem")
             maps.append(TensorMap(expr(t["base"], f"{w}.base", "prepass", "base"),
                                   expr(t["offset"], f"{w}.offset", "prepass", "offset"),
                                   pair(t["dims"], f"{w}.dims", "prepass", "dims"),
                                   expr(t["stride"], f"{w}.stride", "prepass", "stride"),
-                                  pair(t["box"], f"{w}.box", "prepass", "box")))
+                                  pair(t["box"], f"{w}.box", "prepass", "box"), elem))
         if maps and maps_at is None:
             err("prepass.tensor_maps: the first map needs 'at' (byte offset of the maps in "
                 "the scratch)", "prepass", "tensor_maps")

@@ -553,12 +553,12 @@ def test_wgmma_rs_prepass_only_pads_what_tma_cannot_read(shape):
     ap, bp = (4 * m * kp if k % 4 else 0), (4 * k * np_ if n % 4 else 0)
     assert at % 128 == 0 and at >= ap + bp
     assert RS.prepass.scratch_bytes(p, m, n, k) == at + 256
-    (sa, oa, a0, a1, sta, *boxa), (sb, ob, b0, b1, stb, *boxb) = maps
+    (sa, oa, a0, a1, sta, *boxa, ea), (sb, ob, b0, b1, stb, *boxb, eb) = maps
     assert (sa, oa) == (("scratch", 0) if k % 4 else ("a", 0))
     assert (sb, ob) == (("scratch", ap) if n % 4 else ("b", 0))
     assert (a0, a1, sta, b0, b1, stb) == (kp, m, 4 * kp, np_, k, 4 * np_)
     assert sta % 16 == 0 and stb % 16 == 0 and oa % 16 == 0 and ob % 16 == 0
-    assert boxa == [32, 256] and boxb == [32, 32]
+    assert boxa == [32, 256] and boxb == [32, 32] and ea == eb == "float32"
 
 
 def test_wgmma_rs_fragment_rows_are_a_permutation_and_conflict_free():
@@ -747,7 +747,8 @@ def test_wgmma_tma_tensor_maps_fit_scratch(shape):
     kp = (k + 3) // 4 * 4
     assert offset % 128 == 0 and offset >= scratch_ws(m, n, k)
     assert pre.scratch_bytes(TMA.default_params(), m, n, k) == offset + 128 * len(maps) and len(maps) == 2
-    (sa, oa, a0, a1, sta, ba0, ba1), (sb, ob, b0, b1, stb, bb0, bb1) = maps
+    (sa, oa, a0, a1, sta, ba0, ba1, ea), (sb, ob, b0, b1, stb, bb0, bb1, eb) = maps
+    assert ea == eb == "tf32"            # TMA rounds both operands to TF32 as it copies
     assert (sa, oa) == (("scratch", 4 * kp * n) if k % 4 else ("a", 0))
     assert (sb, ob) == ("scratch", 0)
     assert (a0, a1, b0, b1) == (kp, m, kp, n)

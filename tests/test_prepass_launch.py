@@ -17,20 +17,25 @@ import pytest
 from engine import registry
 from engine.backends import cuda as cuda_backend
 from engine.backends.base import BackendError, CompiledKernel, Workspace
-from engine.kernel_file import ExpressionError
+from engine.kernel_file import MAP_ELEMS, ExpressionError
 from tests.recording_driver import Entry, recording_backend
 
 RS = registry.get("tf32_wgmma_rs")
 TMA = registry.get("tf32_wgmma_tma")
+WS = registry.get("tf32_wgmma_ws")
 
 
-def fake_encode(addr, dim0, dim1, stride, box0, box1) -> bytes:
-    """128 bytes that say what was asked for (the real one calls libcuda)."""
-    return struct.pack("<Q6q", addr, dim0, dim1, stride, box0, box1, 0).ljust(128, b"\0")
+def fake_encode(addr, dim0, dim1, stride, box0, box1, elem="float32") -> bytes:
+    """128 bytes that say what was asked for (the real one calls libcuda); the element
+    type as its index in MAP_ELEMS."""
+    return struct.pack("<Q6q", addr, dim0, dim1, stride, box0, box1,
+                       MAP_ELEMS.index(elem)).ljust(128, b"\0")
 
 
 def decode(blob: bytes) -> tuple:
-    return struct.unpack("<Q5q", blob[:48])
+    """(address, dim0, dim1, stride, box0, box1, element type) of a fake_encode map."""
+    addr, d0, d1, stride, b0, b1, elem = struct.unpack("<Q6q", blob[:56])
+    return addr, d0, d1, stride, b0, b1, MAP_ELEMS[elem]
 
 
 @pytest.fixture
@@ -65,8 +70,8 @@ def test_a_prepass_with_no_blocks_is_not_launched(backend, shape):
     assert scratch.nbytes >= 256
     (dst, blob), = backend.drv.copies
     assert dst == int(scratch) and len(blob) == 256
-    assert decode(blob[:128]) == (int(ws.a), k, m, 4 * k, 32, 256)
-    assert decode(blob[128:]) == (int(ws.b), n, k, 4 * n, 32, 32)
+    assert decode(blob[:128]) == (int(ws.a), k, m, 4 * k, 32, 256, "float32")
+    assert decode(blob[128:]) == (int(ws.b), n, k, 4 * n, 32, 32, "float32")
 
 
 @pytest.mark.parametrize("shape", [(127, 253, 61), (129, 257, 64), (513, 260, 130)])
@@ -88,8 +93,8 @@ def test_a_padding_prepass_runs_first_and_the_maps_follow_its_copies(backend, sh
     assert dst == int(ws.scratch) + at and ws.scratch.nbytes >= at + 256
     base_a = int(ws.scratch) if k % 4 else int(ws.a)
     base_b = int(ws.scratch) + ap if n % 4 else int(ws.b)
-    assert decode(blob[:128]) == (base_a, kp, m, 4 * kp, 32, 256)
-    assert decode(blob[128:]) == (base_b, np_, k, 4 * np_, 32, 32)
+    assert decode(blob[:128]) == (base_a, kp, m, 4 * kp, 32, 256, "float32")
+    assert decode(blob[128:]) == (base_b, np_, k, 4 * np_, 32, 32, "float32")
     for _addr, _d0, _d1, stride, *_ in (decode(blob[:128]), decode(blob[128:])):
         assert stride % 16 == 0          # TMA: row strides in multiples of 16 bytes
 
@@ -106,12 +111,72 @@ def test_maps_are_written_once_per_inputs_and_shape(backend):
     assert decode(backend.drv.copies[1][1][128:])[0] == int(ws.b)
 
 
+def test_another_kernel_with_the_same_parameters_gets_its_own_maps(backend):
+    """tf32_wgmma_tma and tf32_wgmma_rs share parameter names and values (stages=4,
+    persist=1): after one, the other must not run with the first's maps still in the shared
+    scratch (it did once: an illegal instruction on the H100, in a sweep of both)."""
+    m, n, k = 512, 512, 512
+    tma, ws, _log = setup(backend, TMA, m, n, k)
+    rs = CompiledKernel(RS, RS.default_params(), "float32", tma.handle, "")
+    assert tma.params == rs.params
+    backend._launch(tma, ws, m, n, k)
+    backend._launch(rs, ws, m, n, k)
+    backend._launch(rs, ws, m, n, k)
+    assert len(backend.drv.copies) == 2
+    dst, blob = backend.drv.copies[1]
+    assert dst == int(ws.scratch)                       # rs: maps at the scratch's start
+    assert decode(blob[:128]) == (int(ws.a), k, m, 4 * k, 32, 256, "float32")
+    assert decode(blob[128:]) == (int(ws.b), n, k, 4 * n, 32, 32, "float32")
+    backend._launch(tma, ws, m, n, k)                   # and back
+    assert len(backend.drv.copies) == 3
+    assert decode(backend.drv.copies[2][1][128:])[4:] == (32, 256, "tf32")
+
+
+def test_a_prepass_without_maps_makes_the_maps_be_written_again(backend):
+    """A pre-pass writes its scratch, perhaps where another kernel's maps lie (rs's sit at
+    the start of the scratch, where tf32_wgmma_ws's Bt goes): the next kernel with maps
+    writes them again even though they are the same."""
+    m, n, k = 512, 512, 512
+    rs, ws, _log = setup(backend, RS, m, n, k)
+    wsk = CompiledKernel(WS, WS.default_params(), "float32", rs.handle, "")
+    backend._launch(wsk, ws, m, n, k)                   # the larger scratch first: no realloc
+    scratch = int(ws.scratch)
+    backend._launch(rs, ws, m, n, k)
+    backend._launch(wsk, ws, m, n, k)
+    backend._launch(rs, ws, m, n, k)
+    assert int(ws.scratch) == scratch
+    assert len(backend.drv.copies) == 2 and backend.drv.copies[0] == backend.drv.copies[1]
+
+
 def test_the_transposing_prepass_of_tma_still_runs_every_launch(backend):
     m, n, k = 300, 200, 100
     kernel, ws, log = setup(backend, TMA, m, n, k)
     backend._launch(kernel, ws, m, n, k)
     backend._launch(kernel, ws, m, n, k)
     assert [e[0] for e in log] == ["prepass", "matmul"] * 2
+
+
+@pytest.mark.parametrize("shape", [(300, 200, 100), (127, 253, 61)])
+def test_tma_maps_ask_the_copy_engine_to_round_to_tf32(backend, shape):
+    """tf32_wgmma_tma's maps say elem = "tf32": both are encoded with that element type
+    (TMA rounds as it copies), from A (or Ap) and from the transposed Bt in the scratch."""
+    m, n, k = shape
+    kernel, ws, log = setup(backend, TMA, m, n, k)
+    backend._launch(kernel, ws, m, n, k)
+    (dst, blob), = backend.drv.copies
+    kp = -(-k // 4) * 4
+    a_map, b_map = decode(blob[:128]), decode(blob[128:])
+    assert a_map == ((int(ws.scratch) + 4 * kp * n) if k % 4 else int(ws.a), kp, m, 4 * kp, 32, 128, "tf32")
+    assert b_map == (int(ws.scratch), kp, n, 4 * kp, 32, 256, "tf32")
+
+
+def test_map_element_types_are_checked(tmp_path):
+    from engine.kernel_file import KernelFileError, parse_header
+    src = TMA.source_path("cuda").read_text().replace('elem = "tf32"', 'elem = "bf16"', 1)
+    path = tmp_path / "tma_bad_elem.cu"
+    path.write_text(src.replace('name = "tf32_wgmma_tma"', 'name = "tma_bad_elem"'))
+    with pytest.raises(KernelFileError, match="elem must be one of 'float32', 'tf32'"):
+        parse_header(path)
 
 
 def test_a_map_from_b_without_b_is_refused(backend):

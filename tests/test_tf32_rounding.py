@@ -2,12 +2,13 @@
 
 wgmma reads a .tf32 operand as the FP32 bit pattern and ignores its low 13 mantissa bits:
 raw FP32 inputs are truncated, which made tf32_wgmma_tma's relative L2 error 2.5x cuBLAS
-TF32's (6.9e-4 vs 2.7e-4 at 2048^3, uniform inputs). cuda/21_, 22_ and 23_*.cu now round A
-and B with cvt.rna.tf32.f32 (in their pre-pass or in shared memory; TF32_RN = 0 in a file
-brings truncation back). On a GPU: on the same inputs, every TF32 kernel's rel_l2 must be
-within 1.25x of cublas_tf32's. Without one (or without nvcc), the build checks below still
-make sure that the rounding is compiled in and that both settings of TF32_RN build for
-sm_90a without spills.
+TF32's (6.9e-4 vs 2.7e-4 at 2048^3, uniform inputs). cuda/21_ and 22_*.cu round A and B with
+cvt.rna.tf32.f32 (in their pre-pass or in shared memory; TF32_RN = 0 in a file brings
+truncation back); cuda/23_*.cu has the copy engine round both (TFLOAT32 tensor maps, as
+cuBLAS does; tests/test_tma_tf32.py checks the hardware's rounding bit for bit). On a GPU:
+on the same inputs, every TF32 kernel's rel_l2 must be within 1.25x of cublas_tf32's.
+Without one (or without nvcc), the checks below still make sure that the rounding is
+compiled in (or asked of TMA) and that the kernels build for sm_90a without spills.
 """
 from __future__ import annotations
 
@@ -22,14 +23,16 @@ from engine.kernel_check import parse_ptxas
 from engine.runner import Plan, expand_items
 from tests.helpers import backend_status, run_plan
 
-#: The TF32 kernels of the ladder whose inputs are rounded, with a TF32_RN switch (the
+#: The TF32 kernels of the ladder whose threads round the inputs, with a TF32_RN switch (the
 #: experiment tf32_wgmma_tp still truncates).
-ROUNDED = ("tf32_wgmma", "tf32_wgmma_ws", "tf32_wgmma_tma")
+ROUNDED = ("tf32_wgmma", "tf32_wgmma_ws")
+#: The TF32 kernels whose inputs the copy engine rounds: every tensor map says elem = "tf32".
+TMA_ROUNDED = ("tf32_wgmma_tma",)
 #: Every TF32 kernel the accuracy test compares with cuBLAS: those plus tf32_mma (mma.sync,
 #: which has always rounded its register fragments) and the experiments tf32_wgmma_rs (its
 #: register operand rounded as loaded, its shared-memory operand in place; no switch) and
 #: tf32_wgmma_fused (A in place, B as it is transposed in shared memory; no switch).
-TF32_KERNELS = ("tf32_mma",) + ROUNDED + ("tf32_wgmma_rs", "tf32_wgmma_fused")
+TF32_KERNELS = ("tf32_mma",) + ROUNDED + TMA_ROUNDED + ("tf32_wgmma_rs", "tf32_wgmma_fused")
 #: An odd shape (M, N, K; K % 4 != 0: the pre-pass's padded Ap path of 22/23) and 2048^3.
 SHAPES = [(1000, 1500, 777), (2048, 2048, 2048)]
 #: The bound: rel_l2 of a kernel <= FACTOR x rel_l2 of cublas_tf32 on the same inputs.
@@ -76,6 +79,31 @@ def test_rounding_is_compiled_in_by_default(name, tmp_path):
         ptx[label] = out.read_text()
     assert "cvt.rna.tf32.f32" in ptx["default"]
     assert "cvt.rna.tf32.f32" not in ptx["off"]
+
+
+@pytest.mark.parametrize("shape", [(1000, 1500, 777), (2048, 2048, 2048), (1, 1, 1), (127, 253, 61)])
+@pytest.mark.parametrize("name", TMA_ROUNDED)
+def test_the_copy_engine_rounds_every_operand(name, shape):
+    """Every tensor map of the kernel, at every shape, asks TMA to round to TF32."""
+    v = registry.get(name)
+    for params in v.combos():
+        _at, maps = v.prepass.tensor_maps(params, *shape)
+        assert maps and all(elem == "tf32" for *_rest, elem in maps), maps
+
+
+@needs_nvcc
+@pytest.mark.parametrize("name", TMA_ROUNDED)
+def test_no_thread_rounds_what_the_copy_engine_rounds(name):
+    """No cvt.rna in the PTX (rounding twice would only cost time), and no spills."""
+    v = registry.get(name)
+    for params in v.combos():
+        d = [f"-D{k}={val}" for k, val in v.defines(params, "float32").items()]
+        _cubin, log = cuda_backend.nvcc_cubin(v.source_path("cuda"), d + ["-Xptxas", "-v"], "sm_90a")
+        info = parse_ptxas(log)
+        assert "matmul" in info, log
+        for entry, e in info.items():
+            assert (e["spill_stores"], e["spill_loads"], e["stack"]) == (0, 0, 0), (entry, log)
+    assert "tf32_rna" not in v.source_path("cuda").read_text()
 
 
 @pytest.mark.gpu

@@ -97,15 +97,20 @@ def nvcc_cubin(source: Path, options: list[str], arch: str,
 
 # --- TMA tensor maps (cuTensorMapEncodeTiled through ctypes) --------------------------------
 
-_TMAP_FLOAT32, _TMAP_SWIZZLE_128B, _TMAP_L2_256B = 7, 3, 3   # CUtensorMap* enums (cuda.h)
+_TMAP_SWIZZLE_128B, _TMAP_L2_256B = 3, 3            # CUtensorMap* enums (cuda.h)
+#: CUtensorMapDataType per element type of a map (engine.kernel_file.MAP_ELEMS): FLOAT32
+#: copies the bits; TFLOAT32 has the copy engine round each float to TF32 to nearest even
+#: (low 13 mantissa bits cleared; measured bit for bit on an H100 by tests/test_tma_tf32.py).
+_TMAP_DATA_TYPE = {"float32": 7, "tf32": 11}
 _libcuda = None
 
 
 def encode_tensor_map_2d(addr: int, dim0: int, dim1: int, stride_bytes: int, box0: int,
-                         box1: int) -> bytes:
+                         box1: int, elem: str = "float32") -> bytes:
     """A 128-byte CUtensorMap of a row-major float32 matrix (dim1 rows of dim0 elements,
     rows ``stride_bytes`` apart) at device address ``addr``, box ``box0`` x ``box1``,
-    128-byte swizzle, zero fill out of bounds; encoded by libcuda's cuTensorMapEncodeTiled."""
+    128-byte swizzle, zero fill out of bounds; encoded by libcuda's cuTensorMapEncodeTiled.
+    ``elem`` "tf32": the copies round to TF32 as they land (see ``_TMAP_DATA_TYPE``)."""
     import ctypes  # noqa: PLC0415
 
     global _libcuda
@@ -118,13 +123,13 @@ def encode_tensor_map_2d(addr: int, dim0: int, dim1: int, stride_bytes: int, box
     addr_map = (ctypes.addressof(raw) + 63) & ~63
     u64x2, u32x2 = ctypes.c_uint64 * 2, ctypes.c_uint32 * 2
     res = _libcuda.cuTensorMapEncodeTiled(
-        ctypes.c_void_p(addr_map), ctypes.c_int(_TMAP_FLOAT32), ctypes.c_uint32(2), ctypes.c_void_p(addr),
+        ctypes.c_void_p(addr_map), ctypes.c_int(_TMAP_DATA_TYPE[elem]), ctypes.c_uint32(2), ctypes.c_void_p(addr),
         u64x2(dim0, dim1), (ctypes.c_uint64 * 1)(stride_bytes), u32x2(box0, box1), u32x2(1, 1),
         ctypes.c_int(0), ctypes.c_int(_TMAP_SWIZZLE_128B), ctypes.c_int(_TMAP_L2_256B),
         ctypes.c_int(0))
     if res != 0:
         raise BackendError(f"cuTensorMapEncodeTiled failed (CUresult {res}) for a {dim1} x {dim0} "
-                           f"float32 matrix, box {box1} x {box0}")
+                           f"float32 matrix, box {box1} x {box0}, element type {elem}")
     return ctypes.string_at(addr_map, 128)
 
 
@@ -535,7 +540,9 @@ class CudaBackend(Backend):
                                                      scratch, np.int32(m), np.int32(n), np.int32(k))
             args = (ws.a, scratch, ws.c, np.int32(m), np.int32(n), np.int32(k))
             if maps is not None:
-                self._write_tensor_maps(ws, scratch, maps, kernel.params, m, n, k)
+                self._write_tensor_maps(ws, scratch, maps)
+            elif px > 0 and py > 0:
+                ws.tma_key = None    # this pre-pass may write where another kernel's maps lie
         if v.workspace is not None:
             args = (*args, self._kernel_workspace(kernel, ws, m, n, k, zero_workspace))
         dyn = self._dynamic_shared(v, kernel.params)
@@ -555,22 +562,26 @@ class CudaBackend(Backend):
                 pre.tensor_maps(p, m, n, k))
         return plan
 
-    def _write_tensor_maps(self, ws, scratch, spec, params, m, n, k) -> None:
+    def _write_tensor_maps(self, ws, scratch, spec) -> None:
         """``spec``: the pre-pass's tensor maps at this shape (:meth:`Prepass.tensor_maps`):
         (byte offset in the scratch, [(base "a" | "b" | "scratch", byte offset, dim0, dim1, row
-        stride bytes, box0, box1), ...]); each map is encoded (:func:`encode_tensor_map_2d`)
+        stride bytes, box0, box1, elem), ...]); each map is encoded (:func:`encode_tensor_map_2d`)
         and the 128-byte maps are copied, back to back, to scratch + offset. Done only when
-        the inputs, the scratch, the shape or the parameters change (not on every launch)."""
+        the buffers or the maps differ from the last ones written into this scratch (not on
+        every timed launch). The maps themselves are the key, not the kernel's parameters:
+        two kernels with the same parameters (``stages=4, persist=1``) at the same shape
+        have different maps, and the second once ran with the first's (an illegal
+        instruction, or the wrong box, on the GPU)."""
         offset, maps = spec
         bases = {"a": int(ws.a), "b": int(ws.b) if ws.b is not None else 0, "scratch": int(scratch)}
-        key = (bases["a"], bases["b"], bases["scratch"], m, n, k, tuple(sorted(params.items())))
+        key = (bases["a"], bases["b"], bases["scratch"], offset, tuple(maps))
         if getattr(ws, "tma_key", None) == key:
             return
         if any(src == "b" for src, *_ in maps) and ws.b is None:
             raise BackendError("a tensor map starts from B, but this run has no B (C = A·Aᵀ)")
         blob = b"".join(
-            encode_tensor_map_2d(bases[src] + off, d0, d1, stride, b0, b1)
-            for src, off, d0, d1, stride, b0, b1 in maps)
+            encode_tensor_map_2d(bases[src] + off, d0, d1, stride, b0, b1, elem)
+            for src, off, d0, d1, stride, b0, b1, elem in maps)
         self.drv.memcpy_htod(int(scratch) + offset, np.frombuffer(blob, dtype=np.uint8))
         ws.tma_key = key
 
