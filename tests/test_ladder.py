@@ -558,7 +558,7 @@ def test_wgmma_rs_prepass_only_pads_what_tma_cannot_read(shape):
     assert (sb, ob) == (("scratch", ap) if n % 4 else ("b", 0))
     assert (a0, a1, sta, b0, b1, stb) == (kp, m, 4 * kp, np_, k, 4 * np_)
     assert sta % 16 == 0 and stb % 16 == 0 and oa % 16 == 0 and ob % 16 == 0
-    assert boxa == [32, 256] and boxb == [32, 32] and ea == eb == "float32"
+    assert boxa == [32, 256] and boxb == [32, 32] and ea == eb == "tf32"    # TMA rounds both
 
 
 def test_wgmma_rs_fragment_rows_are_a_permutation_and_conflict_free():

@@ -5,7 +5,7 @@ kernel (same stream), but not when its grid has no blocks at that shape (a pre-p
 only pads unaligned inputs, as experiments/tf32_wgmma_rs's); pass the kernel the scratch
 in B's place; encode each tensor map from the device address its ``base`` names (``'a'``,
 ``'b'`` or ``'scratch'``) plus its offset, and copy the maps into the scratch once per
-inputs, shape and parameters.
+inputs, shape and kernel (whenever they differ from the maps last written there).
 """
 from __future__ import annotations
 
@@ -70,8 +70,8 @@ def test_a_prepass_with_no_blocks_is_not_launched(backend, shape):
     assert scratch.nbytes >= 256
     (dst, blob), = backend.drv.copies
     assert dst == int(scratch) and len(blob) == 256
-    assert decode(blob[:128]) == (int(ws.a), k, m, 4 * k, 32, 256, "float32")
-    assert decode(blob[128:]) == (int(ws.b), n, k, 4 * n, 32, 32, "float32")
+    assert decode(blob[:128]) == (int(ws.a), k, m, 4 * k, 32, 256, "tf32")
+    assert decode(blob[128:]) == (int(ws.b), n, k, 4 * n, 32, 32, "tf32")
 
 
 @pytest.mark.parametrize("shape", [(127, 253, 61), (129, 257, 64), (513, 260, 130)])
@@ -93,8 +93,8 @@ def test_a_padding_prepass_runs_first_and_the_maps_follow_its_copies(backend, sh
     assert dst == int(ws.scratch) + at and ws.scratch.nbytes >= at + 256
     base_a = int(ws.scratch) if k % 4 else int(ws.a)
     base_b = int(ws.scratch) + ap if n % 4 else int(ws.b)
-    assert decode(blob[:128]) == (base_a, kp, m, 4 * kp, 32, 256, "float32")
-    assert decode(blob[128:]) == (base_b, np_, k, 4 * np_, 32, 32, "float32")
+    assert decode(blob[:128]) == (base_a, kp, m, 4 * kp, 32, 256, "tf32")
+    assert decode(blob[128:]) == (base_b, np_, k, 4 * np_, 32, 32, "tf32")
     for _addr, _d0, _d1, stride, *_ in (decode(blob[:128]), decode(blob[128:])):
         assert stride % 16 == 0          # TMA: row strides in multiples of 16 bytes
 
@@ -125,8 +125,8 @@ def test_another_kernel_with_the_same_parameters_gets_its_own_maps(backend):
     assert len(backend.drv.copies) == 2
     dst, blob = backend.drv.copies[1]
     assert dst == int(ws.scratch)                       # rs: maps at the scratch's start
-    assert decode(blob[:128]) == (int(ws.a), k, m, 4 * k, 32, 256, "float32")
-    assert decode(blob[128:]) == (int(ws.b), n, k, 4 * n, 32, 32, "float32")
+    assert decode(blob[:128]) == (int(ws.a), k, m, 4 * k, 32, 256, "tf32")
+    assert decode(blob[128:]) == (int(ws.b), n, k, 4 * n, 32, 32, "tf32")
     backend._launch(tma, ws, m, n, k)                   # and back
     assert len(backend.drv.copies) == 3
     assert decode(backend.drv.copies[2][1][128:])[4:] == (32, 256, "tf32")

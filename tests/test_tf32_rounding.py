@@ -27,12 +27,11 @@ from tests.helpers import backend_status, run_plan
 #: experiment tf32_wgmma_tp still truncates).
 ROUNDED = ("tf32_wgmma", "tf32_wgmma_ws")
 #: The TF32 kernels whose inputs the copy engine rounds: every tensor map says elem = "tf32".
-TMA_ROUNDED = ("tf32_wgmma_tma",)
+TMA_ROUNDED = ("tf32_wgmma_tma", "tf32_wgmma_rs")
 #: Every TF32 kernel the accuracy test compares with cuBLAS: those plus tf32_mma (mma.sync,
-#: which has always rounded its register fragments) and the experiments tf32_wgmma_rs (its
-#: register operand rounded as loaded, its shared-memory operand in place; no switch) and
-#: tf32_wgmma_fused (A in place, B as it is transposed in shared memory; no switch).
-TF32_KERNELS = ("tf32_mma",) + ROUNDED + TMA_ROUNDED + ("tf32_wgmma_rs", "tf32_wgmma_fused")
+#: which has always rounded its register fragments) and the experiment tf32_wgmma_fused (A
+#: in place, B as it is transposed in shared memory; no switch).
+TF32_KERNELS = ("tf32_mma",) + ROUNDED + TMA_ROUNDED + ("tf32_wgmma_fused",)
 #: An odd shape (M, N, K; K % 4 != 0: the pre-pass's padded Ap path of 22/23) and 2048^3.
 SHAPES = [(1000, 1500, 777), (2048, 2048, 2048)]
 #: The bound: rel_l2 of a kernel <= FACTOR x rel_l2 of cublas_tf32 on the same inputs.

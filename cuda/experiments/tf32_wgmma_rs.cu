@@ -1,7 +1,7 @@
 /*
 +++
 name = "tf32_wgmma_rs"
-title = "TF32 wgmma without transposing B (tf32_wgmma_tma minus its pre-pass; slower while it rounds A in shared memory): computes each tile as Cᵀ = Bᵀ·Aᵀ, so that A (row-major, K-major already) is wgmma's shared-memory operand and B, loaded by TMA as it lies (N-major, 4 boxes of 32 × 32 in the 128B swizzle), is the register operand, its fragments read with conflict-free LDS (permuted rows) and rounded to TF32 with cvt.rna; 256×128 tiles, 2 consumer warpgroups × wgmma.m64n256k8 with A from registers, setmaxnreg, persistent rasterised grid."
+title = "TF32 wgmma without transposing B (tf32_wgmma_tma minus its pre-pass): computes each tile as Cᵀ = Bᵀ·Aᵀ, so that A (row-major, K-major already) is wgmma's shared-memory operand and B, loaded by TMA as it lies (N-major, 4 boxes of 32 × 32 in the 128B swizzle), is the register operand, its fragments read with conflict-free LDS (permuted rows); both rounded to TF32 by the copy engine (TFLOAT32 tensor maps); 256×128 tiles, 2 consumer warpgroups × wgmma.m64n256k8 with A from registers, setmaxnreg, persistent rasterised grid."
 source = "PTX ISA wgmma.mma_async with the A operand in registers and its .tf32 register fragment layout, setmaxnreg, cp.async.bulk.tensor; the operand swap Cᵀ = Bᵀ·Aᵀ of column-major BLAS; CUTLASS sm90 register-sourced (RS) GMMA mainloops; cuda/23_tf32_wgmma_tma.cu"
 role = "experiment"
 order = 90
@@ -31,7 +31,7 @@ reason = "stages must be 3 or 4 (5 exceeds 227 KB of shared memory), persist 0 o
 [launch]
 grid = ["min(tiles, SMS) if persist else tiles", 1]   # persistent: one CTA per SM
 block = [384, 1]
-# + atom alignment, mbarriers: full, empty and ready per stage = 3 × 4 × 8 = 96 of the 256 bytes
+# + atom alignment, mbarriers: full and empty per stage = 2 × 4 × 8 = 64 of the 256 bytes
 shared = "stages * (256 + 128) * 32 * 4 + 1024 + 256"
 
 [prepass]            # padded copies only where needed: no blocks (no launch) when K % 4 == N % 4 == 0
@@ -40,7 +40,8 @@ grid = ["cdiv(max(kp if K % 4 else 0, np if N % 4 else 0), 32)", "(cdiv(M, 32) i
 block = [32, 8]
 scratch = "maps_at + 2 * 128"
 
-# A (or Ap) as M rows of K (Kp) floats, box 32 (k) × 256 (m); 128B swizzle
+# A (or Ap) as M rows of K (Kp) floats, box 32 (k) × 256 (m); 128B swizzle; rounded to TF32
+# by TMA as it copies
 [[prepass.tensor_maps]]
 at = "maps_at"
 base = "'scratch' if K % 4 else 'a'"
@@ -48,14 +49,16 @@ offset = 0
 dims = ["kp", "M"]
 stride = "4 * kp"
 box = [32, 256]
+elem = "tf32"
 
-# B (or Bp) as K rows of N (Np) floats, box 32 (n) × 32 (k); 128B swizzle
+# B (or Bp) as K rows of N (Np) floats, box 32 (n) × 32 (k); 128B swizzle; rounded to TF32
 [[prepass.tensor_maps]]
 base = "'scratch' if N % 4 else 'b'"
 offset = "ap_bytes if N % 4 else 0"
 dims = ["np", "K"]
 stride = "4 * np"
 box = [32, 32]
+elem = "tf32"
 +++
 */
 /*
@@ -76,14 +79,14 @@ box = [32, 32]
  *  - warpgroup 0, thread 0: the producer. Per stage: mbarrier.arrive.expect_tx (48 KB), one
  *    TMA load of A (box 32 k x 256 m) and four of B (boxes 32 n x 32 k, 4 KB each), all in
  *    the 128-byte swizzle (16-byte chunk c of 128-byte row r at c ^ (r % 8)); out-of-range
- *    rows, columns and k are zero-filled by TMA.
- *  - warpgroup 0, warps 1-3 (96 threads): round the stage's A region (32 KB) to TF32 in
- *    place, fence.proxy.async, arrive on ready[s] (as 23).
- *  - warpgroups 1-2 (consumers cw = 0, 1): wait ready[s] and full[s]; per k-step kk (4 per
- *    stage) load 4 fragment registers of B^T (rows = columns n of C, columns = k), round them
- *    with cvt.rna.tf32, then wgmma.m64n256k8 (A from registers, B = the A region through a
- *    K-major descriptor); one group of 4 in flight while the next stage's fragments load;
- *    arrive on empty[s] when done.
+ *    rows, columns and k are zero-filled by TMA. Both tensor maps have the element type
+ *    TFLOAT32 (elem = "tf32"), so the copy engine rounds A and B to TF32 (to nearest, ties
+ *    to even) as it writes the stage: no thread rounds anything (as 23).
+ *  - warpgroup 0, warps 1-3: idle.
+ *  - warpgroups 1-2 (consumers cw = 0, 1): wait full[s]; per k-step kk (4 per stage) load 4
+ *    fragment registers of B^T (rows = columns n of C, columns = k), then wgmma.m64n256k8
+ *    (A from registers, B = the A region through a K-major descriptor); one group of 4 in
+ *    flight while the next stage's fragments load; arrive on empty[s] when done.
  *
  * Fragment rows and bank conflicts. Fragment register a0 of lane (g, t) (g = lane / 4,
  * t = lane % 4) is row g, column k = t of the warp's 16 x 8 slice; in the swizzled B box a
@@ -99,7 +102,7 @@ box = [32, 32]
  * Registers: 128 accumulators + 2 x 16 fragment registers (the stage being multiplied and
  * the next) exceed the 168 a 384-thread block gets, so the producer warpgroup gives
  * registers back (setmaxnreg.dec 72) and the consumers take them (setmaxnreg.inc 216):
- * 128 x 72 + 256 x 216 <= 384 x 168. The rounders round 11 chunks per pass (44 registers).
+ * 128 x 72 + 256 x 216 <= 384 x 168.
  *
  * Pre-pass: TMA needs every row stride to be a multiple of 16 bytes. Where K % 4 != 0 the
  * pre-pass copies A into Ap (M x Kp, zero-padded); where N % 4 != 0, B into Bp (K x Np). It
@@ -113,15 +116,13 @@ box = [32, 32]
  * thread writes next (L2 merges them). PERSIST = 1: grid of min(tiles, #SMs), tiles
  * rasterised in groups of GM = 8 tile rows, the stage ring running on across tiles (as 23).
  *
- * Measured (H100, 4096^3, stages 4, persist 1; benchmarks/NOTES.md "Issue 11, round 3"):
- * 0.663 ms (208 TFLOP/s) against tf32_wgmma_tma's 0.454 and cuBLAS TF32's 0.380. Copies
- * of this file with parts removed: no A rounding and no fragment cvt 0.433 ms (317 TFLOP/s,
- * 87.6 % of cuBLAS: faster than tf32_wgmma_tma), no fragment cvt 0.652, no epilogue stores
- * 0.651, wait_group 0 0.670. Rounding the 32 KB A region in place is the limit: it adds
- * 64 KB of shared-memory traffic per k-tile to the ~128 KB the k-tile needs (TMA writes 48,
- * wgmma's operand reads 2 x 32, fragment loads 16), at 128 B per clock per SM, where the
- * tensor cores need ~1024 clocks per k-tile. This file replaces a first version (cp.async,
- * no rounding, ld.shared.v2 fragments, 129 TFLOP/s on an H200).
+ * Measured (H100, 4096^3, stages 4, persist 1; benchmarks/NOTES.md "Issue 11, round 3"),
+ * when the threads rounded (A in place by the producer warpgroup's warps 1-3, fragments by
+ * cvt.rna): 0.663 ms (208 TFLOP/s) against tf32_wgmma_tma's 0.454 and cuBLAS TF32's 0.380;
+ * a copy rounding nothing, 0.433 ms. Rounding the 32 KB A region in place was the limit: 64
+ * KB more shared-memory traffic per k-tile, and the rounders' own issue time. The copy
+ * engine now rounds instead (round 6). This file replaces a first version (cp.async, no
+ * rounding, ld.shared.v2 fragments, 129 TFLOP/s on an H200).
  *
  * Technique and source: NVIDIA PTX ISA (wgmma.mma_async with a register A operand and its
  * fragment layouts, setmaxnreg, cp.async.bulk.tensor, mbarrier expect_tx); column-major
@@ -129,7 +130,7 @@ box = [32, 32]
  * anew for this lab on top of 23_tf32_wgmma_tma.cu.
  *
  * Any M, N, K (TMA zero-fill, guarded stores). Precision "tf32": A and B rounded to nearest
- * TF32 (cvt.rna) as cuBLAS does, FP32 accumulation. sm_90a only; elsewhere matmul traps.
+ * TF32 by TMA as cuBLAS does, FP32 accumulation. sm_90a only; elsewhere matmul traps.
  *
  * Compile-time constants (defaults let the file compile alone):
  *   ELEM, ACC  must be float                                      (default float)
@@ -165,9 +166,6 @@ box = [32, 32]
 #define BBOX_BYTES (32 * BK * 4)             /* 4 KB: one B box, 32 k rows x 32 n */
 #define B_BYTES (4 * BBOX_BYTES)             /* 16 KB */
 #define STAGE_BYTES (A_BYTES + B_BYTES)
-#define NRT 96                               /* rounder threads: warps 1-3 of warpgroup 0 */
-#define RCH (A_BYTES / 16)                   /* 16-byte chunks of a stage's A region: 2048 */
-#define RPASS 11                             /* chunks per rounder per pass */
 #define PRODUCER_REGS 72
 #define CONSUMER_REGS 216
 #if STAGES < 3 || STAGES > 4 || (PERSIST != 0 && PERSIST != 1)
@@ -183,8 +181,8 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-/* the 16 fragment registers (4 k-steps x a0..a3) of one stage: B^T rows of this lane,
-   rounded to TF32. sb: the stage's base (the B boxes follow A's region); for rows h = 0, 1
+/* the 16 fragment registers (4 k-steps x a0..a3) of one stage: B^T rows of this lane (as TMA
+   left them: rounded to TF32). sb: the stage's base (the B boxes follow A's region); for rows h = 0, 1
    the lane's column as box[h] (byte offset of its box), chunk[h] (its 16-byte chunk before
    the swizzle) and word (byte offset in the chunk); t: lane % 4 */
 __device__ __forceinline__ void load_fragments(unsigned* f, unsigned sb, const unsigned* box,
@@ -200,7 +198,7 @@ __device__ __forceinline__ void load_fragments(unsigned* f, unsigned sb, const u
                 const unsigned addr = sb + box[h] + k * 128u + (((chunk[h] ^ (k & 7u)) << 4) | word);
                 float x;
                 asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(x) : "r"(addr) : "memory");
-                f[kk * 4 + 2 * q + h] = __float_as_uint(tf32_rna(x));
+                f[kk * 4 + 2 * q + h] = __float_as_uint(x);
             }
         }
 }
@@ -213,7 +211,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
-    /* full[s] at +8s, empty[s] at +8(STAGES+s), ready[s] at +8(2 STAGES+s) */
+    /* full[s] at +8s, empty[s] at +8(STAGES+s) */
     const unsigned bars = base + STAGES * STAGE_BYTES;
 
     const int tid = threadIdx.x;
@@ -227,7 +225,6 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(bars + 8 * s, 1);                  /* the producer's arrive + tx bytes */
             mbar_init(bars + 8 * (STAGES + s), 256);     /* consumer threads */
-            mbar_init(bars + 8 * (2 * STAGES + s), NRT); /* rounder threads */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -265,17 +262,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                         tma_load_2d(sa + A_BYTES + j * BBOX_BYTES, tmB, col0 + 32 * j, kt * BK, full);
                 }
             }
-        } else if (tid >= 32) {                          /* warps 1-3: round A in place */
-            const int rt = tid - 32;
-            int it = 0;
-            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
-                for (int kt = 0; kt < ktiles; ++kt, ++it) {
-                    const int s = it % STAGES;
-                    round_stage_tf32<RCH, NRT, RPASS>(base + s * STAGE_BYTES, bars + 8 * s, (it / STAGES) & 1,
-                                                      bars + 8 * (2 * STAGES + s), rt);   /* full[s] -> ready[s] */
-                }
-            }
-        }
+        }                                                /* warps 1-3 of warpgroup 0: idle */
     } else {
         const int cw = wg - 1;
         const int warp = (tid >> 5) & 3, lane = tid & 31;
@@ -305,8 +292,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                 for (int u = 0; u < 2; ++u) {
                     if (kt + u < ktiles) {
                         const int s = it % STAGES;
-                        mbar_wait(bars + 8 * (2 * STAGES + s), (it / STAGES) & 1);  /* A rounded */
-                        mbar_wait(bars + 8 * s, (it / STAGES) & 1);                 /* B landed */
+                        mbar_wait(bars + 8 * s, (it / STAGES) & 1);                 /* A, B landed */
                         const unsigned sa = base + s * STAGE_BYTES;
                         load_fragments(fr[u], sa, box, chunk, word, t4);
                         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
