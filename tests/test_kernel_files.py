@@ -64,15 +64,17 @@ def test_builtins_keep_their_names_spaces_and_order():
 def test_roles_come_from_the_files():
     assert registry.baseline_name() == "naive"
     assert registry.references_by_precision() == {"fp32": "cublas_fp32", "tf32": "cublas_tf32"}
-    assert registry.get("tf32_wgmma_rs").role == "experiment"
+    assert registry.get("tf32_wgmma_rs").role == "rung"           # promoted in round 6
     assert registry.get("tf32_wgmma_tp").role == "experiment"
     ladder = registry.ladder_names()
-    assert "tf32_wgmma_rs" not in ladder and ladder[0] == "naive_uncoalesced"
+    assert "tf32_wgmma_tp" not in ladder and "tf32_wgmma_rs" in ladder
+    assert ladder[0] == "naive_uncoalesced"
     orders = [registry.get(n).order for n in ladder]
     assert orders == sorted(orders) and len(set(orders)) == len(orders)
     # experiments leave the default sweeps but stay discoverable
     default = {v.name for v in registry.default_variants("cuda")}
-    assert "tf32_wgmma_rs" not in default and "tf32_wgmma_rs" in registry.REGISTRY
+    assert "tf32_wgmma_tp" not in default and "tf32_wgmma_tp" in registry.REGISTRY
+    assert "tf32_wgmma_rs" in default
     assert "ffma_wide" in default
 
 
@@ -83,7 +85,7 @@ def test_cuda_and_opencl_files_of_one_name_make_one_variant():
 
 
 def test_experiments_live_in_their_folder():
-    for name in ("tf32_wgmma_rs", "tf32_wgmma_tp"):
+    for name in ("tf32_wgmma_tp", "tf32_wgmma_fused"):
         path = registry.get(name).source_path("cuda")
         assert path.parent.name == "experiments" and path.is_file()
 

@@ -504,7 +504,7 @@ def test_wide_verifies_at_odd_shapes(dtype):
         {s for s in shapes if s[1] % 4}
 
 
-# --- TF32 experiment: tf32_wgmma_rs (cuda/experiments/tf32_wgmma_rs.cu) -------------------
+# --- TF32 rung 26: tf32_wgmma_rs (cuda/26_tf32_wgmma_rs.cu) ---------------------------------
 
 RS = registry.get("tf32_wgmma_rs")
 #: odd shapes; K % 4 != 0 and N % 4 != 0 (4-byte copy paths) next to aligned ones; several
@@ -514,7 +514,7 @@ RS_SHAPES = ODD_SHAPES + [(129, 257, 64), (256, 128, 36), (257, 513, 1000), (300
 
 
 def test_wgmma_rs_registered():
-    assert RS.role == "experiment" and RS.name in LADDER
+    assert RS.role == "rung" and RS.name in LADDER
     assert RS.dtypes == ("float32",) and RS.precision == "tf32"
     assert RS.arch_suffix == "a" and RS.prepass is not None     # pads unaligned inputs only
     path = RS.source_path("cuda")

@@ -2,7 +2,7 @@
 
 What a kernel file's ``[prepass]`` asks of the backend: launch the pre-pass before the
 kernel (same stream), but not when its grid has no blocks at that shape (a pre-pass that
-only pads unaligned inputs, as experiments/tf32_wgmma_rs's); pass the kernel the scratch
+only pads unaligned inputs, as 26_tf32_wgmma_rs's); pass the kernel the scratch
 in B's place; encode each tensor map from the device address its ``base`` names (``'a'``,
 ``'b'`` or ``'scratch'``) plus its offset, and copy the maps into the scratch once per
 inputs, shape and kernel (whenever they differ from the maps last written there).

@@ -126,7 +126,7 @@ box = [32, 32]
  * fence.proxy.async, cvt.rna.tf32.f32, wgmma.mma_async); the CUTLASS sm90
  * warp-specialized GMMA kernels (mbarrier-guarded rings);
  * written anew for this lab on top of 23_tf32_wgmma_tma.cu (consumers, epilogue, A rounding)
- * and tf32_wgmma_rs.cu (padding pre-pass, B boxes).
+ * and 26_tf32_wgmma_rs.cu (padding pre-pass, B boxes).
  *
  * Any M, N, K (TMA zero-fill, guarded stores). Precision "tf32": A and B rounded to nearest
  * TF32 as cuBLAS does, FP32 accumulation. sm_90a only; elsewhere matmul traps.

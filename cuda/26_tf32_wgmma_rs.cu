@@ -3,8 +3,8 @@
 name = "tf32_wgmma_rs"
 title = "TF32 wgmma without transposing B (tf32_wgmma_tma minus its pre-pass): computes each tile as Cᵀ = Bᵀ·Aᵀ, so that A (row-major, K-major already) is wgmma's shared-memory operand and B, loaded by TMA as it lies (N-major, 4 boxes of 32 × 32 in the 128B swizzle), is the register operand, its fragments read with conflict-free LDS (permuted rows); both rounded to TF32 by the copy engine (TFLOAT32 tensor maps); 256×128 tiles, 2 consumer warpgroups × wgmma.m64n256k8 with A from registers, setmaxnreg, persistent rasterised grid."
 source = "PTX ISA wgmma.mma_async with the A operand in registers and its .tf32 register fragment layout, setmaxnreg, cp.async.bulk.tensor; the operand swap Cᵀ = Bᵀ·Aᵀ of column-major BLAS; CUTLASS sm90 register-sourced (RS) GMMA mainloops; cuda/23_tf32_wgmma_tma.cu"
-role = "experiment"
-order = 90
+role = "rung"
+order = 26
 dtypes = ["float32"]
 precision = "tf32"
 arch_suffix = "a"
@@ -12,6 +12,9 @@ arch_suffix = "a"
 [params]
 stages = [4, 3]
 persist = [1, 0]
+
+[defaults.sm_90]    # H100 (benchmarks/results/h100_tf32_round6.json): stages=3 350.8 vs 323.8 TFLOP/s at 8192³, 297.4 vs 280.6 at 2048³, equal at 4096³
+stages = 3
 
 [derived]
 tiles = "cdiv(M, 256) * cdiv(N, 128)"     # 256 (M) × 128 (N) tiles of C
@@ -62,7 +65,7 @@ elem = "tf32"
 +++
 */
 /*
- * experiments/tf32_wgmma_rs.cu -- TF32 GEMM on Hopper without transposing B (sm_90a).
+ * 26_tf32_wgmma_rs.cu -- TF32 GEMM on Hopper without transposing B (sm_90a).
  *
  * Why: wgmma reads a .tf32 operand from shared memory only K-major. A (M x K, row-major) is
  * K-major; B (K x N, row-major) is N-major, so 21-23 transpose B into a scratch buffer in a
