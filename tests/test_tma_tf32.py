@@ -78,32 +78,23 @@ def inputs(rows: int, seed: int) -> np.ndarray:
 
 
 @pytest.fixture(scope="module")
-def hopper():
+def hopper(tmp_path_factory):
+    """(pycuda driver, the probe kernel) on device 0 in the engine's own context
+    (CudaBackend.open / close); skipped without a CUDA device or below sm_90."""
+    be = cuda_backend.CudaBackend()
     try:
-        import pycuda.driver as drv
-        drv.init()
-    except Exception as exc:  # noqa: BLE001  (no pycuda, no driver, no device)
+        be.open(0)
+    except cuda_backend.BackendError as exc:
         pytest.skip(f"no CUDA device: {exc}")
-    if drv.Device.count() == 0:
-        pytest.skip("no CUDA device")
-    dev = drv.Device(0)
-    if dev.compute_capability() < (9, 0):
-        pytest.skip("TMA needs sm_90")
-    ctx = dev.make_context()
     try:
-        cubin, _log = cuda_backend.nvcc_cubin(_probe_file(), [], "sm_90a")
-        yield drv, drv.module_from_buffer(cubin).get_function("copy_through_tma")
+        if int(be.arch[3:]) < 90:
+            pytest.skip(f"TMA needs sm_90 ({be.arch})")
+        source = tmp_path_factory.mktemp("tma-tf32") / "copy_through_tma.cu"
+        source.write_text(PROBE)
+        cubin, _log = cuda_backend.nvcc_cubin(source, [], "sm_90a")
+        yield be.drv, be.drv.module_from_buffer(cubin).get_function("copy_through_tma")
     finally:
-        ctx.pop()
-        ctx.detach()
-
-
-def _probe_file():
-    import tempfile
-    from pathlib import Path
-    path = Path(tempfile.mkdtemp(prefix="tma-tf32-")) / "copy_through_tma.cu"
-    path.write_text(PROBE)
-    return path
+        be.close()
 
 
 def copy_through_tma(drv, kernel, a: np.ndarray, elem: str) -> np.ndarray:
