@@ -1,8 +1,8 @@
 /*
 +++
 name = "tf32_wgmma_rs"
-title = "TF32 wgmma without transposing B (tf32_wgmma_tma minus its pre-pass): computes each tile as Cᵀ = Bᵀ·Aᵀ, so that A (row-major, K-major already) is wgmma's shared-memory operand and B, loaded by TMA as it lies (N-major, 4 boxes of 32 × 32 in the 128B swizzle), is the register operand, its fragments read with conflict-free LDS (permuted rows); both rounded to TF32 by the copy engine (TFLOAT32 tensor maps); 256×128 tiles, 2 consumer warpgroups × wgmma.m64n256k8 with A from registers, setmaxnreg, persistent rasterised grid."
-source = "PTX ISA wgmma.mma_async with the A operand in registers and its .tf32 register fragment layout, setmaxnreg, cp.async.bulk.tensor; the operand swap Cᵀ = Bᵀ·Aᵀ of column-major BLAS; CUTLASS sm90 register-sourced (RS) GMMA mainloops; cuda/23_tf32_wgmma_tma.cu"
+title = "TF32 wgmma without transposing B (tf32_wgmma_tma minus its pre-pass): computes each tile as Cᵀ = Bᵀ·Aᵀ, so that A (row-major, K-major already) is wgmma's shared-memory operand and B, loaded by TMA as it lies (N-major, 4 boxes of 32 × 32 in the 128B swizzle), is the register operand, its fragments read with conflict-free LDS (permuted rows); both rounded to TF32 by the copy engine (TFLOAT32 tensor maps); 256×128 tiles, 2 consumer warpgroups × wgmma.m64n256k8 with A from registers, setmaxnreg, persistent rasterised grid; C leaves by TMA stores from a double-buffered staging area, so that writing one tile overlaps the next tile's main loop."
+source = "PTX ISA wgmma.mma_async with the A operand in registers and its .tf32 register fragment layout, setmaxnreg, cp.async.bulk.tensor (loads and shared-to-global stores), cp.async.bulk.wait_group.read; the operand swap Cᵀ = Bᵀ·Aᵀ of column-major BLAS; CUTLASS sm90 register-sourced (RS) GMMA mainloops and TMA-store epilogues; cuda/23_tf32_wgmma_tma.cu"
 role = "rung"
 order = 26
 dtypes = ["float32"]
@@ -10,38 +10,35 @@ precision = "tf32"
 arch_suffix = "a"
 
 [params]
-stages = [4, 3]
 persist = [1, 0]
-
-[defaults.sm_90]    # H100 (benchmarks/results/h100_tf32_round6.json): stages=3 350.8 vs 323.8 TFLOP/s at 8192³, 297.4 vs 280.6 at 2048³, equal at 4096³
-stages = 3
 
 [derived]
 tiles = "cdiv(M, 256) * cdiv(N, 128)"     # 256 (M) × 128 (N) tiles of C
 kp = "roundup(K, 4)"                      # row length of Ap (when K % 4)
 np = "roundup(N, 4)"                      # row length of Bp (when N % 4)
 # the pre-pass's padded copies (only where a row stride is not a multiple of 16 bytes, as
-# TMA needs): Ap (M × Kp) when K % 4, then Bp (K × Np) when N % 4; the two tensor maps
-# (128 bytes each) after them, 128-aligned
+# TMA needs): Ap (M × Kp) when K % 4, then Bp (K × Np) when N % 4; the three tensor maps
+# (A, B, C; 128 bytes each) after them, 128-aligned
 ap_bytes = "4 * M * kp if K % 4 else 0"
 bp_bytes = "4 * K * np if N % 4 else 0"
 maps_at = "roundup(ap_bytes + bp_bytes, 128)"
 
 [[constraints]]
-check = "(stages == 3 or stages == 4) and (persist == 0 or persist == 1)"
-reason = "stages must be 3 or 4 (5 exceeds 227 KB of shared memory), persist 0 or 1"
+check = "persist == 0 or persist == 1"
+reason = "persist must be 0 or 1"
 
 [launch]
 grid = ["min(tiles, SMS) if persist else tiles", 1]   # persistent: one CTA per SM
 block = [384, 1]
-# + atom alignment, mbarriers: full and empty per stage = 2 × 4 × 8 = 64 of the 256 bytes
-shared = "stages * (256 + 128) * 32 * 4 + 1024 + 256"
+# 3 stages of A (256 × 32) and B (32 × 128) + the C staging area (64 KB) + atom alignment +
+# mbarriers (full and empty per stage: 48 of the 256 bytes)
+shared = "3 * (256 + 128) * 32 * 4 + 65536 + 1024 + 256"
 
 [prepass]            # padded copies only where needed: no blocks (no launch) when K % 4 == N % 4 == 0
 entry = "prepass"
 grid = ["cdiv(max(kp if K % 4 else 0, np if N % 4 else 0), 32)", "(cdiv(M, 32) if K % 4 else 0) + (cdiv(K, 32) if N % 4 else 0)"]
 block = [32, 8]
-scratch = "maps_at + 2 * 128"
+scratch = "maps_at + 3 * 128"
 
 # A (or Ap) as M rows of K (Kp) floats, box 32 (k) × 256 (m); 128B swizzle; rounded to TF32
 # by TMA as it copies
@@ -62,6 +59,16 @@ dims = ["np", "K"]
 stride = "4 * np"
 box = [32, 32]
 elem = "tf32"
+
+# C as M rows of N floats, box 32 (n) × 64 (m); 128B swizzle: the epilogue's TMA stores.
+# TMA needs 16-byte row strides: where N % 4 the kernel stores from registers instead, and
+# the map is a one-row stand-in in the scratch that nothing uses
+[[prepass.tensor_maps]]
+base = "'c' if N % 4 == 0 else 'scratch'"
+offset = 0
+dims = ["N if N % 4 == 0 else 4", "M if N % 4 == 0 else 1"]
+stride = "4 * N if N % 4 == 0 else 16"
+box = [32, 64]
 +++
 */
 /*
@@ -75,7 +82,7 @@ elem = "tf32"
  * tile is computed transposed, C^T = B^T . A^T: wgmma's A (64 x 8 per warpgroup and k-step)
  * is a slice of B^T, read from B's N-major tile by LDS into registers; wgmma's B (8 x 256)
  * is A^T, i.e. A's rows, K-major in shared memory as TMA leaves them. The accumulators hold
- * C^T; the epilogue writes them to C transposed.
+ * C^T; the epilogue writes them to C transposed, through shared memory and TMA stores.
  *
  * Tile: 256 rows of C (M: wgmma's N = 256) x 128 columns (N: 2 consumer warpgroups x
  * wgmma's M = 64), K in steps of BK = 32. A block of 3 warpgroups (384 threads):
@@ -89,7 +96,8 @@ elem = "tf32"
  *  - warpgroups 1-2 (consumers cw = 0, 1): wait full[s]; per k-step kk (4 per stage) load 4
  *    fragment registers of B^T (rows = columns n of C, columns = k), then wgmma.m64n256k8
  *    (A from registers, B = the A region through a K-major descriptor); one group of 4 in
- *    flight while the next stage's fragments load; arrive on empty[s] when done.
+ *    flight while the next stage's fragments load; arrive on empty[s] when done. After the
+ *    last k-tile of a tile, the epilogue (below).
  *
  * Fragment rows and bank conflicts. Fragment register a0 of lane (g, t) (g = lane / 4,
  * t = lane % 4) is row g, column k = t of the warp's 16 x 8 slice; in the swizzled B box a
@@ -111,13 +119,28 @@ elem = "tf32"
  * pre-pass copies A into Ap (M x Kp, zero-padded); where N % 4 != 0, B into Bp (K x Np). It
  * has no blocks when neither is needed, and the backend launches nothing then. The tensor
  * maps (128 bytes each, A's then B's) are encoded by the backend into the scratch at
- * roundup(|Ap| + |Bp|, 128) bytes (from base 'a' / 'b' or the padded copies).
+ * roundup(|Ap| + |Bp|, 128) bytes (from base 'a' / 'b' or the padded copies), C's after them.
  *
  * Epilogue: accumulator d[j] of lane (g, t) in warp w is C^T row 16 w + g + 8 ((j / 2) % 2)
- * (column n of C by the map above), C^T column (j / 4) * 8 + 2 t + j % 2 (row m of C); each
- * store instruction writes, per row of C, two 16-byte pieces, whose other halves the same
- * thread writes next (L2 merges them). PERSIST = 1: grid of min(tiles, #SMs), tiles
- * rasterised in groups of GM = 8 tile rows, the stage ring running on across tiles (as 23).
+ * (column n of C by the map above), C^T column (j / 4) * 8 + 2 t + j % 2 (row m of C).
+ * Writing C from the registers (one 4-byte store per accumulator) took 7-8 us per tile at
+ * 4096^3 and 8192^3 on an H100, tensor cores idle meanwhile: all CTAs finish their tiles
+ * together, and the burst of 17 MB of C goes at the memory's write speed (a build that
+ * stored nothing ran 7.5 % faster at 4096^3, 37 % at 8192 x 8192 x 256). So C leaves by
+ * TMA stores that run on while the next tile's main loop starts: each consumer writes a
+ * quarter of its 256 x 64 part (64 rows) into a staging buffer in shared memory, in the
+ * 128B swizzle of C's tensor map (box 32 columns x 64 rows; the lane's columns are the same
+ * chunks as its B fragments, rows 2 t + j % 2 apart: 2-way bank conflicts at most), fences
+ * the writes to the async proxy (fence.proxy.async), meets its 127 peers at a named barrier,
+ * and its first thread issues two TMA stores (the consumer's 64 columns) and commits them
+ * as a bulk group. Two buffers per consumer: before writing quarter q into buffer q % 2 that
+ * thread waits until all but its latest bulk group have read shared memory
+ * (cp.async.bulk.wait_group.read 1), so quarter q's stores overlap quarter q+1's writes, and
+ * the last two quarters' overlap the next tile. TMA clips rows and columns past C's edges.
+ * TMA needs 16-byte rows: where N % 4 the consumers store from registers instead (guarded
+ * 4-byte stores). Before exiting, each first thread waits for its stores to complete.
+ * PERSIST = 1: grid of min(tiles, #SMs), tiles rasterised in groups of GM = 8 tile rows, the
+ * stage ring running on across tiles (as 23).
  *
  * Measured (H100, 4096^3, stages 4, persist 1; benchmarks/NOTES.md "Issue 11, round 3"),
  * when the threads rounded (A in place by the producer warpgroup's warps 1-3, fragments by
@@ -125,9 +148,13 @@ elem = "tf32"
  * a copy rounding nothing, 0.433 ms. Rounding the 32 KB A region in place was the limit: 64
  * KB more shared-memory traffic per k-tile, and the rounders' own issue time. The copy
  * engine now rounds instead (round 6): 0.411 ms at 4096^3 (95.6% of cuBLAS TF32) and 3.13 ms
- * at 8192^3 (94.7%), stages 3, 1 s of launches (benchmarks/results/h100_tf32_round6_long.json).
- * This file replaces a first version (cp.async, no rounding, ld.shared.v2 fragments, 129
- * TFLOP/s on an H200).
+ * at 8192^3 (94.7%), stages 3, 1 s of launches, C still stored from registers. The
+ * TMA-store epilogue (round 7; 3 stages, as the staging area takes the fourth stage's
+ * room): 0.395 ms at 4096^3 (99.3 %) and 3.045 ms at 8192^3 (96.3 %), 1 s of launches
+ * (benchmarks/results/h100_tf32_round7_long.json); in one run beside a register-epilogue
+ * build, 97.9 % against 94.8 % at 4096^3 and 96.5 % against 84.7 % at 8192 x 8192 x 256
+ * (benchmarks/NOTES.md "Issue 11, round 7"). This file replaces a first version (cp.async,
+ * no rounding, ld.shared.v2 fragments, 129 TFLOP/s on an H200).
  *
  * Technique and source: NVIDIA PTX ISA (wgmma.mma_async with a register A operand and its
  * fragment layouts, setmaxnreg, cp.async.bulk.tensor, mbarrier expect_tx); column-major
@@ -139,10 +166,9 @@ elem = "tf32"
  *
  * Compile-time constants (defaults let the file compile alone):
  *   ELEM, ACC  must be float                                      (default float)
- *   STAGES     shared-memory stages, 3 or 4                        (default 4)
  *   PERSIST    1: persistent grid with a tile loop, 0: one tile per CTA (default 1)
- * Fixed: BM = 256, BN = 128, BK = 32, GM = 8. Dynamic shared memory: STAGES * 48 KB + 1024
- * (atom alignment) + 256 (mbarriers).
+ * Fixed: BM = 256, BN = 128, BK = 32, GM = 8, STAGES = 3. Dynamic shared memory: 3 * 48 KB
+ * + 64 KB (C staging) + 1024 (atom alignment) + 256 (mbarriers) = 209.25 KB.
  *
  * Launch: prepass block (32, 8) over 32 x 32 tiles of Ap then Bp (none when not needed);
  * matmul block (384, 1), grid (PERSIST ? min(tiles, SMS) : tiles, 1), tiles = ceil(M/256) *
@@ -156,9 +182,6 @@ elem = "tf32"
 #ifndef ACC
 #define ACC float
 #endif
-#ifndef STAGES
-#define STAGES 4
-#endif
 #ifndef PERSIST
 #define PERSIST 1
 #endif
@@ -167,14 +190,17 @@ elem = "tf32"
 #define BK 32
 #define GM 8
 #define NT 384
+#define STAGES 3                             /* 3 x 48 KB + the 64 KB staging area */
 #define A_BYTES (BM * BK * 4)                /* 32 KB: 256 rows of A x 32 k */
 #define BBOX_BYTES (32 * BK * 4)             /* 4 KB: one B box, 32 k rows x 32 n */
 #define B_BYTES (4 * BBOX_BYTES)             /* 16 KB */
+#define QBOX_BYTES (64 * 32 * 4)             /* 8 KB: a staging box, 64 rows x 32 columns of C */
+#define STG_BYTES (2 * 2 * 2 * QBOX_BYTES)   /* 64 KB: 2 consumers x 2 buffers x 2 boxes */
 #define STAGE_BYTES (A_BYTES + B_BYTES)
 #define PRODUCER_REGS 72
 #define CONSUMER_REGS 216
-#if STAGES < 3 || STAGES > 4 || (PERSIST != 0 && PERSIST != 1)
-#error "STAGES must be 3 or 4, PERSIST 0 or 1"
+#if PERSIST != 0 && PERSIST != 1
+#error "PERSIST must be 0 or 1"
 #endif
 
 /* Ap (M x Kp) when K % 4, Bp (K x Np) when N % 4: zero-padded copies, 32 x 32 per block */
@@ -216,14 +242,18 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
+    const unsigned stg = base + STAGES * STAGE_BYTES;   /* 1024-aligned: stages are 48 KB */
     /* full[s] at +8s, empty[s] at +8(STAGES+s) */
-    const unsigned bars = base + STAGES * STAGE_BYTES;
+    const unsigned bars = stg + STG_BYTES;
 
     const int tid = threadIdx.x;
     const int wg = tid >> 7;                            /* 0: producer, 1-2: consumers */
     const int ktiles = (K + BK - 1) / BK;
     const int mt = (M + BM - 1) / BM, nt = (N + BN - 1) / BN;
     const int tiles = mt * nt;
+    const int Kp = (K + 3) & ~3, Np = (N + 3) & ~3;
+    const size_t pre = ((K & 3) ? (size_t)4 * M * Kp : 0) + ((N & 3) ? (size_t)4 * K * Np : 0);
+    const unsigned char* maps = reinterpret_cast<const unsigned char*>(S) + ((pre + 127) & ~(size_t)127);
 
     if (tid == 0) {
 #pragma unroll
@@ -243,9 +273,6 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
 
     if (wg == 0) {
         if (tid == 0) {
-            const int Kp = (K + 3) & ~3, Np = (N + 3) & ~3;
-            const size_t pre = ((K & 3) ? (size_t)4 * M * Kp : 0) + ((N & 3) ? (size_t)4 * K * Np : 0);
-            const unsigned char* maps = reinterpret_cast<const unsigned char*>(S) + ((pre + 127) & ~(size_t)127);
             const void* tmA = maps;
             const void* tmB = maps + 128;
             tensormap_acquire(tmA);
@@ -283,7 +310,12 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
         }
         const unsigned word = (g % 4) * 4;
         float acc[BM / 2];
-        unsigned fr[2][16];
+        unsigned fr[2][4 * (BK / 8)];
+        const bool lead = (tid & 127) == 0;
+        const void* tmC = maps + 256;
+        const bool staged = (N & 3) == 0;              /* TMA stores need 16-byte rows */
+        if (staged && lead)
+            tensormap_acquire(tmC);
         int it = 0;
         for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
             int row0, col0;
@@ -318,14 +350,44 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
 
             /* d[j]: C^T row (fragment row) g + 8 ((j / 2) % 2) -> column ncol[h] of C;
                C^T column (j / 4) * 8 + 2 t + j % 2 -> row of C */
+            if (staged) {
+                /* four quarters of 64 rows, double-buffered: quarter q in buffer q % 2 (per
+                   consumer, 2 boxes of 64 rows x 32 columns); a buffer is free once all but
+                   the latest of this warpgroup's store groups have read theirs */
+                const unsigned lane_at = (warp / 2) * QBOX_BYTES + (g % 4) * 4;
 #pragma unroll
-            for (int j = 0; j < BM / 2; ++j) {
-                const int row = row0 + (j >> 2) * 8 + 2 * t4 + (j & 1);
-                const int col = col0 + ncol[(j >> 1) & 1];
-                if (row < M && col < N)
-                    C[(size_t)row * N + col] = acc[j];
+                for (int q = 0; q < 4; ++q) {
+                    const unsigned buf = stg + (2 * cw + (q & 1)) * 2 * QBOX_BYTES;
+                    if (lead)
+                        bulk_wait_read<1>();
+                    asm volatile("bar.sync %0, 128;\n" :: "r"(1 + cw) : "memory");
+#pragma unroll
+                    for (int jj = 0; jj < BM / 8; ++jj) {
+                        const int j = q * (BM / 8) + jj;
+                        const unsigned r = (jj >> 2) * 8 + 2 * t4 + (j & 1);
+                        const unsigned addr = buf + lane_at + r * 128u + ((chunk[(j >> 1) & 1] ^ (r & 7u)) << 4);
+                        asm volatile("st.shared.f32 [%0], %1;\n" :: "r"(addr), "f"(acc[j]) : "memory");
+                    }
+                    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+                    asm volatile("bar.sync %0, 128;\n" :: "r"(1 + cw) : "memory");
+                    if (lead) {
+                        tma_store_2d(tmC, col0 + 64 * cw, row0 + 64 * q, buf);
+                        tma_store_2d(tmC, col0 + 64 * cw + 32, row0 + 64 * q, buf + QBOX_BYTES);
+                        bulk_commit();
+                    }
+                }
+            } else {
+#pragma unroll
+                for (int j = 0; j < BM / 2; ++j) {
+                    const int row = row0 + (j >> 2) * 8 + 2 * t4 + (j & 1);
+                    const int col = col0 + ncol[(j >> 1) & 1];
+                    if (row < M && col < N)
+                        C[(size_t)row * N + col] = acc[j];
+                }
             }
         }
+        if (staged && lead)
+            bulk_wait<0>();                             /* the last tile's stores complete */
     }
 #else
     __trap();                                           /* built for a target without wgmma */

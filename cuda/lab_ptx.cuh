@@ -367,6 +367,46 @@ __device__ __forceinline__ unsigned long long make_desc(unsigned addr)
     return d;
 }
 
+/* make_desc for a K-major tile in the 64-byte swizzle (rows of 16 floats = 64 B, 8-row atoms
+ * 512 B apart, TMA's CU_TENSOR_MAP_SWIZZLE_64B): stride byte offset 512 >> 4, swizzle mode 2
+ * (64B) in bits 62-63; a k-step of 8 floats inside a row is +32 bytes of start address, as
+ * in the 128-byte swizzle. */
+__device__ __forceinline__ unsigned long long make_desc_sw64(unsigned addr)
+{
+    unsigned long long d = 0;
+    d |= (unsigned long long)((addr & 0x3FFFF) >> 4);
+    d |= (unsigned long long)1 << 16;                  /* leading byte offset (unused here) */
+    d |= (unsigned long long)(512 >> 4) << 32;         /* stride byte offset */
+    d |= (unsigned long long)2 << 62;                  /* swizzle mode: 64B */
+    return d;
+}
+
+/* cp.async.bulk.tensor.2d shared -> global (a TMA store): the box of a 2-D tensor map at
+ * coordinates (x0, y0) written from shared memory at src, in the map's swizzle; rows and
+ * columns past the tensor's edges are not written. Completes in this thread's bulk
+ * async-group (bulk_commit, bulk_wait_read / bulk_wait). The shared-memory writes it reads
+ * must be ordered before it by fence.proxy.async.shared::cta in each writing thread and a
+ * barrier. */
+__device__ __forceinline__ void tma_store_2d(const void* tmap, int x0, int y0, unsigned src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
+                 :: "l"(tmap), "r"(x0), "r"(y0), "r"(src) : "memory");
+}
+
+/* cp.async.bulk.commit_group: close this thread's bulk async-group of TMA stores. */
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+
+/* cp.async.bulk.wait_group.read N: wait until at most N of this thread's bulk groups still
+ * read shared memory (their sources may then be overwritten; the global writes may still be
+ * in flight). */
+template <int N_>
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read %0;\n" :: "n"(N_) : "memory"); }
+
+/* cp.async.bulk.wait_group N: wait until at most N of this thread's bulk groups are pending
+ * (their global writes complete). */
+template <int N_>
+__device__ __forceinline__ void bulk_wait() { asm volatile("cp.async.bulk.wait_group %0;\n" :: "n"(N_) : "memory"); }
+
 /* wgmma.mma_async m64nNk8 tf32 -> f32: D(64 x N) += A(64 x 8) . B(8 x N), both operands in
  * shared memory through descriptors (da, db); d[] are this thread's N/2 accumulators. The
  * scale-d predicate is 1 (accumulate), the A and B scales +1. Asynchronous: issue between

@@ -41,10 +41,12 @@ from the parameters and the shape, see below); ``[prepass]`` (a kernel run
 before the main one in the same timed region, and not at all when its grid has no
 blocks: ``entry``, ``grid``, ``block``, ``scratch`` bytes, and optional
 ``[[prepass.tensor_maps]]`` with ``at`` (byte offset of the maps in the scratch),
-``base`` (``'a'``, ``'b'`` or ``'scratch'``), ``offset``, ``dims``,
-``stride``, ``box``, and ``elem``, ``"float32"`` (the default: copied as is) or ``"tf32"``
+``base`` (``'a'``, ``'b'``, ``'c'``, the output, or ``'scratch'``), ``offset``, ``dims``,
+``stride``, ``box``, ``elem``, ``"float32"`` (the default: copied as is) or ``"tf32"``
 (the copy engine rounds every float to TF32, to nearest even, as it lands in shared
-memory): TMA descriptors the backend encodes); ``[model]`` (``flops`` and
+memory), and ``swizzle``, the shared-memory swizzle span in bytes, 128 (the default), 64 or
+32 (the box's inner extent must not exceed it): TMA descriptors the backend encodes; a map
+from ``'c'`` serves TMA stores of the result); ``[model]`` (``flops`` and
 ``bytes``, where they differ from the kind's defaults; ``itemsize`` is a name there);
 ``[defaults.sm_XY]`` (default parameters on one GPU architecture, see below).
 
@@ -93,7 +95,7 @@ import string
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, NamedTuple
 
 from simpleeval import InvalidExpression, SimpleEval
 
@@ -112,12 +114,16 @@ TOP_KEYS = {"name", "title", "source", "role", "order", "backend", "entry", "kin
             "prepass", "model", "defaults"}
 LAUNCH_KEYS = {"grid", "block", "shared", "workspace"}
 PREPASS_KEYS = {"entry", "grid", "block", "scratch", "tensor_maps"}
-MAP_KEYS = {"at", "base", "offset", "dims", "stride", "box", "elem"}
+MAP_KEYS = {"at", "base", "offset", "dims", "stride", "box", "elem", "swizzle"}
 #: Element types of a tensor map: "float32" copies floats as they are; "tf32" has TMA round
 #: each one to TF32 (to nearest, ties to even; the low 13 mantissa bits cleared) on the way.
 MAP_ELEMS = ("float32", "tf32")
-#: Whose device address a tensor map starts from: the inputs A or B, or the scratch.
-MAP_BASES = ("a", "b", "scratch")
+#: Whose device address a tensor map starts from: the inputs A or B, the output C (TMA
+#: stores of the result), or the scratch.
+MAP_BASES = ("a", "b", "c", "scratch")
+#: Shared-memory swizzle spans (bytes) a tensor map may ask for: 16-byte chunk c of row r
+#: of a box lands at chunk c ^ (r % (span / 16)) of its span.
+MAP_SWIZZLES = (128, 64, 32)
 MODEL_KEYS = {"flops", "bytes"}
 CONSTRAINT_KEYS = {"check", "reason"}
 SHAPE_NAMES = ("M", "N", "K")
@@ -213,12 +219,27 @@ class Env(dict):
 class TensorMap:
     """One TMA descriptor of a pre-pass, as expressions: the backend encodes it."""
 
-    base: Expr          # 'a', 'b' or 'scratch': whose device address the map starts from
+    base: Expr          # MAP_BASES: whose device address the map starts from
     offset: Expr        # bytes from that address
     dims: tuple[Expr, Expr]
     stride: Expr        # bytes between rows
     box: tuple[Expr, Expr]
     elem: str = "float32"   # MAP_ELEMS: "tf32" has TMA round to TF32 as it copies
+    swizzle: int = 128      # MAP_SWIZZLES: bytes of the shared-memory swizzle span
+
+
+class MapSpec(NamedTuple):
+    """One tensor map evaluated at a shape: what ``encode_tensor_map_2d`` encodes."""
+
+    base: str           # MAP_BASES
+    offset: int         # bytes from the base's device address
+    dim0: int           # elements per row
+    dim1: int           # rows
+    stride: int         # bytes between rows
+    box0: int
+    box1: int
+    elem: str
+    swizzle: int
 
 
 @dataclass(frozen=True)
@@ -246,8 +267,8 @@ class Prepass:
         return self.scratch.integer(self._env(params, m, n, k))
 
     def tensor_maps(self, params, m: int, n: int, k: int):
-        """(byte offset of the maps in the scratch, [(base, offset, dim0, dim1, row stride,
-        box0, box1, elem), ...]), or None when the pre-pass has no tensor maps."""
+        """(byte offset of the maps in the scratch, [MapSpec, ...]), or None when the
+        pre-pass has no tensor maps."""
         if not self.maps:
             return None
         env = self._env(params, m, n, k)
@@ -255,11 +276,15 @@ class Prepass:
         for t in self.maps:
             base = t.base(env)
             if base not in MAP_BASES:
-                raise ExpressionError(f"{t.base.where}: base must be 'a', 'b' or 'scratch', "
+                raise ExpressionError(f"{t.base.where}: base must be 'a', 'b', 'c' or 'scratch', "
                                       f"not {base!r}")
-            out.append((base, t.offset.integer(env), t.dims[0].integer(env), t.dims[1].integer(env),
-                        t.stride.integer(env), t.box[0].integer(env), t.box[1].integer(env),
-                        t.elem))
+            box0 = t.box[0].integer(env)
+            if box0 * 4 > t.swizzle:
+                raise ExpressionError(f"{t.box[0].where}: an inner box of {box0} floats is wider "
+                                      f"than the map's {t.swizzle}-byte swizzle span")
+            out.append(MapSpec(base, t.offset.integer(env), t.dims[0].integer(env),
+                               t.dims[1].integer(env), t.stride.integer(env), box0,
+                               t.box[1].integer(env), t.elem, t.swizzle))
         return self.maps_at.integer(env), out
 
 
@@ -564,7 +589,7 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
             if not isinstance(t, dict):
                 err("each [[prepass.tensor_maps]] must be a table", "prepass")
             unknown(t, MAP_KEYS, "[[prepass.tensor_maps]]", "prepass", "tensor_maps")
-            missing = sorted(MAP_KEYS - {"at", "elem"} - set(t))
+            missing = sorted(MAP_KEYS - {"at", "elem", "swizzle"} - set(t))
             if missing:
                 err(f"prepass.tensor_maps[{j}] needs {', '.join(missing)}", "prepass", "tensor_maps")
             w = f"prepass.tensor_maps[{j}]"
@@ -574,11 +599,15 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
             if elem not in MAP_ELEMS:
                 err(f"{w}.elem must be one of {', '.join(map(repr, MAP_ELEMS))}, not {elem!r}",
                     "prepass", "elem")
+            swizzle = t.get("swizzle", 128)
+            if type(swizzle) is not int or swizzle not in MAP_SWIZZLES:
+                err(f"{w}.swizzle must be one of {', '.join(map(str, MAP_SWIZZLES))} (bytes), "
+                    f"not {swizzle!r}", "prepass", "swizzle")
             maps.append(TensorMap(expr(t["base"], f"{w}.base", "prepass", "base"),
                                   expr(t["offset"], f"{w}.offset", "prepass", "offset"),
                                   pair(t["dims"], f"{w}.dims", "prepass", "dims"),
                                   expr(t["stride"], f"{w}.stride", "prepass", "stride"),
-                                  pair(t["box"], f"{w}.box", "prepass", "box"), elem))
+                                  pair(t["box"], f"{w}.box", "prepass", "box"), elem, swizzle))
         if maps and maps_at is None:
             err("prepass.tensor_maps: the first map needs 'at' (byte offset of the maps in "
                 "the scratch)", "prepass", "tensor_maps")

@@ -4,7 +4,7 @@ What a kernel file's ``[prepass]`` asks of the backend: launch the pre-pass befo
 kernel (same stream), but not when its grid has no blocks at that shape (a pre-pass that
 only pads unaligned inputs, as 26_tf32_wgmma_rs's); pass the kernel the scratch
 in B's place; encode each tensor map from the device address its ``base`` names (``'a'``,
-``'b'`` or ``'scratch'``) plus its offset, and copy the maps into the scratch once per
+``'b'``, ``'c'`` or ``'scratch'``) plus its offset, and copy the maps into the scratch once per
 inputs, shape and kernel (whenever they differ from the maps last written there).
 """
 from __future__ import annotations
@@ -25,17 +25,18 @@ TMA = registry.get("tf32_wgmma_tma")
 WS = registry.get("tf32_wgmma_ws")
 
 
-def fake_encode(addr, dim0, dim1, stride, box0, box1, elem="float32") -> bytes:
+def fake_encode(addr, dim0, dim1, stride, box0, box1, elem="float32", swizzle=128) -> bytes:
     """128 bytes that say what was asked for (the real one calls libcuda); the element
     type as its index in MAP_ELEMS."""
-    return struct.pack("<Q6q", addr, dim0, dim1, stride, box0, box1,
-                       MAP_ELEMS.index(elem)).ljust(128, b"\0")
+    return struct.pack("<Q7q", addr, dim0, dim1, stride, box0, box1,
+                       MAP_ELEMS.index(elem), swizzle).ljust(128, b"\0")
 
 
-def decode(blob: bytes) -> tuple:
-    """(address, dim0, dim1, stride, box0, box1, element type) of a fake_encode map."""
-    addr, d0, d1, stride, b0, b1, elem = struct.unpack("<Q6q", blob[:56])
-    return addr, d0, d1, stride, b0, b1, MAP_ELEMS[elem]
+def decode(blob: bytes, swizzle: bool = False) -> tuple:
+    """(address, dim0, dim1, stride, box0, box1, element type[, swizzle bytes]) of a
+    fake_encode map."""
+    addr, d0, d1, stride, b0, b1, elem, swz = struct.unpack("<Q7q", blob[:64])
+    return (addr, d0, d1, stride, b0, b1, MAP_ELEMS[elem]) + ((swz,) if swizzle else ())
 
 
 @pytest.fixture
@@ -66,12 +67,14 @@ def test_a_prepass_with_no_blocks_is_not_launched(backend, shape):
     assert args[0] is ws.a and args[1] is scratch and args[2] is ws.c
     assert [int(x) for x in args[3:]] == [m, n, k]
     assert grid == (min(-(-m // 256) * -(-n // 128), 132), 1, 1) and block == (384, 1, 1)
-    # the two maps, back to back at the start of the (256-byte) scratch
-    assert scratch.nbytes >= 256
+    # the three maps (A, B, C), back to back at the start of the (384-byte) scratch
+    assert scratch.nbytes >= 384
     (dst, blob), = backend.drv.copies
-    assert dst == int(scratch) and len(blob) == 256
-    assert decode(blob[:128]) == (int(ws.a), k, m, 4 * k, 32, 256, "tf32")
-    assert decode(blob[128:]) == (int(ws.b), n, k, 4 * n, 32, 32, "tf32")
+    assert dst == int(scratch) and len(blob) == 384
+    assert decode(blob[:128], swizzle=True) == (int(ws.a), k, m, 4 * k, 32, 256, "tf32", 128)
+    assert decode(blob[128:256], swizzle=True) == (int(ws.b), n, k, 4 * n, 32, 32, "tf32", 128)
+    # C for the epilogue's TMA stores: the output buffer itself, floats copied as they are
+    assert decode(blob[256:], swizzle=True) == (int(ws.c), n, m, 4 * n, 32, 64, "float32", 128)
 
 
 @pytest.mark.parametrize("shape", [(127, 253, 61), (129, 257, 64), (513, 260, 130)])
@@ -90,12 +93,16 @@ def test_a_padding_prepass_runs_first_and_the_maps_follow_its_copies(backend, sh
     assert log[1][3][1] is ws.scratch
     at = -(-(ap + bp) // 128) * 128
     (dst, blob), = backend.drv.copies
-    assert dst == int(ws.scratch) + at and ws.scratch.nbytes >= at + 256
+    assert dst == int(ws.scratch) + at and ws.scratch.nbytes >= at + 384
     base_a = int(ws.scratch) if k % 4 else int(ws.a)
     base_b = int(ws.scratch) + ap if n % 4 else int(ws.b)
     assert decode(blob[:128]) == (base_a, kp, m, 4 * kp, 32, 256, "tf32")
-    assert decode(blob[128:]) == (base_b, np_, k, 4 * np_, 32, 32, "tf32")
-    for _addr, _d0, _d1, stride, *_ in (decode(blob[:128]), decode(blob[128:])):
+    assert decode(blob[128:256]) == (base_b, np_, k, 4 * np_, 32, 32, "tf32")
+    # C's rows are 16-byte multiples only where N % 4 == 0; else the kernel stores from
+    # registers, and its third map is a one-row stand-in in the scratch
+    c_map = ((int(ws.c), n, m, 4 * n) if n % 4 == 0 else (int(ws.scratch), 4, 1, 16))
+    assert decode(blob[256:384]) == c_map + (32, 64, "float32")
+    for _addr, _d0, _d1, stride, *_ in (decode(blob[i:i + 128]) for i in (0, 128, 256)):
         assert stride % 16 == 0          # TMA: row strides in multiples of 16 bytes
 
 
@@ -108,16 +115,21 @@ def test_maps_are_written_once_per_inputs_and_shape(backend):
     ws.b = backend.drv.mem_alloc(4 * k * n)      # new B: its map must be encoded again
     backend._launch(kernel, ws, m, n, k)
     assert len(backend.drv.copies) == 2
-    assert decode(backend.drv.copies[1][1][128:])[0] == int(ws.b)
+    assert decode(backend.drv.copies[1][1][128:256])[0] == int(ws.b)
+    ws.c = backend.drv.mem_alloc(4 * m * n)      # new C (another output shape): C's map too
+    backend._launch(kernel, ws, m, n, k)
+    assert len(backend.drv.copies) == 3
+    assert decode(backend.drv.copies[2][1][256:384])[0] == int(ws.c)
 
 
 def test_another_kernel_with_the_same_parameters_gets_its_own_maps(backend):
-    """tf32_wgmma_tma and tf32_wgmma_rs share parameter names and values (stages=4,
+    """tf32_wgmma_tma and tf32_wgmma_rs once shared parameter names and values (stages=4,
     persist=1): after one, the other must not run with the first's maps still in the shared
-    scratch (it did once: an illegal instruction on the H100, in a sweep of both)."""
+    scratch (it did once: an illegal instruction on the H100, in a sweep of both). rs is
+    built here with tma's parameter values (it reads only persist), as it was then."""
     m, n, k = 512, 512, 512
     tma, ws, _log = setup(backend, TMA, m, n, k)
-    rs = CompiledKernel(RS, RS.default_params(), "float32", tma.handle, "")
+    rs = CompiledKernel(RS, dict(tma.params), "float32", tma.handle, "")
     assert tma.params == rs.params
     backend._launch(tma, ws, m, n, k)
     backend._launch(rs, ws, m, n, k)
@@ -126,7 +138,7 @@ def test_another_kernel_with_the_same_parameters_gets_its_own_maps(backend):
     dst, blob = backend.drv.copies[1]
     assert dst == int(ws.scratch)                       # rs: maps at the scratch's start
     assert decode(blob[:128]) == (int(ws.a), k, m, 4 * k, 32, 256, "tf32")
-    assert decode(blob[128:]) == (int(ws.b), n, k, 4 * n, 32, 32, "tf32")
+    assert decode(blob[128:256]) == (int(ws.b), n, k, 4 * n, 32, 32, "tf32")
     backend._launch(tma, ws, m, n, k)                   # and back
     assert len(backend.drv.copies) == 3
     assert decode(backend.drv.copies[2][1][128:])[4:] == (32, 256, "tf32")
@@ -179,6 +191,14 @@ def test_map_element_types_are_checked(tmp_path):
         parse_header(path)
 
 
+def test_a_map_from_c_without_an_output_buffer_is_refused(backend):
+    m, n, k = 256, 128, 64
+    kernel, ws, _log = setup(backend, RS, m, n, k)
+    ws.c = None
+    with pytest.raises(BackendError, match="starts from C"):
+        backend._launch(kernel, ws, m, n, k)
+
+
 def test_a_map_from_b_without_b_is_refused(backend):
     m, n, k = 256, 128, 64
     kernel, ws, _log = setup(backend, RS, m, n, k)
@@ -187,11 +207,44 @@ def test_a_map_from_b_without_b_is_refused(backend):
         backend._launch(kernel, ws, m, n, k)
 
 
-def test_map_bases_are_a_b_or_scratch(tmp_path):
+def test_map_bases_are_a_b_c_or_scratch(tmp_path):
     from engine.kernel_file import parse_header
-    src = RS.source_path("cuda").read_text().replace("'scratch' if N % 4 else 'b'", "'c'")
+    src = RS.source_path("cuda").read_text().replace("'scratch' if N % 4 else 'b'", "'d'")
     path = tmp_path / "rs_bad_base.cu"
     path.write_text(src.replace('name = "tf32_wgmma_rs"', 'name = "rs_bad_base"'))
     h = parse_header(path)
-    with pytest.raises(ExpressionError, match="'a', 'b' or 'scratch'"):
-        h.prepass.tensor_maps({"stages": 4, "persist": 1}, 256, 128, 64)
+    with pytest.raises(ExpressionError, match="'a', 'b', 'c' or 'scratch'"):
+        h.prepass.tensor_maps({"persist": 1}, 256, 128, 64)
+
+
+def _rs_with_a_map(tmp_path, name: str, old: str, new: str):
+    from engine.kernel_file import parse_header
+    src = RS.source_path("cuda").read_text()
+    assert src.count(old) == 1
+    path = tmp_path / f"{name}.cu"
+    path.write_text(src.replace(old, new).replace('name = "tf32_wgmma_rs"', f'name = "{name}"'))
+    return parse_header(path)
+
+
+@pytest.mark.parametrize("swizzle", [64, 32])
+def test_a_map_may_ask_for_a_narrower_swizzle(backend, tmp_path, swizzle):
+    """``swizzle`` (bytes of the span) reaches the encoder; the inner box must fit in it."""
+    h = _rs_with_a_map(tmp_path, f"rs_sw{swizzle}", 'box = [32, 32]\nelem = "tf32"',
+                       f'box = [{swizzle // 4}, 32]\nelem = "tf32"\nswizzle = {swizzle}')
+    _at, maps = h.prepass.tensor_maps({"persist": 1}, 256, 128, 64)
+    assert (maps[1].box0, maps[1].swizzle) == (swizzle // 4, swizzle)
+    assert maps[0].swizzle == maps[2].swizzle == 128          # the default
+    blob = fake_encode(*[getattr(maps[1], f) for f in ("offset", "dim0", "dim1", "stride", "box0",
+                                                        "box1", "elem", "swizzle")])
+    assert decode(blob, swizzle=True)[-1] == swizzle
+
+
+def test_map_swizzles_and_boxes_are_checked(tmp_path):
+    from engine.kernel_file import KernelFileError
+    with pytest.raises(KernelFileError, match="swizzle must be one of 128, 64, 32"):
+        _rs_with_a_map(tmp_path, "rs_sw48", 'box = [32, 32]\nelem = "tf32"',
+                       'box = [32, 32]\nelem = "tf32"\nswizzle = 48')
+    h = _rs_with_a_map(tmp_path, "rs_wide", 'box = [32, 32]\nelem = "tf32"',
+                       'box = [32, 32]\nelem = "tf32"\nswizzle = 64')
+    with pytest.raises(ExpressionError, match="wider than the map's 64-byte swizzle span"):
+        h.prepass.tensor_maps({"persist": 1}, 256, 128, 64)

@@ -83,11 +83,15 @@ def test_rounding_is_compiled_in_by_default(name, tmp_path):
 @pytest.mark.parametrize("shape", [(1000, 1500, 777), (2048, 2048, 2048), (1, 1, 1), (127, 253, 61)])
 @pytest.mark.parametrize("name", TMA_ROUNDED)
 def test_the_copy_engine_rounds_every_operand(name, shape):
-    """Every tensor map of the kernel, at every shape, asks TMA to round to TF32."""
+    """Every tensor map that loads an operand (A's and B's, the first two), at every shape,
+    asks TMA to round to TF32; a map the kernel stores C through (rs's third) copies floats
+    as they are: C must not be rounded."""
     v = registry.get(name)
     for params in v.combos():
         _at, maps = v.prepass.tensor_maps(params, *shape)
-        assert maps and all(elem == "tf32" for *_rest, elem in maps), maps
+        loads, stores = maps[:2], maps[2:]
+        assert len(loads) == 2 and all(t.elem == "tf32" for t in loads), maps
+        assert all(t.elem == "float32" for t in stores), maps
 
 
 @needs_nvcc

@@ -97,7 +97,9 @@ def nvcc_cubin(source: Path, options: list[str], arch: str,
 
 # --- TMA tensor maps (cuTensorMapEncodeTiled through ctypes) --------------------------------
 
-_TMAP_SWIZZLE_128B, _TMAP_L2_256B = 3, 3            # CUtensorMap* enums (cuda.h)
+_TMAP_L2_256B = 3                                     # CUtensorMap* enums (cuda.h)
+#: CUtensorMapSwizzle per swizzle span in bytes (engine.kernel_file.MAP_SWIZZLES)
+_TMAP_SWIZZLE = {32: 1, 64: 2, 128: 3}
 #: CUtensorMapDataType per element type of a map (engine.kernel_file.MAP_ELEMS): FLOAT32
 #: copies the bits; TFLOAT32 has the copy engine round each float to TF32 to nearest even
 #: (low 13 mantissa bits cleared; measured bit for bit on an H100 by tests/test_tma_tf32.py).
@@ -106,11 +108,12 @@ _libcuda = None
 
 
 def encode_tensor_map_2d(addr: int, dim0: int, dim1: int, stride_bytes: int, box0: int,
-                         box1: int, elem: str = "float32") -> bytes:
+                         box1: int, elem: str = "float32", swizzle: int = 128) -> bytes:
     """A 128-byte CUtensorMap of a row-major float32 matrix (dim1 rows of dim0 elements,
     rows ``stride_bytes`` apart) at device address ``addr``, box ``box0`` x ``box1``,
-    128-byte swizzle, zero fill out of bounds; encoded by libcuda's cuTensorMapEncodeTiled.
-    ``elem`` "tf32": the copies round to TF32 as they land (see ``_TMAP_DATA_TYPE``)."""
+    a ``swizzle``-byte shared-memory swizzle, zero fill out of bounds (loads; stores clip at
+    the edges); encoded by libcuda's cuTensorMapEncodeTiled. ``elem`` "tf32": the copies
+    round to TF32 as they land (see ``_TMAP_DATA_TYPE``)."""
     import ctypes  # noqa: PLC0415
 
     global _libcuda
@@ -125,11 +128,12 @@ def encode_tensor_map_2d(addr: int, dim0: int, dim1: int, stride_bytes: int, box
     res = _libcuda.cuTensorMapEncodeTiled(
         ctypes.c_void_p(addr_map), ctypes.c_int(_TMAP_DATA_TYPE[elem]), ctypes.c_uint32(2), ctypes.c_void_p(addr),
         u64x2(dim0, dim1), (ctypes.c_uint64 * 1)(stride_bytes), u32x2(box0, box1), u32x2(1, 1),
-        ctypes.c_int(0), ctypes.c_int(_TMAP_SWIZZLE_128B), ctypes.c_int(_TMAP_L2_256B),
+        ctypes.c_int(0), ctypes.c_int(_TMAP_SWIZZLE[swizzle]), ctypes.c_int(_TMAP_L2_256B),
         ctypes.c_int(0))
     if res != 0:
         raise BackendError(f"cuTensorMapEncodeTiled failed (CUresult {res}) for a {dim1} x {dim0} "
-                           f"float32 matrix, box {box1} x {box0}, element type {elem}")
+                           f"float32 matrix, box {box1} x {box0}, element type {elem}, "
+                           f"{swizzle}-byte swizzle")
     return ctypes.string_at(addr_map, 128)
 
 
@@ -564,24 +568,28 @@ class CudaBackend(Backend):
 
     def _write_tensor_maps(self, ws, scratch, spec) -> None:
         """``spec``: the pre-pass's tensor maps at this shape (:meth:`Prepass.tensor_maps`):
-        (byte offset in the scratch, [(base "a" | "b" | "scratch", byte offset, dim0, dim1, row
-        stride bytes, box0, box1, elem), ...]); each map is encoded (:func:`encode_tensor_map_2d`)
-        and the 128-byte maps are copied, back to back, to scratch + offset. Done only when
-        the buffers or the maps differ from the last ones written into this scratch (not on
-        every timed launch). The maps themselves are the key, not the kernel's parameters:
+        (byte offset in the scratch, [MapSpec(base "a" | "b" | "c" | "scratch", byte offset,
+        dim0, dim1, row stride bytes, box0, box1, elem, swizzle), ...]); each map is encoded
+        (:func:`encode_tensor_map_2d`) and the 128-byte maps are copied, back to back, to
+        scratch + offset. Done only when the buffers or the maps differ from the last ones
+        written into this scratch (not on every timed launch). The maps themselves are the key, not the kernel's parameters:
         two kernels with the same parameters (``stages=4, persist=1``) at the same shape
         have different maps, and the second once ran with the first's (an illegal
         instruction, or the wrong box, on the GPU)."""
         offset, maps = spec
-        bases = {"a": int(ws.a), "b": int(ws.b) if ws.b is not None else 0, "scratch": int(scratch)}
-        key = (bases["a"], bases["b"], bases["scratch"], offset, tuple(maps))
+        bases = {"a": int(ws.a), "b": int(ws.b) if ws.b is not None else 0,
+                 "c": int(ws.c) if ws.c is not None else 0, "scratch": int(scratch)}
+        key = (bases["a"], bases["b"], bases["c"], bases["scratch"], offset, tuple(maps))
         if getattr(ws, "tma_key", None) == key:
             return
-        if any(src == "b" for src, *_ in maps) and ws.b is None:
+        if any(t.base == "b" for t in maps) and ws.b is None:
             raise BackendError("a tensor map starts from B, but this run has no B (C = A·Aᵀ)")
+        if any(t.base == "c" for t in maps) and ws.c is None:
+            raise BackendError("a tensor map starts from C, but no output buffer is allocated yet")
         blob = b"".join(
-            encode_tensor_map_2d(bases[src] + off, d0, d1, stride, b0, b1, elem)
-            for src, off, d0, d1, stride, b0, b1, elem in maps)
+            encode_tensor_map_2d(bases[t.base] + t.offset, t.dim0, t.dim1, t.stride, t.box0,
+                                 t.box1, t.elem, t.swizzle)
+            for t in maps)
         self.drv.memcpy_htod(int(scratch) + offset, np.frombuffer(blob, dtype=np.uint8))
         ws.tma_key = key
 
