@@ -367,20 +367,6 @@ __device__ __forceinline__ unsigned long long make_desc(unsigned addr)
     return d;
 }
 
-/* make_desc for a K-major tile in the 64-byte swizzle (rows of 16 floats = 64 B, 8-row atoms
- * 512 B apart, TMA's CU_TENSOR_MAP_SWIZZLE_64B): stride byte offset 512 >> 4, swizzle mode 2
- * (64B) in bits 62-63; a k-step of 8 floats inside a row is +32 bytes of start address, as
- * in the 128-byte swizzle. */
-__device__ __forceinline__ unsigned long long make_desc_sw64(unsigned addr)
-{
-    unsigned long long d = 0;
-    d |= (unsigned long long)((addr & 0x3FFFF) >> 4);
-    d |= (unsigned long long)1 << 16;                  /* leading byte offset (unused here) */
-    d |= (unsigned long long)(512 >> 4) << 32;         /* stride byte offset */
-    d |= (unsigned long long)2 << 62;                  /* swizzle mode: 64B */
-    return d;
-}
-
 /* cp.async.bulk.tensor.2d shared -> global (a TMA store): the box of a 2-D tensor map at
  * coordinates (x0, y0) written from shared memory at src, in the map's swizzle; rows and
  * columns past the tensor's edges are not written. Completes in this thread's bulk
