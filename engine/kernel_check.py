@@ -591,6 +591,7 @@ def _check_cuda(variant: Variant, plan: list[ComboReport], report: CheckReport, 
         elif pstats is not None and rep.shape is not None:
             try:
                 (_g, (bx, by)) = pre.geometry(rep.params, *rep.shape)
+                pre.tensor_maps(rep.params, *rep.shape)   # bases, swizzle spans and boxes
             except ExpressionError as exc:
                 rep.problems.append(f"error: {exc}")
             else:

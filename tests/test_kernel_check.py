@@ -183,6 +183,20 @@ def test_a_register_heavy_rung_fits_its_block(tmp_path):
         assert c.shared_dynamic > 48 * 1024
 
 
+def test_a_tensor_map_wider_than_its_swizzle_is_an_error(tmp_path):
+    """The pre-pass's tensor maps are evaluated at the check's shape: a box whose inner
+    extent exceeds the map's swizzle span is reported before anything runs."""
+    require_nvcc()
+    path = make_copy("tf32_wgmma_rs", tmp_path / "my_rs.cu")
+    text = path.read_text()
+    old = 'box = [32, 32]\nelem = "tf32"'
+    assert text.count(old) == 1
+    path.write_text(text.replace(old, old + "\nswizzle = 64"))
+    rep = check_kernel(path, combos=[{"persist": 1}])
+    assert not rep.ok
+    assert any("wider than the map's 64-byte swizzle span" in p for p in rep.combos[0].problems)
+
+
 def test_a_cuda_error_in_unsaved_text_is_at_the_users_line(tmp_path):
     require_nvcc()
     path = make_copy("tiled_any", tmp_path / "my_tiled.cu")
