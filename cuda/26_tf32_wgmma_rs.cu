@@ -251,9 +251,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
     const int ktiles = (K + BK - 1) / BK;
     const int mt = (M + BM - 1) / BM, nt = (N + BN - 1) / BN;
     const int tiles = mt * nt;
-    const int Kp = (K + 3) & ~3, Np = (N + 3) & ~3;
-    const size_t pre = ((K & 3) ? (size_t)4 * M * Kp : 0) + ((N & 3) ? (size_t)4 * K * Np : 0);
-    const unsigned char* maps = reinterpret_cast<const unsigned char*>(S) + ((pre + 127) & ~(size_t)127);
+    const unsigned char* maps = maps_after_padding(S, M, N, K);     /* A's, B's, C's */
 
     if (tid == 0) {
 #pragma unroll

@@ -276,8 +276,9 @@ class Prepass:
         for t in self.maps:
             base = t.base(env)
             if base not in MAP_BASES:
-                raise ExpressionError(f"{t.base.where}: base must be 'a', 'b', 'c' or 'scratch', "
-                                      f"not {base!r}")
+                raise ExpressionError(f"{t.base.where}: base must be "
+                                      f"{', '.join(map(repr, MAP_BASES[:-1]))} or "
+                                      f"{MAP_BASES[-1]!r}, not {base!r}")
             box0 = t.box[0].integer(env)
             if box0 * 4 > t.swizzle:
                 raise ExpressionError(f"{t.box[0].where}: an inner box of {box0} floats is wider "

@@ -302,9 +302,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
         const int my_tiles = (int)blockIdx.x < tiles ? (tiles - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
         const int total = my_tiles * ktiles;
         if (tid == 0) {
-            const int Np = (N + 3) & ~3;
-            const size_t pre = ((K & 3) ? (size_t)4 * M * Kp : 0) + ((N & 3) ? (size_t)4 * K * Np : 0);
-            const unsigned char* maps = reinterpret_cast<const unsigned char*>(S) + ((pre + 127) & ~(size_t)127);
+            const unsigned char* maps = maps_after_padding(S, M, N, K);
             const void* tmA = maps;
             const void* tmB = maps + 128;
             tensormap_acquire(tmA);

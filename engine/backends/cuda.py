@@ -572,10 +572,10 @@ class CudaBackend(Backend):
         dim0, dim1, row stride bytes, box0, box1, elem, swizzle), ...]); each map is encoded
         (:func:`encode_tensor_map_2d`) and the 128-byte maps are copied, back to back, to
         scratch + offset. Done only when the buffers or the maps differ from the last ones
-        written into this scratch (not on every timed launch). The maps themselves are the key, not the kernel's parameters:
-        two kernels with the same parameters (``stages=4, persist=1``) at the same shape
-        have different maps, and the second once ran with the first's (an illegal
-        instruction, or the wrong box, on the GPU)."""
+        written into this scratch (not on every timed launch). The maps themselves are the
+        key, not the kernel's parameters: two kernels with the same parameters
+        (``stages=4, persist=1``) at the same shape have different maps, and the second
+        once ran with the first's (an illegal instruction, or the wrong box, on the GPU)."""
         offset, maps = spec
         bases = {"a": int(ws.a), "b": int(ws.b) if ws.b is not None else 0,
                  "c": int(ws.c) if ws.c is not None else 0, "scratch": int(scratch)}
