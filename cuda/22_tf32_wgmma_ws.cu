@@ -193,37 +193,12 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #if CL == 2
-__device__ __forceinline__ unsigned cluster_rank()
-{
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-
-/* a local shared::cta address -> the same offset in CTA `rank` of the cluster */
-__device__ __forceinline__ unsigned map_peer(unsigned addr, unsigned rank)
-{
-    unsigned r;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
-    return r;
-}
-
-__device__ __forceinline__ void mbar_arrive_remote(unsigned cluster_bar)
-{
-    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" :: "r"(cluster_bar) : "memory");
-}
-
 /* bulk copy local smem -> peer smem; completes as tx bytes on the peer's mbarrier */
 __device__ __forceinline__ void bulk_to_peer(unsigned dst_cluster, unsigned src, unsigned bytes,
                                              unsigned bar_cluster)
 {
     asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
                  :: "r"(dst_cluster), "r"(src), "r"(bytes), "r"(bar_cluster) : "memory");
-}
-
-__device__ __forceinline__ void cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 #endif
 

@@ -308,6 +308,43 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const void* tmap, int 
         :: "r"(dst), "l"(tmap), "r"(x0), "r"(y0), "r"(bar) : "memory");
 }
 
+/* --- thread-block clusters ------------------------------------------------------------------- */
+
+/* this CTA's rank in its cluster (%cluster_ctarank) */
+__device__ __forceinline__ unsigned cluster_rank()
+{
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return r;
+}
+
+/* a shared::cta address of this CTA -> the same offset in CTA `rank` of the cluster
+ * (a shared::cluster address, for remote arrives and copies) */
+__device__ __forceinline__ unsigned map_peer(unsigned addr, unsigned rank)
+{
+    unsigned r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(addr), "r"(rank));
+    return r;
+}
+
+/* one arrival on an mbarrier of another CTA of the cluster (address from map_peer), .release at
+ * cluster scope: this thread's earlier reads of its shared memory are ordered before what the
+ * waiting CTA does next (overwrite them). ptxas puts a MEMBAR.ALL.GPU before each such arrive
+ * (45 % of a 2-CTA build of tf32_wgmma_rs's time at 4096^3). A build with the instruction's
+ * default semantics (.release.cta, as CUTLASS's ClusterBarrier::arrive) ran at the speed of
+ * one CTA but failed verification once at 2049 x 2100 x 36, where this one had passed:
+ * benchmarks/NOTES.md "Issue 11, round 8". */
+__device__ __forceinline__ void mbar_arrive_remote(unsigned cluster_bar)
+{
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" :: "r"(cluster_bar) : "memory");
+}
+
+/* every thread of every CTA of the cluster meets here (all threads must call it, converged) */
+__device__ __forceinline__ void cluster_sync()
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
 /* Rasterised tile order of persistent grids: tile t of an mt x nt grid of bm x bn tiles ->
  * its origin (row0, col0). Tiles go in groups of gm tile rows, column by column inside a
  * group, so that the tiles in flight share a few row panels of A and column panels of B in
