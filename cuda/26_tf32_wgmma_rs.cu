@@ -1,7 +1,7 @@
 /*
 +++
 name = "tf32_wgmma_rs"
-title = "TF32 wgmma without transposing B (tf32_wgmma_tma minus its pre-pass): computes each tile as Cᵀ = Bᵀ·Aᵀ, so that A (row-major, K-major already) is wgmma's shared-memory operand and B, loaded by TMA as it lies (N-major, 4 boxes of 32 × 32 in the 128B swizzle), is the register operand, its fragments read with conflict-free LDS (permuted rows); both rounded to TF32 by the copy engine (TFLOAT32 tensor maps); 256×128 tiles, 2 consumer warpgroups × wgmma.m64n256k8 with A from registers, setmaxnreg, persistent rasterised grid; C leaves by TMA stores from a double-buffered staging area, so that writing one tile overlaps the next tile's main loop."
+title = "TF32 wgmma without transposing B (tf32_wgmma_tma minus its pre-pass): computes each tile as Cᵀ = Bᵀ·Aᵀ, so that A (row-major, K-major already) is wgmma's shared-memory operand and B, loaded by TMA as it lies (N-major, 4 boxes of 32 × 32 in the 128B swizzle), is the register operand, its fragments read with conflict-free LDS (permuted rows); both rounded to TF32 by the copy engine (TFLOAT32 tensor maps); 256×128 tiles, 2 consumer warpgroups × wgmma.m64n256k8 with A from registers, setmaxnreg, persistent rasterised grid; C leaves by TMA stores from a double-buffered staging area, so that writing one tile overlaps the next tile's main loop; streamk=1: a last partial wave's tiles are shared along K with the SMs that would idle (heads in lock step, tails on the spare SMs, partials summed in k order by the last to arrive)."
 source = "PTX ISA wgmma.mma_async with the A operand in registers and its .tf32 register fragment layout, setmaxnreg, cp.async.bulk.tensor (loads and shared-to-global stores), cp.async.bulk.wait_group.read; the operand swap Cᵀ = Bᵀ·Aᵀ of column-major BLAS; CUTLASS sm90 register-sourced (RS) GMMA mainloops and TMA-store epilogues; cuda/23_tf32_wgmma_tma.cu"
 role = "rung"
 order = 26
@@ -11,6 +11,7 @@ arch_suffix = "a"
 
 [params]
 persist = [1, 0]
+streamk = [0, 1]     # 1: the last partial wave's tiles shared along K with the idle SMs
 
 [derived]
 tiles = "cdiv(M, 256) * cdiv(N, 128)"     # 256 (M) × 128 (N) tiles of C
@@ -27,12 +28,21 @@ maps_at = "roundup(ap_bytes + bp_bytes, 128)"
 check = "persist == 0 or persist == 1"
 reason = "persist must be 0 or 1"
 
+[[constraints]]
+check = "streamk == 0 or persist == 1"
+reason = "stream-K shares the last wave's tiles between the CTAs of a persistent grid: it needs persist=1"
+
 [launch]
-grid = ["min(tiles, SMS) if persist else tiles", 1]   # persistent: one CTA per SM
+# persistent: one CTA per SM (with stream-K every SM, so that a last wave has idle SMs to share)
+grid = ["(SMS if streamk else min(tiles, SMS)) if persist else tiles", 1]
 block = [384, 1]
 # 3 stages of A (256 × 32) and B (32 × 128) + the C staging area (64 KB) + atom alignment +
 # mbarriers (full and empty per stage: 48 of the 256 bytes)
 shared = "3 * (256 + 128) * 32 * 4 + 65536 + 1024 + 256"
+# stream-K: an arrival counter per tile (256-byte aligned), then partial tiles (256 × 128
+# floats): one per head (rem < SMS of them) and one per piece of the tails (rem + SMS - rem
+# - 1 at most): fewer than 2 · SMS
+workspace = "roundup(4 * tiles, 256) + 2 * SMS * 256 * 128 * 4 if streamk else 0"
 
 [prepass]            # padded copies only where needed: no blocks (no launch) when K % 4 == N % 4 == 0
 entry = "prepass"
@@ -141,6 +151,15 @@ box = [32, 64]
  * 4-byte stores). Before exiting, each first thread waits for its stores to complete.
  * PERSIST = 1: grid of min(tiles, #SMs), tiles rasterised in groups of GM = 8 tile rows, the
  * stage ring running on across tiles (as 23).
+ * STREAMK = 1 (with PERSIST): grid of #SMs. When the tiles leave a last partial wave of rem
+ * tiles, CTA b < rem computes the head of the wave's tile b (k-tiles [0, qm), qm = rem *
+ * ktiles / #SMs) while the #SMs - rem others share the tails (see Walk); each writes its
+ * part to a workspace and counts itself in the tile's counter, and the last to arrive sums
+ * the parts in k order and stores the tile (sk_arrive, sk_store). Only where the heads have
+ * >= 8 k-tiles, a tile has at most ~10 parts and a spare SM at most ~4 (else whole tiles).
+ * H100, same runs (benchmarks/NOTES.md "Issue 11, round 8"): 3000^3 0.2416 -> 0.2095 ms
+ * (+15 %), 7000^3 +4 %, 8192^3, 6000^3 and 4100 x 4090 x 4095 within 1 %, 1500 x 4093 x 2001
+ * -4 %: a parameter for the autotuner, off by default.
  *
  * Measured (H100, 4096^3, stages 4, persist 1; benchmarks/NOTES.md "Issue 11, round 3"),
  * when the threads rounded (A in place by the producer warpgroup's warps 1-3, fragments by
@@ -167,12 +186,14 @@ box = [32, 64]
  * Compile-time constants (defaults let the file compile alone):
  *   ELEM, ACC  must be float                                      (default float)
  *   PERSIST    1: persistent grid with a tile loop, 0: one tile per CTA (default 1)
+ *   STREAMK    1: share a last partial wave along K (needs PERSIST 1; default 0)
  * Fixed: BM = 256, BN = 128, BK = 32, GM = 8, STAGES = 3. Dynamic shared memory: 3 * 48 KB
  * + 64 KB (C staging) + 1024 (atom alignment) + 256 (mbarriers) = 209.25 KB.
  *
  * Launch: prepass block (32, 8) over 32 x 32 tiles of Ap then Bp (none when not needed);
- * matmul block (384, 1), grid (PERSIST ? min(tiles, SMS) : tiles, 1), tiles = ceil(M/256) *
- * ceil(N/128); args (A, scratch, C, M, N, K).
+ * matmul block (384, 1), grid (PERSIST ? (STREAMK ? SMS : min(tiles, SMS)) : tiles, 1),
+ * tiles = ceil(M/256) * ceil(N/128); args (A, scratch, C, M, N, K, workspace) (the workspace:
+ * stream-K's counters and partial tiles; none without it).
  */
 #include "lab_ptx.cuh"
 
@@ -184,6 +205,9 @@ box = [32, 64]
 #endif
 #ifndef PERSIST
 #define PERSIST 1
+#endif
+#ifndef STREAMK
+#define STREAMK 0
 #endif
 #define BM 256
 #define BN 128
@@ -202,6 +226,11 @@ box = [32, 64]
 #if PERSIST != 0 && PERSIST != 1
 #error "PERSIST must be 0 or 1"
 #endif
+#if STREAMK != 0 && (STREAMK != 1 || PERSIST != 1)
+#error "STREAMK must be 0 or 1, and 1 only with PERSIST 1"
+#endif
+#define SK_MIN_KTILES 8                      /* stream-K only where a head has >= 8 k-tiles */
+#define PART_VECS (BM / 8)                   /* float4s per consumer thread in a partial tile */
 
 /* Ap (M x Kp) when K % 4, Bp (K x Np) when N % 4: zero-padded copies, 32 x 32 per block */
 extern "C" __global__ __launch_bounds__(256)
@@ -235,15 +264,151 @@ __device__ __forceinline__ void load_fragments(unsigned* f, unsigned sb, const u
 }
 #endif
 
+/* The work of one CTA, as items (tile, kb, ke): a tile (tile_origin's order) and the k-tiles
+ * [kb, ke) of it that this CTA computes. Tiles below dp come whole, CTA b taking b, b + G, ...
+ * (G = gridDim.x). With stream-K, the last partial wave's rem tiles (dp = tiles - rem) are
+ * shared with the G - rem CTAs that would idle: CTA b < rem computes the head of tile dp + b,
+ * its k-tiles [0, qm) with qm = rem ktiles / G, in lock step with the other heads (all CTAs
+ * read one slab of K at a time, as in the whole tiles before: L2 keeps it); the tails
+ * [qm, ktiles) of the rem tiles, tl = ktiles - qm k-tiles each, L = rem tl in all, are cut
+ * into S = G - rem contiguous ranges (tile-major), spare CTA j = b - rem taking
+ * [j L / S, (j + 1) L / S). A first version cut all of the last wave's k-tiles into G
+ * ranges, so that the CTAs read A and B at G different places along K: L2 lost the slab and
+ * 4096^3 ran 32 % slower (benchmarks/NOTES.md "Issue 11, round 8"). Producer and consumers
+ * walk the same items. Kept in shared memory: in registers through the main loop, the walk's
+ * state made the consumers spill. */
+struct Walk {
+    int dp, ndp;                                       /* tiles below dp: whole; this CTA's count */
+    int rem, qm, tl, L;                                /* stream-K; rem = 0: none */
+
+    __device__ __forceinline__ bool item(int n, int ktiles, int& tile, int& kb, int& ke) const
+    {
+        if (n < ndp) {
+            tile = blockIdx.x + n * gridDim.x; kb = 0; ke = ktiles;
+            return true;
+        }
+        n -= ndp;
+        const int b = blockIdx.x;
+        if (rem == 0 || (b < rem && n > 0))
+            return false;
+        if (b < rem) {                                 /* the head of tile dp + b */
+            tile = dp + b; kb = 0; ke = qm;
+            return true;
+        }
+        const int S = gridDim.x - rem, j = b - rem;
+        const int s = (int)((long long)j * L / S), e = (int)((long long)(j + 1) * L / S);
+        const int y = n == 0 ? s : (s / tl + n) * tl;
+        if (y >= e)
+            return false;
+        const int a = y / tl;
+        tile = dp + a;
+        kb = qm + (y - a * tl);
+        ke = qm + min(tl, e - a * tl);
+        return true;
+    }
+};
+
+#if STREAMK && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/* the spare CTA (0..S-1) whose range of the tails holds position y: the largest j with
+ * j L / S <= y */
+__device__ __forceinline__ int sk_spare_of(int y, int L, int S)
+{
+    return (int)(((long long)(y + 1) * S + L - 1) / L) - 1;
+}
+
+/* Stream-K: this CTA computed only part of stream-K tile a (acc). Write it to partial slot
+ * `slot` of the workspace (thread-major float4s: word e of consumer thread ct at e * 256 + ct)
+ * and count this CTA in the tile's arrival counter; the CTA that arrives last resets the
+ * counter for the next launch and returns true: it then stores the tile (sk_store). The 256
+ * consumer threads call it (named barrier 3); flag: a word of shared memory. Slots: a head's
+ * is a (its tile), a tail piece's rem + j + a (spare CTA j, tile a: the pieces of the tails in
+ * order, one more per tile or range boundary; at most rem + S of them). */
+__device__ __forceinline__ bool sk_arrive(const float (&acc)[BM / 2], unsigned char* workspace,
+                                          int tiles, int a, int slot, int contributors, int ct,
+                                          unsigned flag)
+{
+    unsigned* const counters = reinterpret_cast<unsigned*>(workspace);
+    float4* const mine = reinterpret_cast<float4*>(workspace + ((4 * tiles + 255) / 256) * 256)
+                         + (size_t)slot * PART_VECS * 256;
+#pragma unroll
+    for (int e = 0; e < PART_VECS; ++e)
+        __stcg(&mine[e * 256 + ct], make_float4(acc[4 * e], acc[4 * e + 1], acc[4 * e + 2], acc[4 * e + 3]));
+    __threadfence();                                    /* the partial before the count */
+    asm volatile("bar.sync 3, 256;\n" ::: "memory");
+    if (ct == 0) {
+        const unsigned before = atomicAdd(&counters[a], 1u);
+        const unsigned last = before == (unsigned)contributors - 1u;
+        if (last)
+            counters[a] = 0u;                           /* every contributor counted */
+        asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(flag), "r"(last) : "memory");
+    }
+    asm volatile("bar.sync 3, 256;\n" ::: "memory");
+    unsigned last;
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(last) : "r"(flag) : "memory");
+    if (last)
+        __threadfence();                                /* the others' partials before reading */
+    return last != 0u;
+}
+
+/* The last contributor of stream-K tile a stores it: for each float4 e of a consumer thread's
+ * accumulators, the head's partial plus the tail pieces' (spare CTAs j0..j1) in the order of
+ * their k-tiles (so the result does not depend on which CTA came last: bitwise the same every
+ * launch), written to C as the register epilogue writes acc (guarded 4-byte stores). Straight
+ * from the workspace, not through acc: 128 accumulators plus the sum's loads did not fit the
+ * consumers' registers (ptxas spilled); acc is dead here, so half of a partial (16 float4s)
+ * is loaded at once: one L2 round trip per contributor and half (a first version loaded one
+ * float4 per contributor and trip, ~300 dependent round trips: stream-K then saved nothing at
+ * 4100 x 4090 x 4095). */
+__device__ __forceinline__ void sk_store(const unsigned char* workspace, int tiles, int rem, int a,
+                                         int j0, int j1, int ct, float* C, int M, int N,
+                                         int row0, int col0, int t4, const int* ncol)
+{
+    constexpr int HALF = PART_VECS / 2;
+    const float4* const parts = reinterpret_cast<const float4*>(workspace + ((4 * tiles + 255) / 256) * 256);
+#pragma unroll 1
+    for (int h = 0; h < 2; ++h) {
+        float4 sum[HALF];
+        const float4* const head = parts + (size_t)a * PART_VECS * 256 + h * HALF * 256 + ct;
+#pragma unroll
+        for (int i = 0; i < HALF; ++i)
+            sum[i] = __ldcg(head + i * 256);
+#pragma unroll 1
+        for (int j = j0; j <= j1; ++j) {
+            const float4* const piece = parts + (size_t)(rem + j + a) * PART_VECS * 256 + h * HALF * 256 + ct;
+            float4 v[HALF];
+#pragma unroll
+            for (int i = 0; i < HALF; ++i)
+                v[i] = __ldcg(piece + i * 256);
+#pragma unroll
+            for (int i = 0; i < HALF; ++i) {
+                sum[i].x += v[i].x; sum[i].y += v[i].y; sum[i].z += v[i].z; sum[i].w += v[i].w;
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < HALF; ++i) {
+            const float vals[4] = {sum[i].x, sum[i].y, sum[i].z, sum[i].w};
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const int j = 4 * (h * HALF + i) + q;
+                const int row = row0 + (j >> 2) * 8 + 2 * t4 + (j & 1);
+                const int col = col0 + ncol[(j >> 1) & 1];
+                if (row < M && col < N)
+                    C[(size_t)row * N + col] = vals[q];
+            }
+        }
+    }
+}
+#endif
+
 extern "C" __global__ __launch_bounds__(NT, 1)
 void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __restrict__ C,
-            int M, int N, int K)
+            int M, int N, int K, unsigned char* __restrict__ workspace)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
     const unsigned stg = base + STAGES * STAGE_BYTES;   /* 1024-aligned: stages are 48 KB */
-    /* full[s] at +8s, empty[s] at +8(STAGES+s) */
+    /* full[s] at +8s, empty[s] at +8(STAGES+s); stream-K's flag at +64 */
     const unsigned bars = stg + STG_BYTES;
 
     const int tid = threadIdx.x;
@@ -252,6 +417,20 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
     const int mt = (M + BM - 1) / BM, nt = (N + BN - 1) / BN;
     const int tiles = mt * nt;
     const unsigned char* maps = maps_after_padding(S, M, N, K);     /* A's, B's, C's */
+    __shared__ Walk walk;
+    if (tid == 0) {
+        const int G = gridDim.x, rem = tiles % G, qm = (int)((long long)rem * ktiles / G);
+        /* stream-K where the heads are long enough to pay for the partials' traffic, a tile
+           has at most ~10 contributors (G <= 9 rem) and a spare CTA writes at most ~4
+           partials (4 rem <= 3 G); else whole tiles only */
+        const bool sk = STREAMK && rem > 0 && qm >= SK_MIN_KTILES && G <= 9 * rem && 4 * rem <= 3 * G;
+        walk.rem = sk ? rem : 0;
+        walk.dp = sk ? tiles - rem : tiles;
+        walk.ndp = walk.dp > (int)blockIdx.x ? (walk.dp - (int)blockIdx.x + G - 1) / G : 0;
+        walk.qm = qm;
+        walk.tl = ktiles - qm;
+        walk.L = rem * (ktiles - qm);
+    }
 
     if (tid == 0) {
 #pragma unroll
@@ -275,11 +454,11 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
             const void* tmB = maps + 128;
             tensormap_acquire(tmA);
             tensormap_acquire(tmB);
-            int it = 0;
-            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            int it = 0, t, kb, ke;
+            for (int n = 0; walk.item(n, ktiles, t, kb, ke); ++n) {
                 int row0, col0;
                 tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
-                for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                for (int kt = kb; kt < ke; ++kt, ++it) {
                     const int s = it % STAGES;
                     if (it >= STAGES)
                         mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
@@ -314,18 +493,18 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
         const bool staged = (N & 3) == 0;              /* TMA stores need 16-byte rows */
         if (staged && lead)
             tensormap_acquire(tmC);
-        int it = 0;
-        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int it = 0, t, kb, ke;
+        for (int n = 0; walk.item(n, ktiles, t, kb, ke); ++n) {
             int row0, col0;
             tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
 #pragma unroll
             for (int j = 0; j < BM / 2; ++j)
                 acc[j] = 0.f;
             /* two k-tiles per trip so that each fragment buffer is a fixed set of registers */
-            for (int kt = 0; kt < ktiles; kt += 2) {
+            for (int kt = kb; kt < ke; kt += 2) {
 #pragma unroll
                 for (int u = 0; u < 2; ++u) {
-                    if (kt + u < ktiles) {
+                    if (kt + u < ke) {
                         const int s = it % STAGES;
                         mbar_wait(bars + 8 * s, (it / STAGES) & 1);                 /* A, B landed */
                         const unsigned sa = base + s * STAGE_BYTES;
@@ -336,15 +515,26 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                             wgmma_n256_rs(acc, &fr[u][kk * 4], make_desc(sa + kk * 32));
                         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
                         asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-                        if (kt + u > 0)                 /* k-tile it-1 read: release its stage */
+                        if (kt + u > kb)                /* k-tile it-1 read: release its stage */
                             mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
                         ++it;
                     }
                 }
             }
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-            if (ktiles > 0)
+            if (ke > kb)
                 mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+#if STREAMK
+            if (kb > 0 || ke < ktiles) {                /* part of a tile: the last contributor stores it */
+                const int a = t - walk.dp, S = gridDim.x - walk.rem;
+                const int j0 = sk_spare_of(a * walk.tl, walk.L, S);
+                const int j1 = sk_spare_of((a + 1) * walk.tl - 1, walk.L, S);
+                const int slot = kb == 0 ? a : walk.rem + ((int)blockIdx.x - walk.rem) + a;
+                if (sk_arrive(acc, workspace, tiles, a, slot, 2 + j1 - j0, tid - 128, bars + 64))
+                    sk_store(workspace, tiles, walk.rem, a, j0, j1, tid - 128, C, M, N, row0, col0, t4, ncol);
+                continue;
+            }
+#endif
 
             /* d[j]: C^T row (fragment row) g + 8 ((j / 2) % 2) -> column ncol[h] of C;
                C^T column (j / 4) * 8 + 2 t + j % 2 -> row of C */

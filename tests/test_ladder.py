@@ -508,9 +508,12 @@ def test_wide_verifies_at_odd_shapes(dtype):
 
 RS = registry.get("tf32_wgmma_rs")
 #: odd shapes; K % 4 != 0 and N % 4 != 0 (4-byte copy paths) next to aligned ones; several
-#: k-tiles; (2049, 2100, 36): 153 tiles > 132, so the persistent grid loops over tiles
+#: k-tiles; (2049, 2100, 36): 153 tiles > 132, so the persistent grid loops over tiles;
+#: stream-K on 132 SMs: (3000, 3000, 2001) 288 tiles, the last 24 shared with 108 spare CTAs
+#: (tails of 52 k-tiles, ~6 contributors a tile), (1500, 4093, 2001) 192 tiles, the last
+#: 60 with 72 spares (N % 4 != 0, K % 4 != 0: the padded copies)
 RS_SHAPES = ODD_SHAPES + [(129, 257, 64), (256, 128, 36), (257, 513, 1000), (300, 200, 100),
-                          (2049, 2100, 36), (513, 260, 130)]
+                          (2049, 2100, 36), (513, 260, 130), (3000, 3000, 2001), (1500, 4093, 2001)]
 
 
 def test_wgmma_rs_registered():
@@ -526,18 +529,22 @@ def test_wgmma_rs_registered():
 
 
 def test_wgmma_rs_space_and_shapes():
-    combos = RS.combos()
-    assert 1 <= len(combos) <= 8
-    assert all(RS.check("cuda", c, 4096, 4096, 4096, "float32") is None for c in combos)
-    assert "persist" in RS.constraint({"persist": 2}, 64, 64, 64, "float32")
+    combos = [c for c in RS.combos() if RS.check("cuda", c, 4096, 4096, 4096, "float32") is None]
+    assert len(RS.combos()) == 4 and len(combos) == 3             # stream-K needs persist=1
+    assert "persist" in RS.constraint({"persist": 2, "streamk": 0}, 64, 64, 64, "float32")
+    assert "stream-K" in RS.constraint({"persist": 0, "streamk": 1}, 64, 64, 64, "float32")
+    assert RS.workspace_bytes({"persist": 1, "streamk": 0}, 4096, 4096, 4096) == 0
     for c in combos:
         assert shared_bytes(RS, c) <= 227 * 1024
         for m, n, k in RS_SHAPES + [(4096, 4096, 4096)]:
             assert RS.check("cuda", c, m, n, k, "float32") is None
             (gx, gy), (bx, by) = RS.geometry(c, m, n, k)
             tiles = -(-m // 256) * -(-n // 128)
-            assert bx * by == 384 and gy == 1 and 1 <= gx <= tiles
-            assert gx == (min(tiles, SMS) if c["persist"] else tiles)
+            assert bx * by == 384 and gy == 1
+            if c["streamk"]:
+                assert gx == SMS                      # every SM: a last wave's idle ones share it
+            else:
+                assert gx == (min(tiles, SMS) if c["persist"] else tiles)
 
 
 @pytest.mark.parametrize("shape", RS_SHAPES + [(4096, 4096, 4096)])
@@ -569,6 +576,88 @@ def test_wgmma_rs_prepass_only_pads_what_tma_cannot_read(shape):
         assert c_map.base == "scratch" and c_map.dim1 == 1
     assert (a_map.box0, a_map.box1, b_map.box0, b_map.box1) == (32, 256, 32, 32)
     assert a_map.elem == b_map.elem == "tf32"                                # TMA rounds both
+
+
+def _rs_walk(tiles, ktiles, grid):
+    """rs's stream-K choice and Walk, transcribed from the kernel: per CTA its items
+    (tile, kb, ke) in order; and (dp, rem, qm, tl, L)."""
+    rem = tiles % grid
+    qm = rem * ktiles // grid
+    sk = rem > 0 and qm >= 8 and grid <= 9 * rem and 4 * rem <= 3 * grid    # SK_MIN_KTILES 8
+    dp = tiles - rem if sk else tiles
+    rem = rem if sk else 0
+    tl, L = ktiles - qm, rem * (ktiles - qm)
+    walks = []
+    for b in range(grid):
+        ndp = (dp - b + grid - 1) // grid if dp > b else 0
+        items = [(b + n * grid, 0, ktiles) for n in range(ndp)]
+        if rem and b < rem:
+            items.append((dp + b, 0, qm))
+        elif rem:
+            S, j = grid - rem, b - rem
+            s_, e_ = j * L // S, (j + 1) * L // S
+            n = 0
+            while True:
+                y = s_ if n == 0 else (s_ // tl + n) * tl
+                if y >= e_:
+                    break
+                a = y // tl
+                items.append((dp + a, qm + y - a * tl, qm + min(tl, e_ - a * tl)))
+                n += 1
+        walks.append(items)
+    return walks, dp, rem, qm, tl, L
+
+
+@pytest.mark.parametrize("shape", [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 256),
+                                   (2048, 2048, 2048), (3000, 3000, 3000), (3000, 3000, 2001),
+                                   (1500, 4093, 2001), (2049, 2100, 36), (4100, 4090, 4095),
+                                   (12288, 1024, 4096), (300, 200, 1001), (9000, 9000, 777)])
+@pytest.mark.parametrize("sms", [132, 114, 78])
+def test_wgmma_rs_stream_k_covers_every_k_tile_once(shape, sms):
+    """Stream-K's walk, emulated from the kernel's expressions: every k-tile of every tile is
+    computed by exactly one CTA; the tiles shared are the last wave's, each by its head's CTA
+    and the spare CTAs that sk_spare_of finds, whose pieces' slots (rem + j + a) are distinct
+    and come in the order of their k-tiles, as sk_store reads them; and the workspace holds
+    every slot."""
+    text = RS.source_path("cuda").read_text()
+    for line in ("const bool sk = STREAMK && rem > 0 && qm >= SK_MIN_KTILES && G <= 9 * rem && 4 * rem <= 3 * G;",
+                 "const int y = n == 0 ? s : (s / tl + n) * tl;",
+                 "return (int)(((long long)(y + 1) * S + L - 1) / L) - 1;",
+                 "const int slot = kb == 0 ? a : walk.rem + ((int)blockIdx.x - walk.rem) + a;",
+                 "#define SK_MIN_KTILES 8"):
+        assert line in text, line
+    m, n, k = shape
+    c = {"persist": 1, "streamk": 1}
+    (grid, _), _ = RS.geometry(c, m, n, k, sms=sms)
+    assert grid == sms
+    tiles, ktiles = -(-m // 256) * -(-n // 128), -(-k // 32)
+    walks, dp, rem, qm, tl, L = _rs_walk(tiles, ktiles, grid)
+    done, slots, pieces = {}, set(), {}
+    for b, items in enumerate(walks):
+        for t, kb, ke in items:
+            assert 0 <= kb < ke <= ktiles and t < tiles
+            for kt in range(kb, ke):
+                assert (t, kt) not in done
+                done[(t, kt)] = b
+            if kb > 0 or ke < ktiles:
+                a = t - dp
+                assert 0 <= a < rem
+                slot = a if kb == 0 else rem + (b - rem) + a
+                assert slot not in slots and slot < 2 * sms
+                slots.add(slot)
+                pieces.setdefault(a, []).append((kb, slot))
+    assert len(done) == tiles * ktiles
+    S = grid - rem
+    for a, got in pieces.items():
+        j0 = ((a * tl + 1) * S + L - 1) // L - 1
+        j1 = (((a + 1) * tl) * S + L - 1) // L - 1
+        assert [slot for _kb, slot in sorted(got)] == [a] + [rem + j + a for j in range(j0, j1 + 1)]
+        assert len(got) == 2 + j1 - j0 <= 11
+    if shape in ((8192, 8192, 8192), (3000, 3000, 2001), (1500, 4093, 2001)) and sms == 132:
+        assert rem > 0                                  # the shapes meant to be shared are
+    if shape in ((4096, 4096, 4096), (8192, 8192, 256)) and sms == 132:
+        assert rem == 0                                 # ... and these are not (see the kernel)
+    assert RS.workspace_bytes(c, m, n, k, sms=sms) >= -(-4 * tiles // 256) * 256 + len(slots) * 256 * 128 * 4
 
 
 def test_wgmma_rs_fragment_rows_are_a_permutation_and_conflict_free():

@@ -100,6 +100,8 @@ def test_no_thread_rounds_what_the_copy_engine_rounds(name):
     """No cvt.rna in the PTX (rounding twice would only cost time), and no spills."""
     v = registry.get(name)
     for params in v.combos():
+        if v.check("cuda", params, 4096, 4096, 4096, "float32") is not None:
+            continue                                    # refused by a constraint: never built
         d = [f"-D{k}={val}" for k, val in v.defines(params, "float32").items()]
         _cubin, log = cuda_backend.nvcc_cubin(v.source_path("cuda"), d + ["-Xptxas", "-v"], "sm_90a")
         info = parse_ptxas(log)
