@@ -275,8 +275,8 @@ __device__ __forceinline__ void load_fragments(unsigned* f, unsigned sb, const u
  * [j L / S, (j + 1) L / S). A first version cut all of the last wave's k-tiles into G
  * ranges, so that the CTAs read A and B at G different places along K: L2 lost the slab and
  * 4096^3 ran 32 % slower (benchmarks/NOTES.md "Issue 11, round 8"). Producer and consumers
- * walk the same items. Kept in shared memory: in registers through the main loop, the walk's
- * state made the consumers spill. */
+ * walk the same items. Kept in shared memory and read once per item, so that it holds no
+ * registers through the main loop (the consumers have none to spare: see sk_store). */
 struct Walk {
     int dp, ndp;                                       /* tiles below dp: whole; this CTA's count */
     int rem, qm, tl, L;                                /* stream-K; rem = 0: none */
