@@ -155,7 +155,7 @@ box = [32, 64]
  * tiles, CTA b < rem computes the head of the wave's tile b (k-tiles [0, qm), qm = rem *
  * ktiles / #SMs) while the #SMs - rem others share the tails (see Walk); each writes its
  * part to a workspace and counts itself in the tile's counter, and the last to arrive sums
- * the parts in k order and stores the tile (sk_arrive, sk_store). Only where the heads have
+ * the parts in k order and stores the tile (partial_arrive in lab_ptx.cuh, sk_store). Only where the heads have
  * >= 8 k-tiles, a tile has at most ~10 parts and a spare SM at most ~4 (else whole tiles).
  * H100, same runs (benchmarks/NOTES.md "Issue 11, round 8"): 3000^3 0.2416 -> 0.2095 ms
  * (+15 %), 7000^3 +4 %, 8192^3, 6000^3 and 4100 x 4090 x 4095 within 1 %, 1500 x 4093 x 2001
@@ -308,6 +308,18 @@ struct Walk {
     }
 };
 
+/* Accumulator j of consumer lane (g, t4), value v, written to C where it lies inside: it is
+ * C^T row g + 8 ((j / 2) % 2), i.e. column col0 + ncol[(j >> 1) & 1] of C (see the header),
+ * and C^T column (j / 4) * 8 + 2 t4 + j % 2, i.e. a row of C from row0. */
+__device__ __forceinline__ void store_acc_element(float* C, int M, int N, int row0, int col0, int t4,
+                                                  const int* ncol, int j, float v)
+{
+    const int row = row0 + (j >> 2) * 8 + 2 * t4 + (j & 1);
+    const int col = col0 + ncol[(j >> 1) & 1];
+    if (row < M && col < N)
+        C[(size_t)row * N + col] = v;
+}
+
 #if STREAMK && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 /* the spare CTA (0..S-1) whose range of the tails holds position y: the largest j with
  * j L / S <= y */
@@ -316,39 +328,10 @@ __device__ __forceinline__ int sk_spare_of(int y, int L, int S)
     return (int)(((long long)(y + 1) * S + L - 1) / L) - 1;
 }
 
-/* Stream-K: this CTA computed only part of stream-K tile a (acc). Write it to partial slot
- * `slot` of the workspace (thread-major float4s: word e of consumer thread ct at e * 256 + ct)
- * and count this CTA in the tile's arrival counter; the CTA that arrives last resets the
- * counter for the next launch and returns true: it then stores the tile (sk_store). The 256
- * consumer threads call it (named barrier 3); flag: a word of shared memory. Slots: a head's
- * is a (its tile), a tail piece's rem + j + a (spare CTA j, tile a: the pieces of the tails in
- * order, one more per tile or range boundary; at most rem + S of them). */
-__device__ __forceinline__ bool sk_arrive(const float (&acc)[BM / 2], unsigned char* workspace,
-                                          int tiles, int a, int slot, int contributors, int ct,
-                                          unsigned flag)
-{
-    unsigned* const counters = reinterpret_cast<unsigned*>(workspace);
-    float4* const mine = reinterpret_cast<float4*>(workspace + ((4 * tiles + 255) / 256) * 256)
-                         + (size_t)slot * PART_VECS * 256;
-#pragma unroll
-    for (int e = 0; e < PART_VECS; ++e)
-        __stcg(&mine[e * 256 + ct], make_float4(acc[4 * e], acc[4 * e + 1], acc[4 * e + 2], acc[4 * e + 3]));
-    __threadfence();                                    /* the partial before the count */
-    asm volatile("bar.sync 3, 256;\n" ::: "memory");
-    if (ct == 0) {
-        const unsigned before = atomicAdd(&counters[a], 1u);
-        const unsigned last = before == (unsigned)contributors - 1u;
-        if (last)
-            counters[a] = 0u;                           /* every contributor counted */
-        asm volatile("st.shared.u32 [%0], %1;\n" :: "r"(flag), "r"(last) : "memory");
-    }
-    asm volatile("bar.sync 3, 256;\n" ::: "memory");
-    unsigned last;
-    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(last) : "r"(flag) : "memory");
-    if (last)
-        __threadfence();                                /* the others' partials before reading */
-    return last != 0u;
-}
+/* Stream-K's partial slots: a head's is a (its tile), a tail piece's rem + j + a (spare CTA j,
+ * tile a: the pieces of the tails in order, one more per tile or range boundary; at most
+ * rem + S of them), in partial_arrive's thread-major layout (word e of consumer thread ct at
+ * e * 256 + ct) after the per-tile counters. */
 
 /* The last contributor of stream-K tile a stores it: for each float4 e of a consumer thread's
  * accumulators, the head's partial plus the tail pieces' (spare CTAs j0..j1) in the order of
@@ -359,12 +342,12 @@ __device__ __forceinline__ bool sk_arrive(const float (&acc)[BM / 2], unsigned c
  * is loaded at once: one L2 round trip per contributor and half (a first version loaded one
  * float4 per contributor and trip, ~300 dependent round trips: stream-K then saved nothing at
  * 4100 x 4090 x 4095). */
-__device__ __forceinline__ void sk_store(const unsigned char* workspace, int tiles, int rem, int a,
+__device__ __forceinline__ void sk_store(unsigned char* workspace, int tiles, int rem, int a,
                                          int j0, int j1, int ct, float* C, int M, int N,
                                          int row0, int col0, int t4, const int* ncol)
 {
     constexpr int HALF = PART_VECS / 2;
-    const float4* const parts = reinterpret_cast<const float4*>(workspace + ((4 * tiles + 255) / 256) * 256);
+    const float4* const parts = reinterpret_cast<const float4*>(partials_after_counters(workspace, tiles));
 #pragma unroll 1
     for (int h = 0; h < 2; ++h) {
         float4 sum[HALF];
@@ -388,13 +371,8 @@ __device__ __forceinline__ void sk_store(const unsigned char* workspace, int til
         for (int i = 0; i < HALF; ++i) {
             const float vals[4] = {sum[i].x, sum[i].y, sum[i].z, sum[i].w};
 #pragma unroll
-            for (int q = 0; q < 4; ++q) {
-                const int j = 4 * (h * HALF + i) + q;
-                const int row = row0 + (j >> 2) * 8 + 2 * t4 + (j & 1);
-                const int col = col0 + ncol[(j >> 1) & 1];
-                if (row < M && col < N)
-                    C[(size_t)row * N + col] = vals[q];
-            }
+            for (int q = 0; q < 4; ++q)
+                store_acc_element(C, M, N, row0, col0, t4, ncol, 4 * (h * HALF + i) + q, vals[q]);
         }
     }
 }
@@ -408,7 +386,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
     const unsigned stg = base + STAGES * STAGE_BYTES;   /* 1024-aligned: stages are 48 KB */
-    /* full[s] at +8s, empty[s] at +8(STAGES+s); stream-K's flag at +64 */
+    /* full[s] at +8s, empty[s] at +8(STAGES+s) */
     const unsigned bars = stg + STG_BYTES;
 
     const int tid = threadIdx.x;
@@ -530,7 +508,11 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                 const int j0 = sk_spare_of(a * walk.tl, walk.L, S);
                 const int j1 = sk_spare_of((a + 1) * walk.tl - 1, walk.L, S);
                 const int slot = kb == 0 ? a : walk.rem + ((int)blockIdx.x - walk.rem) + a;
-                if (sk_arrive(acc, workspace, tiles, a, slot, 2 + j1 - j0, tid - 128, bars + 64))
+                /* the 256 consumer threads meet at named barrier 3 */
+                float4* const mine = reinterpret_cast<float4*>(partials_after_counters(workspace, tiles))
+                                     + (size_t)slot * PART_VECS * 256;
+                if (partial_arrive<BM / 2, 256, 3>(acc, mine, reinterpret_cast<unsigned*>(workspace) + a,
+                                                   2u + j1 - j0, tid - 128))
                     sk_store(workspace, tiles, walk.rem, a, j0, j1, tid - 128, C, M, N, row0, col0, t4, ncol);
                 continue;
             }
@@ -566,12 +548,8 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                 }
             } else {
 #pragma unroll
-                for (int j = 0; j < BM / 2; ++j) {
-                    const int row = row0 + (j >> 2) * 8 + 2 * t4 + (j & 1);
-                    const int col = col0 + ncol[(j >> 1) & 1];
-                    if (row < M && col < N)
-                        C[(size_t)row * N + col] = acc[j];
-                }
+                for (int j = 0; j < BM / 2; ++j)
+                    store_acc_element(C, M, N, row0, col0, t4, ncol, j, acc[j]);
             }
         }
         if (staged && lead)

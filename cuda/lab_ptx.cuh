@@ -99,25 +99,27 @@ template <> struct vec4_of<float> { typedef float4 type; };
 template <> struct vec4_of<int> { typedef int4 type; };
 template <> struct vec4_of<unsigned> { typedef uint4 type; };   /* int32 runs: wrap-around sums */
 
-/* Slice z's partial tile of a parallel split-K, acc[COUNT] per thread (COUNT * NT_ = the tile's
- * elements, COUNT % 4 == 0), written to the workspace thread-major (16-byte word e of thread
- * tid at e * NT_ + tid: coalesced, and read back by the same thread index whatever the
- * fragment layout); then the CTA counts itself in the tile's arrival counter (threadfence
- * first). Returns the tile's partials (slice zz's at + zz * COUNT / 4 * NT_) in the CTA that
- * arrived last, which has reset the counter to 0 for the next launch and may read every
- * slice's partial; nullptr in the others. Every thread of the CTA calls it (__syncthreads). */
-template <int COUNT, int NT_, typename T>
-__device__ __forceinline__ const typename vec4_of<T>::type* splitk_arrive(
-    const T (&acc)[COUNT], unsigned char* workspace, int tiles, int tile, int slices, int z, int tid)
+/* The partial tiles of a workspace laid out as above: after the `tiles` arrival counters. */
+__device__ __forceinline__ unsigned char* partials_after_counters(unsigned char* workspace, int tiles)
 {
-    static_assert(COUNT % 4 == 0, "splitk_arrive: COUNT must be a multiple of 4");
+    return workspace + ((4 * tiles + 255) / 256) * 256;
+}
+
+/* One CTA's partial tile, acc[COUNT] per thread (NT_ threads take part, this one `tid`; COUNT *
+ * NT_ = the tile's elements, COUNT % 4 == 0), written to `mine` thread-major (16-byte word e
+ * of thread tid at e * NT_ + tid: coalesced, and read back by the same thread index whatever
+ * the fragment layout); then the CTA counts itself in *counter (threadfence first). Returns
+ * true in the CTA whose arrival is the `arrivals`-th, which has reset the counter to 0 for
+ * the next launch and may then read every partial of the tile. All NT_ threads call it and
+ * meet twice: at __syncthreads (BAR 0, the whole CTA) or at named barrier BAR (only the NT_
+ * threads that hold the tile, e.g. a warp-specialised kernel's consumers). */
+template <int COUNT, int NT_, int BAR, typename T>
+__device__ __forceinline__ bool partial_arrive(const T (&acc)[COUNT], typename vec4_of<T>::type* mine,
+                                               unsigned* counter, unsigned arrivals, int tid)
+{
+    static_assert(COUNT % 4 == 0, "partial_arrive: COUNT must be a multiple of 4");
     typedef typename vec4_of<T>::type V;
-    constexpr size_t TILE4 = (size_t)(COUNT / 4) * NT_;        /* 16-byte words per partial tile */
     __shared__ bool last_arrival;
-    unsigned* const arrivals = reinterpret_cast<unsigned*>(workspace);
-    V* const partials = reinterpret_cast<V*>(workspace + ((4 * tiles + 255) / 256) * 256)
-                        + (size_t)tile * slices * TILE4;
-    V* const mine = partials + (size_t)z * TILE4;
 #pragma unroll
     for (int e = 0; e < COUNT / 4; ++e) {
         V x;
@@ -125,17 +127,35 @@ __device__ __forceinline__ const typename vec4_of<T>::type* splitk_arrive(
         __stcg(&mine[e * NT_ + tid], x);
     }
     __threadfence();                                  /* the partial is visible before the count */
-    __syncthreads();
+    if (BAR == 0) __syncthreads(); else asm volatile("bar.sync %0, %1;\n" :: "n"(BAR), "n"(NT_) : "memory");
     if (tid == 0) {
-        const unsigned before = atomicAdd(&arrivals[tile], 1u);
-        last_arrival = before == (unsigned)slices - 1u;
+        const unsigned before = atomicAdd(counter, 1u);
+        last_arrival = before == arrivals - 1u;
         if (last_arrival)
-            arrivals[tile] = 0u;                      /* all slices counted: ready for the next launch */
+            *counter = 0u;                            /* all counted: ready for the next launch */
     }
-    __syncthreads();
+    if (BAR == 0) __syncthreads(); else asm volatile("bar.sync %0, %1;\n" :: "n"(BAR), "n"(NT_) : "memory");
     if (!last_arrival)
-        return nullptr;
+        return false;
     __threadfence();                                  /* the others' partials before reading them */
+    return true;
+}
+
+/* Slice z's partial tile of a parallel split-K (partial_arrive: every thread of the CTA, slice
+ * zz's partial of the tile at + zz * COUNT / 4 * NT_). Returns the tile's partials in the CTA
+ * that arrived last; nullptr in the others. */
+template <int COUNT, int NT_, typename T>
+__device__ __forceinline__ const typename vec4_of<T>::type* splitk_arrive(
+    const T (&acc)[COUNT], unsigned char* workspace, int tiles, int tile, int slices, int z, int tid)
+{
+    typedef typename vec4_of<T>::type V;
+    constexpr size_t TILE4 = (size_t)(COUNT / 4) * NT_;        /* 16-byte words per partial tile */
+    V* const partials = reinterpret_cast<V*>(partials_after_counters(workspace, tiles))
+                        + (size_t)tile * slices * TILE4;
+    unsigned* const arrivals = reinterpret_cast<unsigned*>(workspace);
+    if (!partial_arrive<COUNT, NT_, 0>(acc, partials + (size_t)z * TILE4, &arrivals[tile],
+                                       (unsigned)slices, tid))
+        return nullptr;
     return partials;
 }
 
