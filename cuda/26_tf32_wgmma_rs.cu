@@ -1,7 +1,7 @@
 /*
 +++
 name = "tf32_wgmma_rs"
-title = "TF32 wgmma without transposing B (tf32_wgmma_tma minus its pre-pass): computes each tile as Cᵀ = Bᵀ·Aᵀ, so that A (row-major, K-major already) is wgmma's shared-memory operand and B, loaded by TMA as it lies (N-major, 4 boxes of 32 × 32 in the 128B swizzle), is the register operand, its fragments read with conflict-free LDS (permuted rows); both rounded to TF32 by the copy engine (TFLOAT32 tensor maps); 256×128 tiles, 2 consumer warpgroups × wgmma.m64n256k8 with A from registers, setmaxnreg, persistent rasterised grid; C leaves by TMA stores from a double-buffered staging area, so that writing one tile overlaps the next tile's main loop; streamk=1: a last partial wave's tiles are shared along K with the SMs that would idle (heads in lock step, tails on the spare SMs, partials summed in k order by the last to arrive)."
+title = "TF32 wgmma without transposing B (tf32_wgmma_tma minus its pre-pass): computes each tile as Cᵀ = Bᵀ·Aᵀ, so that A (row-major, K-major already) is wgmma's shared-memory operand and B, loaded by TMA as it lies (N-major, 4 boxes of 32 × 32 in the 128B swizzle), is the register operand, its fragments read with conflict-free LDS.64 (permuted rows, a0/a1 and a2/a3 as word pairs); both rounded to TF32 by the copy engine (TFLOAT32 tensor maps); 256×128 tiles, 2 consumer warpgroups × wgmma.m64n256k8 with A from registers, setmaxnreg, persistent rasterised grid; C leaves by TMA stores from a double-buffered staging area, so that writing one tile overlaps the next tile's main loop; streamk=1: a last partial wave's tiles are shared along K with the SMs that would idle (heads in lock step, tails on the spare SMs, partials summed in k order by the last to arrive)."
 source = "PTX ISA wgmma.mma_async with the A operand in registers and its .tf32 register fragment layout, setmaxnreg, cp.async.bulk.tensor (loads and shared-to-global stores), cp.async.bulk.wait_group.read; the operand swap Cᵀ = Bᵀ·Aᵀ of column-major BLAS; CUTLASS sm90 register-sourced (RS) GMMA mainloops and TMA-store epilogues; cuda/23_tf32_wgmma_tma.cu"
 role = "rung"
 order = 26
@@ -104,21 +104,25 @@ box = [32, 64]
  *    to even) as it writes the stage: no thread rounds anything (as 23).
  *  - warpgroup 0, warps 1-3: idle.
  *  - warpgroups 1-2 (consumers cw = 0, 1): wait full[s]; per k-step kk (4 per stage) load 4
- *    fragment registers of B^T (rows = columns n of C, columns = k), then wgmma.m64n256k8
+ *    fragment registers (2 LDS.64) of B^T (rows = columns n of C, columns = k), then wgmma.m64n256k8
  *    (A from registers, B = the A region through a K-major descriptor); one group of 4 in
  *    flight while the next stage's fragments load; arrive on empty[s] when done. After the
  *    last k-tile of a tile, the epilogue (below).
  *
- * Fragment rows and bank conflicts. Fragment register a0 of lane (g, t) (g = lane / 4,
- * t = lane % 4) is row g, column k = t of the warp's 16 x 8 slice; in the swizzled B box a
- * (k, n) element sits in bank ((n / 4) ^ (k % 8)) * 4 + n % 4. Mapping the 8 rows g of a
- * warp to 8 consecutive columns n would put two rows in one bank pair (2-way conflicts), so
- * rows map to columns through a permutation (any permutation of C^T's rows is a permutation
- * of C's columns, undone by the epilogue): fragment row r = 16 w + g + 8 h of consumer cw is
- * column
- *     n = 32 (2 cw + w / 2) + 8 (w % 2) + 16 (g / 4) + 4 h + g % 4
- * of the tile: box 2 cw + w / 2, chunk 2 (w % 2) + 4 (g / 4) + h. For each register the
- * 32 lanes then cover chunks {c, c + 4} ^ {0..3} (or ^ {4..7}) x 4 words: 32 distinct banks.
+ * Fragment rows and bank conflicts. Fragment registers a0 and a1 of lane (g, t) (g = lane /
+ * 4, t = lane % 4) are rows g and g + 8, column k = t of the warp's 16 x 8 slice (a2 and a3
+ * the same rows at column t + 4); in the swizzled B box a (k, n) element sits in bank
+ * ((n / 4) ^ (k % 8)) * 4 + n % 4. Rows map to columns through a permutation (any
+ * permutation of C^T's rows is a permutation of C's columns, undone by the epilogue) chosen
+ * so that rows g and g + 8 are the two words of one 8-byte pair, read by one LDS.64:
+ * fragment row r = 16 w + g + 8 h of consumer cw is column
+ *     n = 32 (2 cw + w / 2) + 4 c + 2 (g % 2) + h,   c = (2 (w % 2) + g / 4) ^ (5 ((g / 2) % 2))
+ * of the tile: box 2 cw + w / 2, chunk c (warp w % 2 = 0 takes chunks 0, 5, 1, 4 for g / 2 =
+ * 0..3, w % 2 = 1 chunks 2, 7, 3, 6). A half-warp (g / 4 fixed) holds chunks c and c ^ 5,
+ * which differ in bit 2, so its 4 k rows (chunk ^ k % 8, k % 8 = t or t + 4) reach all 8
+ * chunks x 2 pairs: 16 distinct bank pairs, the minimum 2 wavefronts per LDS.64 (8 loads
+ * per stage and thread where 4-byte loads took 16). The chunks also differ in bit 0, which
+ * the epilogue's stores need (below). Emulated in tests/test_ladder.py.
  *
  * Registers: 128 accumulators + 2 x 16 fragment registers (the stage being multiplied and
  * the next) exceed the 168 a 384-thread block gets, so the producer warpgroup gives
@@ -139,10 +143,11 @@ box = [32, 64]
  * stored nothing ran 7.5 % faster at 4096^3, 37 % at 8192 x 8192 x 256). So C leaves by
  * TMA stores that run on while the next tile's main loop starts: each consumer writes a
  * quarter of its 256 x 64 part (64 rows) into a staging buffer in shared memory, in the
- * 128B swizzle of C's tensor map (box 32 columns x 64 rows; the lane's columns are the same
- * chunks as its B fragments, rows 2 t + j % 2 apart: 2-way bank conflicts at most), fences
- * the writes to the async proxy (fence.proxy.async), meets its 127 peers at a named barrier,
- * and its first thread issues two TMA stores (the consumer's 64 columns) and commits them
+ * 128B swizzle of C's tensor map (box 32 columns x 64 rows; the lane's two columns are the
+ * word pair of its B fragments, so accumulators j and j + 2 leave by one STS.64; a half-warp's
+ * 4 rows 2 t + j % 2 swizzle chunks c and c ^ 5 onto all 8 chunks: 2 wavefronts, no
+ * conflicts), fences the writes to the async proxy (fence.proxy.async), meets its 127 peers
+ * at a named barrier, and its first thread issues two TMA stores (the consumer's 64 columns) and commits them
  * as a bulk group. Two buffers per consumer: before writing quarter q into buffer q % 2 that
  * thread waits until all but its latest bulk group have read shared memory
  * (cp.async.bulk.wait_group.read 1), so quarter q's stores overlap quarter q+1's writes, and
@@ -242,24 +247,21 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 /* the 16 fragment registers (4 k-steps x a0..a3) of one stage: B^T rows of this lane (as TMA
-   left them: rounded to TF32). sb: the stage's base (the B boxes follow A's region); for rows h = 0, 1
-   the lane's column as box[h] (byte offset of its box), chunk[h] (its 16-byte chunk before
-   the swizzle) and word (byte offset in the chunk); t: lane % 4 */
-__device__ __forceinline__ void load_fragments(unsigned* f, unsigned sb, const unsigned* box,
-                                               const unsigned* chunk, unsigned word, int t)
+   left them: rounded to TF32), 8 LDS.64. sb: the stage's base (the B boxes follow A's
+   region); box: byte offset of the lane's box, chunk: its 16-byte chunk before the swizzle,
+   pair: byte offset of its word pair in the chunk (rows g and g + 8 are the pair's two
+   words: a0 and a1, or a2 and a3, in one load); t: lane % 4 */
+__device__ __forceinline__ void load_fragments(unsigned* f, unsigned sb, unsigned box,
+                                               unsigned chunk, unsigned pair, int t)
 {
 #pragma unroll
     for (int kk = 0; kk < BK / 8; ++kk)
 #pragma unroll
         for (int q = 0; q < 2; ++q) {           /* column t (q = 0) or t + 4 (q = 1) */
             const unsigned k = kk * 8 + t + 4 * q;
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {       /* row g (h = 0) or g + 8 (h = 1) */
-                const unsigned addr = sb + box[h] + k * 128u + (((chunk[h] ^ (k & 7u)) << 4) | word);
-                float x;
-                asm volatile("ld.shared.f32 %0, [%1];\n" : "=f"(x) : "r"(addr) : "memory");
-                f[kk * 4 + 2 * q + h] = __float_as_uint(x);
-            }
+            const unsigned addr = sb + box + k * 128u + (((chunk ^ (k & 7u)) << 4) | pair);
+            asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n"
+                         : "=r"(f[kk * 4 + 2 * q]), "=r"(f[kk * 4 + 2 * q + 1]) : "r"(addr) : "memory");
         }
 }
 #endif
@@ -455,15 +457,13 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
         const int warp = (tid >> 5) & 3, lane = tid & 31;
         const int g = lane >> 2, t4 = lane & 3;
         /* this lane's fragment rows g + 8h as columns of the tile (see the header) */
-        unsigned box[2], chunk[2];
+        const unsigned box = A_BYTES + (2 * cw + warp / 2) * BBOX_BYTES;
+        const unsigned chunk = (2 * (warp % 2) + g / 4) ^ (5 * ((g >> 1) & 1));
+        const unsigned pair = 8 * (g % 2);
         int ncol[2];
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            box[h] = A_BYTES + (2 * cw + warp / 2) * BBOX_BYTES;
-            chunk[h] = 2 * (warp % 2) + 4 * (g / 4) + h;
-            ncol[h] = 32 * (2 * cw + warp / 2) + 8 * (warp % 2) + 16 * (g / 4) + 4 * h + g % 4;
-        }
-        const unsigned word = (g % 4) * 4;
+        for (int h = 0; h < 2; ++h)
+            ncol[h] = 32 * (2 * cw + warp / 2) + 4 * chunk + 2 * (g % 2) + h;
         float acc[BM / 2];
         unsigned fr[2][4 * (BK / 8)];
         const bool lead = (tid & 127) == 0;
@@ -486,7 +486,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                         const int s = it % STAGES;
                         mbar_wait(bars + 8 * s, (it / STAGES) & 1);                 /* A, B landed */
                         const unsigned sa = base + s * STAGE_BYTES;
-                        load_fragments(fr[u], sa, box, chunk, word, t4);
+                        load_fragments(fr[u], sa, box, chunk, pair, t4);
                         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
                         for (int kk = 0; kk < BK / 8; ++kk)
@@ -524,7 +524,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                 /* four quarters of 64 rows, double-buffered: quarter q in buffer q % 2 (per
                    consumer, 2 boxes of 64 rows x 32 columns); a buffer is free once all but
                    the latest of this warpgroup's store groups have read theirs */
-                const unsigned lane_at = (warp / 2) * QBOX_BYTES + (g % 4) * 4;
+                const unsigned lane_at = (warp / 2) * QBOX_BYTES + pair;
 #pragma unroll
                 for (int q = 0; q < 4; ++q) {
                     const unsigned buf = stg + (2 * cw + (q & 1)) * 2 * QBOX_BYTES;
@@ -532,11 +532,12 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                         bulk_wait_read<1>();
                     asm volatile("bar.sync %0, 128;\n" :: "r"(1 + cw) : "memory");
 #pragma unroll
-                    for (int jj = 0; jj < BM / 8; ++jj) {
-                        const int j = q * (BM / 8) + jj;
+                    for (int jj = 0; jj < BM / 8; jj += (jj & 1) ? 3 : 1) {     /* jj % 4 = 0, 1 */
+                        const int j = q * (BM / 8) + jj;                      /* with j + 2: h = 0, 1 */
                         const unsigned r = (jj >> 2) * 8 + 2 * t4 + (j & 1);
-                        const unsigned addr = buf + lane_at + r * 128u + ((chunk[(j >> 1) & 1] ^ (r & 7u)) << 4);
-                        asm volatile("st.shared.f32 [%0], %1;\n" :: "r"(addr), "f"(acc[j]) : "memory");
+                        const unsigned addr = buf + lane_at + r * 128u + ((chunk ^ (r & 7u)) << 4);
+                        asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n"
+                                     :: "r"(addr), "f"(acc[j]), "f"(acc[j + 2]) : "memory");
                     }
                     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                     asm volatile("bar.sync %0, 128;\n" :: "r"(1 + cw) : "memory");

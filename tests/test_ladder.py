@@ -660,30 +660,62 @@ def test_wgmma_rs_stream_k_covers_every_k_tile_once(shape, sms):
     assert RS.workspace_bytes(c, m, n, k, sms=sms) >= -(-4 * tiles // 256) * 256 + len(slots) * 256 * 128 * 4
 
 
+def _rs_lane_chunk(w, g):
+    """rung 26's 16-byte chunk (of its 32-column box) for lane group g of warp w"""
+    return (2 * (w % 2) + g // 4) ^ (5 * ((g >> 1) & 1))
+
+
+def _wavefronts(accesses):
+    """Shared-memory wavefronts of one warp request of 8-byte accesses (word addresses, the
+    lane order): each half-warp is one phase, and a phase takes as many wavefronts as the
+    most accesses that fall into one bank (distinct words)."""
+    total = 0
+    for half in (accesses[:16], accesses[16:]):
+        per_bank = {}
+        for word in half:
+            for w in (word, word + 1):
+                per_bank.setdefault(w % 32, set()).add(w)
+        total += max(len(v) for v in per_bank.values())
+    return total
+
+
 def test_wgmma_rs_fragment_rows_are_a_permutation_and_conflict_free():
     """The header's map of fragment rows to tile columns, emulated: every column of the
-    128-wide tile is one fragment row of one lane, and each fragment register's 32 lanes
-    read 32 distinct banks of the 128B-swizzled B boxes (a (k, n) element at word
-    ((n % 32) / 4 ^ k % 8) * 4 + n % 4 of its 128-byte row)."""
+    128-wide tile is one fragment row of one lane; rows g and g + 8 of a lane are the two
+    words of one 8-byte pair (one LDS.64 gives a0 and a1, or a2 and a3); each LDS.64 of a
+    warp takes the minimum two wavefronts of the 128B-swizzled B boxes (a (k, n) element at
+    word ((n % 32) / 4 ^ k % 8) * 4 + n % 4 of its 128-byte row), and so does each
+    STS.64 of the epilogue into the staging boxes (C's rows m, 128B swizzle)."""
     text = RS.source_path("cuda").read_text()
-    assert "ncol[h] = 32 * (2 * cw + warp / 2) + 8 * (warp % 2) + 16 * (g / 4) + 4 * h + g % 4" in text
-    assert "chunk[h] = 2 * (warp % 2) + 4 * (g / 4) + h" in text
+    assert "const unsigned chunk = (2 * (warp % 2) + g / 4) ^ (5 * ((g >> 1) & 1));" in text
+    assert "ncol[h] = 32 * (2 * cw + warp / 2) + 4 * chunk + 2 * (g % 2) + h;" in text
+    assert "const unsigned pair = 8 * (g % 2);" in text
+    assert "ld.shared.v2.u32" in text and "st.shared.v2.f32" in text
     cols = []
     for cw in range(2):
         for w in range(4):
-            for kk, q, h in itertools.product(range(4), range(2), range(2)):
-                banks = set()
+            for lane in range(32):
+                g = lane // 4
+                n = [32 * (2 * cw + w // 2) + 4 * _rs_lane_chunk(w, g) + 2 * (g % 2) + h
+                     for h in range(2)]
+                assert n[1] == n[0] + 1 and n[0] % 2 == 0             # one 8-byte pair
+                if lane % 4 == 0:
+                    cols += n
+            for kk, q in itertools.product(range(4), range(2)):      # the fragment loads
+                words = []
                 for lane in range(32):
                     g, t = lane // 4, lane % 4
-                    n = 32 * (2 * cw + w // 2) + 8 * (w % 2) + 16 * (g // 4) + 4 * h + g % 4
-                    chunk = 2 * (w % 2) + 4 * (g // 4) + h
-                    assert chunk == (n % 32) // 4               # the kernel's chunk is n's
                     k = kk * 8 + t + 4 * q
-                    banks.add(((chunk ^ (k % 8)) * 4 + n % 4) % 32)
-                    if kk == q == 0:
-                        cols.append(n)
-                assert len(banks) == 32, (cw, w, kk, q, h)
-    assert sorted(cols) == sorted(c for c in range(128) for _t in range(4))
+                    words.append(k * 32 + (_rs_lane_chunk(w, g) ^ (k % 8)) * 4 + 2 * (g % 2))
+                assert _wavefronts(words) == 2, (cw, w, kk, q)
+            for jj in (j for j in range(32) if j % 4 < 2):            # the staging stores
+                words = []
+                for lane in range(32):
+                    g, t = lane // 4, lane % 4
+                    r = (jj >> 2) * 8 + 2 * t + (jj & 1)
+                    words.append(r * 32 + (_rs_lane_chunk(w, g) ^ (r % 8)) * 4 + 2 * (g % 2))
+                assert _wavefronts(words) == 2, (cw, w, jj)
+    assert sorted(cols) == list(range(128))
 
 
 @pytest.mark.gpu
