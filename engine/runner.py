@@ -467,6 +467,9 @@ class Sweep:
             times = self.backend.time_launches(kernel, ws, m, n, k, plan.warmup, plan.repeats,
                                                plan.cold, plan.time_budget_s,
                                                should_stop=lambda: cancel.cancelled)
+            note = self.backend.timing_note()
+            if note:        # e.g. launches that could not be held back to back
+                rec.extra["timing_note"] = note
             st = metrics.summarize(times)
             rec.repeats = st.count
             rec.median_ms, rec.min_ms, rec.max_ms = st.median_ms, st.min_ms, st.max_ms

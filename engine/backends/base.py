@@ -204,6 +204,11 @@ class Backend(ABC):
     @abstractmethod
     def release(self, ws: Workspace) -> None: ...
 
+    def timing_note(self) -> str:
+        """Why this backend's last timed launches may include more than the kernels (a
+        fallback the records should say), or "" where they do not."""
+        return ""
+
     def versions(self) -> str:
         return f"numpy {np.__version__}"
 

@@ -25,6 +25,10 @@ from .base import (COPY_BYTES, FLOAT_POISON_BITS, INT_POISON, Backend, BackendEr
                    CompiledKernel, DeviceInfo, Workspace, copy_bandwidth, keep_timing)
 
 
+#: Timed launches queued behind one stream hold at most (without a time budget).
+HELD_BATCH = 32
+
+
 def find_nvcc() -> str:
     """nvcc from CUDA_ROOT/CUDA_HOME, else from PATH."""
     for env in ("CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"):
@@ -206,6 +210,9 @@ class CudaBackend(Backend):
         self._flush_bytes = 0
         self._events: list = []
         self._cublas = None  # CublasGemm, made lazily on the engine thread (library variants)
+        self._hold = None    # StreamHold, made lazily on the engine thread; False: unavailable
+        self.hold_note = ""  # why timed launches cannot be held back to back, if so
+        self._timing_note = ""  # what the last time_launches could not do (timing_note)
 
     # -- discovery --------------------------------------------------------------------
 
@@ -256,6 +263,9 @@ class CudaBackend(Backend):
             self._kernels.clear()
             self._events.clear()
             self._flush = None
+            if self._hold:
+                self._hold.close()
+            self._hold = None
             # Pop and detach on the thread that made the context: no "context stack" abort.
             self.ctx.pop()
             self.ctx.detach()
@@ -623,32 +633,61 @@ class CudaBackend(Backend):
             self._flush = self.drv.mem_alloc(self._flush_bytes)
         self.drv.memset_d32_async(self._flush, 0, self._flush_bytes // 4)
 
+    def timing_note(self) -> str:
+        return self._timing_note
+
+    def _stream_hold(self):
+        """The :class:`StreamHold` of this context, or None where it cannot be made (then
+        ``hold_note`` says why and launches are timed as the host issues them)."""
+        if self._hold is None:
+            from .stream_hold import StreamHold  # noqa: PLC0415
+            try:
+                self._hold = StreamHold(self.drv)
+            except (self.drv.Error, AttributeError, TypeError) as exc:
+                self._hold = False
+                self.hold_note = f"timed launches are not held back to back: {exc}"
+        return self._hold or None
+
     def time_launches(self, kernel, ws, m, n, k, warmup, repeats, cold, budget_s,
                       should_stop=lambda: False) -> list[float]:
         drv = self.drv
         for _ in range(warmup):
             self._launch(kernel, ws, m, n, k)
         self._check("warm-up")
+        hold = self._stream_hold()
+        self._timing_note = self.hold_note
+        timeouts = hold.timeouts if hold is not None else 0
         pairs = []
         start = time.perf_counter()
-        # Launch in batches between host syncs so a time budget can be honoured without
-        # putting a host sync between every pair of launches.
+        # Batches between host syncs, so that a time budget can be honoured without a host
+        # sync between every pair of launches. Each batch is queued behind the stream hold
+        # (stream_hold.py) and released at once, so its launches run back to back and each
+        # event pair times its launch on the GPU, not the host's way of issuing it.
         while keep_timing(len(pairs), repeats, budget_s, time.perf_counter() - start):
             batch = []
-            for _ in range(8 if budget_s is not None else max(repeats, 1)):
-                if cold:
-                    self._flush_l2()
-                e0, e1 = drv.Event(), drv.Event()
-                e0.record()
-                self._launch(kernel, ws, m, n, k)
-                e1.record()
-                batch.append((e0, e1))
-                if budget_s is None and len(pairs) + len(batch) >= repeats:
-                    break
+            if hold is not None:
+                hold.hold()
+            try:
+                for _ in range(8 if budget_s is not None else min(max(repeats, 1), HELD_BATCH)):
+                    if cold:
+                        self._flush_l2()
+                    e0, e1 = drv.Event(), drv.Event()
+                    e0.record()
+                    self._launch(kernel, ws, m, n, k)
+                    e1.record()
+                    batch.append((e0, e1))
+                    if budget_s is None and len(pairs) + len(batch) >= repeats:
+                        break
+            finally:
+                if hold is not None:
+                    hold.release()
             try:
                 batch[-1][1].synchronize()
             except drv.Error as exc:
                 raise BackendError(f"timed launches failed: {exc}") from None
+            if hold is not None and hold.timed_out():
+                self._timing_note = (f"the stream hold timed out in {hold.timeouts - timeouts} "
+                                     "batch(es): their first launches may include host time")
             pairs.extend(batch)
             if should_stop():
                 break
