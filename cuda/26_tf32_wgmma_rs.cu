@@ -1,7 +1,7 @@
 /*
 +++
 name = "tf32_wgmma_rs"
-title = "TF32 wgmma without transposing B (tf32_wgmma_tma minus its pre-pass): computes each tile as Cᵀ = Bᵀ·Aᵀ, so that A (row-major, K-major already) is wgmma's shared-memory operand and B, loaded by TMA as it lies (N-major, 4 boxes of 32 × 32 in the 128B swizzle), is the register operand, its fragments read with conflict-free LDS.64 (permuted rows, a0/a1 and a2/a3 as word pairs); both rounded to TF32 by the copy engine (TFLOAT32 tensor maps); 256×128 tiles, 2 consumer warpgroups × wgmma.m64n256k8 with A from registers, setmaxnreg, persistent rasterised grid; C leaves by TMA stores from a double-buffered staging area, so that writing one tile overlaps the next tile's main loop; streamk=1: a last partial wave's tiles are shared along K with the SMs that would idle (heads in lock step, tails on the spare SMs, partials summed in k order by the last to arrive)."
+title = "TF32 wgmma without transposing B (tf32_wgmma_tma minus its pre-pass): computes each tile as Cᵀ = Bᵀ·Aᵀ, so that A (row-major, K-major already) is wgmma's shared-memory operand and B, loaded by TMA as it lies (N-major, 4 boxes of 32 × 32 in the 128B swizzle), is the register operand, its fragments read with conflict-free LDS.64 (permuted rows, a0/a1 and a2/a3 as word pairs); both rounded to TF32 by the copy engine (TFLOAT32 tensor maps); 256×128 tiles (bm=128, 64: narrower, for shapes with few tiles), 2 consumer warpgroups × wgmma.m64n{bm}k8 with A from registers, setmaxnreg, persistent rasterised grid; C leaves by TMA stores from a double-buffered staging area, so that writing one tile overlaps the next tile's main loop; streamk=1: a last partial wave's tiles are shared along K with the SMs that would idle (heads in lock step, tails on the spare SMs, partials summed in k order by the last to arrive)."
 source = "PTX ISA wgmma.mma_async with the A operand in registers and its .tf32 register fragment layout, setmaxnreg, cp.async.bulk.tensor (loads and shared-to-global stores), cp.async.bulk.wait_group.read; the operand swap Cᵀ = Bᵀ·Aᵀ of column-major BLAS; CUTLASS sm90 register-sourced (RS) GMMA mainloops and TMA-store epilogues; cuda/23_tf32_wgmma_tma.cu"
 role = "rung"
 order = 26
@@ -12,9 +12,11 @@ arch_suffix = "a"
 [params]
 persist = [1, 0]
 streamk = [0, 1]     # 1: the last partial wave's tiles shared along K with the idle SMs
+bm = [256, 128, 64]  # rows of C per tile (wgmma's N): narrower tiles give small shapes more CTAs
 
 [derived]
-tiles = "cdiv(M, 256) * cdiv(N, 128)"     # 256 (M) × 128 (N) tiles of C
+tiles = "cdiv(M, bm) * cdiv(N, 128)"      # bm (M) × 128 (N) tiles of C
+stages = "3 if bm == 256 else 5 if bm == 128 else 6"   # as many as fit beside the staging area
 kp = "roundup(K, 4)"                      # row length of Ap (when K % 4)
 np = "roundup(N, 4)"                      # row length of Bp (when N % 4)
 # the pre-pass's padded copies (only where a row stride is not a multiple of 16 bytes, as
@@ -36,13 +38,13 @@ reason = "stream-K shares the last wave's tiles between the CTAs of a persistent
 # persistent: one CTA per SM (with stream-K every SM, so that a last wave has idle SMs to share)
 grid = ["(SMS if streamk else min(tiles, SMS)) if persist else tiles", 1]
 block = [384, 1]
-# 3 stages of A (256 × 32) and B (32 × 128) + the C staging area (64 KB) + atom alignment +
-# mbarriers (full and empty per stage: 48 of the 256 bytes)
-shared = "3 * (256 + 128) * 32 * 4 + 65536 + 1024 + 256"
-# stream-K: an arrival counter per tile (256-byte aligned), then partial tiles (256 × 128
+# the stages of A (bm × 32) and B (32 × 128) + the C staging area (64 KB) + atom alignment +
+# mbarriers (full and empty per stage: at most 96 of the 256 bytes)
+shared = "stages * (bm + 128) * 32 * 4 + 65536 + 1024 + 256"
+# stream-K: an arrival counter per tile (256-byte aligned), then partial tiles (bm × 128
 # floats): one per head (rem < SMS of them) and one per piece of the tails (rem + SMS - rem
 # - 1 at most): fewer than 2 · SMS
-workspace = "roundup(4 * tiles, 256) + 2 * SMS * 256 * 128 * 4 if streamk else 0"
+workspace = "roundup(4 * tiles, 256) + 2 * SMS * bm * 128 * 4 if streamk else 0"
 
 [prepass]            # padded copies only where needed: no blocks (no launch) when K % 4 == N % 4 == 0
 entry = "prepass"
@@ -50,7 +52,7 @@ grid = ["cdiv(max(kp if K % 4 else 0, np if N % 4 else 0), 32)", "(cdiv(M, 32) i
 block = [32, 8]
 scratch = "maps_at + 3 * 128"
 
-# A (or Ap) as M rows of K (Kp) floats, box 32 (k) × 256 (m); 128B swizzle; rounded to TF32
+# A (or Ap) as M rows of K (Kp) floats, box 32 (k) × bm (m); 128B swizzle; rounded to TF32
 # by TMA as it copies
 [[prepass.tensor_maps]]
 at = "maps_at"
@@ -58,7 +60,7 @@ base = "'scratch' if K % 4 else 'a'"
 offset = 0
 dims = ["kp", "M"]
 stride = "4 * kp"
-box = [32, 256]
+box = [32, "bm"]
 elem = "tf32"
 
 # B (or Bp) as K rows of N (Np) floats, box 32 (n) × 32 (k); 128B swizzle; rounded to TF32
@@ -94,17 +96,19 @@ box = [32, 64]
  * is A^T, i.e. A's rows, K-major in shared memory as TMA leaves them. The accumulators hold
  * C^T; the epilogue writes them to C transposed, through shared memory and TMA stores.
  *
- * Tile: 256 rows of C (M: wgmma's N = 256) x 128 columns (N: 2 consumer warpgroups x
- * wgmma's M = 64), K in steps of BK = 32. A block of 3 warpgroups (384 threads):
- *  - warpgroup 0, thread 0: the producer. Per stage: mbarrier.arrive.expect_tx (48 KB), one
- *    TMA load of A (box 32 k x 256 m) and four of B (boxes 32 n x 32 k, 4 KB each), all in
+ * Tile: BM = 256 (128, 64) rows of C (M: wgmma's N = BM) x 128 columns (N: 2 consumer
+ * warpgroups x wgmma's M = 64), K in steps of BK = 32. The narrower tiles give shapes with
+ * few 256-row tiles more CTAs (1024^3: 32 tiles of 256 x 128 for 132 SMs, 128 of 64 x 128).
+ * A block of 3 warpgroups (384 threads):
+ *  - warpgroup 0, thread 0: the producer. Per stage: mbarrier.arrive.expect_tx (48, 32 or 24
+ *    KB), one TMA load of A (box 32 k x BM m) and four of B (boxes 32 n x 32 k, 4 KB each), all in
  *    the 128-byte swizzle (16-byte chunk c of 128-byte row r at c ^ (r % 8)); out-of-range
  *    rows, columns and k are zero-filled by TMA. Both tensor maps have the element type
  *    TFLOAT32 (elem = "tf32"), so the copy engine rounds A and B to TF32 (to nearest, ties
  *    to even) as it writes the stage: no thread rounds anything (as 23).
  *  - warpgroup 0, warps 1-3: idle.
  *  - warpgroups 1-2 (consumers cw = 0, 1): wait full[s]; per k-step kk (4 per stage) load 4
- *    fragment registers (2 LDS.64) of B^T (rows = columns n of C, columns = k), then wgmma.m64n256k8
+ *    fragment registers (2 LDS.64) of B^T (rows = columns n of C, columns = k), then wgmma.m64n{BM}k8
  *    (A from registers, B = the A region through a K-major descriptor); one group of 4 in
  *    flight while the next stage's fragments load; arrive on empty[s] when done. After the
  *    last k-tile of a tile, the epilogue (below).
@@ -124,7 +128,7 @@ box = [32, 64]
  * per stage and thread where 4-byte loads took 16). The chunks also differ in bit 0, which
  * the epilogue's stores need (below). Emulated in tests/test_ladder.py.
  *
- * Registers: 128 accumulators + 2 x 16 fragment registers (the stage being multiplied and
+ * Registers (BM = 256): 128 accumulators + 2 x 16 fragment registers (the stage being multiplied and
  * the next) exceed the 168 a 384-thread block gets, so the producer warpgroup gives
  * registers back (setmaxnreg.dec 72) and the consumers take them (setmaxnreg.inc 216):
  * 128 x 72 + 256 x 216 <= 384 x 168.
@@ -142,16 +146,16 @@ box = [32, 64]
  * together, and the burst of 17 MB of C goes at the memory's write speed (a build that
  * stored nothing ran 7.5 % faster at 4096^3, 37 % at 8192 x 8192 x 256). So C leaves by
  * TMA stores that run on while the next tile's main loop starts: each consumer writes a
- * quarter of its 256 x 64 part (64 rows) into a staging buffer in shared memory, in the
+ * part of 64 rows of its BM x 64 piece (a quarter at BM = 256) into a staging buffer in shared memory, in the
  * 128B swizzle of C's tensor map (box 32 columns x 64 rows; the lane's two columns are the
  * word pair of its B fragments, so accumulators j and j + 2 leave by one STS.64; a half-warp's
  * 4 rows 2 t + j % 2 swizzle chunks c and c ^ 5 onto all 8 chunks: 2 wavefronts, no
  * conflicts), fences the writes to the async proxy (fence.proxy.async), meets its 127 peers
  * at a named barrier, and its first thread issues two TMA stores (the consumer's 64 columns) and commits them
- * as a bulk group. Two buffers per consumer: before writing quarter q into buffer q % 2 that
- * thread waits until all but its latest bulk group have read shared memory
- * (cp.async.bulk.wait_group.read 1), so quarter q's stores overlap quarter q+1's writes, and
- * the last two quarters' overlap the next tile. TMA clips rows and columns past C's edges.
+ * as a bulk group. Two buffers per consumer, its parts alternating between them (across
+ * tiles too): before writing a part that thread waits until all but its latest bulk group
+ * have read shared memory (cp.async.bulk.wait_group.read 1), so a part's stores overlap the
+ * next part's writes, and the last ones' overlap the next tile. TMA clips rows and columns past C's edges.
  * TMA needs 16-byte rows: where N % 4 the consumers store from registers instead (guarded
  * 4-byte stores). Before exiting, each first thread waits for its stores to complete.
  * PERSIST = 1: grid of min(tiles, #SMs), tiles rasterised in groups of GM = 8 tile rows, the
@@ -192,12 +196,14 @@ box = [32, 64]
  *   ELEM, ACC  must be float                                      (default float)
  *   PERSIST    1: persistent grid with a tile loop, 0: one tile per CTA (default 1)
  *   STREAMK    1: share a last partial wave along K (needs PERSIST 1; default 0)
- * Fixed: BM = 256, BN = 128, BK = 32, GM = 8, STAGES = 3. Dynamic shared memory: 3 * 48 KB
- * + 64 KB (C staging) + 1024 (atom alignment) + 256 (mbarriers) = 209.25 KB.
+ *   BM         rows of C per tile: 256, 128 or 64 (default 256)
+ * Fixed: BN = 128, BK = 32, GM = 8; STAGES = 3, 5, 6 for BM = 256, 128, 64 (as many as fit).
+ * Dynamic shared memory: STAGES * (BM + 128) * 128 + 64 KB (C staging) + 1024 (atom
+ * alignment) + 256 (mbarriers): 209.25 KB (BM 256, 64), 225.25 KB (BM 128).
  *
  * Launch: prepass block (32, 8) over 32 x 32 tiles of Ap then Bp (none when not needed);
  * matmul block (384, 1), grid (PERSIST ? (STREAMK ? SMS : min(tiles, SMS)) : tiles, 1),
- * tiles = ceil(M/256) * ceil(N/128); args (A, scratch, C, M, N, K, workspace) (the workspace:
+ * tiles = ceil(M/BM) * ceil(N/128); args (A, scratch, C, M, N, K, workspace) (the workspace:
  * stream-K's counters and partial tiles; none without it).
  */
 #include "lab_ptx.cuh"
@@ -214,13 +220,23 @@ box = [32, 64]
 #ifndef STREAMK
 #define STREAMK 0
 #endif
+#ifndef BM
 #define BM 256
+#endif
 #define BN 128
 #define BK 32
 #define GM 8
 #define NT 384
+#if BM == 256
 #define STAGES 3                             /* 3 x 48 KB + the 64 KB staging area */
-#define A_BYTES (BM * BK * 4)                /* 32 KB: 256 rows of A x 32 k */
+#elif BM == 128
+#define STAGES 5                             /* 5 x 32 KB + 64 KB */
+#elif BM == 64
+#define STAGES 6                             /* 6 x 24 KB + 64 KB */
+#else
+#error "BM must be 256, 128 or 64"
+#endif
+#define A_BYTES (BM * BK * 4)                /* 32 KB (BM 256): BM rows of A x 32 k */
 #define BBOX_BYTES (32 * BK * 4)             /* 4 KB: one B box, 32 k rows x 32 n */
 #define B_BYTES (4 * BBOX_BYTES)             /* 16 KB */
 #define QBOX_BYTES (64 * 32 * 4)             /* 8 KB: a staging box, 64 rows x 32 columns of C */
@@ -236,6 +252,7 @@ box = [32, 64]
 #endif
 #define SK_MIN_KTILES 8                      /* stream-K only where a head has >= 8 k-tiles */
 #define PART_VECS (BM / 8)                   /* float4s per consumer thread in a partial tile */
+#define PARTS (BM / 64)                      /* staging parts of 64 rows of C per tile and consumer */
 
 /* Ap (M x Kp) when K % 4, Bp (K x Np) when N % 4: zero-padded copies, 32 x 32 per block */
 extern "C" __global__ __launch_bounds__(256)
@@ -387,7 +404,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
-    const unsigned stg = base + STAGES * STAGE_BYTES;   /* 1024-aligned: stages are 48 KB */
+    const unsigned stg = base + STAGES * STAGE_BYTES;   /* 1024-aligned: stages are 48, 32 or 24 KB */
     /* full[s] at +8s, empty[s] at +8(STAGES+s) */
     const unsigned bars = stg + STG_BYTES;
 
@@ -472,6 +489,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
         if (staged && lead)
             tensormap_acquire(tmC);
         int it = 0, t, kb, ke;
+        unsigned part = 0;                              /* staged parts so far: buffer part % 2 */
         for (int n = 0; walk.item(n, ktiles, t, kb, ke); ++n) {
             int row0, col0;
             tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
@@ -490,7 +508,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                         asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
                         for (int kk = 0; kk < BK / 8; ++kk)
-                            wgmma_n256_rs(acc, &fr[u][kk * 4], make_desc(sa + kk * 32));
+                            wgmma_rs<BM>(acc, &fr[u][kk * 4], make_desc(sa + kk * 32));
                         asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
                         asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
                         if (kt + u > kb)                /* k-tile it-1 read: release its stage */
@@ -521,19 +539,20 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
             /* d[j]: C^T row (fragment row) g + 8 ((j / 2) % 2) -> column ncol[h] of C;
                C^T column (j / 4) * 8 + 2 t + j % 2 -> row of C */
             if (staged) {
-                /* four quarters of 64 rows, double-buffered: quarter q in buffer q % 2 (per
-                   consumer, 2 boxes of 64 rows x 32 columns); a buffer is free once all but
-                   the latest of this warpgroup's store groups have read theirs */
+                /* PARTS parts of 64 rows (quarters at BM = 256), double-buffered: a consumer's
+                   parts alternate between its 2 buffers (2 boxes of 64 rows x 32 columns
+                   each) across tiles too; a buffer is free once all but the latest of this
+                   warpgroup's store groups have read theirs */
                 const unsigned lane_at = (warp / 2) * QBOX_BYTES + pair;
 #pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                    const unsigned buf = stg + (2 * cw + (q & 1)) * 2 * QBOX_BYTES;
+                for (int q = 0; q < PARTS; ++q, ++part) {
+                    const unsigned buf = stg + (2 * cw + (part & 1)) * 2 * QBOX_BYTES;
                     if (lead)
                         bulk_wait_read<1>();
                     asm volatile("bar.sync %0, 128;\n" :: "r"(1 + cw) : "memory");
 #pragma unroll
-                    for (int jj = 0; jj < BM / 8; jj += (jj & 1) ? 3 : 1) {     /* jj % 4 = 0, 1 */
-                        const int j = q * (BM / 8) + jj;                      /* with j + 2: h = 0, 1 */
+                    for (int jj = 0; jj < 32; jj += (jj & 1) ? 3 : 1) {     /* jj % 4 = 0, 1 */
+                        const int j = q * 32 + jj;                         /* with j + 2: h = 0, 1 */
                         const unsigned r = (jj >> 2) * 8 + 2 * t4 + (j & 1);
                         const unsigned addr = buf + lane_at + r * 128u + ((chunk ^ (r & 7u)) << 4);
                         asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n"

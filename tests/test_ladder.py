@@ -530,16 +530,22 @@ def test_wgmma_rs_registered():
 
 def test_wgmma_rs_space_and_shapes():
     combos = [c for c in RS.combos() if RS.check("cuda", c, 4096, 4096, 4096, "float32") is None]
-    assert len(RS.combos()) == 4 and len(combos) == 3             # stream-K needs persist=1
-    assert "persist" in RS.constraint({"persist": 2, "streamk": 0}, 64, 64, 64, "float32")
-    assert "stream-K" in RS.constraint({"persist": 0, "streamk": 1}, 64, 64, 64, "float32")
-    assert RS.workspace_bytes({"persist": 1, "streamk": 0}, 4096, 4096, 4096) == 0
+    assert len(RS.combos()) == 12 and len(combos) == 9            # stream-K needs persist=1
+    assert "persist" in RS.constraint({"persist": 2, "streamk": 0, "bm": 256}, 64, 64, 64, "float32")
+    assert "stream-K" in RS.constraint({"persist": 0, "streamk": 1, "bm": 256}, 64, 64, 64, "float32")
+    assert RS.workspace_bytes({"persist": 1, "streamk": 0, "bm": 256}, 4096, 4096, 4096) == 0
+    stages = {256: 3, 128: 5, 64: 6}              # the kernel's STAGES per BM
+    text = RS.source_path("cuda").read_text()
+    for bm, st in stages.items():
+        assert f"#{'el' if bm != 256 else ''}if BM == {bm}\n#define STAGES {st} " in text
     for c in combos:
+        # the stages, the 64 KB staging area, atom alignment and barriers, within the 227 KB
+        assert shared_bytes(RS, c) == stages[c["bm"]] * (c["bm"] + 128) * 128 + 65536 + 1280
         assert shared_bytes(RS, c) <= 227 * 1024
         for m, n, k in RS_SHAPES + [(4096, 4096, 4096)]:
             assert RS.check("cuda", c, m, n, k, "float32") is None
             (gx, gy), (bx, by) = RS.geometry(c, m, n, k)
-            tiles = -(-m // 256) * -(-n // 128)
+            tiles = -(-m // c["bm"]) * -(-n // 128)
             assert bx * by == 384 and gy == 1
             if c["streamk"]:
                 assert gx == SMS                      # every SM: a last wave's idle ones share it
@@ -613,7 +619,8 @@ def _rs_walk(tiles, ktiles, grid):
                                    (1500, 4093, 2001), (2049, 2100, 36), (4100, 4090, 4095),
                                    (12288, 1024, 4096), (300, 200, 1001), (9000, 9000, 777)])
 @pytest.mark.parametrize("sms", [132, 114, 78])
-def test_wgmma_rs_stream_k_covers_every_k_tile_once(shape, sms):
+@pytest.mark.parametrize("bm", [256, 128, 64])
+def test_wgmma_rs_stream_k_covers_every_k_tile_once(shape, sms, bm):
     """Stream-K's walk, emulated from the kernel's expressions: every k-tile of every tile is
     computed by exactly one CTA; the tiles shared are the last wave's, each by its head's CTA
     and the spare CTAs that sk_spare_of finds, whose pieces' slots (rem + j + a) are distinct
@@ -627,10 +634,10 @@ def test_wgmma_rs_stream_k_covers_every_k_tile_once(shape, sms):
                  "#define SK_MIN_KTILES 8"):
         assert line in text, line
     m, n, k = shape
-    c = {"persist": 1, "streamk": 1}
+    c = {"persist": 1, "streamk": 1, "bm": bm}
     (grid, _), _ = RS.geometry(c, m, n, k, sms=sms)
     assert grid == sms
-    tiles, ktiles = -(-m // 256) * -(-n // 128), -(-k // 32)
+    tiles, ktiles = -(-m // bm) * -(-n // 128), -(-k // 32)
     walks, dp, rem, qm, tl, L = _rs_walk(tiles, ktiles, grid)
     done, slots, pieces = {}, set(), {}
     for b, items in enumerate(walks):
@@ -653,11 +660,11 @@ def test_wgmma_rs_stream_k_covers_every_k_tile_once(shape, sms):
         j1 = (((a + 1) * tl) * S + L - 1) // L - 1
         assert [slot for _kb, slot in sorted(got)] == [a] + [rem + j + a for j in range(j0, j1 + 1)]
         assert len(got) == 2 + j1 - j0 <= 11
-    if shape in ((8192, 8192, 8192), (3000, 3000, 2001), (1500, 4093, 2001)) and sms == 132:
+    if shape in ((8192, 8192, 8192), (3000, 3000, 2001), (1500, 4093, 2001)) and sms == 132 and bm == 256:
         assert rem > 0                                  # the shapes meant to be shared are
-    if shape in ((4096, 4096, 4096), (8192, 8192, 256)) and sms == 132:
+    if shape in ((4096, 4096, 4096), (8192, 8192, 256)) and sms == 132 and bm == 256:
         assert rem == 0                                 # ... and these are not (see the kernel)
-    assert RS.workspace_bytes(c, m, n, k, sms=sms) >= -(-4 * tiles // 256) * 256 + len(slots) * 256 * 128 * 4
+    assert RS.workspace_bytes(c, m, n, k, sms=sms) >= -(-4 * tiles // 256) * 256 + len(slots) * bm * 128 * 4
 
 
 def _rs_lane_chunk(w, g):
