@@ -1,7 +1,7 @@
 /*
 +++
 name = "ffma_wide"
-title = "FP32 SIMT with cuBLAS's shape: 256×128 tiles, 256 threads of 8×16 (128 accumulators, 1 block/SM), register double buffering, LDS.128 fragments of transposed A, interior tiles copied from running pointers (9.6 % non-FFMA instructions per k-tile), optional grouped block order (sw) and serial split-K; the partial last wave's tiles split along K (tailk, sized by the device's SMs); edge tiles shifted inside the matrix so that they copy bounds-free too."
+title = "FP32 SIMT with cuBLAS's shape: 256×128 tiles, 256 threads of 8×16 (128 accumulators, 1 block/SM), register double buffering, LDS.128 fragments of transposed A, interior tiles copied from running pointers (9.6 % non-FFMA instructions per k-tile), optional grouped block order (sw) and serial split-K; the partial last wave's tiles split along K (tailk, sized by the device's SMs); edge tiles shifted inside the matrix so that they copy bounds-free too; up to 16 rows past a multiple of 256 computed by strip CTAs (a GEMV-like pass over B) instead of a row of tiles."
 source = "cuBLAS sm80 256x128x8 FFMA kernel shape (ncu, v4 notes); register double buffering of hand-tuned SGEMMs; Triton grouped block order; CUTLASS multistage mainloop and serial split-K; stream-K's data-parallel + split-K hybrid for the last wave (Osama et al., 2023)"
 role = "rung"
 order = 19
@@ -19,7 +19,11 @@ bk = 16
 
 [derived]
 smem = "stages * bk * (bm + 4 + 128) * 4"
-tiles = "cdiv(M, bm) * cdiv(N, 128)"
+# the strip: where M is at most 16 rows past a multiple of bm, those rows are computed by
+# cdiv(N, 128) strip CTAs (a GEMV-like pass over B) instead of a row of tiles (see the kernel)
+srows = "M % bm if M > bm and M % bm <= 16 else 0"
+strip = "cdiv(N, 128) if srows else 0"
+tiles = "cdiv(M - srows, bm) * cdiv(N, 128)"
 # split-K slices: SPLITK while the per-tile counters suffice (MAX_TILES = 65536), else 1
 splits = "splitk if tiles <= 65536 else 1"
 # tail split: the r = tiles % SMS tiles of the partial last wave (1 CTA per SM) in tailk
@@ -45,8 +49,8 @@ check = "smem <= 227 * 1024"
 reason = "{smem} B of shared memory (> 227 KB)"
 
 [launch]
-grid = ["tiles + tail * (tailk - 1) if tailk > 1 else cdiv(N, 128)",
-        "1 if tailk > 1 else cdiv(M, bm) * splits"]
+grid = ["tiles + tail * (tailk - 1) + strip if tailk > 1 else cdiv(N, 128)",
+        "1 if tailk > 1 else cdiv(M - srows, bm) * splits + (1 if srows else 0)"]
 block = [256, 1]
 shared = "smem"
 +++
@@ -103,6 +107,18 @@ shared = "smem"
  * 1 / TAILK of a tile's time; the slices of a tile add up in order through the serial
  * split-K counters (deterministic). The host computes r from SMS; the kernel recovers it
  * from the grid size, so one compiled kernel serves every shape and GPU.
+ *
+ * The strip (M = q * BM + s with 0 < s <= STRIP_ROWS = 16, q >= 1): the last s rows would
+ * cost a whole row of tiles, each doing a full tile's FFMAs for s useful rows
+ * (4100x4090x4095: 32 of 544 tiles, and the reason for a fifth wave). Instead the tiles cover
+ * the first q * BM rows, and cdiv(N, 128) strip CTAs (after the tiles: the last grid row, or
+ * the end of the 1-D grid) compute the s rows: each takes 128 columns, its 8 warps the k
+ * rows in groups of 4 (loads first, then the FMAs), each lane a float4 of B per k row (B is read once, as in the skinny
+ * rung) times the s elements of A's column k (the same address across the warp), then the 8
+ * warps' partial sums are added in warp order through shared memory (deterministic), one row
+ * at a time. A strip CTA reads K * 512 bytes of B: about a twentieth of a tile's time, so
+ * the strip runs in the idle SMs of the tiles' last wave (4096 rows: 512 tiles, 116 in the
+ * last of 132 SMs).
  */
 #include "lab_ptx.cuh"
 
@@ -141,6 +157,11 @@ shared = "smem"
 #endif
 #endif
 #define APAD 4
+#ifndef STRIP_ROWS
+#define STRIP_ROWS 16                /* rows past a multiple of BM that strip CTAs compute */
+#endif
+#define STRIP_U 8                    /* k rows per warp and trip of the strip */
+#define STRIP_KC 256                 /* k per chunk of the strip's A rows in shared memory */
 /* PAD_B = 1 (25_ffma_wide_padb.cu): B arrives as a copy whose rows are padded to LDB =
  * roundup(N, 4) floats with zeros (the pre-pass), so every B row is 16-byte aligned and every
  * copy takes the 16-byte path whatever N is; C keeps its N columns. */
@@ -177,6 +198,9 @@ shared = "smem"
 #define AS_WORDS (BK * (BM + APAD))
 #define BS_WORDS (BK * BN)
 #define STAGE_WORDS (AS_WORDS + BS_WORDS)
+#if (STRIP_ROWS * STRIP_KC + (NT / 32) * BN) * 4 > STAGES * STAGE_WORDS * 4 || STRIP_KC % ((NT / 32) * STRIP_U)
+#error "the strip's shared memory must fit in the pipeline's"
+#endif
 
 __device__ unsigned tile_counter[MAX_TILES];     /* split-K order; 0 between launches */
 
@@ -421,12 +445,98 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
     }
 }
 
+/* The strip's row count at this M (0: none); the header's srows. */
+__device__ __forceinline__ int strip_rows(int M)
+{
+    return (STRIP_ROWS > 0 && M > BM && M % BM <= STRIP_ROWS) ? M % BM : 0;
+}
+
+/* Strip CTA `chunk`: rows M - s .. M - 1 of C, columns chunk * BN .. + BN - 1 (see the
+ * header). The s rows of A come through shared memory, STRIP_KC k at a time (16 KB at
+ * most; ffma_wide's pipeline has at least 48 KB), so that the loop over k issues only B's
+ * loads: STRIP_U float4s per lane in flight before their FMAs. A strip CTA has the SM to
+ * itself (one CTA per SM), and a first version that loaded A per k from global memory with
+ * 4 k rows in flight took ~130 us per CTA at K = 2048 on an H100, longer than the idle SMs
+ * of the last wave had (2052 x 2048 x 2048 ran 6 % slower than with a row of tiles). */
+__device__ __forceinline__ void strip_chunk(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
+                                            ELEM* __restrict__ C, int M, int N, int K, int chunk)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    ELEM* const as = reinterpret_cast<ELEM*>(smem_raw);              /* [STRIP_ROWS][STRIP_KC] */
+    ELEM* const red = as + STRIP_ROWS * STRIP_KC;                    /* [NT / 32 warps][BN] */
+    const int srows = strip_rows(M), row_first = M - srows;
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int ldb = LDB_OF(N);
+    const int col = chunk * BN + 4 * lane;
+    const bool vec = (ldb & 3) == 0 && col + 4 <= ldb;    /* PAD_B: zeros past N */
+    ACC acc[STRIP_ROWS][4];
+#pragma unroll
+    for (int r = 0; r < STRIP_ROWS; ++r)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            acc[r][j] = (ACC)0;
+    for (int kc = 0; kc < K; kc += STRIP_KC) {
+        __syncthreads();                               /* the previous chunk's A is read */
+        for (int i = tid; i < STRIP_ROWS * STRIP_KC; i += NT) {
+            const int r = i / STRIP_KC, kk = i % STRIP_KC;
+            as[i] = r < srows && kc + kk < K ? A[(size_t)(row_first + r) * K + kc + kk] : (ELEM)0;
+        }
+        __syncthreads();
+        for (int kk = warp * STRIP_U; kk < STRIP_KC && kc + kk < K; kk += (NT / 32) * STRIP_U) {
+            ACC b[STRIP_U][4];
+#pragma unroll
+            for (int u = 0; u < STRIP_U; ++u) {
+                const int k = kc + kk + u;
+                const ELEM* const src = B + (size_t)min(k, K - 1) * ldb + col;
+                if (vec) {
+                    const VEC v = __ldg(reinterpret_cast<const VEC*>(src));
+                    b[u][0] = (ACC)v.x; b[u][1] = (ACC)v.y; b[u][2] = (ACC)v.z; b[u][3] = (ACC)v.w;
+                } else {
+#pragma unroll
+                    for (int j = 0; j < 4; ++j)
+                        b[u][j] = col + j < N ? (ACC)__ldg(src + j) : (ACC)0;
+                }
+            }                                          /* rows k >= K meet zeros of as */
+#pragma unroll
+            for (int u = 0; u < STRIP_U; ++u)
+#pragma unroll
+                for (int r = 0; r < STRIP_ROWS; ++r) {
+                    const ACC a = (ACC)as[r * STRIP_KC + kk + u];
+#pragma unroll
+                    for (int j = 0; j < 4; ++j)
+                        acc[r][j] += a * b[u][j];
+                }
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < STRIP_ROWS; ++r)
+        if (r < srows) {                               /* uniform across the CTA */
+#pragma unroll
+            for (int j = 0; j < 4; ++j)
+                red[warp * BN + 4 * lane + j] = (ELEM)acc[r][j];
+            __syncthreads();
+            if (tid < BN) {
+                ACC sum = (ACC)0;
+#pragma unroll
+                for (int w = 0; w < NT / 32; ++w)
+                    sum += (ACC)red[w * BN + tid];
+                const int c = chunk * BN + tid;
+                if (c < N)
+                    C[(size_t)(row_first + r) * N + c] = (ELEM)sum;
+            }
+            __syncthreads();
+        }
+}
+
 extern "C" __global__ __launch_bounds__(NT, MINB)
 void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
             int M, int N, int K)
 {
-    const int mtiles = (M + BM - 1) / BM;
     const int ntiles_n = (N + BN - 1) / BN;
+    const int srows = strip_rows(M);
+    const int strips = srows ? ntiles_n : 0;
+    M -= srows;                                        /* the tiles' rows */
+    const int mtiles = (M + BM - 1) / BM;
     int tm, tcol;
 #if TAILK > 1
     /* 1-D grid (see TAILK): CTAs 0 .. full-1 take one whole tile each; the last r tiles of the
@@ -434,10 +544,12 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
      * full + j % r and k-slice j / r (slices of a tile in increasing CTA order, as the serial
      * reduction needs). The host put r (TAILK - 1) extra CTAs in the grid: r = 0, no split. */
     const int tiles_all = mtiles * ntiles_n;
-    const int r = ((int)gridDim.x - tiles_all) / (TAILK - 1);
+    const int r = ((int)gridDim.x - strips - tiles_all) / (TAILK - 1);
     const int full = tiles_all - r;
     const int lin = blockIdx.x;
-    if (lin < full) {
+    if (lin >= (int)gridDim.x - strips) {
+        strip_chunk(A, B, C, M + srows, N, K, lin - ((int)gridDim.x - strips));
+    } else if (lin < full) {
         tile_of(lin, mtiles, ntiles_n, tm, tcol);
         gemm_tile(A, B, C, M, N, K, tm, tcol, ntiles_n, 0, 1);
     } else {
@@ -446,9 +558,14 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
         gemm_tile(A, B, C, M, N, K, tm, tcol, ntiles_n, j / r, TAILK);
     }
 #else
+    const int rows_y = (int)gridDim.y - (strips ? 1 : 0);    /* grid rows of tiles */
+    if ((int)blockIdx.y >= rows_y) {                   /* the last grid row: the strip */
+        strip_chunk(A, B, C, M + srows, N, K, blockIdx.x);
+        return;
+    }
     int splits = 1, z = 0;
 #if SPLITK > 1
-    splits = gridDim.y / mtiles;
+    splits = rows_y / mtiles;
     z = blockIdx.y / mtiles;
 #endif
     tile_of((blockIdx.y % mtiles) * ntiles_n + blockIdx.x, mtiles, ntiles_n, tm, tcol);

@@ -20,7 +20,9 @@ bk = 16
 [derived]
 ldb = "roundup(N, 4)"
 smem = "stages * bk * (bm + 4 + 128) * 4"
-tiles = "cdiv(M, bm) * cdiv(N, 128)"
+srows = "M % bm if M > bm and M % bm <= 16 else 0"     # the strip, as ffma_wide's header says
+strip = "cdiv(N, 128) if srows else 0"
+tiles = "cdiv(M - srows, bm) * cdiv(N, 128)"
 splits = "splitk if tiles <= 65536 else 1"
 # the tail split of the partial last wave, as ffma_wide's header explains
 last = "tiles % SMS"
@@ -43,8 +45,8 @@ check = "smem <= 227 * 1024"
 reason = "{smem} B of shared memory (> 227 KB)"
 
 [launch]
-grid = ["tiles + tail * (tailk - 1) if tailk > 1 else cdiv(N, 128)",
-        "1 if tailk > 1 else cdiv(M, bm) * splits"]
+grid = ["tiles + tail * (tailk - 1) + strip if tailk > 1 else cdiv(N, 128)",
+        "1 if tailk > 1 else cdiv(M - srows, bm) * splits + (1 if srows else 0)"]
 block = [256, 1]
 shared = "smem"
 

@@ -447,12 +447,18 @@ def test_wide_registered():
 TAIL_SHAPES = [(2300, 2000, 77), (2300, 1999, 301), (4100, 4090, 95)]
 
 
+def strip_rows(m, bm=256):
+    """ffma_wide's strip: the rows past a multiple of bm that strip CTAs compute (1..16)."""
+    return m % bm if m > bm and m % bm <= 16 else 0
+
+
 def tail_grid(c, m, n, sms=SMS):
-    """ffma_wide's CTAs with tailk: T tiles, and tailk k-slices for the T % sms of the
-    partial last wave."""
-    tiles = -(-m // c["bm"]) * -(-n // 128)
+    """ffma_wide's CTAs with tailk: T tiles (of the rows above the strip), tailk k-slices for
+    the T % sms of the partial last wave, then the strip's CTAs."""
+    s_rows = strip_rows(m, c["bm"])
+    tiles = -(-(m - s_rows) // c["bm"]) * -(-n // 128)
     r, s = tiles % sms, c["tailk"]
-    return tiles + (r * (s - 1) if 2 * -(-r * s // sms) <= s else 0)
+    return tiles + (r * (s - 1) if 2 * -(-r * s // sms) <= s else 0) + (-(-n // 128) if s_rows else 0)
 
 
 def test_wide_space_and_shapes():
@@ -475,9 +481,18 @@ def test_wide_space_and_shapes():
                     assert gy == 1 and gx == tail_grid(c, m, n, sms)
                 else:
                     assert gx * 128 >= n and gy * c["bm"] >= m
-    # 544 tiles at 4100×4090: 4 waves of 132, then 16 tiles in 8 slices (128 CTAs)
+    # 4100×4090: 512 tiles of the first 4096 rows (the last wave 116 of 132: left whole), and
+    # the 4 rows past them in 32 strip CTAs; 4352 + 17 rows: a row of tiles, no strip
     c = dict(WD.default_params(), tailk=8)
-    assert WD.launch_geometry(c, 4100, 4090, 4095, 132)[0] == (544 + 16 * 7, 1)
+    assert WD.launch_geometry(c, 4100, 4090, 4095, 132)[0] == (512 + 32, 1)
+    assert WD.launch_geometry(c, 4369, 4090, 4095, 132)[0] == (18 * 32 + 48 * 7, 1)   # tail split
+    assert WD.launch_geometry(dict(c, tailk=1), 4100, 4090, 4095, 132)[0] == (32, 16 + 1)
+    assert WD.launch_geometry(dict(c, tailk=1, splitk=4), 4100, 4090, 4095, 132)[0] == (32, 16 * 4 + 1)
+    one = dict(c, tailk=1)
+    assert WD.launch_geometry(one, 256 + 16, 300, 64, 132)[0] == (3, 1 + 1)   # 16 rows: strip
+    assert WD.launch_geometry(one, 256, 300, 64, 132)[0] == (3, 1)           # none past 256
+    assert WD.launch_geometry(one, 100, 300, 64, 132)[0] == (3, 1)           # M < bm: a tile row
+    assert WD.launch_geometry(c, 256 + 16, 300, 64, 132)[0] == (3 + 3 * 7 + 3, 1)   # with tail
     assert WD.launch_geometry(c, 4096, 4096, 4096, 128)[0] == (512, 1)     # whole waves: no split
     # 512 tiles at 4096²: the last wave is 116 of 132 tiles, 928 slices would take 8 rounds of
     # 1/8: left whole; 288 at 3000²: 24 tiles, 192 slices in 2 rounds of 1/8: split
@@ -493,7 +508,10 @@ def test_wide_verifies_at_odd_shapes(dtype):
     items = [(v.name, c) for v in (WD, padb) for c in v.combos()
              if v.constraint(c, 64, 63, 63, dtype) is None]
     # (1300, 900): a partial group of sw=8 rows; M ≥ 256 with M % 256 and N % 128: shifted edge tiles
-    shapes = RD_SHAPES + [(513, 385, 129), (1300, 900, 77), (1000, 3001, 17)] + TAIL_SHAPES
+    # (257, 301, 77), (528, 130, 203), (4100, 4090, 95): strips of 1, 16 and 4 rows (N % 4 or
+    # not, K % 4 or not); (529, 129, 33): 17 rows past 512, a row of tiles
+    shapes = RD_SHAPES + [(513, 385, 129), (1300, 900, 77), (1000, 3001, 17), (257, 301, 77),
+                          (528, 130, 203), (529, 129, 33)] + TAIL_SHAPES
     plan = Plan(backend="cuda", items=items, shapes=shapes, dtype=dtype, warmup=0, repeats=2,
                 dist="int" if dtype == "int32" else "uniform")
     recs = _run(plan)
