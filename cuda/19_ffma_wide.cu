@@ -102,7 +102,7 @@ shared = "smem"
  *
  * TAILK (the partial last wave; stream-K's "data-parallel + split-K" hybrid): at one CTA per
  * SM, T tiles run in ceil(T / SMS) waves, and the last one is r = T % SMS tiles that leave
- * the other SMs idle for a whole tile's time (4100x4090x4095: 544 tiles = 4.12 waves run as 5,
+ * the other SMs idle for a whole tile's time (4100x4090x4095 before the strip: 544 tiles = 4.12 waves run as 5,
  * 82 % of the machine). Split those r tiles TAILK ways along K and the last wave takes about
  * 1 / TAILK of a tile's time; the slices of a tile add up in order through the serial
  * split-K counters (deterministic). The host computes r from SMS; the kernel recovers it
@@ -307,7 +307,8 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
     /* Shifted edge tiles: a tile past the last row (column) computes the BM x BN block that
      * ends at row M (column ldb) instead, every copy in bounds, and stores only the rows and
      * columns it owns (the overlap is its neighbour's). So edge tiles take the bounds-free
-     * copy path too (4100x4090x4095: 49 of 544 tiles, the last tile row having 4 rows). */
+     * copy path too (4100x4090x4095: the last tile column; before the strip, also the last
+     * tile row, which had 4 rows). */
     int row0 = own_row0, col0 = own_col0;
 #if FASTCOPY
     if (vec_b && M >= BM && ldb >= BN) {
