@@ -200,7 +200,7 @@ __device__ __forceinline__ void load_tile(const ELEM* __restrict__ A, const ELEM
 #pragma unroll
         for (int it = 0; it < B_COPIES; ++it) {
             const int r = br + it * (NT / (BN / 4));
-            cp_async16_full(&Bs[r * BN + bc], B + (k0 + r) * N + B_COL);
+            cp_async16_full(&Bs[r * BN + bc], B + (k0 + r) * LDB_OF(N) + B_COL);
         }
         return;
     }
@@ -216,9 +216,9 @@ __device__ __forceinline__ void load_tile(const ELEM* __restrict__ A, const ELEM
     for (int it = 0; it < B_COPIES; ++it) {
         const int r = br + it * (NT / (BN / 4));
         const int gk = k0 + r;
-        const ELEM* src = B + gk * N + bcol;
+        const ELEM* src = B + gk * LDB_OF(N) + bcol;
         if (vec_b) {
-            const bool in = gk < kend && bcol_ok;
+            const bool in = gk < kend && bcol_ok;     /* PAD_B: columns N..LDB-1 are zeros */
             cp_async16(&Bs[r * BN + bc], in ? src : B, in);
         } else {
 #pragma unroll
@@ -265,7 +265,9 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     const int ktiles = max(0, min(ktiles_all, kt0 + per) - kt0);
     const int kbeg = kt0 * BK;
     const int kend = min(K, kbeg + ktiles * BK);
-    const bool vec_b = (N & 3) == 0;
+    const int ldb = LDB_OF(N);                        /* row stride of B (PAD_B: padded) */
+    const bool vec_b = (ldb & 3) == 0;                /* 16-byte B rows */
+    const bool vec_c = (N & 3) == 0;                  /* 16-byte C rows */
     const int arow = row0 + tid / BK;                 /* first A row this thread copies */
     unsigned arows_ok = 0;
 #pragma unroll
@@ -276,13 +278,13 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
 #if EDGE_CLAMP
     const bool interior = vec_b;                      /* clamped copies are valid on edge tiles */
 #else
-    const bool interior = vec_b && row0 + BM <= M && col0 + BN <= N;   /* whole block tile in bounds */
+    const bool interior = vec_b && row0 + BM <= M && col0 + BN <= ldb; /* whole block tile in bounds */
 #endif
     int a_off[A_COPIES];                              /* the fast path's row offsets of A */
 #pragma unroll
     for (int it = 0; it < A_COPIES; ++it)
         a_off[it] = (EDGE_CLAMP ? min(arow + it * (NT / BK), M - 1) : arow + it * (NT / BK)) * K;
-    const int b_col = EDGE_CLAMP ? min(bcol, max(N - 4, 0)) : bcol;
+    const int b_col = EDGE_CLAMP ? min(bcol, max(ldb - 4, 0)) : bcol;
 
     ACC acc[TM][TN];
 #pragma unroll
@@ -349,7 +351,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
         for (int p = 0; p < PN; ++p) {
             const int col = col0 + p * SN_ + tx * 4;
             ACC* a = &acc[i][4 * p];
-            if (vec_b && col + 3 < N) {
+            if (vec_c && col + 3 < N) {
                 VEC x;
                 x.x = (ELEM)a[0]; x.y = (ELEM)a[1]; x.z = (ELEM)a[2]; x.w = (ELEM)a[3];
                 __stcg(reinterpret_cast<VEC*>(&C[row * N + col]), x);

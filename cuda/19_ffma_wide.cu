@@ -162,17 +162,7 @@ shared = "smem"
 #endif
 #define STRIP_U 8                    /* k rows per warp and trip of the strip */
 #define STRIP_KC 256                 /* k per chunk of the strip's A rows in shared memory */
-/* PAD_B = 1 (25_ffma_wide_padb.cu): B arrives as a copy whose rows are padded to LDB =
- * roundup(N, 4) floats with zeros (the pre-pass), so every B row is 16-byte aligned and every
- * copy takes the 16-byte path whatever N is; C keeps its N columns. */
-#ifndef PAD_B
-#define PAD_B 0
-#endif
-#if PAD_B
-#define LDB_OF(n) (((n) + 3) & ~3)
-#else
-#define LDB_OF(n) (n)
-#endif
+/* PAD_B, LDB_OF: lab_ptx.cuh (25_ffma_wide_padb.cu sets PAD_B = 1) */
 #ifndef FASTCOPY               /* bounds-free copies of interior tiles (sm_90; see 18_ffma_regdb.cu) */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define FASTCOPY 1

@@ -92,17 +92,5 @@ void pad_b(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restr
            int M, int N, int K)
 {
     (void)A; (void)M;
-    const int ldb = LDB_OF(N);
-    const int c = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
-    if (c >= ldb)
-        return;
-    for (int k = blockIdx.y; k < K; k += gridDim.y) {
-        const ELEM* src = B + (size_t)k * N + c;
-        VEC v;
-        v.x = c + 0 < N ? src[0] : (ELEM)0;
-        v.y = c + 1 < N ? src[1] : (ELEM)0;
-        v.z = c + 2 < N ? src[2] : (ELEM)0;
-        v.w = c + 3 < N ? src[3] : (ELEM)0;
-        *reinterpret_cast<VEC*>(S + (size_t)k * ldb + c) = v;
-    }
+    pad_b_rows(B, S, N, K);
 }

@@ -10,6 +10,18 @@
  */
 #pragma once
 
+/* PAD_B = 1 (the _padb rungs, 25 and 27): B arrives as a copy whose rows are padded to LDB =
+ * roundup(N, 4) floats with zeros (a pre-pass, pad_b_rows), so every B row is 16-byte aligned
+ * and every copy takes the 16-byte path whatever N is; C keeps its N columns. */
+#ifndef PAD_B
+#define PAD_B 0
+#endif
+#if PAD_B
+#define LDB_OF(n) (((n) + 3) & ~3)
+#else
+#define LDB_OF(n) (n)
+#endif
+
 /* --- cp.async (sm_80+): asynchronous global -> shared copies ------------------------------- */
 /* Each copy takes the destination as a 32-bit shared-state-space address (`unsigned`), or as a
  * generic pointer into shared memory, converted with __cvta_generic_to_shared (the same
@@ -98,6 +110,27 @@ template <typename T> struct vec4_of;                 /* float -> float4, int ->
 template <> struct vec4_of<float> { typedef float4 type; };
 template <> struct vec4_of<int> { typedef int4 type; };
 template <> struct vec4_of<unsigned> { typedef uint4 type; };   /* int32 runs: wrap-around sums */
+
+/* The _padb rungs' pre-pass: B (K x N) copied into S (K x LDB_OF(N) with PAD_B = 1), columns N
+ * .. ldb - 1 zero. Each thread one 16-byte group of a padded row (column c = 4 * (blockIdx.x *
+ * blockDim.x + threadIdx.x)), rows blockIdx.y, blockIdx.y + gridDim.y, ... */
+template <typename T>
+__device__ __forceinline__ void pad_b_rows(const T* __restrict__ B, T* __restrict__ S, int N, int K)
+{
+    const int ldb = (N + 3) & ~3;
+    const int c = (blockIdx.x * blockDim.x + threadIdx.x) * 4;
+    if (c >= ldb)
+        return;
+    for (int k = blockIdx.y; k < K; k += gridDim.y) {
+        const T* src = B + (size_t)k * N + c;
+        typename vec4_of<T>::type v;
+        v.x = c + 0 < N ? src[0] : (T)0;
+        v.y = c + 1 < N ? src[1] : (T)0;
+        v.z = c + 2 < N ? src[2] : (T)0;
+        v.w = c + 3 < N ? src[3] : (T)0;
+        *reinterpret_cast<typename vec4_of<T>::type*>(S + (size_t)k * ldb + c) = v;
+    }
+}
 
 /* The partial tiles of a workspace laid out as above: after the `tiles` arrival counters. */
 __device__ __forceinline__ unsigned char* partials_after_counters(unsigned char* workspace, int tiles)

@@ -42,7 +42,8 @@ SKINNY_SHAPES = [(1, 253, 127), (61, 7, 1000), (64, 129, 4099), (7, 3000, 65), (
 #: Rungs made for one class of shapes, dispatched to by shape (the lab best): the class,
 #: and the shape they are tested at instead of 4096³. Every other rung takes any shape.
 SPECIALISTS = {"skinny": (lambda m, n, k: min(m, n) <= 64, (1, 4096, 4096)),
-               "ffma_wide_padb": (lambda m, n, k: n % 4 != 0, (4096, 4090, 4096))}
+               "ffma_wide_padb": (lambda m, n, k: n % 4 != 0, (4096, 4090, 4096)),
+               "ffma_regdb_padb": (lambda m, n, k: n % 4 != 0, (1000, 3001, 2000))}
 
 
 def home(v) -> tuple[int, int, int]:
@@ -103,7 +104,7 @@ def test_no_shape_constraints(v, shape):
             if in_class(v, shape):
                 assert why is None, why
             else:
-                assert why and "use ffma_wide" in why or "ffma_wide runs the same" in why, why
+                assert why and ("use ffma_wide" in why or "runs the same without the copy" in why), why
 
 
 @pytest.mark.parametrize("v", KERNELS, ids=lambda v: v.name)
@@ -112,7 +113,7 @@ def test_geometry_fits_a_block(v):
         if v.check("cuda", c, *home(v), "float32"):
             continue
         (gx, gy), (bx, by) = v.geometry(c, *((1000, 3000, 17) if in_class(v, (1000, 3000, 17))
-                                            else (1000, 3001, 17) if v.name == "ffma_wide_padb"
+                                            else (1000, 3001, 17) if v.name.endswith("_padb")
                                             else (1000, 30, 17)))
         assert 32 <= bx * by <= 1024 and gx >= 1 and gy >= 1
         if v.dynamic_shared:
@@ -213,6 +214,39 @@ def _assert_every_valid_combo_verifies(v, shapes):
     recs = _run(plan)
     bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
     assert not bad, bad
+
+
+RDP = registry.get("ffma_regdb_padb")
+
+
+def test_regdb_padb_is_regdb_with_padded_b():
+    """The same space as ffma_regdb, for N % 4 != 0 only, B read from the padded copy (a
+    pre-pass with a scratch of K × roundup(N, 4) floats), the workspace of split-K as
+    ffma_regdb's."""
+    assert RDP.role == "rung" and RDP.space == RD.space and RDP.prepass is not None
+    text = RDP.source_path("cuda").read_text()
+    assert "#define PAD_B 1" in text and '#include "18_ffma_regdb.cu"' in text
+    for c in RD.combos():
+        assert "runs the same" in RDP.check("cuda", c, 1000, 3000, 2000, "float32")
+        want, got = RD.check("cuda", c, 1000, 3001, 2000, "float32"), RDP.check("cuda", c, 1000, 3001, 2000, "float32")
+        assert (want is None) == (got is None), (c, want, got)
+        if got is None:
+            assert RDP.geometry(c, 1000, 3001, 2000) == RD.geometry(c, 1000, 3001, 2000)
+            assert RDP.workspace_bytes(c, 1000, 3001, 2000) == RD.workspace_bytes(c, 1000, 3001, 2000)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_regdb_padb_verifies_at_odd_shapes(dtype):
+    _need_cuda()
+    items = [(RDP.name, c) for c in RDP.combos() if RDP.check("cuda", c, 1000, 3001, 2000, dtype) is None]
+    shapes = [s for s in RD_SHAPES if s[1] % 4] + [(1000, 3001, 2000), (129, 1025, 77), (64, 301, 5000)]
+    plan = Plan(backend="cuda", items=items, shapes=shapes, dtype=dtype, warmup=0, repeats=2,
+                dist="int" if dtype == "int32" else "uniform")
+    recs = _run(plan)
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
+    assert not bad, bad
+    assert {(r.m, r.n, r.k) for r in recs if r.passed} == set(shapes)
 
 
 @pytest.mark.gpu

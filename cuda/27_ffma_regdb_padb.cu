@@ -1,0 +1,92 @@
+/*
++++
+name = "ffma_regdb_padb"
+title = "ffma_regdb for N not a multiple of 4: a pre-pass copies B into rows padded to roundup(N, 4) with zeros, so every B copy is one 16-byte cp.async and interior tiles take the bounds-free path (unpadded, each B element costs a 4-byte copy with a bounds check on every tile); what ffma_wide_padb is to ffma_wide, for the shapes where ffma_regdb's smaller tiles win."
+source = "cuda/18_ffma_regdb.cu (included, PAD_B = 1); the pre-pass of cuda/25_ffma_wide_padb.cu (pad_b_rows in lab_ptx.cuh); operand padding as cuBLAS/CUTLASS do for misaligned leading dimensions"
+role = "rung"
+order = 27
+
+[params]             # ffma_regdb's
+bm = [128, 64]
+tn = [8]
+bk = [8]
+splitk = [1, 2, 3, 4, 6, 8, 12]
+
+[derived]
+ldb = "roundup(N, 4)"
+threads = "(bm // 8) * (128 // tn)"
+stages = "4 if bk == 8 else 3"
+tiles = "cdiv(M, bm) * cdiv(N, 128)"
+workspace = "0 if splitk == 1 else roundup(4 * tiles, 256) + splitk * tiles * bm * 128 * 4"
+
+[[constraints]]
+check = "N % 4 != 0"
+reason = "B rows are already 16-byte aligned (N % 4 == 0): ffma_regdb runs the same without the copy"
+
+[[constraints]]
+check = "(bm == 64 or bm == 128) and (tn == 8 or tn == 16) and (bk == 8 or bk == 16) and splitk >= 1"
+reason = "bm must be 64 or 128, tn 8 or 16, bk 8 or 16, splitk ≥ 1 (as ffma_regdb)"
+
+[[constraints]]
+check = "threads >= 128"
+reason = "bm=64 with tn=16 is 64 threads per block: too few warps per SM"
+
+[[constraints]]
+check = "not (bm == 128 and tn == 8 and splitk > 1)"
+reason = "split-K with the 256-thread 128×128 tile needs more than 128 registers (spills at 2 blocks/SM)"
+
+[[constraints]]
+check = "workspace <= 2**28"
+reason = "split-K {splitk} would need {workspace // 2**20} MiB of partial tiles (at most 256): split-K is for grids too small to fill the GPU"
+
+[[constraints]]
+check = "not (bm == 128 and tn == 8 and bk == 16)"
+reason = "bk=16 with the 256-thread 128×128 tile spills at 128 registers (2 blocks/SM)"
+
+[launch]
+grid = ["cdiv(N, 128)", "cdiv(M, bm) * splitk"]
+block = ["threads", 1]
+shared = "stages * bk * (bm + 4 + 128) * 4"
+workspace = "workspace"
+
+[prepass]            # B (K × N) -> Bp (K × ldb), zero columns N..ldb-1
+entry = "pad_b"
+grid = ["cdiv(ldb, 4 * 128)", "min(K, 65535)"]
+block = [128, 1]
+scratch = "4 * K * ldb"
++++
+*/
+/*
+ * 27_ffma_regdb_padb.cu -- 18_ffma_regdb.cu for shapes whose N is not a multiple of 4.
+ *
+ * Why: as in 25_ffma_wide_padb.cu. With N % 4 != 0 the rows of B start at N * 4-byte strides,
+ * so ffma_regdb copies B 4 bytes at a time with a bounds check per element, on every tile,
+ * and no tile takes the bounds-free path. On an H100 ffma_regdb ran 1000x3000x2000 and
+ * 1000x3004x2000 at 102% of cuBLAS FP32 and 1000x3001x2000 at 87.5% (benchmarks/NOTES.md,
+ * issue 11 round 9); ffma_wide_padb, the padded 256-row rung, reached 76% there (96 tiles
+ * for 132 SMs).
+ *
+ * Technique: operand padding, as libraries do for a leading dimension that breaks vector
+ * alignment (an aligned copy of the operand, paid once per GEMM), on ffma_regdb's tiles.
+ * How: the pre-pass (pad_b_rows, lab_ptx.cuh; timed with the GEMM) copies B into a scratch
+ * buffer Bp of K rows of ldb = roundup(N, 4) floats, the last ldb - N zero; matmul is
+ * ffma_regdb compiled with PAD_B = 1, reading B from Bp with row stride ldb: every B copy is
+ * one 16-byte cp.async and the zero columns make the edge tiles' copies that straddle N
+ * exact. C keeps its N columns (scalar stores when N % 4). Cost of the copy: K * N * 4 bytes
+ * read and K * ldb * 4 written.
+ *
+ * Compile-time constants (ELEM, ACC, BM, TN, BK, SPLITK), split-K and its workspace: as
+ * 18_ffma_regdb.cu. Pre-pass: block
+ * (128, 1), grid (ceil(ldb / 512), min(K, 65535)). Arguments: pad_b(A, B, S, M, N, K),
+ * matmul(A, S, C, M, N, K, workspace).
+ */
+#define PAD_B 1
+#include "18_ffma_regdb.cu"
+
+extern "C" __global__ __launch_bounds__(128)
+void pad_b(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
+           int M, int N, int K)
+{
+    (void)A; (void)M;
+    pad_b_rows(B, S, N, K);
+}
