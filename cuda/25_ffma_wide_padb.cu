@@ -84,7 +84,8 @@ scratch = "4 * K * ldb"
  * (128, 1), grid (ceil(ldb / 512), min(K, 65535)), each thread one 16-byte group of a padded
  * row, rows strided by gridDim.y. Arguments: pad_b(A, B, S, M, N, K), matmul(A, S, C, M, N, K).
  */
-#define PAD_B 1
+#define PAD_B 1                       /* before lab_ptx.cuh: LDB_OF pads */
+#include "lab_ptx.cuh"
 #include "19_ffma_wide.cu"
 
 extern "C" __global__ __launch_bounds__(128)
