@@ -442,20 +442,20 @@ __device__ __forceinline__ int strip_rows(int M)
     return (STRIP_ROWS > 0 && M > BM && M % BM <= STRIP_ROWS) ? M % BM : 0;
 }
 
-/* Strip CTA `chunk`: rows M - s .. M - 1 of C, columns chunk * BN .. + BN - 1 (see the
- * header). The s rows of A come through shared memory, STRIP_KC k at a time (16 KB at
- * most; ffma_wide's pipeline has at least 48 KB), so that the loop over k issues only B's
- * loads: STRIP_U float4s per lane in flight before their FMAs. A strip CTA has the SM to
- * itself (one CTA per SM), and a first version that loaded A per k from global memory with
+/* Strip CTA `chunk`: the srows rows of C from row_first (where the tiles end), columns
+ * chunk * BN .. + BN - 1 (see the header). The srows rows of A come through shared memory,
+ * STRIP_KC k at a time (16 KB at most; ffma_wide's pipeline has at least 48 KB), so that the
+ * loop over k issues only B's loads: STRIP_U float4s per lane in flight before their
+ * FMAs. A strip CTA has the SM to itself (one CTA per SM), and a first version that loaded A per k from global memory with
  * 4 k rows in flight took ~130 us per CTA at K = 2048 on an H100, longer than the idle SMs
  * of the last wave had (2052 x 2048 x 2048 ran 6 % slower than with a row of tiles). */
 __device__ __forceinline__ void strip_chunk(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
-                                            ELEM* __restrict__ C, int M, int N, int K, int chunk)
+                                            ELEM* __restrict__ C, int row_first, int srows, int N,
+                                            int K, int chunk)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     ELEM* const as = reinterpret_cast<ELEM*>(smem_raw);              /* [STRIP_ROWS][STRIP_KC] */
     ELEM* const red = as + STRIP_ROWS * STRIP_KC;                    /* [NT / 32 warps][BN] */
-    const int srows = strip_rows(M), row_first = M - srows;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
     const int ldb = LDB_OF(N);
     const int col = chunk * BN + 4 * lane;
@@ -539,7 +539,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     const int full = tiles_all - r;
     const int lin = blockIdx.x;
     if (lin >= (int)gridDim.x - strips) {
-        strip_chunk(A, B, C, M + srows, N, K, lin - ((int)gridDim.x - strips));
+        strip_chunk(A, B, C, M, srows, N, K, lin - ((int)gridDim.x - strips));
     } else if (lin < full) {
         tile_of(lin, mtiles, ntiles_n, tm, tcol);
         gemm_tile(A, B, C, M, N, K, tm, tcol, ntiles_n, 0, 1);
@@ -551,7 +551,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
 #else
     const int rows_y = (int)gridDim.y - (strips ? 1 : 0);    /* grid rows of tiles */
     if ((int)blockIdx.y >= rows_y) {                   /* the last grid row: the strip */
-        strip_chunk(A, B, C, M + srows, N, K, blockIdx.x);
+        strip_chunk(A, B, C, M, srows, N, K, blockIdx.x);
         return;
     }
     int splits = 1, z = 0;

@@ -16,7 +16,7 @@ import pytest
 from engine import registry
 from engine.backends.base import CompiledKernel, Workspace
 from engine.backends.stream_hold import HOLD_PTX
-from tests.helpers import backend_status
+from tests.helpers import require_backend
 from tests.recording_driver import Entry, recording_backend
 
 
@@ -114,15 +114,9 @@ def test_the_hold_kernel_is_ptx_with_a_timeout_and_a_report():
 
 # -- on a GPU --------------------------------------------------------------------------------
 
-def _cuda_or_skip():
-    st = backend_status("cuda")
-    if not st.available:
-        pytest.skip(f"cuda backend unavailable: {st.reason}")
-
-
 @pytest.mark.gpu
 def test_the_hold_holds_until_released_and_times_out_otherwise():
-    _cuda_or_skip()
+    require_backend("cuda")
     from engine.backends.cuda import CudaBackend
     from engine.backends.stream_hold import StreamHold
 
@@ -156,7 +150,7 @@ def test_the_hold_holds_until_released_and_times_out_otherwise():
 def test_a_slow_host_no_longer_shows_in_the_timed_kernel():
     """Each launch issued 2 ms after its start event: held, the kernel's own time (far
     under 2 ms); without the hold, the 2 ms as well."""
-    _cuda_or_skip()
+    require_backend("cuda")
     from engine import matrices
     from engine.backends.cuda import CudaBackend
 
