@@ -7,10 +7,10 @@ role = "rung"
 order = 18
 
 [params]
-bm = [128, 64]
+bm = [128, 96, 80, 64]
 tn = [8]             # tn = 16, bk = 16: see the v4 notes
 bk = [8]
-splitk = [1, 2, 3, 4, 6, 8, 12]   # small grids: M ≤ 128 with long K, 1000^3; 3 CTAs per SM: one wave of 396 on 132 SMs
+splitk = [1, 2, 3, 4, 6, 8]   # small grids: M ≤ 128 with long K, 1000^3 (12 was never the fastest)
 
 [derived]
 threads = "(bm // 8) * (128 // tn)"
@@ -21,8 +21,12 @@ tiles = "cdiv(M, bm) * cdiv(N, 128)"
 workspace = "0 if splitk == 1 else roundup(4 * tiles, 256) + splitk * tiles * bm * 128 * 4"
 
 [[constraints]]
-check = "(bm == 64 or bm == 128) and (tn == 8 or tn == 16) and (bk == 8 or bk == 16) and splitk >= 1"
-reason = "bm must be 64 or 128, tn 8 or 16, bk 8 or 16, splitk ≥ 1"
+check = "(bm == 64 or bm == 80 or bm == 96 or bm == 128) and (tn == 8 or tn == 16) and (bk == 8 or bk == 16) and splitk >= 1"
+reason = "bm must be 64, 80, 96 or 128, tn 8 or 16, bk 8 or 16, splitk ≥ 1"
+
+[[constraints]]
+check = "bm == 64 or bm == 128 or (M <= bm and M > bm - 16)"
+reason = "{bm}-row tiles are for M = {bm - 15}..{bm}, one tile where 64-row ones take two; elsewhere 64-row tiles (3 blocks per SM) ran faster (M = 200: 70% of cuBLAS against 90%)"
 
 [[constraints]]
 check = "threads >= 128"
@@ -83,12 +87,17 @@ workspace = "workspace"
  * multistage cp.async mainloop and serial split-K as in CUTLASS. Written anew here.
  *
  * Tails: out-of-bounds elements are zero-filled by cp.async's src-size 0; B goes 4 bytes
- * at a time when N % 4 != 0; stores guarded: any M, N, K. Tiles wholly in bounds (block
- * tile inside M x N, full k-tile, N % 4 == 0) take a copy path without bounds logic.
+ * at a time when N % 4 != 0; stores guarded: any M, N, K. Full k-tiles of tiles wholly in
+ * bounds (with EDGE_CLAMP: of every tile) take a copy path without bounds logic, for any N.
+ *
+ * Tile heights 80 and 96 (160 and 192 threads) are for M in (64, 96]: 80 x 4096 x 4096 ran
+ * 87% of cuBLAS as two 64-row tiles and 103% as one 80-row tile. 112 (224 threads) is not
+ * offered: 2 blocks of 7 warps cap ptxas at 128 registers (4 warps per SM sub-partition),
+ * and one block per SM leaves too few warps; both ran slower than two 64-row tiles.
  *
  * Compile-time constants (defaults let the file compile alone):
  *   ELEM, ACC  element and accumulator types                     (default float)
- *   BM         block rows (64 or 128); BN = 128                   (default 128)
+ *   BM         block rows (64, 80, 96 or 128); BN = 128           (default 128)
  *   TN         columns per thread (8 or 16); TM = 8               (default 8)
  *   BK         k-tile depth                                       (default 8)
  *   STAGES     k-tiles in flight, >= 2                 (default 4 at BK=8, else 3)
@@ -133,13 +142,13 @@ workspace = "workspace"
 #define MINB 2
 #endif
 #define APAD 4
-/* EDGE_CLAMP: edge tiles (partial in M or N, N % 4 == 0) copy like interior ones, their rows
- * and columns clamped into the matrix once per CTA (values past M or N reach only
- * accumulators that are never stored): at BM = 64. In a one-wave grid (1000^3: 128 CTAs)
- * the edge CTAs' predicated copies set the kernel's time. The 256-thread 128x128 tile keeps
+/* EDGE_CLAMP: edge tiles (partial in M or N) copy like interior ones, their rows and columns
+ * clamped into the matrix (values past M or N reach only accumulators that are never
+ * stored): at BM < 128 (64, 80, 96). In a one-wave grid (1000^3: 128 CTAs) the edge CTAs'
+ * predicated copies set the kernel's time. The 256-thread 128x128 tile keeps
  * interior-only fast copies: it has no register to spare at 128 (2 blocks/SM). */
 #ifndef EDGE_CLAMP
-#define EDGE_CLAMP (BM == 64)
+#define EDGE_CLAMP (BM < 128)
 #endif
 #ifndef FASTCOPY               /* bounds-free copies of interior tiles; on sm_80 ptxas spills with it */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -169,8 +178,11 @@ workspace = "workspace"
  * copies, consecutive threads along k), B copies rows br + i*(NT/(BN/4)) at columns bc..bc+3. */
 #define A_COPIES ((BM * BK + NT - 1) / NT)
 #define B_COPIES ((BS_WORDS / 4 + NT - 1) / NT)
-#if (BM * BK) % NT || (BS_WORDS / 4) % NT
-#error "the tile copies must split evenly over the threads"
+/* BM = 80, 96, 112: 160, 192, 224 threads do not split B's BK rows of 32 16-byte copies
+ * evenly: the last round copies the rows left (a warp-uniform test, a warp per row) */
+#define B_EVEN ((BS_WORDS / 4) % NT == 0)
+#if (BM * BK) % NT || NT % (BN / 4)
+#error "the tile copies must split evenly over the threads (A) and whole warps (B rows)"
 #endif
 /* Copies of the k-tile starting at k0 into one stage (As[k][m] transposed, Bs[k][n]). */
 __device__ __forceinline__ void load_tile(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
@@ -184,7 +196,7 @@ __device__ __forceinline__ void load_tile(const ELEM* __restrict__ A, const ELEM
     const int ac = tid % BK, ar = tid / BK;
     const int bc = (tid % (BN / 4)) * 4, br = tid / (BN / 4);
 #if FASTCOPY
-    if (full) {                                    /* whole k-tile in bounds, N % 4 == 0 */
+    if (full) {                                    /* whole k-tile in bounds */
         /* a_off: each A copy's row offset, b_col: the B column, worked out once per CTA
            (clamped into the matrix with EDGE_CLAMP) */
 #if EDGE_CLAMP
@@ -200,7 +212,18 @@ __device__ __forceinline__ void load_tile(const ELEM* __restrict__ A, const ELEM
 #pragma unroll
         for (int it = 0; it < B_COPIES; ++it) {
             const int r = br + it * (NT / (BN / 4));
-            cp_async16_full(&Bs[r * BN + bc], B + (k0 + r) * LDB_OF(N) + B_COL);
+            if (!B_EVEN && r >= BK)
+                break;
+            const ELEM* row = B + (k0 + r) * LDB_OF(N);
+            if (vec_b) {
+                cp_async16_full(&Bs[r * BN + bc], row + B_COL);
+            } else {
+                /* N % 4 != 0 (unpadded): B's rows are not 16-byte aligned, four 4-byte copies;
+                   with EDGE_CLAMP columns past N are clamped to N - 1 (never stored) */
+#pragma unroll
+                for (int j = 0; j < 4; ++j)
+                    cp_async4_full(&Bs[r * BN + bc + j], row + (EDGE_CLAMP ? min(bcol + j, N - 1) : bcol + j));
+            }
         }
         return;
     }
@@ -215,6 +238,8 @@ __device__ __forceinline__ void load_tile(const ELEM* __restrict__ A, const ELEM
 #pragma unroll
     for (int it = 0; it < B_COPIES; ++it) {
         const int r = br + it * (NT / (BN / 4));
+        if (!B_EVEN && r >= BK)
+            break;
         const int gk = k0 + r;
         const ELEM* src = B + gk * LDB_OF(N) + bcol;
         if (vec_b) {
@@ -276,9 +301,9 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     const int bcol = col0 + (tid % (BN / 4)) * 4;     /* first B column this thread copies */
     const bool bcol_ok = bcol < N;
 #if EDGE_CLAMP
-    const bool interior = vec_b;                      /* clamped copies are valid on edge tiles */
+    const bool interior = true;                       /* clamped copies are valid on edge tiles */
 #else
-    const bool interior = vec_b && row0 + BM <= M && col0 + BN <= ldb; /* whole block tile in bounds */
+    const bool interior = row0 + BM <= M && col0 + BN <= ldb; /* whole block tile in bounds */
 #endif
     int a_off[A_COPIES];                              /* the fast path's row offsets of A */
 #pragma unroll

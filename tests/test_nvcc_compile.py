@@ -71,7 +71,17 @@ def _param_reason(v: Variant, params: dict, dtype: str) -> str | None:
     tiled's 'multiple of block' are met and only parameter-level reasons remain.
     """
     size = math.lcm(1, *(int(x) for x in params.values()))
-    return v.check("cuda", params, size, size, size, dtype)
+    # a class constraint is met at M = one of the parameter values (ffma_regdb's 80- and
+    # 96-row tiles are for M up to the tile height) or at N = size + 1 (the _padb rungs
+    # are for N % 4 != 0)
+    why = v.check("cuda", params, size, size, size, dtype)
+    for m in sorted({int(x) for x in params.values() if int(x) > 1} | {size}):
+        for n in (size, size + 1):
+            if why is None:
+                return None
+            if v.check("cuda", params, m, n, size, dtype) is None:
+                return None
+    return why
 
 
 def _cases() -> list[Case]:
