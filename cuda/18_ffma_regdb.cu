@@ -88,7 +88,9 @@ workspace = "workspace"
  *
  * Tails: out-of-bounds elements are zero-filled by cp.async's src-size 0; B goes 4 bytes
  * at a time when N % 4 != 0; stores guarded: any M, N, K. Full k-tiles of tiles wholly in
- * bounds (with EDGE_CLAMP: of every tile) take a copy path without bounds logic, for any N.
+ * bounds (with EDGE_CLAMP: of every tile) take a copy path without bounds logic where
+ * N % 4 == 0. (The same for 4-byte B copies won 1-2% at N % 4 != 0 and cost 3-4% at
+ * N % 4 == 0, the test on N then sitting in the copy path: not kept; see ffma_regdb_padb.)
  *
  * Tile heights 80 and 96 (160 and 192 threads) are for M in (64, 96]: 80 x 4096 x 4096 ran
  * 87% of cuBLAS as two 64-row tiles and 103% as one 80-row tile. 112 (224 threads) is not
@@ -142,9 +144,9 @@ workspace = "workspace"
 #define MINB 2
 #endif
 #define APAD 4
-/* EDGE_CLAMP: edge tiles (partial in M or N) copy like interior ones, their rows and columns
- * clamped into the matrix (values past M or N reach only accumulators that are never
- * stored): at BM < 128 (64, 80, 96). In a one-wave grid (1000^3: 128 CTAs) the edge CTAs'
+/* EDGE_CLAMP: edge tiles (partial in M or N, N % 4 == 0) copy like interior ones, their
+ * rows and columns clamped into the matrix (values past M or N reach only accumulators
+ * that are never stored): at BM < 128 (64, 80, 96). In a one-wave grid (1000^3: 128 CTAs) the edge CTAs'
  * predicated copies set the kernel's time. The 256-thread 128x128 tile keeps
  * interior-only fast copies: it has no register to spare at 128 (2 blocks/SM). */
 #ifndef EDGE_CLAMP
@@ -196,7 +198,7 @@ __device__ __forceinline__ void load_tile(const ELEM* __restrict__ A, const ELEM
     const int ac = tid % BK, ar = tid / BK;
     const int bc = (tid % (BN / 4)) * 4, br = tid / (BN / 4);
 #if FASTCOPY
-    if (full) {                                    /* whole k-tile in bounds */
+    if (full) {                                    /* whole k-tile in bounds, N % 4 == 0 */
         /* a_off: each A copy's row offset, b_col: the B column, worked out once per CTA
            (clamped into the matrix with EDGE_CLAMP) */
 #if EDGE_CLAMP
@@ -214,16 +216,7 @@ __device__ __forceinline__ void load_tile(const ELEM* __restrict__ A, const ELEM
             const int r = br + it * (NT / (BN / 4));
             if (!B_EVEN && r >= BK)
                 break;
-            const ELEM* row = B + (k0 + r) * LDB_OF(N);
-            if (vec_b) {
-                cp_async16_full(&Bs[r * BN + bc], row + B_COL);
-            } else {
-                /* N % 4 != 0 (unpadded): B's rows are not 16-byte aligned, four 4-byte copies;
-                   with EDGE_CLAMP columns past N are clamped to N - 1 (never stored) */
-#pragma unroll
-                for (int j = 0; j < 4; ++j)
-                    cp_async4_full(&Bs[r * BN + bc + j], row + (EDGE_CLAMP ? min(bcol + j, N - 1) : bcol + j));
-            }
+            cp_async16_full(&Bs[r * BN + bc], B + (k0 + r) * LDB_OF(N) + B_COL);
         }
         return;
     }
@@ -301,9 +294,9 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     const int bcol = col0 + (tid % (BN / 4)) * 4;     /* first B column this thread copies */
     const bool bcol_ok = bcol < N;
 #if EDGE_CLAMP
-    const bool interior = true;                       /* clamped copies are valid on edge tiles */
+    const bool interior = vec_b;                      /* clamped copies are valid on edge tiles */
 #else
-    const bool interior = row0 + BM <= M && col0 + BN <= ldb; /* whole block tile in bounds */
+    const bool interior = vec_b && row0 + BM <= M && col0 + BN <= ldb; /* whole block tile in bounds */
 #endif
     int a_off[A_COPIES];                              /* the fast path's row offsets of A */
 #pragma unroll

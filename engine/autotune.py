@@ -14,7 +14,8 @@ Shape classes: a search also records what it learnt about every combination it t
 the entry of a shape holds, besides the winner (``params``), ``relative`` (each timed
 combination's speed relative to the shape's best, 1.0 for the winner) and ``class``
 (:func:`shape_class`). The knowledge of a class is read from the entries of its shapes
-(:func:`class_stats`: per combination, the mean relative speed over the class's shapes),
+(:func:`class_stats`: per combination, the mean relative speed over the class's shapes
+where it can run),
 so it follows the class definition and old entries (winner only) still count.
 :func:`guess` gives the parameters to try first at a shape not searched yet: its own
 entry, else the class's most successful parameters valid at the shape, else the
@@ -255,10 +256,32 @@ def class_stats(backend: str, device: str, variant: str, dtype: str, cls: str,
             if isinstance(value, (int, float)) and math.isfinite(value):
                 total[key] = total.get(key, 0.0) + float(value)
         wins[winner] = wins.get(winner, 0) + 1
-    n = len(stats.shapes)
-    order = sorted(total, key=lambda key: (-total[key], -wins.get(key, 0), key))
-    stats.ranked = [(params_from_str(key), total[key] / n, wins.get(key, 0)) for key in order]
+    # A combination's mean is over the class's shapes where it can run: ffma_regdb's
+    # 80-row tile is valid only for M = 65..80, so the 96- and 150-row shapes of its class
+    # say nothing about it (counting them as 0 ranked it under the 64-row tile at 80 rows,
+    # where it is 20% faster). Searched-but-untimed or failed still count as 0.
+    runs = _valid_counts(backend, variant, dtype, stats.shapes, total)
+    order = sorted(total, key=lambda key: (-total[key] / runs[key], -wins.get(key, 0), key))
+    stats.ranked = [(params_from_str(key), total[key] / runs[key], wins.get(key, 0)) for key in order]
     return stats
+
+
+def _valid_counts(backend: str, variant: str, dtype: str, shapes: list[Shape],
+                  keys: Iterable[str]) -> dict[str, int]:
+    """For each combination (``params_to_str`` key), on how many of ``shapes`` it can run
+    (at least 1); all of them for a variant the registry does not know (any more)."""
+    try:
+        v = registry.get(variant)
+    except KeyError:
+        v = None
+    out = {}
+    for key in keys:
+        if v is None:
+            out[key] = max(1, len(shapes))
+            continue
+        params = params_from_str(key)
+        out[key] = max(1, sum(v.check(backend, params, *shape, dtype) is None for shape in shapes))
+    return out
 
 
 @dataclass

@@ -368,3 +368,32 @@ def test_plan_guess_mode_through_the_engine_thread(cache, timed):
         assert bad == [] and "must be search or guess" in events[-1].message
     finally:
         sweep.close()
+
+
+def test_class_mean_counts_only_the_shapes_where_a_combination_can_run(cache):
+    """ffma_regdb's 80-row tile runs only for M = 65..80: the class's 100- and 150-row
+    shapes say nothing about it, so its mean is over the one shape where it ran (1.0),
+    not 1/3, and it is the guess at 70 rows; at 100 rows it cannot run and the 64-row
+    tile is the guess."""
+    def key(bm, splitk):
+        return at._pkey({"bm": bm, "tn": 8, "bk": 8, "splitk": splitk})
+
+    def p(bm, splitk):
+        return {"bm": bm, "tn": 8, "bk": 8, "splitk": splitk}
+
+    entries = {(80, 4096, 4096): _entry(p(80, 8), {key(80, 8): 1.0, key(64, 4): 0.84}),
+               (100, 4096, 4096): _entry(p(64, 4), {key(64, 4): 1.0}),
+               (150, 4096, 4096): _entry(p(64, 4), {key(64, 4): 1.0, key(64, 6): 0.9})}
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({at.cache_key("cuda", "dev", "ffma_regdb", "float32", s): e
+                                 for s, e in entries.items()}))
+    cls = at.shape_class((70, 4096, 4096))
+    assert {at.shape_class(s) for s in entries} == {cls}
+    stats = at.class_stats("cuda", "dev", "ffma_regdb", "float32", cls)
+    ranked = {at._pkey(q): round(score, 3) for q, score, _w in stats.ranked}
+    # split-K 6 could run at all three but was timed at one: 0 at the other two, as before
+    assert ranked == {key(80, 8): 1.0, key(64, 4): round((0.84 + 1 + 1) / 3, 3), key(64, 6): 0.3}
+    assert at.guess("cuda", "dev", "ffma_regdb", "float32", (70, 4096, 4096)) == p(80, 8)
+    g = at.guess_candidates("cuda", "dev", "ffma_regdb", "float32", (120, 4096, 4096))
+    assert g.params == p(64, 4) and g.source == "class"
+    assert any(q == p(80, 8) and "80-row tiles" in why for q, why in g.skipped)
