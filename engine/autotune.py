@@ -244,6 +244,7 @@ def class_stats(backend: str, device: str, variant: str, dtype: str, cls: str,
     stats = ClassStats(cls)
     total: dict[str, float] = {}
     wins: dict[str, int] = {}
+    timed: dict[str, set[Shape]] = {}
     for shape, entry in sorted(searched_shapes(backend, device, variant, dtype, path, data).items()):
         if shape_class(shape) != cls or (exclude is not None and shape == tuple(exclude)):
             continue
@@ -255,32 +256,36 @@ def class_stats(backend: str, device: str, variant: str, dtype: str, cls: str,
         for key, value in rel.items():
             if isinstance(value, (int, float)) and math.isfinite(value):
                 total[key] = total.get(key, 0.0) + float(value)
+                timed.setdefault(key, set()).add(shape)
         wins[winner] = wins.get(winner, 0) + 1
     # A combination's mean is over the class's shapes where it can run: ffma_regdb's
     # 80-row tile is valid only for M = 65..80, so the 96- and 150-row shapes of its class
     # say nothing about it (counting them as 0 ranked it under the 64-row tile at 80 rows,
     # where it is 20% faster). Searched-but-untimed or failed still count as 0.
-    runs = _valid_counts(backend, variant, dtype, stats.shapes, total)
+    runs = _valid_counts(backend, variant, dtype, stats.shapes, timed)
     order = sorted(total, key=lambda key: (-total[key] / runs[key], -wins.get(key, 0), key))
     stats.ranked = [(params_from_str(key), total[key] / runs[key], wins.get(key, 0)) for key in order]
     return stats
 
 
 def _valid_counts(backend: str, variant: str, dtype: str, shapes: list[Shape],
-                  keys: Iterable[str]) -> dict[str, int]:
-    """For each combination (``params_to_str`` key), on how many of ``shapes`` it can run
-    (at least 1); all of them for a variant the registry does not know (any more)."""
+                  timed: Mapping[str, set[Shape]]) -> dict[str, int]:
+    """For each combination (``params_to_str`` key) and the shapes where it was timed, on
+    how many of ``shapes`` it can run: those, plus the others where :meth:`Variant.check`
+    lets it (only these are checked: a check costs ~0.1 ms); all of them for a variant the
+    registry does not know (any more)."""
     try:
         v = registry.get(variant)
     except KeyError:
         v = None
     out = {}
-    for key in keys:
-        if v is None:
+    for key, where in timed.items():
+        rest = [s for s in shapes if s not in where]
+        if v is None or not rest:
             out[key] = max(1, len(shapes))
             continue
         params = params_from_str(key)
-        out[key] = max(1, sum(v.check(backend, params, *shape, dtype) is None for shape in shapes))
+        out[key] = max(1, len(where) + sum(v.check(backend, params, *s, dtype) is None for s in rest))
     return out
 
 
