@@ -164,7 +164,8 @@ box = [32, 64]
  * tiles, CTA b < rem computes the head of the wave's tile b (k-tiles [0, qm), qm = rem *
  * ktiles / #SMs) while the #SMs - rem others share the tails (see Walk); each writes its
  * part to a workspace and counts itself in the tile's counter, and the last to arrive sums
- * the parts in k order and stores the tile (partial_arrive in lab_ptx.cuh, sk_store). Only where the heads have
+ * the parts in k order and stores the tile (partial_arrive in lab_ptx.cuh; sk_sum, then the
+ * epilogue, at BM <= 128; sk_store at 256). Only where the heads have
  * >= 8 k-tiles, a tile has at most ~10 parts and a spare SM at most ~4 (else whole tiles).
  * H100, same runs (benchmarks/NOTES.md "Issue 11, round 8"): 3000^3 0.2416 -> 0.2095 ms
  * (+15 %), 7000^3 +4 %, 8192^3, 6000^3 and 4100 x 4090 x 4095 within 1 %, 1500 x 4093 x 2001
@@ -395,6 +396,44 @@ __device__ __forceinline__ void sk_store(unsigned char* workspace, int tiles, in
         }
     }
 }
+
+/* The last contributor of stream-K tile a, BM <= 128: acc = the head's partial plus the tail
+ * pieces' in the order of their k-tiles (as sk_store adds them: bitwise the same result),
+ * so that the tile then leaves by the staged TMA epilogue like any other instead of
+ * sk_store's guarded 4-byte stores: 3-8% faster at bm 128 where every tile is shared
+ * (1000^3, 1024^3, 64..100 x 4096^2; benchmarks/NOTES.md "Issue 11, round 10"). At BM = 256
+ * the 128 accumulators and a half partial's loads do not fit the consumers' registers:
+ * sk_store stays. */
+__device__ __forceinline__ void sk_sum(float (&acc)[BM / 2], const unsigned char* workspace, int tiles,
+                                       int rem, int a, int j0, int j1, int ct)
+{
+    constexpr int HALF = PART_VECS / 2;
+    const float4* const parts = reinterpret_cast<const float4*>(
+        partials_after_counters(const_cast<unsigned char*>(workspace), tiles));
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const float4* const head = parts + (size_t)a * PART_VECS * 256 + h * HALF * 256 + ct;
+#pragma unroll
+        for (int i = 0; i < HALF; ++i) {
+            const float4 x = __ldcg(head + i * 256);
+            const int e = h * HALF + i;
+            acc[4 * e] = x.x; acc[4 * e + 1] = x.y; acc[4 * e + 2] = x.z; acc[4 * e + 3] = x.w;
+        }
+#pragma unroll 1
+        for (int j = j0; j <= j1; ++j) {
+            const float4* const piece = parts + (size_t)(rem + j + a) * PART_VECS * 256 + h * HALF * 256 + ct;
+            float4 v[HALF];
+#pragma unroll
+            for (int i = 0; i < HALF; ++i)
+                v[i] = __ldcg(piece + i * 256);
+#pragma unroll
+            for (int i = 0; i < HALF; ++i) {
+                const int e = h * HALF + i;
+                acc[4 * e] += v[i].x; acc[4 * e + 1] += v[i].y; acc[4 * e + 2] += v[i].z; acc[4 * e + 3] += v[i].w;
+            }
+        }
+    }
+}
 #endif
 
 extern "C" __global__ __launch_bounds__(NT, 1)
@@ -529,10 +568,15 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                 /* the 256 consumer threads meet at named barrier 3 */
                 float4* const mine = reinterpret_cast<float4*>(partials_after_counters(workspace, tiles))
                                      + (size_t)slot * PART_VECS * 256;
-                if (partial_arrive<BM / 2, 256, 3>(acc, mine, reinterpret_cast<unsigned*>(workspace) + a,
-                                                   2u + j1 - j0, tid - 128))
-                    sk_store(workspace, tiles, walk.rem, a, j0, j1, tid - 128, C, M, N, row0, col0, t4, ncol);
+                if (!partial_arrive<BM / 2, 256, 3>(acc, mine, reinterpret_cast<unsigned*>(workspace) + a,
+                                                    2u + j1 - j0, tid - 128))
+                    continue;                           /* not the last: its partial is in */
+#if BM == 256
+                sk_store(workspace, tiles, walk.rem, a, j0, j1, tid - 128, C, M, N, row0, col0, t4, ncol);
                 continue;
+#else
+                sk_sum(acc, workspace, tiles, walk.rem, a, j0, j1, tid - 128);   /* then the epilogue */
+#endif
             }
 #endif
 

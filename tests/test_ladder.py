@@ -572,7 +572,14 @@ RS = registry.get("tf32_wgmma_rs")
 #: (tails of 52 k-tiles, ~6 contributors a tile), (1500, 4093, 2001) 192 tiles, the last
 #: 60 with 72 spares (N % 4 != 0, K % 4 != 0: the padded copies)
 RS_SHAPES = ODD_SHAPES + [(129, 257, 64), (256, 128, 36), (257, 513, 1000), (300, 200, 100),
-                          (2049, 2100, 36), (513, 260, 130), (3000, 3000, 2001), (1500, 4093, 2001)]
+                          (2049, 2100, 36), (513, 260, 130), (3000, 3000, 2001), (1500, 4093, 2001),
+                          # stream-K at bm 128 and 64 (all tiles shared): the last contributor
+                          # sums into its accumulators and leaves by the staged TMA epilogue
+                          # (N % 4 == 0) or the register one (N % 4 != 0)
+                          (100, 4096, 1100), (97, 4093, 2051), (1000, 1000, 1000)]
+#: (shape, bm) pairs at which stream-K shares every tile (checked by the walk below)
+RS_SK_ALL = [((100, 4096, 1100), 64), ((100, 4096, 1100), 128), ((97, 4093, 2051), 64),
+             ((97, 4093, 2051), 128), ((1000, 1000, 1000), 128)]
 
 
 def test_wgmma_rs_registered():
@@ -724,6 +731,55 @@ def test_wgmma_rs_stream_k_covers_every_k_tile_once(shape, sms, bm):
     if shape in ((4096, 4096, 4096), (8192, 8192, 256)) and sms == 132 and bm == 256:
         assert rem == 0                                 # ... and these are not (see the kernel)
     assert RS.workspace_bytes(c, m, n, k, sms=sms) >= -(-4 * tiles // 256) * 256 + len(slots) * bm * 128 * 4
+
+
+@pytest.mark.parametrize("shape,bm", RS_SK_ALL)
+def test_wgmma_rs_stream_k_shares_every_tile_at_the_small_shapes(shape, bm):
+    """The shapes RS_SHAPES adds for the stream-K fix-up through the epilogue do exercise it
+    on a 132-SM GPU: every tile is in the shared last wave (dp = 0)."""
+    m, n, k = shape
+    tiles, ktiles = -(-m // bm) * -(-n // 128), -(-k // 32)
+    _walks, dp, rem, *_ = _rs_walk(tiles, ktiles, 132)
+    assert rem == tiles and dp == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,bm", RS_SK_ALL[:2] + RS_SK_ALL[3:4])
+def test_wgmma_rs_stream_k_is_deterministic_and_leaves_its_counters_zero(shape, bm):
+    """Stream-K's last contributor sums the partials in k order, whichever CTA arrives last:
+    C is bitwise the first verified run's, launch after launch, and every tile's arrival
+    counter is back to zero."""
+    _need_cuda()
+    from engine import matrices
+    from engine.backends.cuda import CudaBackend
+    from engine.verify import Reference
+
+    m, n, k = shape
+    be = CudaBackend()
+    be.open(0)
+    try:
+        params = {"persist": 1, "streamk": 1, "bm": bm}
+        kern = be.compile(RS, params, "float32")
+        a, b = matrices.generate_pair(m, n, k, "float32", seed=5)
+        ws = be.prepare(a, b)
+        be.ensure_output(ws, (m, n))
+        be.poison_output(ws)
+        first = be.run_once(kern, ws, m, n, k)
+        assert Reference(a, b).check(first, "tf32").passed
+        tiles = -(-m // bm) * -(-n // 128)
+        for _ in range(3):
+            be.poison_output(ws)
+            be._launch(kern, ws, m, n, k)
+            be._check("launch")
+            again = np.empty((m, n), np.float32)
+            be.drv.memcpy_dtoh(again, ws.c)
+            assert np.array_equal(again.view(np.uint32), first.view(np.uint32))
+            counters = np.empty(tiles, np.uint32)
+            be.drv.memcpy_dtoh(counters, ws.kernel_workspace)
+            assert not counters.any()
+        be.release(ws)
+    finally:
+        be.close()
 
 
 def _rs_lane_chunk(w, g):
