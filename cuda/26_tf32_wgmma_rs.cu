@@ -353,15 +353,38 @@ __device__ __forceinline__ int sk_spare_of(int y, int L, int S)
  * rem + S of them), in partial_arrive's thread-major layout (word e of consumer thread ct at
  * e * 256 + ct) after the per-tile counters. */
 
-/* The last contributor of stream-K tile a stores it: for each float4 e of a consumer thread's
- * accumulators, the head's partial plus the tail pieces' (spare CTAs j0..j1) in the order of
- * their k-tiles (so the result does not depend on which CTA came last: bitwise the same every
- * launch), written to C as the register epilogue writes acc (guarded 4-byte stores). Straight
- * from the workspace, not through acc: 128 accumulators plus the sum's loads did not fit the
- * consumers' registers (ptxas spilled); acc is dead here, so half of a partial (16 float4s)
- * is loaded at once: one L2 round trip per contributor and half (a first version loaded one
- * float4 per contributor and trip, ~300 dependent round trips: stream-K then saved nothing at
- * 4100 x 4090 x 4095). */
+/* Half h of stream-K tile a's sum for consumer thread ct (float4s h * PART_VECS / 2 ..): the
+ * head's partial plus the tail pieces' (spare CTAs j0..j1) in the order of their k-tiles, so
+ * that the result does not depend on which CTA came last (bitwise the same every launch). */
+__device__ __forceinline__ void sk_sum_half(float4 (&sum)[PART_VECS / 2], const float4* parts, int rem,
+                                            int a, int j0, int j1, int h, int ct)
+{
+    constexpr int HALF = PART_VECS / 2;
+    const float4* const head = parts + (size_t)a * PART_VECS * 256 + h * HALF * 256 + ct;
+#pragma unroll
+    for (int i = 0; i < HALF; ++i)
+        sum[i] = __ldcg(head + i * 256);
+#pragma unroll 1
+    for (int j = j0; j <= j1; ++j) {
+        const float4* const piece = parts + (size_t)(rem + j + a) * PART_VECS * 256 + h * HALF * 256 + ct;
+        float4 v[HALF];
+#pragma unroll
+        for (int i = 0; i < HALF; ++i)
+            v[i] = __ldcg(piece + i * 256);
+#pragma unroll
+        for (int i = 0; i < HALF; ++i) {
+            sum[i].x += v[i].x; sum[i].y += v[i].y; sum[i].z += v[i].z; sum[i].w += v[i].w;
+        }
+    }
+}
+
+/* The last contributor of stream-K tile a stores it: for each float4 e of a consumer
+ * thread's accumulators, the sum of sk_sum_half, written to C as the register epilogue
+ * writes acc (guarded 4-byte stores). Straight from the workspace, not through acc: 128
+ * accumulators plus the sum's loads did not fit the consumers' registers (ptxas spilled);
+ * acc is dead here, so half of a partial (16 float4s) is loaded at once: one L2 round trip
+ * per contributor and half (a first version loaded one float4 per contributor and trip, ~300
+ * dependent round trips: stream-K then saved nothing at 4100 x 4090 x 4095). */
 __device__ __forceinline__ void sk_store(unsigned char* workspace, int tiles, int rem, int a,
                                          int j0, int j1, int ct, float* C, int M, int N,
                                          int row0, int col0, int t4, const int* ncol)
@@ -371,22 +394,7 @@ __device__ __forceinline__ void sk_store(unsigned char* workspace, int tiles, in
 #pragma unroll 1
     for (int h = 0; h < 2; ++h) {
         float4 sum[HALF];
-        const float4* const head = parts + (size_t)a * PART_VECS * 256 + h * HALF * 256 + ct;
-#pragma unroll
-        for (int i = 0; i < HALF; ++i)
-            sum[i] = __ldcg(head + i * 256);
-#pragma unroll 1
-        for (int j = j0; j <= j1; ++j) {
-            const float4* const piece = parts + (size_t)(rem + j + a) * PART_VECS * 256 + h * HALF * 256 + ct;
-            float4 v[HALF];
-#pragma unroll
-            for (int i = 0; i < HALF; ++i)
-                v[i] = __ldcg(piece + i * 256);
-#pragma unroll
-            for (int i = 0; i < HALF; ++i) {
-                sum[i].x += v[i].x; sum[i].y += v[i].y; sum[i].z += v[i].z; sum[i].w += v[i].w;
-            }
-        }
+        sk_sum_half(sum, parts, rem, a, j0, j1, h, ct);
 #pragma unroll
         for (int i = 0; i < HALF; ++i) {
             const float vals[4] = {sum[i].x, sum[i].y, sum[i].z, sum[i].w};
@@ -397,40 +405,25 @@ __device__ __forceinline__ void sk_store(unsigned char* workspace, int tiles, in
     }
 }
 
-/* The last contributor of stream-K tile a, BM <= 128: acc = the head's partial plus the tail
- * pieces' in the order of their k-tiles (as sk_store adds them: bitwise the same result),
- * so that the tile then leaves by the staged TMA epilogue like any other instead of
- * sk_store's guarded 4-byte stores: 3-8% faster at bm 128 where every tile is shared
- * (1000^3, 1024^3, 64..100 x 4096^2; benchmarks/NOTES.md "Issue 11, round 10"). At BM = 256
- * the 128 accumulators and a half partial's loads do not fit the consumers' registers:
- * sk_store stays. */
-__device__ __forceinline__ void sk_sum(float (&acc)[BM / 2], const unsigned char* workspace, int tiles,
+/* The last contributor of stream-K tile a, BM <= 128: acc = sk_sum_half's sums (as sk_store
+ * adds them: bitwise the same result), so that the tile then leaves by the staged TMA
+ * epilogue like any other instead of sk_store's guarded 4-byte stores: 3-8% faster at bm 128
+ * where every tile is shared (1000^3, 1024^3, 64..100 x 4096^2; benchmarks/NOTES.md "Issue
+ * 11, round 10"). At BM = 256 the 128 accumulators and a half partial's loads do not fit the
+ * consumers' registers: sk_store stays. */
+__device__ __forceinline__ void sk_sum(float (&acc)[BM / 2], unsigned char* workspace, int tiles,
                                        int rem, int a, int j0, int j1, int ct)
 {
     constexpr int HALF = PART_VECS / 2;
-    const float4* const parts = reinterpret_cast<const float4*>(
-        partials_after_counters(const_cast<unsigned char*>(workspace), tiles));
+    const float4* const parts = reinterpret_cast<const float4*>(partials_after_counters(workspace, tiles));
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        const float4* const head = parts + (size_t)a * PART_VECS * 256 + h * HALF * 256 + ct;
+        float4 sum[HALF];
+        sk_sum_half(sum, parts, rem, a, j0, j1, h, ct);
 #pragma unroll
         for (int i = 0; i < HALF; ++i) {
-            const float4 x = __ldcg(head + i * 256);
             const int e = h * HALF + i;
-            acc[4 * e] = x.x; acc[4 * e + 1] = x.y; acc[4 * e + 2] = x.z; acc[4 * e + 3] = x.w;
-        }
-#pragma unroll 1
-        for (int j = j0; j <= j1; ++j) {
-            const float4* const piece = parts + (size_t)(rem + j + a) * PART_VECS * 256 + h * HALF * 256 + ct;
-            float4 v[HALF];
-#pragma unroll
-            for (int i = 0; i < HALF; ++i)
-                v[i] = __ldcg(piece + i * 256);
-#pragma unroll
-            for (int i = 0; i < HALF; ++i) {
-                const int e = h * HALF + i;
-                acc[4 * e] += v[i].x; acc[4 * e + 1] += v[i].y; acc[4 * e + 2] += v[i].z; acc[4 * e + 3] += v[i].w;
-            }
+            acc[4 * e] = sum[i].x; acc[4 * e + 1] = sum[i].y; acc[4 * e + 2] = sum[i].z; acc[4 * e + 3] = sum[i].w;
         }
     }
 }

@@ -75,12 +75,10 @@ def _param_reason(v: Variant, params: dict, dtype: str) -> str | None:
     # 96-row tiles are for M up to the tile height) or at N = size + 1 (the _padb rungs
     # are for N % 4 != 0)
     why = v.check("cuda", params, size, size, size, dtype)
-    for m in sorted({int(x) for x in params.values() if int(x) > 1} | {size}):
-        for n in (size, size + 1):
-            if why is None:
-                return None
-            if v.check("cuda", params, m, n, size, dtype) is None:
-                return None
+    ms = sorted({int(x) for x in params.values() if int(x) > 1} | {size})
+    if why is not None and any(v.check("cuda", params, m, n, size, dtype) is None
+                               for m in ms for n in (size, size + 1)):
+        return None
     return why
 
 
