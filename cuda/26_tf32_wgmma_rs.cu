@@ -1,7 +1,7 @@
 /*
 +++
 name = "tf32_wgmma_rs"
-title = "TF32 wgmma without transposing B (tf32_wgmma_tma minus its pre-pass): computes each tile as Cᵀ = Bᵀ·Aᵀ, so that A (row-major, K-major already) is wgmma's shared-memory operand and B, loaded by TMA as it lies (N-major, 4 boxes of 32 × 32 in the 128B swizzle), is the register operand, its fragments read with conflict-free LDS.64 (permuted rows, a0/a1 and a2/a3 as word pairs); both rounded to TF32 by the copy engine (TFLOAT32 tensor maps); 256×128 tiles (bm=128, 64: narrower, for shapes with few tiles), 2 consumer warpgroups × wgmma.m64n{bm}k8 with A from registers, setmaxnreg, persistent rasterised grid; C leaves by TMA stores from a double-buffered staging area, so that writing one tile overlaps the next tile's main loop; streamk=1: a last partial wave's tiles are shared along K with the SMs that would idle (heads in lock step, tails on the spare SMs, partials summed in k order by the last to arrive)."
+title = "TF32 wgmma without transposing B (tf32_wgmma_tma minus its pre-pass): computes each tile as Cᵀ = Bᵀ·Aᵀ, so that A (row-major, K-major already) is wgmma's shared-memory operand and B, loaded by TMA as it lies (N-major, 4 boxes of 32 × 32 in the 128B swizzle), is the register operand, its fragments read with conflict-free LDS.64 (permuted rows, a0/a1 and a2/a3 as word pairs); both rounded to TF32 by the copy engine (TFLOAT32 tensor maps); 256×128 tiles (bm=128, 64: narrower, for shapes with few tiles; bn=64: one consumer warpgroup, twice the CTAs), 2 consumer warpgroups × wgmma.m64n{bm}k8 with A from registers, setmaxnreg, persistent rasterised grid; C leaves by TMA stores from a double-buffered staging area, so that writing one tile overlaps the next tile's main loop; streamk=1: a last partial wave's tiles are shared along K with the SMs that would idle (heads in lock step, tails on the spare SMs, partials summed in k order by the last to arrive)."
 source = "PTX ISA wgmma.mma_async with the A operand in registers and its .tf32 register fragment layout, setmaxnreg, cp.async.bulk.tensor (loads and shared-to-global stores), cp.async.bulk.wait_group.read; the operand swap Cᵀ = Bᵀ·Aᵀ of column-major BLAS; CUTLASS sm90 register-sourced (RS) GMMA mainloops and TMA-store epilogues; cuda/23_tf32_wgmma_tma.cu"
 role = "rung"
 order = 26
@@ -13,10 +13,14 @@ arch_suffix = "a"
 persist = [1, 0]
 streamk = [0, 1]     # 1: the last partial wave's tiles shared along K with the idle SMs
 bm = [256, 128, 64]  # rows of C per tile (wgmma's N): narrower tiles give small shapes more CTAs
+bn = [128, 64]       # columns of C per tile: 64 = one consumer warpgroup, twice the CTAs (persist=0)
 
 [derived]
-tiles = "cdiv(M, bm) * cdiv(N, 128)"      # bm (M) × 128 (N) tiles of C
-stages = "3 if bm == 256 else 5 if bm == 128 else 6"   # as many as fit beside the staging area
+tiles = "cdiv(M, bm) * cdiv(N, bn)"       # bm (M) × bn (N) tiles of C
+# persist=1: as many as fit beside the staging area (64 KB); persist=0: 5, the staging area
+# inside the ring (4 at bm 256 × bn 128: 227 KB less 32 bytes of static shared memory and
+# 1280 of alignment and mbarriers). More stages ran slower (benchmarks/NOTES.md round 11)
+stages = "(3 if bm == 256 else 5 if bm == 128 else 6) if persist else min(5, (227 * 1024 - 32 - 1280) // ((bm + bn) * 128))"
 kp = "roundup(K, 4)"                      # row length of Ap (when K % 4)
 np = "roundup(N, 4)"                      # row length of Bp (when N % 4)
 # the pre-pass's padded copies (only where a row stride is not a multiple of 16 bytes, as
@@ -34,13 +38,21 @@ reason = "persist must be 0 or 1"
 check = "streamk == 0 or persist == 1"
 reason = "stream-K shares the last wave's tiles between the CTAs of a persistent grid: it needs persist=1"
 
+[[constraints]]
+check = "bn == 128 or bn == 64"
+reason = "bn must be 128 (two consumer warpgroups) or 64 (one)"
+
+[[constraints]]
+check = "bn == 128 or persist == 0"
+reason = "64-column tiles are for shapes with few tiles: one tile per CTA (persist=0, no stream-K)"
+
 [launch]
 # persistent: one CTA per SM (with stream-K every SM, so that a last wave has idle SMs to share)
 grid = ["(SMS if streamk else min(tiles, SMS)) if persist else tiles", 1]
-block = [384, 1]
-# the stages of A (bm × 32) and B (32 × 128) + the C staging area (64 KB) + atom alignment +
-# mbarriers (full and empty per stage: at most 96 of the 256 bytes)
-shared = "stages * (bm + 128) * 32 * 4 + 65536 + 1024 + 256"
+block = ["128 + 2 * bn", 1]                # a producer warpgroup + bn / 64 consumer warpgroups
+# the stages of A (bm × 32) and B (32 × bn) + the C staging area (32 KB per consumer
+# warpgroup; persist=0: in the ring) + atom alignment + mbarriers (full and empty per stage: at most 96 of the 256 bytes)
+shared = "stages * (bm + bn) * 32 * 4 + (512 * bn if persist else 0) + 1024 + 256"
 # stream-K: an arrival counter per tile (256-byte aligned), then partial tiles (bm × 128
 # floats): one per head (rem < SMS of them) and one per piece of the tails (rem + SMS - rem
 # - 1 at most): fewer than 2 · SMS
@@ -96,18 +108,22 @@ box = [32, 64]
  * is A^T, i.e. A's rows, K-major in shared memory as TMA leaves them. The accumulators hold
  * C^T; the epilogue writes them to C transposed, through shared memory and TMA stores.
  *
- * Tile: BM = 256 (128, 64) rows of C (M: wgmma's N = BM) x 128 columns (N: 2 consumer
+ * Tile: BM = 256 (128, 64) rows of C (M: wgmma's N = BM) x BN = 128 columns (N: 2 consumer
  * warpgroups x wgmma's M = 64), K in steps of BK = 32. The narrower tiles give shapes with
  * few 256-row tiles more CTAs (1024^3: 32 tiles of 256 x 128 for 132 SMs, 128 of 64 x 128).
- * A block of 3 warpgroups (384 threads):
+ * BN = 64 (with PERSIST 0): one consumer warpgroup, 64 columns, so twice the CTAs at the
+ * same BM (1024^3: 128 tiles of 128 x 64, each CTA reading as many bytes per k-tile as a 64 x
+ * 128 tile, the wgmma twice as wide: 90.7-91.2 % of cuBLAS TF32 on an H200 where the best
+ * before was 86-89 %; benchmarks/NOTES.md "Issue 11, round 11").
+ * A block of 3 warpgroups (384 threads; 2 and 256 at BN = 64):
  *  - warpgroup 0, thread 0: the producer. Per stage: mbarrier.arrive.expect_tx (48, 32 or 24
- *    KB), one TMA load of A (box 32 k x BM m) and four of B (boxes 32 n x 32 k, 4 KB each), all in
+ *    KB), one TMA load of A (box 32 k x BM m) and BN / 32 of B (boxes 32 n x 32 k, 4 KB each), all in
  *    the 128-byte swizzle (16-byte chunk c of 128-byte row r at c ^ (r % 8)); out-of-range
  *    rows, columns and k are zero-filled by TMA. Both tensor maps have the element type
  *    TFLOAT32 (elem = "tf32"), so the copy engine rounds A and B to TF32 (to nearest, ties
  *    to even) as it writes the stage: no thread rounds anything (as 23).
  *  - warpgroup 0, warps 1-3: idle.
- *  - warpgroups 1-2 (consumers cw = 0, 1): wait full[s]; per k-step kk (4 per stage) load 4
+ *  - warpgroups 1-2 (consumers cw = 0, 1; only 1 at BN = 64): wait full[s]; per k-step kk (4 per stage) load 4
  *    fragment registers (2 LDS.64) of B^T (rows = columns n of C, columns = k), then wgmma.m64n{BM}k8
  *    (A from registers, B = the A region through a K-major descriptor); one group of 4 in
  *    flight while the next stage's fragments load; arrive on empty[s] when done. After the
@@ -159,7 +175,9 @@ box = [32, 64]
  * TMA needs 16-byte rows: where N % 4 the consumers store from registers instead (guarded
  * 4-byte stores). Before exiting, each first thread waits for its stores to complete.
  * PERSIST = 1: grid of min(tiles, #SMs), tiles rasterised in groups of GM = 8 tile rows, the
- * stage ring running on across tiles (as 23).
+ * stage ring running on across tiles (as 23). PERSIST = 0: one tile per CTA; its epilogue
+ * stages C in the ring (drained by then; the two consumers meet first), so that 5 stages fit
+ * at every BM and BN (4 at BM 256, BN 128).
  * STREAMK = 1 (with PERSIST): grid of #SMs. When the tiles leave a last partial wave of rem
  * tiles, CTA b < rem computes the head of the wave's tile b (k-tiles [0, qm), qm = rem *
  * ktiles / #SMs) while the #SMs - rem others share the tails (see Walk); each writes its
@@ -198,13 +216,16 @@ box = [32, 64]
  *   PERSIST    1: persistent grid with a tile loop, 0: one tile per CTA (default 1)
  *   STREAMK    1: share a last partial wave along K (needs PERSIST 1; default 0)
  *   BM         rows of C per tile: 256, 128 or 64 (default 256)
- * Fixed: BN = 128, BK = 32, GM = 8; STAGES = 3, 5, 6 for BM = 256, 128, 64 (as many as fit).
- * Dynamic shared memory: STAGES * (BM + 128) * 128 + 64 KB (C staging) + 1024 (atom
- * alignment) + 256 (mbarriers): 209.25 KB (BM 256, 64), 225.25 KB (BM 128).
+ *   BN         columns of C per tile: 128 (2 consumer warpgroups) or 64 (1; PERSIST 0) (default 128)
+ * Fixed: BK = 32, GM = 8; STAGES = 3, 5, 6 for BM = 256, 128, 64 with PERSIST 1 (as many as
+ * fit beside the staging area), 5 with PERSIST 0 (4 at BM 256, BN 128).
+ * Dynamic shared memory: STAGES * (BM + BN) * 128 (+ 64 KB of C staging with PERSIST 1) +
+ * 1024 (atom alignment) + 256 (mbarriers): 209.25 KB (BM 256, 64; PERSIST 1), 225.25 KB (BM
+ * 128). The kernel traps if the launch gave it less than its layout needs.
  *
  * Launch: prepass block (32, 8) over 32 x 32 tiles of Ap then Bp (none when not needed);
- * matmul block (384, 1), grid (PERSIST ? (STREAMK ? SMS : min(tiles, SMS)) : tiles, 1),
- * tiles = ceil(M/BM) * ceil(N/128); args (A, scratch, C, M, N, K, workspace) (the workspace:
+ * matmul block (128 + 2 BN, 1), grid (PERSIST ? (STREAMK ? SMS : min(tiles, SMS)) : tiles, 1),
+ * tiles = ceil(M/BM) * ceil(N/BN); args (A, scratch, C, M, N, K, workspace) (the workspace:
  * stream-K's counters and partial tiles; none without it).
  */
 #include "lab_ptx.cuh"
@@ -224,32 +245,65 @@ box = [32, 64]
 #ifndef BM
 #define BM 256
 #endif
+#ifndef BN
 #define BN 128
+#endif
 #define BK 32
 #define GM 8
-#define NT 384
+#define CONSUMERS (BN / 64)                  /* consumer warpgroups, 64 columns of C each */
+#define NT (128 * (1 + CONSUMERS))
+#if BN != 128 && BN != 64
+#error "BN must be 128 or 64"
+#endif
+#if BM != 256 && BM != 128 && BM != 64
+#error "BM must be 256, 128 or 64"
+#endif
+#if PERSIST != 0 && PERSIST != 1
+#error "PERSIST must be 0 or 1"
+#endif
+#if STREAMK != 0 && (STREAMK != 1 || PERSIST != 1 || BN != 128)
+#error "STREAMK must be 0 or 1, and 1 only with PERSIST 1 and BN 128"
+#endif
+#if BN == 64 && PERSIST != 0
+#error "BN 64 runs one tile per CTA (PERSIST 0)"
+#endif
+#define A_BYTES (BM * BK * 4)                /* 32 KB (BM 256): BM rows of A x 32 k */
+#define BBOX_BYTES (32 * BK * 4)             /* 4 KB: one B box, 32 k rows x 32 n */
+#define B_BOXES (BN / 32)
+#define B_BYTES (B_BOXES * BBOX_BYTES)       /* 16 KB (BN 128) */
+#define QBOX_BYTES (64 * 32 * 4)             /* 8 KB: a staging box, 64 rows x 32 columns of C */
+#define STG_BYTES (CONSUMERS * 2 * 2 * QBOX_BYTES)   /* 64 KB (BN 128): 2 consumers x 2 buffers x 2 boxes */
+#define STAGE_BYTES (A_BYTES + B_BYTES)
+#define SMEM_LIMIT (227 * 1024 - 32)         /* dynamic shared memory of a CTA: 227 KB less the static Walk */
+#define SMEM_EXTRA (1024 + 256)              /* atom alignment + mbarriers */
+#if PERSIST
+/* the staging area apart from the ring, so that a tile's stores overlap the next tile */
+#define STG_AT (STAGES * STAGE_BYTES)
 #if BM == 256
 #define STAGES 3                             /* 3 x 48 KB + the 64 KB staging area */
 #elif BM == 128
 #define STAGES 5                             /* 5 x 32 KB + 64 KB */
 #elif BM == 64
 #define STAGES 6                             /* 6 x 24 KB + 64 KB */
+#endif
+#define SMEM_NEEDED (STAGES * STAGE_BYTES + STG_BYTES + SMEM_EXTRA)
 #else
-#error "BM must be 256, 128 or 64"
+/* one tile per CTA: its epilogue stages C in the ring, drained by then, so that 5 stages fit
+   at every BM and BN (4 at BM 256, BN 128). Up to 14 fit at BM = BN = 64 but ran slower:
+   7-10 stages lost 0-40 % against 5 at 256 x 4096^2, 1000^3 and 1024^3, gained <= 2 % at 64-100
+   x 4096^2 (benchmarks/NOTES.md "Issue 11, round 11") */
+#define STG_AT 0
+#define STAGES_FIT ((SMEM_LIMIT - SMEM_EXTRA) / STAGE_BYTES)
+#define STAGES (STAGES_FIT < 5 ? STAGES_FIT : 5)
+#define SMEM_NEEDED (STAGES * STAGE_BYTES + SMEM_EXTRA)
+#if STAGES * STAGE_BYTES < STG_BYTES || 2 * STAGES * 8 > 256
+#error "the ring must hold the staging area, and the mbarriers their 256 bytes"
 #endif
-#define A_BYTES (BM * BK * 4)                /* 32 KB (BM 256): BM rows of A x 32 k */
-#define BBOX_BYTES (32 * BK * 4)             /* 4 KB: one B box, 32 k rows x 32 n */
-#define B_BYTES (4 * BBOX_BYTES)             /* 16 KB */
-#define QBOX_BYTES (64 * 32 * 4)             /* 8 KB: a staging box, 64 rows x 32 columns of C */
-#define STG_BYTES (2 * 2 * 2 * QBOX_BYTES)   /* 64 KB: 2 consumers x 2 buffers x 2 boxes */
-#define STAGE_BYTES (A_BYTES + B_BYTES)
-#define PRODUCER_REGS 72
+#endif
+#if CONSUMERS == 2
+/* the consumers need more than the 168 registers a 384-thread block gets (BM 256) */
+#define PRODUCER_REGS 72                     /* 128 x 72 + 256 x 216 <= 384 x 168 */
 #define CONSUMER_REGS 216
-#if PERSIST != 0 && PERSIST != 1
-#error "PERSIST must be 0 or 1"
-#endif
-#if STREAMK != 0 && (STREAMK != 1 || PERSIST != 1)
-#error "STREAMK must be 0 or 1, and 1 only with PERSIST 1"
 #endif
 #define SK_MIN_KTILES 8                      /* stream-K only where a head has >= 8 k-tiles */
 #define PART_VECS (BM / 8)                   /* float4s per consumer thread in a partial tile */
@@ -436,9 +490,10 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
-    const unsigned stg = base + STAGES * STAGE_BYTES;   /* 1024-aligned: stages are 48, 32 or 24 KB */
+    /* 1024-aligned: stages are 48, 32, 24 or 16 KB */
+    const unsigned stg = base + STG_AT;
     /* full[s] at +8s, empty[s] at +8(STAGES+s) */
-    const unsigned bars = stg + STG_BYTES;
+    const unsigned bars = base + STAGES * STAGE_BYTES + (PERSIST ? STG_BYTES : 0);
 
     const int tid = threadIdx.x;
     const int wg = tid >> 7;                            /* 0: producer, 1-2: consumers */
@@ -462,20 +517,26 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
     }
 
     if (tid == 0) {
+        unsigned dyn;
+        asm("mov.u32 %0, %%dynamic_smem_size;\n" : "=r"(dyn));
+        if (dyn < SMEM_NEEDED)                           /* the header's shared size disagrees */
+            __trap();
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(bars + 8 * s, 1);                  /* the producer's arrive + tx bytes */
-            mbar_init(bars + 8 * (STAGES + s), 256);     /* consumer threads */
+            mbar_init(bars + 8 * (STAGES + s), 128 * CONSUMERS);   /* consumer threads */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
     __syncthreads();
+#if CONSUMERS == 2
     /* register hand-over, warpgroup-uniform (setmaxnreg is .sync.aligned), before the roles
        diverge inside warpgroup 0 */
     if (wg == 0)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" :: "n"(PRODUCER_REGS));
     else
         asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" :: "n"(CONSUMER_REGS));
+#endif
 
     if (wg == 0) {
         if (tid == 0) {
@@ -496,7 +557,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                     mbar_arrive_expect_tx(full, STAGE_BYTES);
                     tma_load_2d(sa, tmA, kt * BK, row0, full);
 #pragma unroll
-                    for (int j = 0; j < 4; ++j)
+                    for (int j = 0; j < B_BOXES; ++j)
                         tma_load_2d(sa + A_BYTES + j * BBOX_BYTES, tmB, col0 + 32 * j, kt * BK, full);
                 }
             }
@@ -573,6 +634,13 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
             }
 #endif
 
+#if !PERSIST
+            /* the staging area is the ring's start: every consumer's wgmmas have read it (wait_group 0) */
+            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#if CONSUMERS == 2
+            asm volatile("bar.sync 4, 256;\n" ::: "memory");
+#endif
+#endif
             /* d[j]: C^T row (fragment row) g + 8 ((j / 2) % 2) -> column ncol[h] of C;
                C^T column (j / 4) * 8 + 2 t + j % 2 -> row of C */
             if (staged) {

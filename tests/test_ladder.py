@@ -603,23 +603,35 @@ def test_wgmma_rs_registered():
 
 def test_wgmma_rs_space_and_shapes():
     combos = [c for c in RS.combos() if RS.check("cuda", c, 4096, 4096, 4096, "float32") is None]
-    assert len(RS.combos()) == 12 and len(combos) == 9            # stream-K needs persist=1
-    assert "persist" in RS.constraint({"persist": 2, "streamk": 0, "bm": 256}, 64, 64, 64, "float32")
-    assert "stream-K" in RS.constraint({"persist": 0, "streamk": 1, "bm": 256}, 64, 64, 64, "float32")
-    assert RS.workspace_bytes({"persist": 1, "streamk": 0, "bm": 256}, 4096, 4096, 4096) == 0
-    stages = {256: 3, 128: 5, 64: 6}              # the kernel's STAGES per BM
+    # stream-K needs persist=1; 64-column tiles run one tile per CTA (persist=0)
+    assert len(RS.combos()) == 24 and len(combos) == 12
+    assert {(c["persist"], c["bn"]) for c in combos} == {(1, 128), (0, 128), (0, 64)}
+    assert "persist" in RS.constraint({"persist": 2, "streamk": 0, "bm": 256, "bn": 128}, 64, 64, 64, "float32")
+    assert "stream-K" in RS.constraint({"persist": 0, "streamk": 1, "bm": 256, "bn": 128}, 64, 64, 64, "float32")
+    assert "one tile per CTA" in RS.constraint({"persist": 1, "streamk": 0, "bm": 128, "bn": 64}, 64, 64, 64, "float32")
+    assert RS.workspace_bytes({"persist": 1, "streamk": 0, "bm": 256, "bn": 128}, 4096, 4096, 4096) == 0
+    persistent_stages = {256: 3, 128: 5, 64: 6}   # the kernel's STAGES per BM beside the staging area
     text = RS.source_path("cuda").read_text()
-    for bm, st in stages.items():
+    for bm, st in persistent_stages.items():
         assert f"#{'el' if bm != 256 else ''}if BM == {bm}\n#define STAGES {st} " in text
+    assert "#define STAGES (STAGES_FIT < 5 ? STAGES_FIT : 5)" in text
     for c in combos:
-        # the stages, the 64 KB staging area, atom alignment and barriers, within the 227 KB
-        assert shared_bytes(RS, c) == stages[c["bm"]] * (c["bm"] + 128) * 128 + 65536 + 1280
-        assert shared_bytes(RS, c) <= 227 * 1024
+        bm, bn = c["bm"], c["bn"]
+        stage = (bm + bn) * 128                   # A's bm x 32 and B's 32 x bn floats
+        if c["persist"]:
+            # the stages, the 64 KB staging area apart, atom alignment and barriers
+            assert shared_bytes(RS, c) == persistent_stages[bm] * stage + 65536 + 1280
+        else:
+            # one tile per CTA: 5 stages (4 where 5 do not fit), the staging area inside them
+            st = 4 if (bm, bn) == (256, 128) else 5
+            assert shared_bytes(RS, c) == st * stage + 1280
+            assert st * stage >= 512 * bn and 2 * st * 8 <= 256
+        assert shared_bytes(RS, c) <= 227 * 1024 - 32          # Walk is 32 static bytes
         for m, n, k in RS_SHAPES + [(4096, 4096, 4096)]:
             assert RS.check("cuda", c, m, n, k, "float32") is None
             (gx, gy), (bx, by) = RS.geometry(c, m, n, k)
-            tiles = -(-m // c["bm"]) * -(-n // 128)
-            assert bx * by == 384 and gy == 1
+            tiles = -(-m // bm) * -(-n // bn)
+            assert bx * by == 128 * (1 + bn // 64) and gy == 1
             if c["streamk"]:
                 assert gx == SMS                      # every SM: a last wave's idle ones share it
             else:
@@ -707,7 +719,7 @@ def test_wgmma_rs_stream_k_covers_every_k_tile_once(shape, sms, bm):
                  "#define SK_MIN_KTILES 8"):
         assert line in text, line
     m, n, k = shape
-    c = {"persist": 1, "streamk": 1, "bm": bm}
+    c = {"persist": 1, "streamk": 1, "bm": bm, "bn": 128}
     (grid, _), _ = RS.geometry(c, m, n, k, sms=sms)
     assert grid == sms
     tiles, ktiles = -(-m // bm) * -(-n // 128), -(-k // 32)
@@ -759,7 +771,7 @@ def test_wgmma_rs_stream_k_is_deterministic_and_leaves_its_counters_zero(shape, 
     launch after launch, and every tile's arrival counter is back to zero."""
     _need_cuda()
     tiles = -(-shape[0] // bm) * -(-shape[1] // 128)
-    _assert_repeatable_with_counters_zero(RS, {"persist": 1, "streamk": 1, "bm": bm}, shape,
+    _assert_repeatable_with_counters_zero(RS, {"persist": 1, "streamk": 1, "bm": bm, "bn": 128}, shape,
                                           tiles, "tf32", seed=5)
 
 
