@@ -14,6 +14,7 @@ persist = [1, 0]
 streamk = [0, 1]     # 1: the last partial wave's tiles shared along K with the idle SMs
 bm = [256, 128, 64]  # rows of C per tile (wgmma's N): narrower tiles give small shapes more CTAs
 bn = [128, 64]       # columns of C per tile: 64 = one consumer warpgroup, twice the CTAs (persist=0)
+ks = [1, 2]          # 2: a 2-CTA cluster per tile, each half of K, summed in shared memory (persist=0)
 
 [derived]
 tiles = "cdiv(M, bm) * cdiv(N, bn)"       # bm (M) × bn (N) tiles of C
@@ -46,9 +47,17 @@ reason = "bn must be 128 (two consumer warpgroups) or 64 (one)"
 check = "bn == 128 or persist == 0"
 reason = "64-column tiles are for shapes with few tiles: one tile per CTA (persist=0, no stream-K)"
 
+[[constraints]]
+check = "ks == 1 or (ks == 2 and persist == 0 and bn == 128)"
+reason = "ks must be 1 or 2; a tile shared by a 2-CTA cluster needs persist=0 and bn=128"
+
+[[constraints]]
+check = "ks == 1 or 2 * tiles <= SMS"
+reason = "a 2-CTA cluster per tile only where the tiles alone leave half of the {SMS} SMs idle ({tiles} tiles)"
+
 [launch]
 # persistent: one CTA per SM (with stream-K every SM, so that a last wave has idle SMs to share)
-grid = ["(SMS if streamk else min(tiles, SMS)) if persist else tiles", 1]
+grid = ["(SMS if streamk else min(tiles, SMS)) if persist else tiles * ks", 1]
 block = ["128 + 2 * bn", 1]                # a producer warpgroup + bn / 64 consumer warpgroups
 # the stages of A (bm × 32) and B (32 × bn) + the C staging area (32 KB per consumer
 # warpgroup; persist=0: in the ring) + atom alignment + mbarriers (full and empty per stage: at most 96 of the 256 bytes)
@@ -248,6 +257,9 @@ box = [32, 64]
 #ifndef BN
 #define BN 128
 #endif
+#ifndef KS
+#define KS 1
+#endif
 #define BK 32
 #define GM 8
 #define CONSUMERS (BN / 64)                  /* consumer warpgroups, 64 columns of C each */
@@ -266,6 +278,9 @@ box = [32, 64]
 #endif
 #if BN == 64 && PERSIST != 0
 #error "BN 64 runs one tile per CTA (PERSIST 0)"
+#endif
+#if KS != 1 && (KS != 2 || PERSIST != 0 || BN != 128)
+#error "KS must be 1, or 2 with PERSIST 0 and BN 128"
 #endif
 #define A_BYTES (BM * BK * 4)                /* 32 KB (BM 256): BM rows of A x 32 k */
 #define BBOX_BYTES (32 * BK * 4)             /* 4 KB: one B box, 32 k rows x 32 n */
@@ -296,8 +311,10 @@ box = [32, 64]
 #define STAGES_FIT ((SMEM_LIMIT - SMEM_EXTRA) / STAGE_BYTES)
 #define STAGES (STAGES_FIT < 5 ? STAGES_FIT : 5)
 #define SMEM_NEEDED (STAGES * STAGE_BYTES + SMEM_EXTRA)
-#if STAGES * STAGE_BYTES < STG_BYTES || 2 * STAGES * 8 > 256
-#error "the ring must hold the staging area, and the mbarriers their 256 bytes"
+#define KS_PART_AT STG_BYTES                 /* KS 2: the peer's accumulators, after the staging area */
+#define KS_PART_BYTES (BM * 512)             /* 256 consumer threads x BM / 2 floats */
+#if STAGES * STAGE_BYTES < STG_BYTES + (KS == 2 ? KS_PART_BYTES : 0) || 2 * STAGES * 8 > 256
+#error "the ring must hold the staging area (and KS 2's partial), and the mbarriers their 256 bytes"
 #endif
 #endif
 #if CONSUMERS == 2
@@ -357,6 +374,14 @@ struct Walk {
 
     __device__ __forceinline__ bool item(int n, int ktiles, int& tile, int& kb, int& ke) const
     {
+#if KS > 1
+        /* one tile per cluster, CTA rank r taking the r-th of KS contiguous parts of K */
+        const int r = blockIdx.x % KS;
+        tile = blockIdx.x / KS;
+        kb = r * ktiles / KS;
+        ke = (r + 1) * ktiles / KS;
+        return n == 0;
+#endif
         if (n < ndp) {
             tile = blockIdx.x + n * gridDim.x; kb = 0; ke = ktiles;
             return true;
@@ -483,7 +508,12 @@ __device__ __forceinline__ void sk_sum(float (&acc)[BM / 2], unsigned char* work
 }
 #endif
 
-extern "C" __global__ __launch_bounds__(NT, 1)
+#if KS == 2
+#define CLUSTER_DIMS __cluster_dims__(KS, 1, 1)
+#else
+#define CLUSTER_DIMS
+#endif
+extern "C" __global__ CLUSTER_DIMS __launch_bounds__(NT, 1)
 void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __restrict__ C,
             int M, int N, int K, unsigned char* __restrict__ workspace)
 {
@@ -562,6 +592,11 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                 }
             }
         }                                                /* warps 1-3 of warpgroup 0: idle */
+#if KS == 2
+        __syncwarp();
+        cluster_sync();                                  /* the consumers' two meetings (below) */
+        cluster_sync();
+#endif
     } else {
         const int cw = wg - 1;
         const int warp = (tid >> 5) & 3, lane = tid & 31;
@@ -637,6 +672,36 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
 #if !PERSIST
             /* the staging area is the ring's start: every consumer's wgmmas have read it (wait_group 0) */
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+#if KS == 2
+            {
+                /* rank 1 hands its accumulators (the second half of K) to rank 0 through
+                   distributed shared memory, past rank 0's staging area, float4 e of consumer
+                   thread ct at (e * 256 + ct) * 16 (conflict-free); rank 0 adds them to its own
+                   (the first half): the same order every launch. The first meeting: both rings
+                   drained; the second: the copy landed */
+                const unsigned rank = cluster_rank();
+                const unsigned part = base + KS_PART_AT + (unsigned)(tid - 128) * 16u;
+                cluster_sync();
+                if (rank == 1) {
+                    const unsigned peer = map_peer(part, 0);
+#pragma unroll
+                    for (int e = 0; e < BM / 8; ++e)
+                        asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n"
+                                     :: "r"(peer + e * 4096u), "f"(acc[4 * e]), "f"(acc[4 * e + 1]),
+                                        "f"(acc[4 * e + 2]), "f"(acc[4 * e + 3]) : "memory");
+                }
+                cluster_sync();
+                if (rank == 1)
+                    continue;                           /* rank 0 stores the tile */
+#pragma unroll
+                for (int e = 0; e < BM / 8; ++e) {
+                    float4 v;
+                    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(part + e * 4096u) : "memory");
+                    acc[4 * e] += v.x; acc[4 * e + 1] += v.y; acc[4 * e + 2] += v.z; acc[4 * e + 3] += v.w;
+                }
+            }
+#endif
 #if CONSUMERS == 2
             asm volatile("bar.sync 4, 256;\n" ::: "memory");
 #endif

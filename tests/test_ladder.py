@@ -88,8 +88,9 @@ def test_space_small_and_valid(v):
     valid = [c for c in combos if v.check("cuda", c, *home(v), "float32") is None]
     assert valid, f"{v.name}: no valid parameter combination"
     # a full search stays short: at most 12 combinations at the rung's home shape, 16 at
-    # any shape (ffma_regdb's 24 declared: its 80- and 96-row tiles are for M <= 96 only)
-    assert len(valid) <= 12 and len(combos) <= 24, (v.name, len(valid), len(combos))
+    # any shape (ffma_regdb's 24 declared: its 80- and 96-row tiles are for M <= 96 only;
+    # tf32_wgmma_rs's 48: its 2-CTA clusters only where the tiles leave half the SMs idle)
+    assert len(valid) <= 12 and len(combos) <= 48, (v.name, len(valid), len(combos))
     for shape in ODD_SHAPES + SKINNY_SHAPES + [(90, 4096, 4096), (80, 4095, 4096)]:
         at = [c for c in combos if v.check("cuda", c, *shape, "float32") is None]
         assert len(at) <= 16, (v.name, shape, len(at))
@@ -603,18 +604,24 @@ def test_wgmma_rs_registered():
 
 def test_wgmma_rs_space_and_shapes():
     combos = [c for c in RS.combos() if RS.check("cuda", c, 4096, 4096, 4096, "float32") is None]
-    # stream-K needs persist=1; 64-column tiles run one tile per CTA (persist=0)
-    assert len(RS.combos()) == 24 and len(combos) == 12
-    assert {(c["persist"], c["bn"]) for c in combos} == {(1, 128), (0, 128), (0, 64)}
-    assert "persist" in RS.constraint({"persist": 2, "streamk": 0, "bm": 256, "bn": 128}, 64, 64, 64, "float32")
-    assert "stream-K" in RS.constraint({"persist": 0, "streamk": 1, "bm": 256, "bn": 128}, 64, 64, 64, "float32")
+    # stream-K needs persist=1; 64-column tiles run one tile per CTA (persist=0); 2-CTA
+    # clusters only where the tiles leave half the SMs idle (not at 4096³)
+    assert len(RS.combos()) == 48 and len(combos) == 12
+    assert {(c["persist"], c["bn"], c["ks"]) for c in combos} == {(1, 128, 1), (0, 128, 1), (0, 64, 1)}
+    pairs = [c for c in RS.combos() if RS.check("cuda", c, 100, 4096, 4096, "float32") is None and c["ks"] == 2]
+    assert {(c["persist"], c["bn"], c["bm"]) for c in pairs} == {(0, 128, 256), (0, 128, 128), (0, 128, 64)}
+    assert "half of the 132 SMs idle (512 tiles)" in RS.constraint(dict(pairs[0], bm=256), 4096, 4096, 4096, "float32")
+    assert "persist=0 and bn=128" in RS.constraint(dict(pairs[0], bn=64), 100, 4096, 4096, "float32")
+    assert "persist" in RS.constraint({"persist": 2, "streamk": 0, "bm": 256, "bn": 128, "ks": 1}, 64, 64, 64, "float32")
+    assert "stream-K" in RS.constraint({"persist": 0, "streamk": 1, "bm": 256, "bn": 128, "ks": 1}, 64, 64, 64, "float32")
     assert "one tile per CTA" in RS.constraint({"persist": 1, "streamk": 0, "bm": 128, "bn": 64}, 64, 64, 64, "float32")
-    assert RS.workspace_bytes({"persist": 1, "streamk": 0, "bm": 256, "bn": 128}, 4096, 4096, 4096) == 0
+    assert RS.workspace_bytes({"persist": 1, "streamk": 0, "bm": 256, "bn": 128, "ks": 1}, 4096, 4096, 4096) == 0
     persistent_stages = {256: 3, 128: 5, 64: 6}   # the kernel's STAGES per BM beside the staging area
     text = RS.source_path("cuda").read_text()
     for bm, st in persistent_stages.items():
         assert f"#{'el' if bm != 256 else ''}if BM == {bm}\n#define STAGES {st} " in text
     assert "#define STAGES (STAGES_FIT < 5 ? STAGES_FIT : 5)" in text
+    assert "#define KS_PART_BYTES (BM * 512)" in text
     for c in combos:
         bm, bn = c["bm"], c["bn"]
         stage = (bm + bn) * 128                   # A's bm x 32 and B's 32 x bn floats
@@ -625,7 +632,8 @@ def test_wgmma_rs_space_and_shapes():
             # one tile per CTA: 5 stages (4 where 5 do not fit), the staging area inside them
             st = 4 if (bm, bn) == (256, 128) else 5
             assert shared_bytes(RS, c) == st * stage + 1280
-            assert st * stage >= 512 * bn and 2 * st * 8 <= 256
+            # the ring holds the staging area, and past it a 2-CTA cluster's partial
+            assert st * stage >= 512 * bn + (512 * bm if bn == 128 else 0) and 2 * st * 8 <= 256
         assert shared_bytes(RS, c) <= 227 * 1024 - 32          # Walk is 32 static bytes
         for m, n, k in RS_SHAPES + [(4096, 4096, 4096)]:
             assert RS.check("cuda", c, m, n, k, "float32") is None
@@ -719,7 +727,7 @@ def test_wgmma_rs_stream_k_covers_every_k_tile_once(shape, sms, bm):
                  "#define SK_MIN_KTILES 8"):
         assert line in text, line
     m, n, k = shape
-    c = {"persist": 1, "streamk": 1, "bm": bm, "bn": 128}
+    c = {"persist": 1, "streamk": 1, "bm": bm, "bn": 128, "ks": 1}
     (grid, _), _ = RS.geometry(c, m, n, k, sms=sms)
     assert grid == sms
     tiles, ktiles = -(-m // bm) * -(-n // 128), -(-k // 32)
@@ -771,7 +779,7 @@ def test_wgmma_rs_stream_k_is_deterministic_and_leaves_its_counters_zero(shape, 
     launch after launch, and every tile's arrival counter is back to zero."""
     _need_cuda()
     tiles = -(-shape[0] // bm) * -(-shape[1] // 128)
-    _assert_repeatable_with_counters_zero(RS, {"persist": 1, "streamk": 1, "bm": bm, "bn": 128}, shape,
+    _assert_repeatable_with_counters_zero(RS, {"persist": 1, "streamk": 1, "bm": bm, "bn": 128, "ks": 1}, shape,
                                           tiles, "tf32", seed=5)
 
 
