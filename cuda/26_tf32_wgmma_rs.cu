@@ -1,7 +1,7 @@
 /*
 +++
 name = "tf32_wgmma_rs"
-title = "TF32 wgmma without transposing B (tf32_wgmma_tma minus its pre-pass): computes each tile as Cᵀ = Bᵀ·Aᵀ, so that A (row-major, K-major already) is wgmma's shared-memory operand and B, loaded by TMA as it lies (N-major, 4 boxes of 32 × 32 in the 128B swizzle), is the register operand, its fragments read with conflict-free LDS.64 (permuted rows, a0/a1 and a2/a3 as word pairs); both rounded to TF32 by the copy engine (TFLOAT32 tensor maps); 256×128 tiles (bm=128, 64: narrower, for shapes with few tiles; bn=64: one consumer warpgroup, twice the CTAs), 2 consumer warpgroups × wgmma.m64n{bm}k8 with A from registers, setmaxnreg, persistent rasterised grid; C leaves by TMA stores from a double-buffered staging area, so that writing one tile overlaps the next tile's main loop; streamk=1: a last partial wave's tiles are shared along K with the SMs that would idle (heads in lock step, tails on the spare SMs, partials summed in k order by the last to arrive)."
+title = "TF32 wgmma without transposing B (tf32_wgmma_tma minus its pre-pass): computes each tile as Cᵀ = Bᵀ·Aᵀ, so that A (row-major, K-major already) is wgmma's shared-memory operand and B, loaded by TMA as it lies (N-major, 4 boxes of 32 × 32 in the 128B swizzle), is the register operand, its fragments read with conflict-free LDS.64 (permuted rows, a0/a1 and a2/a3 as word pairs); both rounded to TF32 by the copy engine (TFLOAT32 tensor maps); 256×128 tiles (bm=128, 64: narrower, for shapes with few tiles; bn=64: one consumer warpgroup, twice the CTAs; ks=2, 4: a cluster of CTAs per tile, each part of K, summed through distributed shared memory), 2 consumer warpgroups × wgmma.m64n{bm}k8 with A from registers, setmaxnreg, persistent rasterised grid; C leaves by TMA stores from a double-buffered staging area, so that writing one tile overlaps the next tile's main loop; streamk=1: a last partial wave's tiles are shared along K with the SMs that would idle (heads in lock step, tails on the spare SMs, partials summed in k order by the last to arrive)."
 source = "PTX ISA wgmma.mma_async with the A operand in registers and its .tf32 register fragment layout, setmaxnreg, cp.async.bulk.tensor (loads and shared-to-global stores), cp.async.bulk.wait_group.read; the operand swap Cᵀ = Bᵀ·Aᵀ of column-major BLAS; CUTLASS sm90 register-sourced (RS) GMMA mainloops and TMA-store epilogues; cuda/23_tf32_wgmma_tma.cu"
 role = "rung"
 order = 26
@@ -14,7 +14,7 @@ persist = [1, 0]
 streamk = [0, 1]     # 1: the last partial wave's tiles shared along K with the idle SMs
 bm = [256, 128, 64]  # rows of C per tile (wgmma's N): narrower tiles give small shapes more CTAs
 bn = [128, 64]       # columns of C per tile: 64 = one consumer warpgroup, twice the CTAs (persist=0)
-ks = [1, 2]          # 2: a 2-CTA cluster per tile, each half of K, summed in shared memory (persist=0)
+ks = [1, 2, 4]       # a ks-CTA cluster per tile, each 1/ks of K, summed in shared memory (persist=0)
 
 [derived]
 tiles = "cdiv(M, bm) * cdiv(N, bn)"       # bm (M) × bn (N) tiles of C
@@ -48,12 +48,20 @@ check = "bn == 128 or persist == 0"
 reason = "64-column tiles are for shapes with few tiles: one tile per CTA (persist=0, no stream-K)"
 
 [[constraints]]
-check = "ks == 1 or (ks == 2 and persist == 0 and bn == 128)"
-reason = "ks must be 1 or 2; a tile shared by a 2-CTA cluster needs persist=0 and bn=128"
+check = "ks == 1 or ((ks == 2 or ks == 4) and persist == 0 and bn == 128)"
+reason = "ks must be 1, 2 or 4; a tile shared by a cluster needs persist=0 and bn=128"
 
 [[constraints]]
-check = "ks == 1 or 2 * tiles <= SMS"
-reason = "a 2-CTA cluster per tile only where the tiles alone leave half of the {SMS} SMs idle ({tiles} tiles)"
+check = "ks == 1 or ks * tiles <= SMS"
+reason = "a {ks}-CTA cluster per tile only where the tiles alone leave {ks - 1} of every {ks} of the {SMS} SMs idle ({tiles} tiles)"
+
+# measured (benchmarks/NOTES.md "Issue 11, round 11"): 4-CTA clusters beat pairs only with
+# 128-row tiles and where the clusters fill at most half of the SMs (500×500×8000: 64 CTAs);
+# at 128 CTAs (100×4096², bm 128) they ran 40% slower than pairs, a cluster needing 4 free
+# SMs of one GPC
+[[constraints]]
+check = "ks < 4 or (bm == 128 and 2 * ks * tiles <= SMS)"
+reason = "4-CTA clusters only with bm=128 and where they fill at most half of the {SMS} SMs ({ks * tiles} CTAs)"
 
 [launch]
 # persistent: one CTA per SM (with stream-K every SM, so that a last wave has idle SMs to share)
@@ -197,6 +205,15 @@ box = [32, 64]
  * H100, same runs (benchmarks/NOTES.md "Issue 11, round 8"): 3000^3 0.2416 -> 0.2095 ms
  * (+15 %), 7000^3 +4 %, 8192^3, 6000^3 and 4100 x 4090 x 4095 within 1 %, 1500 x 4093 x 2001
  * -4 %: a parameter for the autotuner, off by default.
+ * KS = 2 or 4 (with PERSIST 0, BN 128): a cluster of KS CTAs per tile (__cluster_dims__), rank
+ * r computing k-tiles [r kt / KS, (r + 1) kt / KS). Then the ranks sum their accumulators as
+ * a tree through distributed shared memory (st.shared::cluster into the receiver's drained
+ * ring, two cluster barriers per round), in one order every launch, and rank 0 stores the
+ * tile. Stream-K's fix-up without the partials' round trip through L2: where the tiles
+ * alone leave most SMs idle (KS x tiles <= #SMs), every SM streams part of K. H100, % of
+ * cuBLAS TF32 (benchmarks/NOTES.md "Issue 11, round 11"): 100 x 4096^2 81 -> 90-93 %,
+ * 64 x 4096^2 93 -> 107-111 %, 72 x 8192^2 100 -> 108-114 %, 130 x 8192 x 4096 88 -> 110-127 %;
+ * KS = 4 only at bm 128 where the clusters fill at most half the SMs (500 x 500 x 8000: 104 %).
  *
  * Measured (H100, 4096^3, stages 4, persist 1; benchmarks/NOTES.md "Issue 11, round 3"),
  * when the threads rounded (A in place by the producer warpgroup's warps 1-3, fragments by
@@ -226,6 +243,7 @@ box = [32, 64]
  *   STREAMK    1: share a last partial wave along K (needs PERSIST 1; default 0)
  *   BM         rows of C per tile: 256, 128 or 64 (default 256)
  *   BN         columns of C per tile: 128 (2 consumer warpgroups) or 64 (1; PERSIST 0) (default 128)
+ *   KS         CTAs per tile, each a part of K, as a cluster: 1, 2 or 4 (PERSIST 0, BN 128) (default 1)
  * Fixed: BK = 32, GM = 8; STAGES = 3, 5, 6 for BM = 256, 128, 64 with PERSIST 1 (as many as
  * fit beside the staging area), 5 with PERSIST 0 (4 at BM 256, BN 128).
  * Dynamic shared memory: STAGES * (BM + BN) * 128 (+ 64 KB of C staging with PERSIST 1) +
@@ -233,7 +251,7 @@ box = [32, 64]
  * 128). The kernel traps if the launch gave it less than its layout needs.
  *
  * Launch: prepass block (32, 8) over 32 x 32 tiles of Ap then Bp (none when not needed);
- * matmul block (128 + 2 BN, 1), grid (PERSIST ? (STREAMK ? SMS : min(tiles, SMS)) : tiles, 1),
+ * matmul block (128 + 2 BN, 1), grid (PERSIST ? (STREAMK ? SMS : min(tiles, SMS)) : KS tiles, 1),
  * tiles = ceil(M/BM) * ceil(N/BN); args (A, scratch, C, M, N, K, workspace) (the workspace:
  * stream-K's counters and partial tiles; none without it).
  */
@@ -279,8 +297,8 @@ box = [32, 64]
 #if BN == 64 && PERSIST != 0
 #error "BN 64 runs one tile per CTA (PERSIST 0)"
 #endif
-#if KS != 1 && (KS != 2 || PERSIST != 0 || BN != 128)
-#error "KS must be 1, or 2 with PERSIST 0 and BN 128"
+#if KS != 1 && ((KS != 2 && KS != 4) || PERSIST != 0 || BN != 128)
+#error "KS must be 1, or 2 or 4 with PERSIST 0 and BN 128"
 #endif
 #define A_BYTES (BM * BK * 4)                /* 32 KB (BM 256): BM rows of A x 32 k */
 #define BBOX_BYTES (32 * BK * 4)             /* 4 KB: one B box, 32 k rows x 32 n */
@@ -311,10 +329,10 @@ box = [32, 64]
 #define STAGES_FIT ((SMEM_LIMIT - SMEM_EXTRA) / STAGE_BYTES)
 #define STAGES (STAGES_FIT < 5 ? STAGES_FIT : 5)
 #define SMEM_NEEDED (STAGES * STAGE_BYTES + SMEM_EXTRA)
-#define KS_PART_AT STG_BYTES                 /* KS 2: the peer's accumulators, after the staging area */
+#define KS_PART_AT STG_BYTES                 /* KS > 1: a peer's accumulators, after the staging area */
 #define KS_PART_BYTES (BM * 512)             /* 256 consumer threads x BM / 2 floats */
-#if STAGES * STAGE_BYTES < STG_BYTES + (KS == 2 ? KS_PART_BYTES : 0) || 2 * STAGES * 8 > 256
-#error "the ring must hold the staging area (and KS 2's partial), and the mbarriers their 256 bytes"
+#if STAGES * STAGE_BYTES < STG_BYTES + (KS > 1 ? KS_PART_BYTES : 0) || 2 * STAGES * 8 > 256
+#error "the ring must hold the staging area (and a peer's partial), and the mbarriers their 256 bytes"
 #endif
 #endif
 #if CONSUMERS == 2
@@ -508,7 +526,7 @@ __device__ __forceinline__ void sk_sum(float (&acc)[BM / 2], unsigned char* work
 }
 #endif
 
-#if KS == 2
+#if KS > 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900   /* clusters: sm_90 on */
 #define CLUSTER_DIMS __cluster_dims__(KS, 1, 1)
 #else
 #define CLUSTER_DIMS
@@ -592,10 +610,13 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                 }
             }
         }                                                /* warps 1-3 of warpgroup 0: idle */
-#if KS == 2
+#if KS > 1
         __syncwarp();
-        cluster_sync();                                  /* the consumers' two meetings (below) */
-        cluster_sync();
+#pragma unroll
+        for (int stride = 1; stride < KS; stride *= 2) { /* the consumers' meetings (below) */
+            cluster_sync();
+            cluster_sync();
+        }
 #endif
     } else {
         const int cw = wg - 1;
@@ -672,34 +693,41 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
 #if !PERSIST
             /* the staging area is the ring's start: every consumer's wgmmas have read it (wait_group 0) */
             asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-#if KS == 2
+#if KS > 1
             {
-                /* rank 1 hands its accumulators (the second half of K) to rank 0 through
-                   distributed shared memory, past rank 0's staging area, float4 e of consumer
-                   thread ct at (e * 256 + ct) * 16 (conflict-free); rank 0 adds them to its own
-                   (the first half): the same order every launch. The first meeting: both rings
-                   drained; the second: the copy landed */
+                /* the CTAs of the cluster sum their parts of K through distributed shared
+                   memory, as a tree: in the round of stride d (1, then 2 at KS 4), rank r with
+                   r % 2d == d hands its accumulators to rank r - d, past that CTA's staging
+                   area (float4 e of consumer thread ct at (e * 256 + ct) * 16: conflict-free),
+                   which adds them to its own. The sums go in one order every launch ((r0 + r1)
+                   + (r2 + r3)); rank 0 stores the tile. Each round's first meeting: the rings
+                   drained (then the last round's reads done); the second: the copy landed */
                 const unsigned rank = cluster_rank();
                 const unsigned part = base + KS_PART_AT + (unsigned)(tid - 128) * 16u;
-                cluster_sync();
-                if (rank == 1) {
-                    const unsigned peer = map_peer(part, 0);
 #pragma unroll
-                    for (int e = 0; e < BM / 8; ++e)
-                        asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n"
-                                     :: "r"(peer + e * 4096u), "f"(acc[4 * e]), "f"(acc[4 * e + 1]),
-                                        "f"(acc[4 * e + 2]), "f"(acc[4 * e + 3]) : "memory");
+                for (unsigned d = 1; d < KS; d *= 2) {
+                    cluster_sync();
+                    if (rank % (2 * d) == d) {
+                        const unsigned peer = map_peer(part, rank - d);
+#pragma unroll
+                        for (int e = 0; e < BM / 8; ++e)
+                            asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};\n"
+                                         :: "r"(peer + e * 4096u), "f"(acc[4 * e]), "f"(acc[4 * e + 1]),
+                                            "f"(acc[4 * e + 2]), "f"(acc[4 * e + 3]) : "memory");
+                    }
+                    cluster_sync();
+                    if (rank % (2 * d) == 0) {
+#pragma unroll
+                        for (int e = 0; e < BM / 8; ++e) {
+                            float4 v;
+                            asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                                         : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(part + e * 4096u) : "memory");
+                            acc[4 * e] += v.x; acc[4 * e + 1] += v.y; acc[4 * e + 2] += v.z; acc[4 * e + 3] += v.w;
+                        }
+                    }
                 }
-                cluster_sync();
-                if (rank == 1)
+                if (rank != 0)
                     continue;                           /* rank 0 stores the tile */
-#pragma unroll
-                for (int e = 0; e < BM / 8; ++e) {
-                    float4 v;
-                    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(part + e * 4096u) : "memory");
-                    acc[4 * e] += v.x; acc[4 * e + 1] += v.y; acc[4 * e + 2] += v.z; acc[4 * e + 3] += v.w;
-                }
             }
 #endif
 #if CONSUMERS == 2

@@ -70,7 +70,8 @@ def _param_reason(v: Variant, params: dict, dtype: str) -> str | None:
     The sizes are a common multiple of every parameter, so shape constraints such as
     tiled's 'multiple of block' are met and only parameter-level reasons remain.
     """
-    size = math.lcm(1, *(int(x) for x in params.values()))
+    # (a 0 such as persist=0 or streamk=0 does not enter the multiple: lcm(..., 0) is 0)
+    size = math.lcm(1, *(int(x) for x in params.values() if int(x) > 0))
     # a class constraint is met at M = one of the parameter values (ffma_regdb's 80- and
     # 96-row tiles are for M up to the tile height) or at N = size + 1 (the _padb rungs
     # are for N % 4 != 0)
