@@ -55,13 +55,13 @@ reason = "ks must be 1, 2 or 4; a tile shared by a cluster needs persist=0 and b
 check = "ks == 1 or ks * tiles <= SMS"
 reason = "a {ks}-CTA cluster per tile only where the tiles alone leave {ks - 1} of every {ks} of the {SMS} SMs idle ({tiles} tiles)"
 
-# measured (benchmarks/NOTES.md "Issue 11, round 11"): 4-CTA clusters beat pairs only with
-# 128-row tiles and where the clusters fill at most half of the SMs (500×500×8000: 64 CTAs);
-# at 128 CTAs (100×4096², bm 128) they ran 40% slower than pairs, a cluster needing 4 free
-# SMs of one GPC
+# 4-CTA clusters need 4 free SMs of one GPC: an H100's 132 SMs hold 30 of them at once
+# (Nsight Compute's launch__cluster_max_active), and 32 (100×4096², bm 128) ran in two waves,
+# 2.1× the time of 24 (benchmarks/NOTES.md "Issue 11, round 11"); so at most 7/8 of the SMs.
+# bm 128 only: the 64- and 256-row tiles were not faster with them where measured
 [[constraints]]
-check = "ks < 4 or (bm == 128 and 2 * ks * tiles <= SMS)"
-reason = "4-CTA clusters only with bm=128 and where they fill at most half of the {SMS} SMs ({ks * tiles} CTAs)"
+check = "ks < 4 or (bm == 128 and ks * tiles <= 7 * SMS // 8)"
+reason = "4-CTA clusters only with bm=128 and at most {7 * SMS // 8} CTAs ({ks * tiles} here): a GPC must hold each cluster whole"
 
 [launch]
 # persistent: one CTA per SM (with stream-K every SM, so that a last wave has idle SMs to share)
@@ -213,7 +213,8 @@ box = [32, 64]
  * alone leave most SMs idle (KS x tiles <= #SMs), every SM streams part of K. H100, % of
  * cuBLAS TF32 (benchmarks/NOTES.md "Issue 11, round 11"): 100 x 4096^2 81 -> 90-93 %,
  * 64 x 4096^2 93 -> 107-111 %, 72 x 8192^2 100 -> 108-114 %, 130 x 8192 x 4096 88 -> 110-127 %;
- * KS = 4 only at bm 128 where the clusters fill at most half the SMs (500 x 500 x 8000: 104 %).
+ * KS = 4 only at bm 128 and up to 7/8 of the SMs (a GPC holds a cluster whole: 30 of 4 fit on
+ * an H100), 100 x 2048 x 4096 105 %, 500 x 500 x 8000 104 %.
  *
  * Measured (H100, 4096^3, stages 4, persist 1; benchmarks/NOTES.md "Issue 11, round 3"),
  * when the threads rounded (A in place by the producer warpgroup's warps 1-3, fragments by
@@ -716,7 +717,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                                             "f"(acc[4 * e + 2]), "f"(acc[4 * e + 3]) : "memory");
                     }
                     cluster_sync();
-                    if (rank % (2 * d) == 0) {
+                    if (rank % (2 * d) == 0 && rank + d < KS) {
 #pragma unroll
                         for (int e = 0; e < BM / 8; ++e) {
                             float4 v;

@@ -621,7 +621,8 @@ def test_wgmma_rs_space_and_shapes():
     assert "leave 1 of every 2 of the 132 SMs idle (512 tiles)" in RS.constraint(pair, 4096, 4096, 4096, "float32")
     assert "persist=0 and bn=128" in RS.constraint(dict(pair, bn=64), 100, 4096, 4096, "float32")
     assert "only with bm=128" in RS.constraint(dict(pair, ks=4), 500, 500, 8000, "float32")
-    assert "(128 CTAs)" in RS.constraint(dict(pair, ks=4, bm=128), 100, 4096, 4096, "float32")
+    assert "at most 115 CTAs (128 here)" in RS.constraint(dict(pair, ks=4, bm=128), 100, 4096, 4096, "float32")
+    assert (128, 4) in clusters(100, 3072, 4096)                          # 24 tiles: 96 CTAs
     assert "persist" in RS.constraint({"persist": 2, "streamk": 0, "bm": 256, "bn": 128, "ks": 1}, 64, 64, 64, "float32")
     assert "stream-K" in RS.constraint({"persist": 0, "streamk": 1, "bm": 256, "bn": 128, "ks": 1}, 64, 64, 64, "float32")
     assert "one tile per CTA" in RS.constraint({"persist": 1, "streamk": 0, "bm": 128, "bn": 64}, 64, 64, 64, "float32")
