@@ -439,11 +439,11 @@ def test_regdb_parallel_splitk_is_deterministic_and_leaves_its_counters_zero(sha
     verified run's, and the per-tile arrival counters are back to zero after each."""
     _need_cuda()
     tiles = -(-shape[0] // 64) * -(-shape[1] // 128)
-    _assert_repeatable_with_counters_zero(RD, dict(RD.default_params(), bm=64, splitk=splitk),
+    _assert_bitwise_repeatable(RD, dict(RD.default_params(), bm=64, splitk=splitk),
                                           shape, tiles, "fp32", seed=11)
 
 
-def _assert_repeatable_with_counters_zero(v, params, shape, tiles, precision, seed):
+def _assert_bitwise_repeatable(v, params, shape, tiles, precision, seed):
     """A kernel whose tiles are summed from parts (split-K, stream-K, rung 26's clusters): the
     first run verifies; then, three times, timed launches (no zeroing between) leave every
     per-tile arrival counter of the workspace at zero (tiles = 0: none to check), and one
@@ -790,7 +790,7 @@ def test_wgmma_rs_stream_k_is_deterministic_and_leaves_its_counters_zero(shape, 
     launch after launch, and every tile's arrival counter is back to zero."""
     _need_cuda()
     tiles = -(-shape[0] // bm) * -(-shape[1] // 128)
-    _assert_repeatable_with_counters_zero(RS, {"persist": 1, "streamk": 1, "bm": bm, "bn": 128, "ks": 1}, shape,
+    _assert_bitwise_repeatable(RS, {"persist": 1, "streamk": 1, "bm": bm, "bn": 128, "ks": 1}, shape,
                                           tiles, "tf32", seed=5)
 
 
@@ -804,7 +804,7 @@ def test_wgmma_rs_cluster_sum_is_deterministic(shape, bm, ks):
     _need_cuda()
     c = {"persist": 0, "streamk": 0, "bm": bm, "bn": 128, "ks": ks}
     assert RS.check("cuda", c, *shape, "float32") is None
-    _assert_repeatable_with_counters_zero(RS, c, shape, 0, "tf32", seed=7)
+    _assert_bitwise_repeatable(RS, c, shape, 0, "tf32", seed=7)
 
 
 def _rs_lane_chunk(w, g):
