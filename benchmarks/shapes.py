@@ -176,7 +176,8 @@ def guess_rows(recs: list[ResultRecord], backend: str, device_name: str, dtype: 
         if not g.candidates:
             continue
         params = g.candidates[0]
-        how = f"class ({g.shapes} shapes)" if g.source == "class" else g.source
+        how = (f"class ({g.shapes} shapes)" if g.source == "class"
+               else f"nearest {format_shape(g.near)}" if g.source == "nearest" else g.source)
         t = times.get((variant, shape, params_to_str(params)))
         rows.append({"variant": variant, "shape": shape, "guess": params, "how": how,
                      "best": dict(best.params),

@@ -18,8 +18,9 @@ combination's speed relative to the shape's best, 1.0 for the winner) and ``clas
 where it can run),
 so it follows the class definition and old entries (winner only) still count.
 :func:`guess` gives the parameters to try first at a shape not searched yet: its own
-entry, else the class's most successful parameters valid at the shape, else the
-variant's defaults on the device's architecture. ``autotune(..., mode="guess")`` times
+entry, else the class's most successful parameters valid at the shape, else (a class not
+searched yet) the best valid parameters of the nearest searched shape
+(:func:`shape_distance`), else the variant's defaults on the device's architecture. ``autotune(..., mode="guess")`` times
 only the class's best few (and the default) instead of the whole space; a guess is not
 stored (the cache keeps full searches only).
 
@@ -95,6 +96,18 @@ def shape_class(shape) -> str:
     m, n, k = (int(x) for x in shape)
     aligned = n % 4 == 0 and k % 4 == 0
     return f"{size_bucket(m)}-{size_bucket(n)}-{size_bucket(k)}/{'vec4' if aligned else 'novec'}"
+
+
+def _aligned(shape) -> bool:
+    return int(shape[1]) % 4 == 0 and int(shape[2]) % 4 == 0
+
+
+def shape_distance(a, b) -> float:
+    """How far apart two M×N×K shapes are for learning parameters: the sum over M, N and K
+    of |log2| of their ratio (a factor of 2 in one dimension counts 1), plus 1 where one
+    has whole float4 rows and the other not (as :func:`shape_class` tells them apart)."""
+    d = sum(abs(math.log2(max(int(x), 1) / max(int(y), 1))) for x, y in zip(a, b))
+    return d + (0.0 if _aligned(a) == _aligned(b) else 1.0)
 
 
 def cache_path() -> Path:
@@ -292,8 +305,10 @@ def _valid_counts(backend: str, variant: str, dtype: str, shapes: list[Shape],
 @dataclass
 class Guess:
     """The parameters to try first at a shape, best first, and where they came from:
-    ``exact`` (the shape's own search), ``class`` (its class's searches), ``default``
-    (the variant's defaults; nothing learnt yet) or ``none`` (nothing valid)."""
+    ``exact`` (the shape's own search), ``class`` (its class's searches), ``nearest``
+    (no shape of its class searched, or none of the class's parameters valid here: the
+    nearest searched shape's, :attr:`near`), ``default`` (the variant's defaults; nothing
+    learnt that can run here) or ``none`` (nothing valid)."""
 
     candidates: list[dict[str, int]]
     source: str
@@ -306,6 +321,8 @@ class Guess:
     skipped: list[tuple[dict[str, int], str]] = field(default_factory=list)
     #: ``default``: the architecture whose defaults were taken (None: portable).
     arch: str | None = None
+    #: ``nearest``: the searched shape the guess learnt from.
+    near: Shape | None = None
 
     @property
     def params(self) -> dict[str, int] | None:
@@ -320,6 +337,10 @@ class Guess:
             if self.skipped:
                 out += f", {len(self.skipped)} of its combinations invalid here skipped"
             return out
+        if self.source == "nearest":
+            m, n, k = self.near
+            return (f"no shape of class {self.shape_class} searched yet: guessed from the "
+                    f"nearest searched shape {m}x{n}x{k} (class {shape_class(self.near)})")
         if self.source == "default":
             where = f" for {self.arch}" if self.arch else ""
             return (f"no shape of class {self.shape_class} searched yet: "
@@ -334,8 +355,9 @@ def guess_candidates(backend: str, device: str, variant: str, dtype: str, shape:
     """Up to ``top`` parameter sets to try first for ``variant`` at ``shape`` on the
     device named ``device``, each valid there (:meth:`Variant.check`) and among
     ``combos`` when given: the shape's own cache entry (unless ``exclude_exact``), else
-    the best of its class (:func:`class_stats`), else the default parameters on
-    ``arch`` (the first valid combination when even those cannot run here)."""
+    the best of its class (:func:`class_stats`), else the best of the nearest searched
+    shape (:func:`shape_distance`), else the default parameters on ``arch`` (the first
+    valid combination when even those cannot run here)."""
     v = registry.get(variant)
     shape = tuple(int(x) for x in shape)
     cls = shape_class(shape)
@@ -366,6 +388,12 @@ def guess_candidates(backend: str, device: str, variant: str, dtype: str, shape:
             break
     if g.candidates:
         return g
+    near = _nearest_candidates(backend, device, variant, dtype, shape, why_not, top,
+                               exclude=shape if exclude_exact else None, data=data)
+    if near is not None:
+        g.source, g.near, g.candidates, g.scores = "nearest", near[0], near[1], near[2]
+        g.shapes = 1
+        return g
     name = registry.arch_name(arch)
     default = v.default_params(name)
     g.source, g.arch = "default", (name if v.arch_overrides(name) else None)
@@ -380,12 +408,46 @@ def guess_candidates(backend: str, device: str, variant: str, dtype: str, shape:
     return g
 
 
+def _nearest_candidates(backend: str, device: str, variant: str, dtype: str, shape: Shape,
+                        why_not: Callable[[Mapping[str, int]], str | None], top: int, *,
+                        exclude: Shape | None, data: Mapping[str, Any]):
+    """``(shape searched, candidates, their relative speeds there)`` from the searched shape
+    nearest to ``shape`` (:func:`shape_distance`; the next nearest when none of a shape's
+    timed combinations is valid here), or None when no searched shape has one. A
+    combination's rank is its speed at that shape relative to the shape's best."""
+    v = registry.get(variant)
+    found = searched_shapes(backend, device, variant, dtype, data=data)
+    order = sorted((s for s in found if exclude is None or s != tuple(exclude)),
+                   key=lambda s: (shape_distance(s, shape), s))
+    for near in order:
+        entry = found[near]
+        rel = entry.get("relative")
+        rel = dict(rel) if isinstance(rel, dict) else {}
+        rel[_pkey(_entry_params(entry))] = 1.0
+        ranked = sorted(((float(x), key) for key, x in rel.items()
+                         if isinstance(x, (int, float)) and math.isfinite(x)),
+                        key=lambda t: (-t[0], t[1]))
+        cands, scores = [], []
+        for score, key in ranked:
+            params = params_from_str(key)
+            params = {k: params[k] for k in v.space if k in params} | params
+            if why_not(params) is None:
+                cands.append(params)
+                scores.append(score)
+                if len(cands) >= max(1, top):
+                    break
+        if cands:
+            return near, cands, scores
+    return None
+
+
 def guess(backend: str, device: str, variant: str, dtype: str, shape: Shape, *,
           exclude_exact: bool = False, combos: Iterable[Mapping[str, int]] | None = None,
           arch: str | None = None, path: Path | None = None) -> dict[str, int] | None:
     """The parameters to try first for ``variant`` at ``shape`` on the device named
     ``device`` (the cache keys' device name): the shape's own search, else its class's
-    most successful parameters that are valid here, else the defaults on ``arch``
+    most successful parameters that are valid here, else the nearest searched shape's
+    best valid ones, else the defaults on ``arch``
     (``"sm_90"`` or ``"9.0"``; None: the portable ones). None when nothing can run.
     ``exclude_exact=True`` leaves the shape's own entry out (leave-one-out)."""
     return guess_candidates(backend, device, variant, dtype, shape, combos=combos,
@@ -511,7 +573,7 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
                              exclude_exact=True, arch=arch, top=guess_top, path=cache)
         tried = list(g.candidates)
         default = registry.get(variant).default_params(arch)
-        if g.source == "class" and default in space and default not in tried:
+        if g.source in ("class", "nearest") and default in space and default not in tried:
             tried.append(default)                 # a guess never does worse than the default
         if emit:
             emit(Event("log", f"{what}: {g.describe()}; timing {len(tried)} of "

@@ -3,6 +3,7 @@ without timing anything, --retune searches again, and the winner is the fastest 
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -207,10 +208,16 @@ def test_guess_ranks_the_class_and_skips_what_cannot_run_here(cache):
     # restricted to the combinations given
     assert at.guess("opencl", "dev", "tiled", "float32", (192, 160, 224),
                     combos=[{"block": 8}, {"block": 16}]) == {"block": 16}
-    # other classes, devices, dtypes and variants learnt nothing: the defaults
-    for args in (("opencl", "dev", "tiled", "float32", (2048, 2048, 2048)),
-                 ("opencl", "dev", "tiled", "float32", (64, 64, 64)),
-                 ("opencl", "other", "tiled", "float32", (192, 160, 224)),
+    # a class not searched yet learns from the nearest searched shape (log2 distance):
+    # 1024³ for 2048³ (block=8 there), 128³ for 64³ (block=32, then 16, 8)
+    g = at.guess_candidates("opencl", "dev", "tiled", "float32", (2048, 2048, 2048))
+    assert g.source == "nearest" and g.near == (1024, 1024, 1024) and g.params == {"block": 8}
+    assert "guessed from the nearest searched shape 1024x1024x1024 (class " in g.describe()
+    g = at.guess_candidates("opencl", "dev", "tiled", "float32", (64, 64, 64), top=3)
+    assert g.near == (128, 128, 128) and g.candidates == [{"block": 32}, {"block": 16}, {"block": 8}]
+    assert g.scores == [1.0, 0.8, 0.5]
+    # other devices, dtypes and variants learnt nothing: the defaults
+    for args in (("opencl", "other", "tiled", "float32", (192, 160, 224)),
                  ("opencl", "dev", "tiled", "int32", (192, 160, 224)),
                  ("opencl", "dev", "tiled_any", "float32", (192, 160, 224))):
         g = at.guess_candidates(*args)
@@ -253,6 +260,28 @@ def test_old_cache_entries_still_teach_their_class(cache):
     cache.write_text(json.dumps({"junk": 1, "opencl|dev|naive|float32|1x2": {"params": {}},
                                  "opencl|dev|naive|float32|4x4x4": {"params": {"block": "x"}}}))
     assert at.guess("opencl", "dev", "naive", "float32", (4, 4, 4)) == {"block": 16}
+
+
+def test_nearest_shape_guess_skips_what_cannot_run_and_leaves_the_shape_out(cache):
+    """A shape whose class was never searched takes the nearest searched shape's best
+    combination that can run here; where none can, the next nearest shape's; the shape
+    itself is left out in leave-one-out."""
+    assert at.shape_distance((100, 4096, 4096), (200, 4096, 4096)) == 1.0
+    assert at.shape_distance((100, 4096, 4096), (100, 4096, 4095)) == 1.0 + math.log2(4096 / 4095)
+    assert at.shape_distance((3, 5, 7), (3, 5, 7)) == 0.0
+    _write(cache, {("tiled", (128, 128, 128)): _entry({"block": 32}, {"block=32": 1.0, "block=16": 0.9}),
+                   ("tiled", (2048, 2048, 2048)): _entry({"block": 8}, {"block=8": 1.0})})
+    # 48³ (class skinny-skinny-skinny, not searched) is nearest to 128³, where block=32
+    # won; 48 is no multiple of 32, so block=16 (0.9 there)
+    g = at.guess_candidates("opencl", "dev", "tiled", "float32", (48, 48, 48))
+    assert g.source == "nearest" and g.near == (128, 128, 128) and g.params == {"block": 16}
+    assert g.scores == [0.9] and g.shape_class == "skinny-skinny-skinny/vec4"
+    # 40³: neither of 128³'s combinations runs (40 is no multiple of 16 or 32): 2048³'s block=8
+    g = at.guess_candidates("opencl", "dev", "tiled", "float32", (40, 40, 40))
+    assert g.near == (2048, 2048, 2048) and g.params == {"block": 8}
+    # leave-one-out at a searched shape alone in its class: the other shape speaks
+    g = at.guess_candidates("opencl", "dev", "tiled", "float32", (128, 128, 128), exclude_exact=True)
+    assert g.source == "nearest" and g.near == (2048, 2048, 2048) and g.params == {"block": 8}
 
 
 def test_default_guess_follows_the_architecture(cache):
@@ -313,12 +342,15 @@ def test_search_records_relative_speeds_and_guess_mode_times_few(cache, timed):
         at.autotune(sweep, "opencl", 0, "naive", third, "float32", warmup=0, repeats=1,
                     mode="guess", guess_top=1)
         assert len(timed) == n + 2
-        # nothing learnt for another class: the default only
+        # another class: the nearest searched shape's best, and the default
         n, logs = len(timed), []
         best, recs4 = at.autotune(sweep, "opencl", 0, "naive", (9, 7, 5), "float32", warmup=0,
-                                  repeats=1, mode="guess", emit=logs.append)
-        assert best == {"block": 16} and len(recs4) == 1 and len(timed) == n + 1
-        assert "no shape of class skinny-skinny-skinny/novec searched yet" in logs[0].message
+                                  repeats=1, mode="guess", guess_top=1, emit=logs.append)
+        assert len(recs4) == 2 and len(timed) == n + 2
+        assert {r.params["block"] for r in recs4} == {16, at.guess("opencl", name, "naive", "float32", (12, 20, 8))["block"]}
+        assert "no shape of class skinny-skinny-skinny/novec searched yet: guessed from the nearest" in logs[0].message
+        # another device learnt nothing: the default only
+        assert at.guess_candidates("opencl", "other", "naive", "float32", (9, 7, 5)).source == "default"
         # a searched shape answers from the cache in guess mode too; retune guesses anew
         n = len(timed)
         assert at.autotune(sweep, "opencl", 0, "naive", shapes[0], "float32",
@@ -348,11 +380,13 @@ def test_plan_guess_mode_through_the_engine_thread(cache, timed):
         assert [(r.variant, (r.m, r.n, r.k)) for r in recs] == [
             ("naive", (20, 16, 12)), ("naive", (9, 7, 5))]
         assert all(r.status == "ok" and r.passed for r in recs)
-        # class of 2 shapes: its (up to) 3 best, the default among them; (9, 7, 5): default
-        assert len(timed) - searched == len(items) + 1
+        # class of 2 shapes: its (up to) 3 best, the default among them; (9, 7, 5), a class
+        # not searched: the nearest searched shape's 3 best, the default among them
+        assert len(timed) - searched == 2 * len(items)
         logs = [e.message for e in events if e.kind == "log"]
         assert any("guessed from class skinny-skinny-skinny/vec4 (2 shapes)" in m for m in logs)
-        assert any("no shape of class skinny-skinny-skinny/novec" in m for m in logs)
+        assert any("no shape of class skinny-skinny-skinny/novec searched yet: guessed from the "
+                   "nearest searched shape" in m for m in logs)
         assert events[0].kind == "started" and "(guess)" in events[0].message
         assert len(json.loads(cache.read_text())) == 2          # guesses are not stored
     finally:
@@ -363,7 +397,7 @@ def test_plan_guess_mode_through_the_engine_thread(cache, timed):
         plan.tune = "search"
         n = len(timed)
         recs = at.run_autotuned(sweep, plan, events.append, mode="guess")
-        assert len(recs) == 2 and len(timed) - n == len(items) + 1
+        assert len(recs) == 2 and len(timed) - n == 2 * len(items)
         bad = at.run_autotuned(sweep, plan, events.append, mode="fast")
         assert bad == [] and "must be search or guess" in events[-1].message
     finally:
