@@ -94,11 +94,11 @@ def shape_class(shape) -> str:
     fallbacks). E.g. ``large-large-large/vec4`` (3000³), ``large-large-large/novec``
     (4100×4090×4095), ``skinny-large-large/vec4`` (1×4096×4096 and 1×8192×8192)."""
     m, n, k = (int(x) for x in shape)
-    aligned = n % 4 == 0 and k % 4 == 0
-    return f"{size_bucket(m)}-{size_bucket(n)}-{size_bucket(k)}/{'vec4' if aligned else 'novec'}"
+    return f"{size_bucket(m)}-{size_bucket(n)}-{size_bucket(k)}/{'vec4' if _aligned(shape) else 'novec'}"
 
 
 def _aligned(shape) -> bool:
+    """N and K multiples of 4: the rows of A, B and C are whole float4s."""
     return int(shape[1]) % 4 == 0 and int(shape[2]) % 4 == 0
 
 
@@ -237,6 +237,17 @@ def relative_speed(backend: str, device: str, variant: str, dtype: str, shape: S
     return 1.0 if _entry_params(entry) == dict(params) else None
 
 
+def _entry_speeds(entry: Mapping[str, Any]) -> dict[str, float]:
+    """A searched shape's timed combinations (``params_to_str`` keys) and their speeds
+    relative to its best: the entry's finite ``relative`` values, the winner at 1.0 (old
+    entries hold the winner only)."""
+    rel = entry.get("relative")
+    rel = dict(rel) if isinstance(rel, dict) else {}
+    rel[_pkey(_entry_params(entry))] = 1.0
+    return {key: float(x) for key, x in rel.items()
+            if isinstance(x, (int, float)) and math.isfinite(x)}
+
+
 @dataclass
 class ClassStats:
     """What the searches of one shape class taught: the shapes, and per combination its
@@ -263,13 +274,9 @@ def class_stats(backend: str, device: str, variant: str, dtype: str, cls: str,
             continue
         stats.shapes.append(shape)
         winner = _pkey(_entry_params(entry))
-        rel = entry.get("relative")
-        rel = dict(rel) if isinstance(rel, dict) else {}
-        rel[winner] = 1.0
-        for key, value in rel.items():
-            if isinstance(value, (int, float)) and math.isfinite(value):
-                total[key] = total.get(key, 0.0) + float(value)
-                timed.setdefault(key, set()).add(shape)
+        for key, value in _entry_speeds(entry).items():
+            total[key] = total.get(key, 0.0) + value
+            timed.setdefault(key, set()).add(shape)
         wins[winner] = wins.get(winner, 0) + 1
     # A combination's mean is over the class's shapes where it can run: ffma_regdb's
     # 80-row tile is valid only for M = 65..80, so the 96- and 150-row shapes of its class
@@ -376,16 +383,8 @@ def guess_candidates(backend: str, device: str, variant: str, dtype: str, shape:
     stats = class_stats(backend, device, variant, dtype, cls,
                         exclude=shape if exclude_exact else None, data=data)
     g = Guess([], "class", cls, len(stats.shapes))
-    for params, score, _wins in stats.ranked:
-        params = {k: params[k] for k in v.space if k in params} | params   # the space's order
-        why = why_not(params)
-        if why is not None:
-            g.skipped.append((params, why))
-            continue
-        g.candidates.append(params)
-        g.scores.append(score)
-        if len(g.candidates) >= max(1, top):
-            break
+    g.candidates, g.scores = _valid_first(v, ((p, score) for p, score, _wins in stats.ranked),
+                                          why_not, top, g.skipped)
     if g.candidates:
         return g
     near = _nearest_candidates(backend, device, variant, dtype, shape, why_not, top,
@@ -408,6 +407,28 @@ def guess_candidates(backend: str, device: str, variant: str, dtype: str, shape:
     return g
 
 
+def _valid_first(v, ranked: Iterable[tuple[Mapping[str, int], float]],
+                 why_not: Callable[[Mapping[str, int]], str | None], top: int,
+                 skipped: list | None = None) -> tuple[list[dict[str, int]], list[float]]:
+    """The first ``top`` of ``ranked`` ``(params, score)`` that can run here (``why_not``
+    None), in the space's parameter order, with their scores; the others met on the way
+    go to ``skipped`` with their reason."""
+    cands: list[dict[str, int]] = []
+    scores: list[float] = []
+    for params, score in ranked:
+        params = {k: params[k] for k in v.space if k in params} | dict(params)
+        why = why_not(params)
+        if why is not None:
+            if skipped is not None:
+                skipped.append((params, why))
+            continue
+        cands.append(params)
+        scores.append(score)
+        if len(cands) >= max(1, top):
+            break
+    return cands, scores
+
+
 def _nearest_candidates(backend: str, device: str, variant: str, dtype: str, shape: Shape,
                         why_not: Callable[[Mapping[str, int]], str | None], top: int, *,
                         exclude: Shape | None, data: Mapping[str, Any]):
@@ -420,22 +441,10 @@ def _nearest_candidates(backend: str, device: str, variant: str, dtype: str, sha
     order = sorted((s for s in found if exclude is None or s != tuple(exclude)),
                    key=lambda s: (shape_distance(s, shape), s))
     for near in order:
-        entry = found[near]
-        rel = entry.get("relative")
-        rel = dict(rel) if isinstance(rel, dict) else {}
-        rel[_pkey(_entry_params(entry))] = 1.0
-        ranked = sorted(((float(x), key) for key, x in rel.items()
-                         if isinstance(x, (int, float)) and math.isfinite(x)),
-                        key=lambda t: (-t[0], t[1]))
-        cands, scores = [], []
-        for score, key in ranked:
-            params = params_from_str(key)
-            params = {k: params[k] for k in v.space if k in params} | params
-            if why_not(params) is None:
-                cands.append(params)
-                scores.append(score)
-                if len(cands) >= max(1, top):
-                    break
+        speeds = _entry_speeds(found[near])
+        ranked = sorted(speeds, key=lambda key: (-speeds[key], key))
+        cands, scores = _valid_first(v, ((params_from_str(key), speeds[key]) for key in ranked),
+                                     why_not, top)
         if cands:
             return near, cands, scores
     return None

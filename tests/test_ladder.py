@@ -440,7 +440,7 @@ def test_regdb_parallel_splitk_is_deterministic_and_leaves_its_counters_zero(sha
     _need_cuda()
     tiles = -(-shape[0] // 64) * -(-shape[1] // 128)
     _assert_bitwise_repeatable(RD, dict(RD.default_params(), bm=64, splitk=splitk),
-                                          shape, tiles, "fp32", seed=11)
+                               shape, tiles, "fp32", seed=11)
 
 
 def _assert_bitwise_repeatable(v, params, shape, tiles, precision, seed):
@@ -790,8 +790,8 @@ def test_wgmma_rs_stream_k_is_deterministic_and_leaves_its_counters_zero(shape, 
     launch after launch, and every tile's arrival counter is back to zero."""
     _need_cuda()
     tiles = -(-shape[0] // bm) * -(-shape[1] // 128)
-    _assert_bitwise_repeatable(RS, {"persist": 1, "streamk": 1, "bm": bm, "bn": 128, "ks": 1}, shape,
-                                          tiles, "tf32", seed=5)
+    _assert_bitwise_repeatable(RS, {"persist": 1, "streamk": 1, "bm": bm, "bn": 128, "ks": 1},
+                               shape, tiles, "tf32", seed=5)
 
 
 @pytest.mark.gpu
