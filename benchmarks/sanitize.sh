@@ -4,7 +4,8 @@
 #   bash benchmarks/sanitize.sh [SHAPE]          (default 127x253x61; needs nvcc/CUDA on PATH)
 #   VARIANTS=skinny,ffma_wide_padb bash benchmarks/sanitize.sh     (only those kernels)
 # Kernels made for one class of shapes run at an odd shape of their class: skinny (M or N
-# <= 64) at 61x7x1000 and 7x253x1001 (the columns and the rows paths), ffma_wide_padb
+# <= 64) at 61x7x1000 and 7x253x1001 (the columns and the rows paths), ffma_narrow (N <= 64)
+# at 127x61x253, 1000x7x999, 300x20x5000 and 130x45x999 (each tile width, split-K 1 and 3), ffma_wide_padb
 # (N % 4 != 0) at SHAPE when its N qualifies, else at 127x253x61.
 # Prints one line per tool and dtype; full logs go to
 # $OUT/sanitize_<tool>_<dtype>_<kernel>.log (or ./sanitize-logs/). Exits non-zero on any error.
@@ -41,12 +42,15 @@ for dtype in float32 int32; do
       shape=$SHAPE  # tiled needs multiples of its block (its declared constraint)
       [ "$name" = tiled ] && shape=96x160x64
       [ "$name" = skinny ] && shape=61x7x1000,7x253x1001
+      params=()     # ffma_narrow: every tile width (16, 32, 48, 64 columns), with and without split-K
+      [ "$name" = ffma_narrow ] && shape=127x61x253,1000x7x999,300x20x5000,130x45x999 \
+          && params=(--params "bn=16,32,48,64;bm=64,128,256;splitk=1,3")
       if [ "$name" = ffma_wide_padb ] && [ $(( $(echo "$SHAPE" | cut -dx -f2) % 4 )) -eq 0 ]; then
         shape=127x253x61
       fi
       log="$LOGS/sanitize_${tool}_${dtype}_${name}.log"
       "$SAN" --tool $tool --error-exitcode 99 python3 main.py bench --backend cuda --quiet \
-          --sizes "$shape" --dtype $dtype --dist $dist --variants "$name" "${extra[@]}" >"$log" 2>&1
+          --sizes "$shape" --dtype $dtype --dist $dist --variants "$name" "${params[@]}" "${extra[@]}" >"$log" 2>&1
       rc=$?
       count=$((count + 1))
       if [ $rc -ne 0 ] || ! grep -qE "SUMMARY: 0 (errors|hazards)" "$log"; then

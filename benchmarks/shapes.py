@@ -19,7 +19,7 @@ each variant: how close the parameters guessed from the other shapes of its shap
 (``engine.autotune.guess``, leave-one-out) come to the full search at each shape.
 
 Contenders (``--variants`` unset): per precision the highest rungs of the ladder on the
-backend (``CONTENDERS`` of them), the seeds where a backend has no rungs. All records go
+backend (``CONTENDERS[precision]`` of them), the seeds where a backend has no rungs. All records go
 to ``DIR/shapes.json``, the table to ``DIR/shapes.txt`` (DIR: ``--out``, else $OUT, else
 benchmarks/results).
 """
@@ -44,8 +44,9 @@ from engine.registry import params_to_str  # noqa: E402
 from engine.runner import Plan, Sweep, expand_items  # noqa: E402
 from engine.sizes import SHAPE_SUITE, format_shape, parse_sizes  # noqa: E402
 
-#: How many of a precision's highest rungs run by default.
-CONTENDERS = 5
+#: How many of a precision's highest rungs run by default: FP32's six reach back to
+#: ffma_regdb (18) past the class specialists (24 skinny, 25/27 _padb, 28 narrow).
+CONTENDERS = {"fp32": 6, "tf32": 5}
 
 
 def contenders(backend: str) -> list[str]:
@@ -58,7 +59,7 @@ def contenders(backend: str) -> list[str]:
             mine = [v for v in pool if v.role in roles and v.precision == precision and v.kind == "gemm"]
             if mine:
                 mine.sort(key=lambda v: (v.order if v.order is not None else -1, v.name), reverse=True)
-                out += [v.name for v in mine[:CONTENDERS]]
+                out += [v.name for v in mine[:CONTENDERS[precision]]]
                 break
     return out
 

@@ -90,7 +90,9 @@ workspace = "workspace"
  * at a time when N % 4 != 0; stores guarded: any M, N, K. Full k-tiles of tiles wholly in
  * bounds (with EDGE_CLAMP: of every tile) take a copy path without bounds logic where
  * N % 4 == 0. (The same for 4-byte B copies won 1-2% at N % 4 != 0 and cost 3-4% at
- * N % 4 == 0, the test on N then sitting in the copy path: not kept; see ffma_regdb_padb.)
+ * N % 4 == 0, the test on N then sitting in the copy path: not kept; see ffma_regdb_padb.
+ * The narrow tiles of 28_ffma_narrow.cu (BN < 128) do take it: there B is at most one copy
+ * per thread per k-tile against 8-16 of A.)
  *
  * Tile heights 80 and 96 (160 and 192 threads) are for M in (64, 96]: 80 x 4096 x 4096 ran
  * 87% of cuBLAS as two 64-row tiles and 103% as one 80-row tile. 112 (224 threads) is not
@@ -99,7 +101,8 @@ workspace = "workspace"
  *
  * Compile-time constants (defaults let the file compile alone):
  *   ELEM, ACC  element and accumulator types                     (default float)
- *   BM         block rows (64, 80, 96 or 128); BN = 128           (default 128)
+ *   BM         block rows (64, 80, 96 or 128; 256 in 28)          (default 128)
+ *   BN         block columns (128; 64, 32, 16 in 28_ffma_narrow)  (default 128)
  *   TN         columns per thread (8 or 16); TM = 8               (default 8)
  *   BK         k-tile depth                                       (default 8)
  *   STAGES     k-tiles in flight, >= 2                 (default 4 at BK=8, else 3)
@@ -122,7 +125,9 @@ workspace = "workspace"
 #ifndef BM
 #define BM 128
 #endif
-#define BN 128
+#ifndef BN
+#define BN 128          /* 64, 32, 16: 28_ffma_narrow.cu */
+#endif
 #define TM 8
 #ifndef TN
 #define TN 8
@@ -183,8 +188,8 @@ workspace = "workspace"
 /* BM = 80, 96, 112: 160, 192, 224 threads do not split B's BK rows of 32 16-byte copies
  * evenly: the last round copies the rows left (a warp-uniform test, a warp per row) */
 #define B_EVEN ((BS_WORDS / 4) % NT == 0)
-#if (BM * BK) % NT || NT % (BN / 4)
-#error "the tile copies must split evenly over the threads (A) and whole warps (B rows)"
+#if (BM * BK) % NT || (NT % (BN / 4) && B_COPIES > 1)
+#error "the tile copies must split evenly over the threads (A) and whole warps (B rows; or one round)"
 #endif
 /* Copies of the k-tile starting at k0 into one stage (As[k][m] transposed, Bs[k][n]). */
 __device__ __forceinline__ void load_tile(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
@@ -216,6 +221,14 @@ __device__ __forceinline__ void load_tile(const ELEM* __restrict__ A, const ELEM
             const int r = br + it * (NT / (BN / 4));
             if (!B_EVEN && r >= BK)
                 break;
+#if BN < 128
+            if (!vec_b) {                          /* narrow B, N % 4 != 0: 4-byte copies, */
+#pragma unroll                                     /* columns clamped (never stored)       */
+                for (int j = 0; j < 4; ++j)
+                    cp_async4_full(&Bs[r * BN + bc + j], B + (k0 + r) * LDB_OF(N) + min(bcol + j, N - 1));
+                continue;
+            }
+#endif
             cp_async16_full(&Bs[r * BN + bc], B + (k0 + r) * LDB_OF(N) + B_COL);
         }
         return;
@@ -293,8 +306,8 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
         arows_ok |= (arow + it * (NT / BK) < M ? 1u : 0u) << it;
     const int bcol = col0 + (tid % (BN / 4)) * 4;     /* first B column this thread copies */
     const bool bcol_ok = bcol < N;
-#if EDGE_CLAMP
-    const bool interior = vec_b;                      /* clamped copies are valid on edge tiles */
+#if EDGE_CLAMP                                        /* clamped copies are valid on edge tiles; */
+    const bool interior = vec_b || BN < 128;          /* narrow B copies 4 bytes where N % 4 */
 #else
     const bool interior = vec_b && row0 + BM <= M && col0 + BN <= ldb; /* whole block tile in bounds */
 #endif
