@@ -262,50 +262,57 @@ class ClassStats:
 
 def class_stats(backend: str, device: str, variant: str, dtype: str, cls: str,
                 exclude: Shape | None = None, path: Path | None = None,
-                data: Mapping[str, Any] | None = None) -> ClassStats:
+                data: Mapping[str, Any] | None = None, near: Shape | None = None) -> ClassStats:
     """The knowledge of class ``cls``, from the cache entries of its shapes (``exclude``:
-    one shape left out)."""
+    one shape left out). With ``near`` (the shape to guess for) each shape's say is
+    weighted by ``2 ** -shape_distance(shape, near)``: a class spans M, N or K over a
+    factor of 4 to 100 (``skinny``: 1 to 64; ``large``: 2048 and up), and split-K depths
+    and tile heights follow the tile count, so the nearer shapes know more."""
     stats = ClassStats(cls)
     total: dict[str, float] = {}
     wins: dict[str, int] = {}
     timed: dict[str, set[Shape]] = {}
+    weight: dict[Shape, float] = {}
     for shape, entry in sorted(searched_shapes(backend, device, variant, dtype, path, data).items()):
         if shape_class(shape) != cls or (exclude is not None and shape == tuple(exclude)):
             continue
         stats.shapes.append(shape)
+        w = weight[shape] = 1.0 if near is None else 2.0 ** -shape_distance(shape, near)
         winner = _pkey(_entry_params(entry))
         for key, value in _entry_speeds(entry).items():
-            total[key] = total.get(key, 0.0) + value
+            total[key] = total.get(key, 0.0) + w * value
             timed.setdefault(key, set()).add(shape)
         wins[winner] = wins.get(winner, 0) + 1
     # A combination's mean is over the class's shapes where it can run: ffma_regdb's
     # 80-row tile is valid only for M = 65..80, so the 96- and 150-row shapes of its class
     # say nothing about it (counting them as 0 ranked it under the 64-row tile at 80 rows,
     # where it is 20% faster). Searched-but-untimed or failed still count as 0.
-    runs = _valid_counts(backend, variant, dtype, stats.shapes, timed)
+    runs = _valid_weights(backend, variant, dtype, weight, timed)
     order = sorted(total, key=lambda key: (-total[key] / runs[key], -wins.get(key, 0), key))
     stats.ranked = [(params_from_str(key), total[key] / runs[key], wins.get(key, 0)) for key in order]
     return stats
 
 
-def _valid_counts(backend: str, variant: str, dtype: str, shapes: list[Shape],
-                  timed: Mapping[str, set[Shape]]) -> dict[str, int]:
-    """For each combination (``params_to_str`` key) and the shapes where it was timed, on
-    how many of ``shapes`` it can run: those, plus the others where :meth:`Variant.check`
-    lets it (only these are checked: a check costs ~0.1 ms); all of them for a variant the
-    registry does not know (any more)."""
+def _valid_weights(backend: str, variant: str, dtype: str, weight: Mapping[Shape, float],
+                   timed: Mapping[str, set[Shape]]) -> dict[str, float]:
+    """For each combination (``params_to_str`` key) and the shapes where it was timed, the
+    summed ``weight`` of the class's shapes where it can run: those, plus the others where
+    :meth:`Variant.check` lets it (only these are checked: a check costs ~0.1 ms); all of
+    them for a variant the registry does not know (any more)."""
     try:
         v = registry.get(variant)
     except KeyError:
         v = None
+    everywhere = sum(weight.values())
     out = {}
     for key, where in timed.items():
-        rest = [s for s in shapes if s not in where]
+        rest = [s for s in weight if s not in where]
         if v is None or not rest:
-            out[key] = max(1, len(shapes))
+            out[key] = everywhere or 1.0
             continue
         params = params_from_str(key)
-        out[key] = max(1, len(where) + sum(v.check(backend, params, *s, dtype) is None for s in rest))
+        out[key] = (sum(weight[s] for s in where)
+                    + sum(weight[s] for s in rest if v.check(backend, params, *s, dtype) is None)) or 1.0
     return out
 
 
@@ -381,7 +388,7 @@ def guess_candidates(backend: str, device: str, variant: str, dtype: str, shape:
         if exact is not None and why_not(exact) is None:
             return Guess([exact], "exact", cls, 1)
     stats = class_stats(backend, device, variant, dtype, cls,
-                        exclude=shape if exclude_exact else None, data=data)
+                        exclude=shape if exclude_exact else None, data=data, near=shape)
     g = Guess([], "class", cls, len(stats.shapes))
     g.candidates, g.scores = _valid_first(v, ((p, score) for p, score, _wins in stats.ranked),
                                           why_not, top, g.skipped)

@@ -198,7 +198,7 @@ def test_guess_ranks_the_class_and_skips_what_cannot_run_here(cache):
     g = at.guess_candidates("opencl", "dev", "tiled", "float32", (192, 160, 224), top=3)
     assert g.source == "class" and g.shapes == 2 and g.shape_class == "small-small-small/vec4"
     assert g.candidates == [{"block": 32}, {"block": 16}, {"block": 8}]
-    assert g.scores == [1.0, 0.8, 0.5]
+    assert g.scores == pytest.approx([1.0, 0.8, 0.5])
     assert "guessed from class small-small-small/vec4 (2 shapes)" in g.describe()
     # block=32 cannot run at 144 (tiled needs multiples of block): skipped, with the reason
     g = at.guess_candidates("opencl", "dev", "tiled", "float32", (144, 144, 144))
@@ -431,3 +431,27 @@ def test_class_mean_counts_only_the_shapes_where_a_combination_can_run(cache):
     g = at.guess_candidates("cuda", "dev", "ffma_regdb", "float32", (120, 4096, 4096))
     assert g.params == p(64, 4) and g.source == "class"
     assert any(q == p(80, 8) and "80-row tiles" in why for q, why in g.skipped)
+
+
+def test_class_guess_listens_most_to_the_nearest_shapes(cache):
+    """A class spans shapes whose best split-K differs with the tile count: each searched
+    shape's say is weighted by 2 ** -distance to the shape guessed for, so the nearer one
+    decides (an unweighted mean would pick split-K 4 at both: (1 + 0.85) / 2 < (0.9 + 1) / 2)."""
+    def p(splitk):
+        return {"bm": 64, "tn": 8, "bk": 8, "splitk": splitk}
+
+    k4, k8 = at._pkey(p(4)), at._pkey(p(8))
+    entries = {(64, 4096, 4096): _entry(p(8), {k8: 1.0, k4: 0.9}),
+               (64, 16384, 16384): _entry(p(4), {k4: 1.0, k8: 0.85})}
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({at.cache_key("cuda", "dev", "ffma_regdb", "float32", s): e
+                                 for s, e in entries.items()}))
+    near_small, near_large = (64, 4096, 8192), (64, 16384, 8192)
+    assert {at.shape_class(s) for s in [*entries, near_small, near_large]} == {at.shape_class(near_small)}
+    flat = at.class_stats("cuda", "dev", "ffma_regdb", "float32", at.shape_class(near_small))
+    assert flat.ranked[0][0] == p(4) and flat.ranked[0][1] == pytest.approx(0.95)
+    g = at.guess_candidates("cuda", "dev", "ffma_regdb", "float32", near_small, top=2)
+    # distances 1 and 3: weights 1/2 and 1/8
+    assert g.source == "class" and g.candidates == [p(8), p(4)]
+    assert g.scores == pytest.approx([(0.5 + 0.125 * 0.85) / 0.625, (0.5 * 0.9 + 0.125) / 0.625])
+    assert at.guess("cuda", "dev", "ffma_regdb", "float32", near_large) == p(4)
