@@ -245,6 +245,8 @@ box = [32, 64]
  *   BM         rows of C per tile: 256, 128 or 64 (default 256)
  *   BN         columns of C per tile: 128 (2 consumer warpgroups) or 64 (1; PERSIST 0) (default 128)
  *   KS         CTAs per tile, each a part of K, as a cluster: 1, 2 or 4 (PERSIST 0, BN 128) (default 1)
+ *   L2_KEEP_K  at K up to this, B loads keep their L2 lines (evict_last) and C's TMA
+ *              stores give theirs up (evict_first)                  (default 256)
  * Fixed: BK = 32, GM = 8; STAGES = 3, 5, 6 for BM = 256, 128, 64 with PERSIST 1 (as many as
  * fit beside the staging area), 5 with PERSIST 0 (4 at BM 256, BN 128).
  * Dynamic shared memory: STAGES * (BM + BN) * 128 (+ 64 KB of C staging with PERSIST 1) +
@@ -278,6 +280,16 @@ box = [32, 64]
 #endif
 #ifndef KS
 #define KS 1
+#endif
+/* L2_KEEP_K: at K <= this, B is loaded with an evict_last policy and C stored with
+ * evict_first. With few k-tiles per tile C's writes are most of the traffic (8192 x 8192 x
+ * 256: 256 MB of C against 16 MB of A and B) and pushed the A and B panels that the next
+ * tiles re-read out of the L2. H100, persistent, best tile each, % of cuBLAS TF32 in two
+ * runs: 8192 x 8192 x 256 88.8 -> 102.9, 16384^2 x 128 98.0 -> 115.8, 4096^2 x 256 101.9
+ * -> 108.3; at K = 512..8192 the policies gained nothing or lost up to 2% (benchmarks/NOTES.md,
+ * issue 11 round 12). 0 turns them off. */
+#ifndef L2_KEEP_K
+#define L2_KEEP_K 256
 #endif
 #define BK 32
 #define GM 8
@@ -593,6 +605,8 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
             const void* tmB = maps + 128;
             tensormap_acquire(tmA);
             tensormap_acquire(tmB);
+            const bool short_k = K <= L2_KEEP_K;
+            const unsigned long long keep = l2_policy_evict_last();
             int it = 0, t, kb, ke;
             for (int n = 0; walk.item(n, ktiles, t, kb, ke); ++n) {
                 int row0, col0;
@@ -606,8 +620,13 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                     mbar_arrive_expect_tx(full, STAGE_BYTES);
                     tma_load_2d(sa, tmA, kt * BK, row0, full);
 #pragma unroll
-                    for (int j = 0; j < B_BOXES; ++j)
-                        tma_load_2d(sa + A_BYTES + j * BBOX_BYTES, tmB, col0 + 32 * j, kt * BK, full);
+                    for (int j = 0; j < B_BOXES; ++j) {
+                        if (short_k)                     /* B's panels stay for the next tiles */
+                            tma_load_2d_hint(sa + A_BYTES + j * BBOX_BYTES, tmB, col0 + 32 * j, kt * BK, full,
+                                             keep);
+                        else
+                            tma_load_2d(sa + A_BYTES + j * BBOX_BYTES, tmB, col0 + 32 * j, kt * BK, full);
+                    }
                 }
             }
         }                                                /* warps 1-3 of warpgroup 0: idle */
@@ -760,8 +779,14 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                     asm volatile("bar.sync %0, 128;\n" :: "r"(1 + cw) : "memory");
                     if (lead) {
-                        tma_store_2d(tmC, col0 + 64 * cw, row0 + 64 * q, buf);
-                        tma_store_2d(tmC, col0 + 64 * cw + 32, row0 + 64 * q, buf + QBOX_BYTES);
+                        if (K <= L2_KEEP_K) {            /* C streams past A's and B's panels */
+                            const unsigned long long pass = l2_policy_evict_first();
+                            tma_store_2d_hint(tmC, col0 + 64 * cw, row0 + 64 * q, buf, pass);
+                            tma_store_2d_hint(tmC, col0 + 64 * cw + 32, row0 + 64 * q, buf + QBOX_BYTES, pass);
+                        } else {
+                            tma_store_2d(tmC, col0 + 64 * cw, row0 + 64 * q, buf);
+                            tma_store_2d(tmC, col0 + 64 * cw + 32, row0 + 64 * q, buf + QBOX_BYTES);
+                        }
                         bulk_commit();
                     }
                 }

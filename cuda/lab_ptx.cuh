@@ -361,6 +361,30 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const void* tmap, int 
         :: "r"(dst), "l"(tmap), "r"(x0), "r"(y0), "r"(bar) : "memory");
 }
 
+/* L2 eviction policies (createpolicy.fractional, the whole access): evict_last keeps lines
+ * past the normal ones, evict_first gives them up first. For the .L2::cache_hint forms below. */
+__device__ __forceinline__ unsigned long long l2_policy_evict_last()
+{
+    unsigned long long p;
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
+    return p;
+}
+__device__ __forceinline__ unsigned long long l2_policy_evict_first()
+{
+    unsigned long long p;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
+    return p;
+}
+
+/* tma_load_2d with an L2 eviction policy for the lines it reads (l2_policy_*). */
+__device__ __forceinline__ void tma_load_2d_hint(unsigned dst, const void* tmap, int x0, int y0, unsigned bar,
+                                                 unsigned long long policy)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;\n"
+        :: "r"(dst), "l"(tmap), "r"(x0), "r"(y0), "r"(bar), "l"(policy) : "memory");
+}
+
 /* --- thread-block clusters ------------------------------------------------------------------- */
 
 /* this CTA's rank in its cluster (%cluster_ctarank) */
@@ -476,6 +500,14 @@ __device__ __forceinline__ void tma_store_2d(const void* tmap, int x0, int y0, u
 {
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];\n"
                  :: "l"(tmap), "r"(x0), "r"(y0), "r"(src) : "memory");
+}
+
+/* tma_store_2d with an L2 eviction policy for the lines it writes (l2_policy_*). */
+__device__ __forceinline__ void tma_store_2d_hint(const void* tmap, int x0, int y0, unsigned src,
+                                                  unsigned long long policy)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint [%0, {%1, %2}], [%3], %4;\n"
+                 :: "l"(tmap), "r"(x0), "r"(y0), "r"(src), "l"(policy) : "memory");
 }
 
 /* cp.async.bulk.commit_group: close this thread's bulk async-group of TMA stores. */
