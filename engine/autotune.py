@@ -251,7 +251,8 @@ def _entry_speeds(entry: Mapping[str, Any]) -> dict[str, float]:
 @dataclass
 class ClassStats:
     """What the searches of one shape class taught: the shapes, and per combination its
-    mean relative speed over them (0 where a search did not time it or it failed) and
+    mean relative speed over them (weighted by nearness to the shape guessed for, when
+    there is one; 0 where a search did not time it or it failed) and
     on how many it won; best first."""
 
     shape_class: str
