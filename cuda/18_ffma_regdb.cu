@@ -59,9 +59,10 @@ workspace = "workspace"
  * are too few to hide it). One barrier per k-tile, placed in the tile's last k-step:
  * after it the next tile's first fragments are read and the freed stage is refilled.
  *
- * Layout: BM x BN block tile (BN = 128), each thread TM x TN (TM = 8) made of 4x4 pieces
- * strided by BM/(TM/4) rows and BN/(TN/4) columns; A is stored transposed (As[k][m],
- * padded by 4: conflict-free 4-byte cp.async stores) so that both fragments are LDS.128:
+ * Layout: BM x BN block tile (BN = 128 here; 16-64 in 28_ffma_narrow.cu), each thread
+ * TM x TN (TM = 8) made of 4x4 pieces strided by BM/(TM/4) rows and BN/(TN/4) columns;
+ * A is stored transposed (As[k][m], padded by 4: conflict-free 4-byte cp.async stores)
+ * so that both fragments are LDS.128:
  * per k a thread issues TM/4 + TN/4 LDS.128 for TM*TN FFMA. Within a warp the A reads
  * hit 2 (TN=8) or 4 (TN=16) consecutive 16-byte words (broadcast) and the B reads 16 or
  * 8 consecutive 16-byte words: no bank conflicts. TN = 16 with 128 threads is the
