@@ -103,7 +103,7 @@ workspace = "workspace"
  * Compile-time constants (defaults let the file compile alone):
  *   ELEM, ACC  element and accumulator types                     (default float)
  *   BM         block rows (64, 80, 96 or 128; 256 in 28)          (default 128)
- *   BN         block columns (128; 64, 32, 16 in 28_ffma_narrow)  (default 128)
+ *   BN         block columns (128; 16-64 in 28_ffma_narrow)       (default 128)
  *   TN         columns per thread (8 or 16); TM = 8               (default 8)
  *   BK         k-tile depth                                       (default 8)
  *   STAGES     k-tiles in flight, >= 2                 (default 4 at BK=8, else 3)
@@ -127,7 +127,7 @@ workspace = "workspace"
 #define BM 128
 #endif
 #ifndef BN
-#define BN 128          /* 64, 32, 16: 28_ffma_narrow.cu */
+#define BN 128          /* 16-64: 28_ffma_narrow.cu */
 #endif
 #define TM 8
 #ifndef TN

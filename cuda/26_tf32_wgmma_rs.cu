@@ -559,6 +559,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
     const int tid = threadIdx.x;
     const int wg = tid >> 7;                            /* 0: producer, 1-2: consumers */
     const int ktiles = (K + BK - 1) / BK;
+    const bool short_k = K <= L2_KEEP_K;               /* B kept in the L2, C streamed past */
     const int mt = (M + BM - 1) / BM, nt = (N + BN - 1) / BN;
     const int tiles = mt * nt;
     const unsigned char* maps = maps_after_padding(S, M, N, K);     /* A's, B's, C's */
@@ -605,7 +606,6 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
             const void* tmB = maps + 128;
             tensormap_acquire(tmA);
             tensormap_acquire(tmB);
-            const bool short_k = K <= L2_KEEP_K;
             const unsigned long long keep = l2_policy_evict_last();
             int it = 0, t, kb, ke;
             for (int n = 0; walk.item(n, ktiles, t, kb, ke); ++n) {
@@ -779,7 +779,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                     asm volatile("bar.sync %0, 128;\n" :: "r"(1 + cw) : "memory");
                     if (lead) {
-                        if (K <= L2_KEEP_K) {            /* C streams past A's and B's panels */
+                        if (short_k) {                   /* C streams past A's and B's panels */
                             const unsigned long long pass = l2_policy_evict_first();
                             tma_store_2d_hint(tmC, col0 + 64 * cw, row0 + 64 * q, buf, pass);
                             tma_store_2d_hint(tmC, col0 + 64 * cw + 32, row0 + 64 * q, buf + QBOX_BYTES, pass);

@@ -1,7 +1,7 @@
 /*
 +++
 name = "ffma_narrow"
-title = "ffma_regdb for narrow N (≤ 64: A tall, B a strip of 16–64 columns): 64-, 32- and 16-column block tiles 128–256 rows tall, so a tile holds no empty columns; edge copies clamped, parallel split-K over the few row tiles."
+title = "ffma_regdb for narrow N (≤ 64: A tall, B a strip of 16–64 columns): 64-, 48-, 32- and 16-column block tiles 64–256 rows tall, so a tile holds few empty columns; edge copies clamped, parallel split-K over the few row tiles."
 source = "cuda/18_ffma_regdb.cu (included, BN = bn, EDGE_CLAMP = 1); tall-and-narrow SIMT tiles as cuBLAS and CUTLASS pick per shape (CUTLASS's 128x32 and 256x32 SIMT threadblock shapes); parallel split-K as rung 18"
 role = "rung"
 order = 28
@@ -13,7 +13,6 @@ splitk = [1, 2, 3, 4, 6, 8, 12, 16]   # a tall narrow GEMM has few row tiles: M 
 
 [derived]
 tn = "bm * bn // 1024"                        # columns per thread (the file's TN)
-threads = "(bm // 8) * (bn // tn)"
 stages = "4"                                  # 18's STAGES at bk 8
 tiles = "cdiv(M, bm) * cdiv(N, bn)"
 # workspace (parallel split-K, as ffma_regdb): per-tile arrival counters, then each slice's
@@ -46,7 +45,7 @@ reason = "split-K {splitk} would need {workspace // 2**20} MiB of partial tiles 
 
 [launch]
 grid = ["cdiv(N, bn)", "cdiv(M, bm) * splitk"]
-block = ["threads", 1]
+block = [128, 1]
 shared = "stages * 8 * (bm + 4 + bn) * 4"
 workspace = "workspace"
 +++

@@ -74,12 +74,11 @@ def _param_reason(v: Variant, params: dict, dtype: str) -> str | None:
     size = math.lcm(1, *(int(x) for x in params.values() if int(x) > 0))
     # a class constraint is met at M or N = one of the parameter values (ffma_regdb's 80-
     # and 96-row tiles are for M up to the tile height, ffma_narrow's tiles for N up to
-    # 64), at N = size + 1 (the _padb rungs are for N % 4 != 0) or at a long K (split-K
-    # slices of a minimum length)
+    # 64) or at N = size + 1 (the _padb rungs are for N % 4 != 0)
     why = v.check("cuda", params, size, size, size, dtype)
     ms = sorted({int(x) for x in params.values() if int(x) > 1} | {size})
-    if why is not None and any(v.check("cuda", params, m, n, k, dtype) is None
-                               for m in ms for n in ms + [size + 1] for k in (size, 16 * size)):
+    if why is not None and any(v.check("cuda", params, m, n, size, dtype) is None
+                               for m in ms for n in ms + [size + 1]):
         return None
     return why
 
