@@ -197,7 +197,8 @@ __device__ __forceinline__ void load_tile(const ELEM* __restrict__ A, const ELEM
                                           ELEM* st, int N, int K, int k0, int kend, int tid,
                                           unsigned arows_ok, bool bcol_ok, bool vec_b,
                                           int arow, int bcol, bool full,
-                                          const int (&a_off)[A_COPIES], int b_col)
+                                          const ELEM* const (&a_src)[A_COPIES],
+                                          const ELEM* const (&b_src)[B_COPIES])
 {
     ELEM* As = st;
     ELEM* Bs = st + AS_WORDS;
@@ -205,18 +206,22 @@ __device__ __forceinline__ void load_tile(const ELEM* __restrict__ A, const ELEM
     const int bc = (tid % (BN / 4)) * 4, br = tid / (BN / 4);
 #if FASTCOPY
     if (full) {                                    /* whole k-tile in bounds, N % 4 == 0 */
-        /* a_off: each A copy's row offset, b_col: the B column, worked out once per CTA
-           (clamped into the matrix with EDGE_CLAMP) */
 #if EDGE_CLAMP
-#define A_ROW_OFF(it) a_off[it]
-#define B_COL b_col
-#else                                              /* registers: recomputed, as before */
-#define A_ROW_OFF(it) (arow + (it) * (NT / BK)) * K
-#define B_COL bcol
+        /* a_src, b_src: each copy's source at k = 0, worked out once per CTA (rows and
+           columns clamped into the matrix); a k-tile adds k0 (A) or k0 rows (B), one
+           IMAD.WIDE a copy. Rebuilt from row, column and k0 each k-tile, the 64-bit
+           offsets took ~45 integer ops a k-tile beside 6 copies (ncu: "wait" stalls on
+           them, 9% of the samples at 1000^3 with one CTA per SM). */
+        const int kb = k0 * LDB_OF(N);
+#define A_SRC(it) (a_src[it] + k0)
+#define B_SRC(it, r) (b_src[it] + kb)
+#else                                              /* the 256-thread tile has no register */
+#define A_SRC(it) (A + (arow + (it) * (NT / BK)) * K + k0 + ac) /* for 5 pointers: rebuilt */
+#define B_SRC(it, r) (B + (k0 + (r)) * LDB_OF(N) + bcol)
 #endif
 #pragma unroll
         for (int it = 0; it < A_COPIES; ++it)
-            cp_async4_full(&As[ac * (BM + APAD) + ar + it * (NT / BK)], A + A_ROW_OFF(it) + k0 + ac);
+            cp_async4_full(&As[ac * (BM + APAD) + ar + it * (NT / BK)], A_SRC(it));
 #pragma unroll
         for (int it = 0; it < B_COPIES; ++it) {
             const int r = br + it * (NT / (BN / 4));
@@ -230,8 +235,10 @@ __device__ __forceinline__ void load_tile(const ELEM* __restrict__ A, const ELEM
                 continue;
             }
 #endif
-            cp_async16_full(&Bs[r * BN + bc], B + (k0 + r) * LDB_OF(N) + B_COL);
+            cp_async16_full(&Bs[r * BN + bc], B_SRC(it, r));
         }
+#undef A_SRC
+#undef B_SRC
         return;
     }
 #endif
@@ -312,11 +319,18 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
 #else
     const bool interior = vec_b && row0 + BM <= M && col0 + BN <= ldb; /* whole block tile in bounds */
 #endif
-    int a_off[A_COPIES];                              /* the fast path's row offsets of A */
+    /* the fast path's sources at k = 0: A rows (clamped with EDGE_CLAMP) at column ac,
+       B rows br + it * (NT / (BN / 4)) at column bcol (clamped) */
+    const ELEM* a_src[A_COPIES];
 #pragma unroll
     for (int it = 0; it < A_COPIES; ++it)
-        a_off[it] = (EDGE_CLAMP ? min(arow + it * (NT / BK), M - 1) : arow + it * (NT / BK)) * K;
-    const int b_col = EDGE_CLAMP ? min(bcol, max(ldb - 4, 0)) : bcol;
+        a_src[it] = A + (EDGE_CLAMP ? min(arow + it * (NT / BK), M - 1) : arow + it * (NT / BK)) * K
+                      + tid % BK;
+    const ELEM* b_src[B_COPIES];
+#pragma unroll
+    for (int it = 0; it < B_COPIES; ++it)
+        b_src[it] = B + (tid / (BN / 4) + it * (NT / (BN / 4))) * ldb
+                      + (EDGE_CLAMP ? min(bcol, max(ldb - 4, 0)) : bcol);
 
     ACC acc[TM][TN];
 #pragma unroll
@@ -330,7 +344,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     for (int s = 0; s < STAGES; ++s) {
         if (s < ktiles)
             load_tile(A, B, smem + s * STAGE_WORDS, N, K, kbeg + s * BK, kend, tid, arows_ok, bcol_ok,
-                      vec_b, arow, bcol, interior && kbeg + (s + 1) * BK <= kend, a_off, b_col);
+                      vec_b, arow, bcol, interior && kbeg + (s + 1) * BK <= kend, a_src, b_src);
         cp_async_commit();
     }
     ELEM fa[2][TM], fb[2][TN];
@@ -355,15 +369,23 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
                 if (tn < ktiles)
                     load_tile(A, B, smem + rd * STAGE_WORDS, N, K, kbeg + tn * BK, kend, tid, arows_ok,
                               bcol_ok, vec_b, arow, bcol, interior && kbeg + (tn + 1) * BK <= kend,
-                              a_off, b_col);
+                              a_src, b_src);
                 cp_async_commit();
                 rd = nx;
             }
+            /* Row by row, every other row right to left (a snake): the last FFMA of a row
+               and the first of the next share their B value, and ptxas keeps this order
+               and allocates registers after it. Against plain rows, best combination per
+               shape, H100: ffma_regdb 1000^3 +2.1%, 4096^3 +2.4%, 80x4096^2 +3.1%;
+               ffma_wide 4096^3 95.0 -> 97.5%, 8192^3 95.7 -> 98.1% of cuBLAS FP32
+               (fewer dispatch stalls on FFMA, benchmarks/NOTES.md, issue 11 round 13). */
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
-                for (int j = 0; j < TN; ++j)
+                for (int jj = 0; jj < TN; ++jj) {
+                    const int j = (i & 1) ? TN - 1 - jj : jj;
                     acc[i][j] += (ACC)fa[k & 1][i] * (ACC)fb[k & 1][j];
+                }
         }
     }
     cp_async_wait<0>();
