@@ -44,10 +44,12 @@ SKINNY_SHAPES = [(1, 253, 127), (61, 7, 1000), (64, 129, 4099), (7, 3000, 65), (
 SPECIALISTS = {"skinny": (lambda m, n, k: min(m, n) <= 64, (1, 4096, 4096)),
                "ffma_wide_padb": (lambda m, n, k: n % 4 != 0, (4096, 4090, 4096)),
                "ffma_regdb_padb": (lambda m, n, k: n % 4 != 0, (1000, 3001, 2000)),
-               "ffma_narrow": (lambda m, n, k: n <= 64, (8192, 64, 8192))}
+               "ffma_narrow": (lambda m, n, k: n <= 64, (8192, 64, 8192)),
+               "ffma_narrow_padb": (lambda m, n, k: n <= 64 and n % 4 != 0, (8192, 50, 8192))}
 #: Rungs whose header picks a parameter by shape within the class, and the words of that
 #: constraint: ffma_narrow's tile width holds N with few empty columns.
-CHOSEN_BY_SHAPE = {"ffma_narrow": "takes a tile that holds it"}
+CHOSEN_BY_SHAPE = {"ffma_narrow": "takes a tile that holds it",
+                   "ffma_narrow_padb": "takes a tile that holds it"}
 
 
 def home(v) -> tuple[int, int, int]:
@@ -539,6 +541,47 @@ def test_narrow_verifies_at_odd_shapes(dtype):
     assert not bad, bad
     assert {(r.m, r.n, r.k) for r in ran} == set(NW_SHAPES)
     # every tile width ran, with and without split-K
+    assert {(r.params["bn"], r.params["splitk"] > 1) for r in ran} >= {
+        (bn, sk) for bn in (16, 32, 48, 64) for sk in (False, True)}
+
+
+# --- FP32 rung 29: ffma_narrow_padb (cuda/29_ffma_narrow_padb.cu) ---------------------------
+
+NWP = registry.get("ffma_narrow_padb")
+
+
+def test_narrow_padb_is_narrow_with_padded_b():
+    """ffma_narrow's space and tiles for N % 4 != 0 only (N ≤ 64), B read from the padded
+    copy a pre-pass makes (one thread per 16-byte vector of a K × roundup(N, 4) scratch)."""
+    assert NWP.role == "rung" and NWP.space == NW.space and NWP.prepass is not None
+    text = NWP.source_path("cuda").read_text()
+    assert "#define PAD_B 1" in text and '#include "28_ffma_narrow.cu"' in text
+    for c in NW.combos():
+        assert "runs the same" in NWP.check("cuda", c, 4096, 48, 4096, "float32")
+        assert "use ffma_regdb_padb" in NWP.check("cuda", c, 4096, 65, 4096, "float32")
+        for n in (1, 7, 17, 33, 50, 63):
+            want, got = NW.check("cuda", c, 4096, n, 4096, "float32"), NWP.check("cuda", c, 4096, n, 4096, "float32")
+            assert (want is None) == (got is None), (c, n, want, got)
+            if got is None:
+                assert NWP.geometry(c, 4096, n, 4096) == NW.geometry(c, 4096, n, 4096)
+                assert NWP.workspace_bytes(c, 4096, n, 4096) == NW.workspace_bytes(c, 4096, n, 4096)
+                (gx, gy), (bx, by) = NWP.prepass.geometry(c, 4096, n, 4096)
+                assert gx * gy * bx * by >= 4096 * ((n + 3) // 4)   # a thread per vector
+    assert NWP.prepass.scratch_bytes(NW.default_params(), 4096, 50, 4096) == 4 * 4096 * 52
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_narrow_padb_verifies_at_odd_shapes(dtype):
+    _need_cuda()
+    shapes = [s for s in NW_SHAPES if s[1] % 4] + [(8192, 50, 1000), (77, 63, 3001)]
+    plan = Plan(backend="cuda", items=[(NWP.name, c) for c in NWP.combos()], shapes=shapes,
+                dtype=dtype, warmup=0, repeats=2, dist="int" if dtype == "int32" else "uniform")
+    recs = _run(plan)
+    ran = [r for r in recs if r.status != "skipped"]
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in ran if not r.passed]
+    assert not bad, bad
+    assert {(r.m, r.n, r.k) for r in ran} == set(shapes)
     assert {(r.params["bn"], r.params["splitk"] > 1) for r in ran} >= {
         (bn, sk) for bn in (16, 32, 48, 64) for sk in (False, True)}
 

@@ -74,11 +74,12 @@ def _param_reason(v: Variant, params: dict, dtype: str) -> str | None:
     size = math.lcm(1, *(int(x) for x in params.values() if int(x) > 0))
     # a class constraint is met at M or N = one of the parameter values (ffma_regdb's 80-
     # and 96-row tiles are for M up to the tile height, ffma_narrow's tiles for N up to
-    # 64) or at N = size + 1 (the _padb rungs are for N % 4 != 0)
+    # 64) or at N = size + 1 or one less than a parameter value (the _padb rungs are for
+    # N % 4 != 0: ffma_narrow_padb's 64-column tiles at N = 63)
     why = v.check("cuda", params, size, size, size, dtype)
     ms = sorted({int(x) for x in params.values() if int(x) > 1} | {size})
     if why is not None and any(v.check("cuda", params, m, n, size, dtype) is None
-                               for m in ms for n in ms + [size + 1]):
+                               for m in ms for n in ms + [size + 1] + [x - 1 for x in ms]):
         return None
     return why
 
@@ -211,9 +212,16 @@ def test_kernel_file_has_header_and_entry(path: Path):
         return  # shared headers (e.g. lab_ptx.cuh) need no entry point
     backend = "cuda" if path.suffix == ".cu" else "opencl"
     # A kernel may be another kernel file compiled with a switch (#include "19_ffma_wide.cu"
-    # under PAD_B in 25): its entry point is the included file's.
-    for inc in re.findall(r'^#include "([^"]+\.cu)"', text, flags=re.M):
-        text += (path.parent / inc).read_text()
+    # under PAD_B in 25; 29 includes 28, which includes 18): its entry point is the
+    # included file's.
+    seen, todo = set(), re.findall(r'^#include "([^"]+\.cu)"', text, flags=re.M)
+    while todo:
+        inc = todo.pop()
+        if inc not in seen:
+            seen.add(inc)
+            inner = (path.parent / inc).read_text()
+            text += inner
+            todo += re.findall(r'^#include "([^"]+\.cu)"', inner, flags=re.M)
     m = _ENTRY_DECL[backend].search(text)
     assert m, f"{rel} does not define the entry point 'matmul' ({backend} style)"
     if rel in _REGISTERED:
