@@ -158,6 +158,17 @@ workspace = "workspace"
 #ifndef EDGE_CLAMP
 #define EDGE_CLAMP (BM < 128)
 #endif
+/* B4 (30_ffma_regdb_b4.cu): where N % 4 != 0, B's fast path is 4-byte copies laid out as
+ * the warps' rows, a warp copying 32 consecutive columns of one B row per instruction
+ * (coalesced, conflict-free stores), the columns past N predicated off; each B row's source
+ * is one pointer per CTA, its 4 copies immediate offsets from it. No pre-pass pads B. Needs
+ * the 128-column tile and EDGE_CLAMP (every full k-tile of every tile takes the fast path). */
+#ifndef B4
+#define B4 0
+#endif
+#ifndef CROWS          /* B4: C stored by rows through shared memory (1) or from the fragments (0) */
+#define CROWS 1
+#endif
 #ifndef FASTCOPY               /* bounds-free copies of interior tiles; on sm_80 ptxas spills with it */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define FASTCOPY 1
@@ -175,6 +186,12 @@ workspace = "workspace"
 #if TN % 4 || BK % 4 || BM % TM || BN % TN || STAGES < 2 || SPLITK < 1 || NT < 32
 #error "inconsistent parameters"
 #endif
+#if B4 && (BN != 128 || !EDGE_CLAMP || PAD_B)
+#error "B4 is for the 128-column tiles with EDGE_CLAMP (BM < 128), unpadded B"
+#endif
+/* B4: rows of B's k-tile per warp (the warps take rows w, w + NT/32, ..; BM = 80, 96: 5 and
+ * 6 warps, some copy one row fewer) */
+#define B4_ROWS ((BK + NT / 32 - 1) / (NT / 32))
 #define CAT_(a, b) a##b
 #define CAT(a, b) CAT_(a, b)
 #define VEC CAT(ELEM, 4)
@@ -198,7 +215,8 @@ __device__ __forceinline__ void load_tile(const ELEM* __restrict__ A, const ELEM
                                           unsigned arows_ok, bool bcol_ok, bool vec_b,
                                           int arow, int bcol, bool full,
                                           const ELEM* const (&a_src)[A_COPIES],
-                                          const ELEM* const (&b_src)[B_COPIES])
+                                          const ELEM* const (&b_src)[B_COPIES],
+                                          const ELEM* const (&b4_src)[B4_ROWS], unsigned b4_ok)
 {
     ELEM* As = st;
     ELEM* Bs = st + AS_WORDS;
@@ -222,6 +240,23 @@ __device__ __forceinline__ void load_tile(const ELEM* __restrict__ A, const ELEM
 #pragma unroll
         for (int it = 0; it < A_COPIES; ++it)
             cp_async4_full(&As[ac * (BM + APAD) + ar + it * (NT / BK)], A_SRC(it));
+#if B4
+        /* warp w copies rows w + i * (NT/32), lane l columns l + 32j: 32 consecutive 4-byte
+           copies per instruction; b4_ok bit j: column col0 + l + 32j < N (past N: zero-fill,
+           no read) */
+        const int w = tid / 32, l = tid % 32;
+#pragma unroll
+        for (int i = 0; i < B4_ROWS; ++i) {
+            const int r = w + i * (NT / 32);
+            if (BK % (NT / 32) && r >= BK)
+                break;
+            const ELEM* src = b4_src[i] + kb;
+#pragma unroll
+            for (int j = 0; j < BN / 32; ++j)
+                cp_async4(&Bs[r * BN + l + 32 * j], src + 32 * j, (b4_ok >> j) & 1u);
+        }
+        (void)b_src;
+#else
 #pragma unroll
         for (int it = 0; it < B_COPIES; ++it) {
             const int r = br + it * (NT / (BN / 4));
@@ -237,6 +272,7 @@ __device__ __forceinline__ void load_tile(const ELEM* __restrict__ A, const ELEM
 #endif
             cp_async16_full(&Bs[r * BN + bc], B_SRC(it, r));
         }
+#endif
 #undef A_SRC
 #undef B_SRC
         return;
@@ -315,7 +351,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     const int bcol = col0 + (tid % (BN / 4)) * 4;     /* first B column this thread copies */
     const bool bcol_ok = bcol < N;
 #if EDGE_CLAMP                                        /* clamped copies are valid on edge tiles; */
-    const bool interior = vec_b || BN < 128;          /* narrow B copies 4 bytes where N % 4 */
+    const bool interior = vec_b || BN < 128 || B4;    /* narrow B, B4: 4-byte copies where N % 4 */
 #else
     const bool interior = vec_b && row0 + BM <= M && col0 + BN <= ldb; /* whole block tile in bounds */
 #endif
@@ -331,6 +367,20 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     for (int it = 0; it < B_COPIES; ++it)
         b_src[it] = B + (tid / (BN / 4) + it * (NT / (BN / 4))) * ldb
                       + (EDGE_CLAMP ? min(bcol, max(ldb - 4, 0)) : bcol);
+#if B4
+    /* B4's sources at k = 0: row w + i * (NT/32), column col0 + lane */
+    const ELEM* b4_src[B4_ROWS];
+    unsigned b4_ok = 0;
+#pragma unroll
+    for (int i = 0; i < B4_ROWS; ++i)
+        b4_src[i] = B + (tid / 32 + i * (NT / 32)) * ldb + col0 + tid % 32;
+#pragma unroll
+    for (int j = 0; j < BN / 32; ++j)
+        b4_ok |= (col0 + tid % 32 + 32 * j < N ? 1u : 0u) << j;
+#else
+    const ELEM* const b4_src[B4_ROWS] = {};
+    const unsigned b4_ok = 0;
+#endif
 
     ACC acc[TM][TN];
 #pragma unroll
@@ -344,7 +394,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     for (int s = 0; s < STAGES; ++s) {
         if (s < ktiles)
             load_tile(A, B, smem + s * STAGE_WORDS, N, K, kbeg + s * BK, kend, tid, arows_ok, bcol_ok,
-                      vec_b, arow, bcol, interior && kbeg + (s + 1) * BK <= kend, a_src, b_src);
+                      vec_b, arow, bcol, interior && kbeg + (s + 1) * BK <= kend, a_src, b_src, b4_src, b4_ok);
         cp_async_commit();
     }
     ELEM fa[2][TM], fb[2][TN];
@@ -369,7 +419,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
                 if (tn < ktiles)
                     load_tile(A, B, smem + rd * STAGE_WORDS, N, K, kbeg + tn * BK, kend, tid, arows_ok,
                               bcol_ok, vec_b, arow, bcol, interior && kbeg + (tn + 1) * BK <= kend,
-                              a_src, b_src);
+                              a_src, b_src, b4_src, b4_ok);
                 cp_async_commit();
                 rd = nx;
             }
@@ -396,6 +446,44 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
                                    (blockIdx.y % mtiles) * gridDim.x + blockIdx.x, SPLITK, z_, tid))
         return;
 #endif
+#if B4 && CROWS
+    /* CROWS: C's rows are not 16-byte aligned either (N % 4 != 0): the tile goes through
+       shared memory, half the rows (one 4-row piece per thread) at a time, and warps store
+       whole rows, 32 consecutive columns per instruction, as B4 copies B; stored from the
+       fragments, each 4-byte store instruction writes 32 values 16 bytes apart. A parameter
+       (30_ffma_regdb_b4.cu takes it where K <= 2560): the extra code moves ptxas's
+       allocation of the main loop (157 -> 167 registers at BM = 64, split-K 3), H100:
+       1025^3 91.8 -> 93.9% of cuBLAS FP32, 127x4099x999 94.9 -> 96.9%, but 97x4099x4096
+       103.7 -> 99.9%, 3000x3001x3000 102.0 -> 100.0% (benchmarks/NOTES.md, issue 11
+       round 14). */
+    static_assert(SM_ * (BN + 4) <= STAGES * STAGE_WORDS, "half a C tile must fit the pipeline's shared memory");
+#pragma unroll
+    for (int q = 0; q < PM; ++q) {
+        __syncthreads();                               /* the stages (or the last half) are read */
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int p = 0; p < PN; ++p) {
+                const ACC* a = &acc[4 * q + i][4 * p];
+                VEC x;
+                x.x = (ELEM)a[0]; x.y = (ELEM)a[1]; x.z = (ELEM)a[2]; x.w = (ELEM)a[3];
+                *reinterpret_cast<VEC*>(&smem[(ty * 4 + i) * (BN + 4) + p * SN_ + tx * 4]) = x;
+            }
+        __syncthreads();
+        const int w = tid / 32, l = tid % 32;
+#pragma unroll
+        for (int r = w; r < SM_; r += NT / 32) {
+            const int row = row0 + q * SM_ + r;
+            if (row >= M)
+                break;
+#pragma unroll
+            for (int j = 0; j < BN / 32; ++j)
+                if ((b4_ok >> j) & 1u)
+                    __stcg(&C[row * N + col0 + l + 32 * j], smem[r * (BN + 4) + l + 32 * j]);
+        }
+    }
+    (void)vec_c;
+#else
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
         const int row = row0 + (i / 4) * SM_ + ty * 4 + i % 4;
@@ -417,4 +505,5 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
             }
         }
     }
+#endif
 }

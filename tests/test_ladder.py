@@ -44,12 +44,15 @@ SKINNY_SHAPES = [(1, 253, 127), (61, 7, 1000), (64, 129, 4099), (7, 3000, 65), (
 SPECIALISTS = {"skinny": (lambda m, n, k: min(m, n) <= 64, (1, 4096, 4096)),
                "ffma_wide_padb": (lambda m, n, k: n % 4 != 0, (4096, 4090, 4096)),
                "ffma_regdb_padb": (lambda m, n, k: n % 4 != 0, (1000, 3001, 2000)),
+               "ffma_regdb_b4": (lambda m, n, k: n % 4 != 0, (1000, 1001, 1000)),
                "ffma_narrow": (lambda m, n, k: n <= 64, (8192, 64, 8192)),
                "ffma_narrow_padb": (lambda m, n, k: n <= 64 and n % 4 != 0, (8192, 50, 8192))}
 #: Rungs whose header picks a parameter by shape within the class, and the words of that
-#: constraint: ffma_narrow's tile width holds N with few empty columns.
+#: constraint: ffma_narrow's tile width holds N with few empty columns; ffma_regdb_b4 stores C
+#: through shared memory where K is short.
 CHOSEN_BY_SHAPE = {"ffma_narrow": "takes a tile that holds it",
-                   "ffma_narrow_padb": "takes a tile that holds it"}
+                   "ffma_narrow_padb": "takes a tile that holds it",
+                   "ffma_regdb_b4": "takes crows"}
 
 
 def home(v) -> tuple[int, int, int]:
@@ -75,8 +78,8 @@ def test_ladder_registered_in_order():
 def test_kernel_source_exists_with_header(v):
     path = v.source_path("cuda")
     assert path.is_file(), path
-    # numbered in the order taught (10..29); experiments keep their name in experiments/
-    assert (re.fullmatch(r"[12]\d_[a-z0-9_]+\.cu", path.name) if v.role == "rung"
+    # numbered in the order taught (10..30); experiments keep their name in experiments/
+    assert (re.fullmatch(r"([12]\d|30)_[a-z0-9_]+\.cu", path.name) if v.role == "rung"
             else path.parent.name == "experiments"), path
     text = path.read_text()
     assert text.lstrip().startswith("/*")
@@ -261,6 +264,58 @@ def test_regdb_padb_verifies_at_odd_shapes(dtype):
     bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
     assert not bad, bad
     assert {(r.m, r.n, r.k) for r in recs if r.passed} == set(shapes)
+
+
+RB4 = registry.get("ffma_regdb_b4")
+
+
+def test_regdb_b4_is_regdb_reading_b_in_place():
+    """ffma_regdb's space without the 256-thread 128-row tile, for N % 4 != 0 only, B read
+    where it lies (no pre-pass, no scratch): the same grid, block and split-K workspace as
+    ffma_regdb at every combination both offer."""
+    assert RB4.role == "rung" and RB4.prepass is None and RB4.order > RDP.order
+    assert {k: v for k, v in RD.space.items() if k != "bm"} == {
+        k: v for k, v in RB4.space.items() if k not in ("bm", "crows")}
+    assert set(RB4.space["bm"]) == set(RD.space["bm"]) - {128} and set(RB4.space["crows"]) == {0, 1}
+    text = RB4.source_path("cuda").read_text()
+    assert "#define B4 1" in text and '#include "18_ffma_regdb.cu"' in text and "#define PAD_B" not in text
+    for shape in [(1000, 1001, 1000), (80, 4099, 999), (2047, 2049, 1023), (1, 5, 7), (97, 4099, 4096),
+                  (300, 2561, 2561)]:
+        n = shape[1]
+        for c in RB4.combos():
+            assert "copies them 16 bytes" in RB4.check("cuda", c, shape[0], n + 4 - n % 4, shape[2], "float32")
+            got = RB4.check("cuda", c, *shape, "float32")
+            want = RD.check("cuda", {k: v for k, v in c.items() if k != "crows"}, *shape, "float32")
+            by_k = c["crows"] == (shape[2] <= 2560)          # C by rows where K is short
+            assert (got is None) == (want is None and by_k), (c, shape, got, want)
+            if want is None and not by_k:
+                assert "takes crows" in got
+            if got is None:
+                rd = {k: v for k, v in c.items() if k != "crows"}
+                assert RB4.geometry(c, *shape) == RD.geometry(rd, *shape)
+                assert RB4.workspace_bytes(c, *shape) == RD.workspace_bytes(rd, *shape)
+    assert "register for B4" in RB4.constraint(dict(RB4.default_params(), bm=128), 1000, 1001, 1000, "float32")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_regdb_b4_verifies_at_odd_shapes(dtype):
+    """Every combination at shapes whose edge column tile holds 1..127 columns (the copies
+    past N predicated off), K tails, M tails of each tile height, split-K."""
+    _need_cuda()
+    shapes = [s for s in RD_SHAPES if s[1] % 4] + [(1000, 1001, 1000), (129, 1025, 77), (64, 301, 5000),
+                                                   (77, 4099, 999), (90, 131, 4001), (200, 255, 37)]
+    items = [(RB4.name, c) for c in RB4.combos()]
+    plan = Plan(backend="cuda", items=items, shapes=shapes, dtype=dtype, warmup=0, repeats=2,
+                dist="int" if dtype == "int32" else "uniform")
+    recs = _run(plan)
+    ran = [r for r in recs if r.status != "skipped"]
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in ran if not r.passed]
+    assert not bad, bad
+    assert {(r.m, r.n, r.k) for r in ran} == set(shapes)
+    # every tile height ran, with and without split-K, C stored both ways
+    assert {(r.params["bm"], r.params["splitk"] > 1, r.params["crows"]) for r in ran} >= {
+        (bm, sk, cr) for bm in (64, 80, 96) for sk in (False, True) for cr in (0, 1)}
 
 
 @pytest.mark.gpu

@@ -75,10 +75,12 @@ def _param_reason(v: Variant, params: dict, dtype: str) -> str | None:
     # a class constraint is met at M or N = one of the parameter values (ffma_regdb's 80-
     # and 96-row tiles are for M up to the tile height, ffma_narrow's tiles for N up to
     # 64) or at N = size + 1 or one less than a parameter value (the _padb rungs are for
-    # N % 4 != 0: ffma_narrow_padb's 64-column tiles at N = 63)
+    # N % 4 != 0: ffma_narrow_padb's 64-column tiles at N = 63), at K = size or a long K
+    # (ffma_regdb_b4's crows = 0 is for K > 2560)
     why = v.check("cuda", params, size, size, size, dtype)
     ms = sorted({int(x) for x in params.values() if int(x) > 1} | {size})
-    if why is not None and any(v.check("cuda", params, m, n, size, dtype) is None
+    if why is not None and any(v.check("cuda", params, m, n, k, dtype) is None
+                               for k in (size, 8192)
                                for m in ms for n in ms + [size + 1] + [x - 1 for x in ms]):
         return None
     return why
