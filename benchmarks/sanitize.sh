@@ -6,8 +6,8 @@
 # Kernels made for one class of shapes run at an odd shape of their class: skinny (M or N
 # <= 64) at 61x7x1000 and 7x253x1001 (the columns and the rows paths), ffma_narrow (N <= 64)
 # at 127x61x253, 1000x7x999, 300x20x5000 and 130x45x999 (each tile width, split-K 1 and 3;
-# ffma_narrow_padb at N = 21 for 20), ffma_regdb_b4 at 127x253x61, 90x131x4001 and
-# 200x255x37, ffma_wide_padb
+# ffma_narrow_padb at N = 21 for 20), ffma_regdb_b4 at 127x253x61, 90x131x4001, 200x255x37
+# and 1300x4099x37, ffma_wide_padb
 # (N % 4 != 0) at SHAPE when its N qualifies, else at 127x253x61.
 # Prints one line per tool and dtype; full logs go to
 # $OUT/sanitize_<tool>_<dtype>_<kernel>.log (or ./sanitize-logs/). Exits non-zero on any error.
@@ -50,8 +50,8 @@ for dtype in float32 int32; do
       [ "$name" = ffma_narrow_padb ] && shape=127x61x253,1000x7x999,300x21x5000,130x45x999 \
           && params=(--params "bn=16,32,48,64;bm=64,128,256;splitk=1,3")
       # ffma_regdb_b4 (N % 4 != 0): edge column tiles of 125, 3 and 127 columns, each tile
-      # height, split-K 1 and 3, C stored both ways
-      [ "$name" = ffma_regdb_b4 ] && shape=127x253x61,90x131x4001,200x255x37 \
+      # height, split-K 1 and 3, C stored both ways, split-K of a last partial wave (1300 rows)
+      [ "$name" = ffma_regdb_b4 ] && shape=127x253x61,90x131x4001,200x255x37,1300x4099x37 \
           && params=(--params "bm=64,80,96;splitk=1,3;crows=0,1")
       if [ "$name" = ffma_wide_padb ] && [ $(( $(echo "$SHAPE" | cut -dx -f2) % 4 )) -eq 0 ]; then
         shape=127x253x61

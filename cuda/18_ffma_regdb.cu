@@ -166,6 +166,16 @@ workspace = "workspace"
 #ifndef B4
 #define B4 0
 #endif
+/* HYBRID (30_ffma_regdb_b4.cu): split-K only for the tiles of the last partial wave. The grid
+ * is 1-D: tiles - rem whole tiles first (data-parallel, full waves), then SPLITK slices of
+ * rem tiles, rem = tiles % (SMs x CTAs per SM) (all tiles where they make less than one
+ * wave, as plain split-K), worked out by the header; the kernel reads rem back from the grid
+ * size. Where a last wave holds few tiles (2047 x 2049 x 1023: 544 tiles of 64 x 128 for 396
+ * slots, 148 left over) plain split-K splits every tile, its fix-up traffic on all of them,
+ * and still leaves a partial last wave (S = 3: 1632 CTAs, 4.1 waves). */
+#ifndef HYBRID
+#define HYBRID 0
+#endif
 #ifndef CROWS          /* B4: C stored by rows through shared memory (1) or from the fragments (0) */
 #define CROWS 1
 #endif
@@ -320,6 +330,27 @@ __device__ __forceinline__ void load_frag(const ELEM* st, int k, int ty, int tx,
     }
 }
 
+#if HYBRID
+/* HYBRID's tile of this CTA: tiles in row-band order, column tiles fastest (as the 2-D grid
+ * runs); the first dp = tiles - rem whole, then the rem tiles of the last partial wave slice
+ * by slice (slice z of tile dp + i at dp + z * rem + i: the 2-D grid's order where all tiles
+ * are split; slices of one tile side by side ran 1025^3 at split-K 4 15% slower), rem read
+ * back from the grid size. The CTA index is read with a volatile
+ * mov so that the epilogue works it out again instead of holding it through the main loop
+ * (held, ptxas kept the origin live: 193 registers against 165, 2 CTAs per SM, not 3). */
+__device__ __forceinline__ void hybrid_tile(int M, int N, int& tile, int& dp, int& rem, bool& part)
+{
+    unsigned b, g;
+    asm volatile("mov.u32 %0, %%ctaid.x;\n" : "=r"(b));
+    asm volatile("mov.u32 %0, %%nctaid.x;\n" : "=r"(g));
+    const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
+    rem = SPLITK > 1 ? ((int)g - tiles) / (SPLITK - 1) : 0;
+    dp = tiles - rem;
+    part = (int)b >= dp;
+    tile = part ? dp + ((int)b - dp) % rem : (int)b;
+}
+#endif
+
 extern "C" __global__ __launch_bounds__(NT, MINB)
 void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
             int M, int N, int K, unsigned char* __restrict__ workspace)
@@ -329,10 +360,21 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
 
     const int tid = threadIdx.x;
     const int tx = tid % TX, ty = tid / TX;
+#if !HYBRID
     const int mtiles = (M + BM - 1) / BM;
+#endif
+#if HYBRID
+    int tile_, dp_, rem_;
+    bool part_;
+    hybrid_tile(M, N, tile_, dp_, rem_, part_);
+    const int splits_ = part_ ? SPLITK : 1, z_ = part_ ? ((int)blockIdx.x - dp_) / rem_ : 0;
+    const int row0 = (tile_ / ((N + BN - 1) / BN)) * BM;
+    const int col0 = (tile_ % ((N + BN - 1) / BN)) * BN;
+#else
     const int splits_ = SPLITK, z_ = SPLITK > 1 ? blockIdx.y / mtiles : 0;
     const int row0 = (blockIdx.y % mtiles) * BM;
     const int col0 = blockIdx.x * BN;
+#endif
 
     const int ktiles_all = (K + BK - 1) / BK;
     const int per = (ktiles_all + splits_ - 1) / splits_;
@@ -440,7 +482,18 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     }
     cp_async_wait<0>();
 
+#if HYBRID
+    hybrid_tile(M, N, tile_, dp_, rem_, part_);       /* again: see hybrid_tile */
+    {                                                  /* the epilogue's origin, worked out again */
+    const int row0 = (tile_ / ((N + BN - 1) / BN)) * BM;
+    const int col0 = (tile_ % ((N + BN - 1) / BN)) * BN;
 #if SPLITK > 1
+    /* a split tile of the last wave: counters and partials for the rem split tiles only */
+    if (part_ && !splitk_fixup<TM * TN, NT>(reinterpret_cast<ACC(&)[TM * TN]>(acc), workspace, rem_,
+                                            tile_ - dp_, SPLITK, ((int)blockIdx.x - dp_) / rem_, tid))
+        return;
+#endif
+#elif SPLITK > 1
     /* parallel split-K (see the top): all but the tile's last CTA to arrive are done */
     if (!splitk_fixup<TM * TN, NT>(reinterpret_cast<ACC(&)[TM * TN]>(acc), workspace, mtiles * gridDim.x,
                                    (blockIdx.y % mtiles) * gridDim.x + blockIdx.x, SPLITK, z_, tid))
@@ -504,6 +557,9 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
                         __stcg(&C[row * N + col + j], (ELEM)a[j]);
             }
         }
+    }
+#endif
+#if HYBRID
     }
 #endif
 }

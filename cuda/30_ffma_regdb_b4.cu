@@ -1,7 +1,7 @@
 /*
 +++
 name = "ffma_regdb_b4"
-title = "ffma_regdb for N not a multiple of 4 without a pre-pass: B's k-tiles come as 4-byte cp.async copies laid out along the warps' rows (each instruction 32 consecutive columns of one B row, coalesced; columns past N predicated off), so every full k-tile of every tile takes the bounds-free path on the unpadded B; for the mid sizes where ffma_regdb_padb's copy of B is a tenth of the time."
+title = "ffma_regdb for N not a multiple of 4 without a pre-pass: B's k-tiles come as 4-byte cp.async copies laid out along the warps' rows (each instruction 32 consecutive columns of one B row, coalesced; columns past N predicated off), so every full k-tile of every tile takes the bounds-free path on the unpadded B; C by rows through shared memory where K is short; split-K only for the tiles of a last partial wave (whole tiles in the full waves before it); for the mid sizes where ffma_regdb_padb's copy of B is a tenth of the time."
 source = "cuda/18_ffma_regdb.cu (included, B4 = 1); coalesced scalar global-to-shared copies of a misaligned operand, as CUTLASS's 4-byte-alignment SIMT GEMMs and cp.async with a per-copy source size"
 role = "rung"
 order = 30
@@ -12,12 +12,18 @@ tn = [8]
 bk = [8]
 splitk = [1, 2, 3, 4, 6, 8]
 crows = [1, 0]       # C stored by rows through shared memory (1) or from the fragments (0): by K
+hybrid = [0, 1]      # split-K for every tile (0) or the last partial wave's tiles only (1): by the grid
 
 [derived]
 threads = "(bm // 8) * (128 // tn)"
 stages = "4 if bk == 8 else 3"
 tiles = "cdiv(M, bm) * cdiv(N, 128)"
-workspace = "0 if splitk == 1 else roundup(4 * tiles, 256) + splitk * tiles * bm * 128 * 4"
+per_sm = "3 if bm == 64 else 2"                # CTAs per SM (registers: 155-167 at 128 threads)
+wave = "SMS * per_sm"
+# the tiles split: with hybrid those of the last partial wave, else all (a grid short of a wave)
+rem = "0 if splitk == 1 else (tiles % wave if hybrid else tiles)"
+# workspace: arrival counters and partial tiles for the rem split tiles
+workspace = "0 if splitk == 1 else roundup(4 * rem, 256) + splitk * rem * bm * 128 * 4"
 
 [[constraints]]
 check = "N % 4 != 0"
@@ -29,18 +35,26 @@ reason = "bm must be 64, 80 or 96 (the tiles whose edges copy clamped; the 256-t
 
 [[constraints]]
 check = "crows == (1 if K <= 2560 else 0)"
-reason = "K = {K} takes crows = {1 if K <= 2560 else 0}: C goes by rows through shared memory where K ≤ 2560 (its stores a larger part of the time: 1025³ 93.9% of cuBLAS against 91.8%), from the fragments past it (the main loop's allocation without the staging code: 97×4099×4096 103.7% against 99.9%)"
+reason = "K = {K} takes crows = {1 if K <= 2560 else 0} (chosen by the shape): C goes by rows through shared memory where K ≤ 2560 (its stores a larger part of the time: 1025³ 93.9% of cuBLAS against 91.8%), from the fragments past it (the main loop's allocation without the staging code: 97×4099×4096 103.7% against 99.9%)"
 
 [[constraints]]
 check = "bm == 64 or (M <= bm and M > bm - 16)"
 reason = "{bm}-row tiles are for M = {bm - 15}..{bm}, one tile where 64-row ones take two; elsewhere 64-row tiles (3 blocks per SM) ran faster (M = 200: 70% of cuBLAS against 90%)"
 
 [[constraints]]
+check = "hybrid == (1 if splitk > 1 and tiles > wave else 0)"
+reason = "{tiles} tiles for {wave} CTAs a wave at split-K {splitk} take hybrid = {1 if splitk > 1 and tiles > wave else 0} (chosen by the shape: split-K for a last partial wave's tiles only where the tiles make more than a wave, every tile split where they make less; the 1-D grid's build ran 1025³ 1.3% slower where both split every tile)"
+
+[[constraints]]
+check = "splitk == 1 or rem > 0"
+reason = "the {tiles} tiles fill whole waves of {wave} CTAs: no tile of a partial wave to split"
+
+[[constraints]]
 check = "workspace <= 2**28"
 reason = "split-K {splitk} would need {workspace // 2**20} MiB of partial tiles (at most 256): split-K is for grids too small to fill the GPU"
 
 [launch]
-grid = ["cdiv(N, 128)", "cdiv(M, bm) * splitk"]
+grid = ["tiles + rem * (splitk - 1) if hybrid else cdiv(N, 128)", "1 if hybrid else cdiv(M, bm) * splitk"]
 block = ["threads", 1]
 shared = "stages * bk * (bm + 4 + 128) * 4"
 workspace = "workspace"
@@ -70,11 +84,17 @@ workspace = "workspace"
  * time (each instruction 32 values 16 bytes apart). The staging code moves the main loop's
  * register allocation (157 -> 167 registers at BM = 64, split-K 3), which costs 1-4% where
  * K is long and C's stores a small part: the header takes crows = 1 for K <= 2560 only.
- * Everything else is ffma_regdb: tiles, fragments, register double buffering, split-K and
- * its fix-up.
+ * Split-K, where the tiles make more than one wave (hybrid = 1, HYBRID in 18): only the tiles
+ * of the last partial wave are cut into splitk slices, the tiles of the full waves before it
+ * run whole (a 1-D grid, whole tiles first; rem = tiles mod (#SMs x CTAs per SM) from the
+ * header): 2047 x 2049 x 1023 82.2 -> 84.7% of cuBLAS FP32. Where they make less, every tile
+ * is split, as ffma_regdb's split-K (hybrid = 0). Everything else is ffma_regdb: tiles, fragments,
+ * register double buffering, the split-K fix-up.
  *
- * Compile-time constants (ELEM, ACC, BM, TN, BK, SPLITK), split-K and its workspace: as
- * 18_ffma_regdb.cu (BM 64, 80 or 96); CROWS (0 or 1) as above. Arguments: matmul(A, B, C, M, N, K, workspace).
+ * Compile-time constants (ELEM, ACC, BM, TN, BK, SPLITK): as 18_ffma_regdb.cu (BM 64, 80
+ * or 96); CROWS and HYBRID (0 or 1) as above. Workspace (SPLITK > 1): counters and partial
+ * tiles for the rem split tiles, laid out as 18's. Launch: block (BM / 8 * 16, 1), grid
+ * (tiles - rem + rem * SPLITK, 1) with HYBRID, else as 18. Arguments: matmul(A, B, C, M, N, K, workspace).
  */
 #define B4 1
 #include "18_ffma_regdb.cu"

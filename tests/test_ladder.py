@@ -49,10 +49,11 @@ SPECIALISTS = {"skinny": (lambda m, n, k: min(m, n) <= 64, (1, 4096, 4096)),
                "ffma_narrow_padb": (lambda m, n, k: n <= 64 and n % 4 != 0, (8192, 50, 8192))}
 #: Rungs whose header picks a parameter by shape within the class, and the words of that
 #: constraint: ffma_narrow's tile width holds N with few empty columns; ffma_regdb_b4 stores C
-#: through shared memory where K is short.
+#: through shared memory where K is short and splits only a last partial wave's tiles where the
+#: tiles make more than a wave.
 CHOSEN_BY_SHAPE = {"ffma_narrow": "takes a tile that holds it",
                    "ffma_narrow_padb": "takes a tile that holds it",
-                   "ffma_regdb_b4": "takes crows"}
+                   "ffma_regdb_b4": "chosen by the shape"}
 
 
 def home(v) -> tuple[int, int, int]:
@@ -275,8 +276,9 @@ def test_regdb_b4_is_regdb_reading_b_in_place():
     ffma_regdb at every combination both offer."""
     assert RB4.role == "rung" and RB4.prepass is None and RB4.order > RDP.order
     assert {k: v for k, v in RD.space.items() if k != "bm"} == {
-        k: v for k, v in RB4.space.items() if k not in ("bm", "crows")}
-    assert set(RB4.space["bm"]) == set(RD.space["bm"]) - {128} and set(RB4.space["crows"]) == {0, 1}
+        k: v for k, v in RB4.space.items() if k not in ("bm", "crows", "hybrid")}
+    assert set(RB4.space["bm"]) == set(RD.space["bm"]) - {128}
+    assert set(RB4.space["crows"]) == set(RB4.space["hybrid"]) == {0, 1}
     text = RB4.source_path("cuda").read_text()
     assert "#define B4 1" in text and '#include "18_ffma_regdb.cu"' in text and "#define PAD_B" not in text
     for shape in [(1000, 1001, 1000), (80, 4099, 999), (2047, 2049, 1023), (1, 5, 7), (97, 4099, 4096),
@@ -285,16 +287,34 @@ def test_regdb_b4_is_regdb_reading_b_in_place():
         for c in RB4.combos():
             assert "copies them 16 bytes" in RB4.check("cuda", c, shape[0], n + 4 - n % 4, shape[2], "float32")
             got = RB4.check("cuda", c, *shape, "float32")
-            want = RD.check("cuda", {k: v for k, v in c.items() if k != "crows"}, *shape, "float32")
+            rd = {k: v for k, v in c.items() if k not in ("crows", "hybrid")}
+            want = RD.check("cuda", rd, *shape, "float32")
+            tiles, wave, sk = -(-shape[0] // c["bm"]) * -(-shape[1] // 128), 132 * (3 if c["bm"] == 64 else 2), c["splitk"]
             by_k = c["crows"] == (shape[2] <= 2560)          # C by rows where K is short
-            assert (got is None) == (want is None and by_k), (c, shape, got, want)
-            if want is None and not by_k:
-                assert "takes crows" in got
+            by_grid = c["hybrid"] == (sk > 1 and tiles > wave)
+            whole = sk > 1 and tiles > wave and tiles % wave == 0   # nothing left to split
+            assert (got is None) == (want is None and by_k and by_grid and not whole), (c, shape, got, want)
+            if want is None and not (by_k and by_grid):
+                assert "chosen by the shape" in got
             if got is None:
-                rd = {k: v for k, v in c.items() if k != "crows"}
-                assert RB4.geometry(c, *shape) == RD.geometry(rd, *shape)
-                assert RB4.workspace_bytes(c, *shape) == RD.workspace_bytes(rd, *shape)
+                # split-K for the last partial wave's tiles only (a 1-D grid); a grid short of
+                # a wave is ffma_regdb's split-K, CTA for CTA
+                (gx, gy), block = RB4.geometry(c, *shape)
+                (rx, ry), rblock = RD.geometry(rd, *shape)
+                assert block == rblock
+                if c["hybrid"]:
+                    assert gy == 1 and gx == tiles + tiles % wave * (sk - 1), (c, shape, gx)
+                else:
+                    assert (gx, gy) == (rx, ry)
+                    assert RB4.workspace_bytes(c, *shape) == RD.workspace_bytes(rd, *shape)
     assert "register for B4" in RB4.constraint(dict(RB4.default_params(), bm=128), 1000, 1001, 1000, "float32")
+    # 2047 x 2049: 544 tiles of 64 x 128, 396 CTAs a wave on 132 SMs: 148 split at split-K 3
+    c = dict(RB4.default_params(), splitk=3, hybrid=1)
+    assert RB4.geometry(c, 2047, 2049, 1023)[0] == (396 + 3 * 148, 1)
+    assert RB4.workspace_bytes(c, 2047, 2049, 1023) == 768 + 3 * 148 * 64 * 128 * 4
+    # tiles that fill two whole waves (768 x 8447: 12 x 66 = 792) leave nothing to split
+    assert "no tile of a partial wave" in RB4.check("cuda", c, 768, 8447, 1000, "float32")
+    assert RB4.check("cuda", dict(RB4.default_params(), hybrid=0), 768, 8447, 1000, "float32") is None
 
 
 @pytest.mark.gpu
@@ -303,8 +323,11 @@ def test_regdb_b4_verifies_at_odd_shapes(dtype):
     """Every combination at shapes whose edge column tile holds 1..127 columns (the copies
     past N predicated off), K tails, M tails of each tile height, split-K."""
     _need_cuda()
+    # (2047, 2049, 1023): whole tiles in the first wave, split ones after (544 tiles for 396
+    # slots on 132 SMs)
     shapes = [s for s in RD_SHAPES if s[1] % 4] + [(1000, 1001, 1000), (129, 1025, 77), (64, 301, 5000),
-                                                   (77, 4099, 999), (90, 131, 4001), (200, 255, 37)]
+                                                   (77, 4099, 999), (90, 131, 4001), (200, 255, 37),
+                                                   (70, 515, 3001), (2047, 2049, 1023)]
     items = [(RB4.name, c) for c in RB4.combos()]
     plan = Plan(backend="cuda", items=items, shapes=shapes, dtype=dtype, warmup=0, repeats=2,
                 dist="int" if dtype == "int32" else "uniform")
@@ -313,9 +336,11 @@ def test_regdb_b4_verifies_at_odd_shapes(dtype):
     bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in ran if not r.passed]
     assert not bad, bad
     assert {(r.m, r.n, r.k) for r in ran} == set(shapes)
-    # every tile height ran, with and without split-K, C stored both ways
+    # every tile height ran, with and without split-K, C stored both ways; split-K of the
+    # last wave only (2047 x 2049 x 1023) and of every tile
     assert {(r.params["bm"], r.params["splitk"] > 1, r.params["crows"]) for r in ran} >= {
         (bm, sk, cr) for bm in (64, 80, 96) for sk in (False, True) for cr in (0, 1)}
+    assert {(r.params["hybrid"], r.params["splitk"] > 1) for r in ran} == {(0, False), (0, True), (1, True)}
 
 
 @pytest.mark.gpu
@@ -550,6 +575,24 @@ def _assert_bitwise_repeatable(v, params, shape, tiles, precision, seed):
         be.release(ws)
     finally:
         be.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,params", [((2047, 2049, 1023), dict(bm=64, splitk=3)),
+                                          ((1000, 1001, 1000), dict(bm=64, splitk=4)),
+                                          ((90, 4099, 4001), dict(bm=96, splitk=8))])
+def test_regdb_b4_splitk_is_deterministic_and_leaves_its_counters_zero(shape, params):
+    _need_cuda()
+    from engine.backends.cuda import CudaBackend
+    c = dict(RB4.default_params(), **params)
+    c["crows"] = int(shape[2] <= 2560)
+    be = CudaBackend()
+    sms = be.open(0).compute_units
+    be.close()
+    tiles = -(-shape[0] // c["bm"]) * -(-shape[1] // 128)
+    wave = sms * (3 if c["bm"] == 64 else 2)
+    c["hybrid"] = int(tiles > wave)
+    _assert_bitwise_repeatable(RB4, c, shape, tiles if tiles <= wave else tiles % wave, "fp32", seed=14)
 
 
 # --- FP32 rung 28: ffma_narrow (cuda/28_ffma_narrow.cu) -------------------------------------

@@ -76,9 +76,10 @@ def _param_reason(v: Variant, params: dict, dtype: str) -> str | None:
     # and 96-row tiles are for M up to the tile height, ffma_narrow's tiles for N up to
     # 64) or at N = size + 1 or one less than a parameter value (the _padb rungs are for
     # N % 4 != 0: ffma_narrow_padb's 64-column tiles at N = 63), at K = size or a long K
-    # (ffma_regdb_b4's crows = 0 is for K > 2560)
+    # (ffma_regdb_b4's crows = 0 is for K > 2560), or at M = 4096 (its hybrid = 1 for grids
+    # of more than a wave)
     why = v.check("cuda", params, size, size, size, dtype)
-    ms = sorted({int(x) for x in params.values() if int(x) > 1} | {size})
+    ms = sorted({int(x) for x in params.values() if int(x) > 1} | {size, 4096})
     if why is not None and any(v.check("cuda", params, m, n, k, dtype) is None
                                for k in (size, 8192)
                                for m in ms for n in ms + [size + 1] + [x - 1 for x in ms]):
