@@ -35,10 +35,14 @@ class ProfileRunner(QObject):
         super().__init__(parent)
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._active = False
 
     @property
     def running(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        # cleared by the worker before it emits finished, not when its thread ends: the
+        # window's finished slot asks whether anything still runs (to enable Run again), and
+        # the thread is still alive while it emits
+        return self._active
 
     def start(self, records: list[ResultRecord], folder: str | Path,
               kernel_files=(), seed: int = 0) -> bool:
@@ -47,6 +51,7 @@ class ProfileRunner(QObject):
             return False
         self._stop.clear()
         recs = list(records)
+        self._active = True
 
         def body() -> None:
             t0 = time.perf_counter()
@@ -57,6 +62,7 @@ class ProfileRunner(QObject):
                     should_stop=self._stop.is_set, seed=seed)
             except Exception as exc:  # noqa: BLE001  (a bug must not leave the window busy)
                 self.log.emit("error", f"profiling stopped: {type(exc).__name__}: {exc}")
+            self._active = False
             self.finished.emit(results, time.perf_counter() - t0, self._stop.is_set())
 
         self._thread = threading.Thread(target=body, name="profiler", daemon=True)
@@ -70,4 +76,4 @@ class ProfileRunner(QObject):
     def wait(self, timeout: float | None = None) -> bool:
         if self._thread is not None:
             self._thread.join(timeout)
-        return not self.running
+        return self._thread is None or not self._thread.is_alive()

@@ -169,3 +169,30 @@ def test_a_failed_profile_is_reported(qtbot, make_window, configure, profile_any
     assert "1 failed" in win.run_bar.status.text()
     rec = win.store.records[0]
     assert "ERR_NVGPUCTRPERM" in rec.profile["error"] and not rec.profile["counters"]
+
+
+def test_the_runner_is_idle_when_the_window_hears_it_finished(qtbot, monkeypatch, tmp_path):
+    """The window's finished slot asks whether anything still runs before it enables Run
+    again; the worker thread is still alive while it emits, so the runner must already say
+    idle then (it said busy when the slot ran before the thread ended: Run stayed disabled
+    after a profile, now and then)."""
+    import time
+
+    from PySide6.QtCore import Qt
+
+    from gui.profile_runner import ProfileRunner
+
+    monkeypatch.setattr(profile, "profile_records", lambda *a, **k: time.sleep(0.3) or [])
+    runner = ProfileRunner()
+    seen = []
+    # the window's slot, queued to this thread when the worker emits; then a slot that runs
+    # in the worker, inside its emit, after the first was queued: the thread stays alive
+    # while the queued slot runs
+    runner.finished.connect(lambda *a: seen.append(runner.running), Qt.ConnectionType.QueuedConnection)
+    runner.finished.connect(lambda *a: time.sleep(1.0), Qt.ConnectionType.DirectConnection)
+    assert runner.start([], tmp_path)
+    assert runner.running
+    qtbot.waitUntil(lambda: bool(seen), timeout=10_000)
+    assert runner._thread.is_alive()                 # the race this test is about
+    assert seen == [False]
+    assert runner.wait(5)
