@@ -7,7 +7,8 @@
 # <= 64) at 61x7x1000 and 7x253x1001 (the columns and the rows paths), ffma_narrow (N <= 64)
 # at 127x61x253, 1000x7x999, 300x20x5000 and 130x45x999 (each tile width, split-K 1 and 3;
 # ffma_narrow_padb at N = 21 for 20), ffma_regdb_b4 at 127x253x61, 90x131x4001, 200x255x37
-# and 1300x4099x37, ffma_wide_padb
+# and 1300x4099x37, ffma_regdb at SHAPE and 1300x2600x37 (split-K of a last partial wave),
+# ffma_wide_padb
 # (N % 4 != 0) at SHAPE when its N qualifies, else at 127x253x61.
 # Prints one line per tool and dtype; full logs go to
 # $OUT/sanitize_<tool>_<dtype>_<kernel>.log (or ./sanitize-logs/). Exits non-zero on any error.
@@ -51,6 +52,9 @@ for dtype in float32 int32; do
           && params=(--params "bn=16,32,48,64;bm=64,128,256;splitk=1,3")
       # ffma_regdb_b4 (N % 4 != 0): edge column tiles of 125, 3 and 127 columns, each tile
       # height, split-K 1 and 3, C stored both ways, split-K of a last partial wave (1300 rows)
+      # ffma_regdb: split-K of every tile and of a last partial wave's tiles (1300 rows: 441
+      # tiles of 64 rows for 396 slots on 132 SMs)
+      [ "$name" = ffma_regdb ] && shape=$SHAPE,1300x2600x37 && params=(--params "bm=64,128;splitk=1,3")
       [ "$name" = ffma_regdb_b4 ] && shape=127x253x61,90x131x4001,200x255x37,1300x4099x37 \
           && params=(--params "bm=64,80,96;splitk=1,3;crows=0,1")
       if [ "$name" = ffma_wide_padb ] && [ $(( $(echo "$SHAPE" | cut -dx -f2) % 4 )) -eq 0 ]; then

@@ -11,14 +11,19 @@ bm = [128, 96, 80, 64]
 tn = [8]             # tn = 16, bk = 16: see the v4 notes
 bk = [8]
 splitk = [1, 2, 3, 4, 6, 8]   # small grids: M ≤ 128 with long K, 1000^3 (12 was never the fastest)
+hybrid = [0, 1]      # split-K for every tile (0) or the last partial wave's tiles only (1): by the grid
 
 [derived]
 threads = "(bm // 8) * (128 // tn)"
 stages = "4 if bk == 8 else 3"                # this file's STAGES default
 tiles = "cdiv(M, bm) * cdiv(N, 128)"
+per_sm = "3 if bm == 64 else 2"                # CTAs per SM (registers)
+wave = "SMS * per_sm"
+# the tiles split: with hybrid those of the last partial wave, else all (a grid short of a wave)
+rem = "0 if splitk == 1 else (tiles % wave if hybrid else tiles)"
 # workspace (parallel split-K): per-tile arrival counters (256-byte aligned), then each
-# slice's partial tile, bm × 128 floats, per tile and slice
-workspace = "0 if splitk == 1 else roundup(4 * tiles, 256) + splitk * tiles * bm * 128 * 4"
+# slice's partial tile, bm × 128 floats, per split tile and slice
+workspace = "0 if splitk == 1 else roundup(4 * rem, 256) + splitk * rem * bm * 128 * 4"
 
 [[constraints]]
 check = "(bm == 64 or bm == 80 or bm == 96 or bm == 128) and (tn == 8 or tn == 16) and (bk == 8 or bk == 16) and splitk >= 1"
@@ -37,6 +42,14 @@ check = "not (bm == 128 and tn == 8 and splitk > 1)"
 reason = "split-K with the 256-thread 128×128 tile needs more than 128 registers (spills at 2 blocks/SM)"
 
 [[constraints]]
+check = "hybrid == (1 if splitk > 1 and tiles > wave else 0)"
+reason = "{tiles} tiles for {wave} CTAs a wave at split-K {splitk} take hybrid = {1 if splitk > 1 and tiles > wave else 0} (chosen by the shape: split-K for a last partial wave's tiles only where the tiles make more than a wave, every tile split where they make less)"
+
+[[constraints]]
+check = "splitk == 1 or rem > 0"
+reason = "the {tiles} tiles fill whole waves of {wave} CTAs: no tile of a partial wave to split"
+
+[[constraints]]
 check = "workspace <= 2**28"
 reason = "split-K {splitk} would need {workspace // 2**20} MiB of partial tiles (at most 256): split-K is for grids too small to fill the GPU"
 
@@ -45,7 +58,7 @@ check = "not (bm == 128 and tn == 8 and bk == 16)"
 reason = "bk=16 with the 256-thread 128×128 tile spills at 128 registers (2 blocks/SM)"
 
 [launch]
-grid = ["cdiv(N, 128)", "cdiv(M, bm) * splitk"]
+grid = ["tiles + rem * (splitk - 1) if hybrid else cdiv(N, 128)", "1 if hybrid else cdiv(M, bm) * splitk"]
 block = ["threads", 1]
 shared = "stages * bk * (bm + 4 + 128) * 4"
 workspace = "workspace"
@@ -166,13 +179,17 @@ workspace = "workspace"
 #ifndef B4
 #define B4 0
 #endif
-/* HYBRID (30_ffma_regdb_b4.cu): split-K only for the tiles of the last partial wave. The grid
+/* HYBRID (the header's hybrid, by the shape; 27 and 30 too): split-K only for the tiles of the
+ * last partial wave, where the tiles make more than a wave. The grid
  * is 1-D: tiles - rem whole tiles first (data-parallel, full waves), then SPLITK slices of
  * rem tiles, rem = tiles % (SMs x CTAs per SM) (all tiles where they make less than one
  * wave, as plain split-K), worked out by the header; the kernel reads rem back from the grid
  * size. Where a last wave holds few tiles (2047 x 2049 x 1023: 544 tiles of 64 x 128 for 396
  * slots, 148 left over) plain split-K splits every tile, its fix-up traffic on all of them,
- * and still leaves a partial last wave (S = 3: 1632 CTAs, 4.1 waves). */
+ * and still leaves a partial last wave (S = 3: 1632 CTAs, 4.1 waves). H100, % of cuBLAS
+ * FP32: 2500^3 97.3 -> 102.3, 2000^3 92.7 -> 94.0, 2047x2049x1023 (rung 30) 82.2 -> 84.7. Where
+ * the tiles make less than a wave the 2-D grid (HYBRID 0) stays: the same CTAs ran 1-1.7%
+ * faster in that build (benchmarks/NOTES.md, issue 11 round 14). */
 #ifndef HYBRID
 #define HYBRID 0
 #endif

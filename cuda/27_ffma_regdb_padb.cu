@@ -11,13 +11,18 @@ bm = [128, 96, 80, 64]
 tn = [8]
 bk = [8]
 splitk = [1, 2, 3, 4, 6, 8]
+hybrid = [0, 1]      # split-K for every tile (0) or the last partial wave's tiles only (1): by the grid
 
 [derived]
 ldb = "roundup(N, 4)"
 threads = "(bm // 8) * (128 // tn)"
 stages = "4 if bk == 8 else 3"
 tiles = "cdiv(M, bm) * cdiv(N, 128)"
-workspace = "0 if splitk == 1 else roundup(4 * tiles, 256) + splitk * tiles * bm * 128 * 4"
+per_sm = "3 if bm == 64 else 2"                # CTAs per SM (registers)
+wave = "SMS * per_sm"
+# the tiles split: with hybrid those of the last partial wave, else all (a grid short of a wave)
+rem = "0 if splitk == 1 else (tiles % wave if hybrid else tiles)"
+workspace = "0 if splitk == 1 else roundup(4 * rem, 256) + splitk * rem * bm * 128 * 4"
 
 [[constraints]]
 check = "N % 4 != 0"
@@ -40,6 +45,14 @@ check = "not (bm == 128 and tn == 8 and splitk > 1)"
 reason = "split-K with the 256-thread 128×128 tile needs more than 128 registers (spills at 2 blocks/SM)"
 
 [[constraints]]
+check = "hybrid == (1 if splitk > 1 and tiles > wave else 0)"
+reason = "{tiles} tiles for {wave} CTAs a wave at split-K {splitk} take hybrid = {1 if splitk > 1 and tiles > wave else 0} (chosen by the shape: split-K for a last partial wave's tiles only where the tiles make more than a wave, every tile split where they make less)"
+
+[[constraints]]
+check = "splitk == 1 or rem > 0"
+reason = "the {tiles} tiles fill whole waves of {wave} CTAs: no tile of a partial wave to split"
+
+[[constraints]]
 check = "workspace <= 2**28"
 reason = "split-K {splitk} would need {workspace // 2**20} MiB of partial tiles (at most 256): split-K is for grids too small to fill the GPU"
 
@@ -48,7 +61,7 @@ check = "not (bm == 128 and tn == 8 and bk == 16)"
 reason = "bk=16 with the 256-thread 128×128 tile spills at 128 registers (2 blocks/SM)"
 
 [launch]
-grid = ["cdiv(N, 128)", "cdiv(M, bm) * splitk"]
+grid = ["tiles + rem * (splitk - 1) if hybrid else cdiv(N, 128)", "1 if hybrid else cdiv(M, bm) * splitk"]
 block = ["threads", 1]
 shared = "stages * bk * (bm + 4 + 128) * 4"
 workspace = "workspace"
@@ -79,8 +92,9 @@ scratch = "4 * K * ldb"
  * exact. C keeps its N columns (scalar stores when N % 4). Cost of the copy: K * N * 4 bytes
  * read and K * ldb * 4 written.
  *
- * Compile-time constants (ELEM, ACC, BM, TN, BK, SPLITK), split-K and its workspace: as
- * 18_ffma_regdb.cu. Pre-pass: block
+ * Compile-time constants (ELEM, ACC, BM, TN, BK, SPLITK, HYBRID), split-K and its workspace:
+ * as 18_ffma_regdb.cu (HYBRID, the header's hybrid: split-K for a last partial wave's tiles
+ * only where the tiles make more than a wave). Pre-pass: block
  * (128, 1), grid (ceil(ldb / 512), min(K, 65535)). Arguments: pad_b(A, B, S, M, N, K),
  * matmul(A, S, C, M, N, K, workspace).
  */

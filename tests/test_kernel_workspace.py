@@ -107,11 +107,18 @@ def test_grows_frees_the_old_buffer_and_release_frees_it(backend):
 
 
 def test_regdb_bounds_its_workspace_with_a_reason():
-    """Split-K is for small grids: a combination whose partial tiles pass 256 MiB is a skip."""
+    """Split-K of every tile is for grids short of a wave; past a wave only the last partial
+    wave's tiles are split (hybrid), so the partial tiles stay within a wave's worth."""
     c = dict(RD.default_params(), bm=64, splitk=8)
     assert RD.check("cuda", c, 64, 4096, 4096, "float32") is None
     why = RD.check("cuda", c, 8192, 8192, 8192, "float32")
-    assert why and "MiB of partial tiles" in why and "2048" in why
+    assert why and "chosen by the shape" in why and "8192 tiles" in why
+    c["hybrid"] = 1
+    assert RD.check("cuda", c, 8192, 8192, 8192, "float32") is None
+    rem = 8192 % 396                                  # 132 SMs, 3 CTAs each
+    assert RD.workspace_bytes(c, 8192, 8192, 8192) == 1280 + 8 * rem * 64 * 128 * 4
+    assert RD.workspace_bytes(c, 8192, 8192, 8192) < 2**28
+    assert "no tile of a partial wave" in RD.check("cuda", c, 768, 8448, 1000, "float32")
 
 
 HEADER = '''/*

@@ -49,11 +49,13 @@ SPECIALISTS = {"skinny": (lambda m, n, k: min(m, n) <= 64, (1, 4096, 4096)),
                "ffma_narrow_padb": (lambda m, n, k: n <= 64 and n % 4 != 0, (8192, 50, 8192))}
 #: Rungs whose header picks a parameter by shape within the class, and the words of that
 #: constraint: ffma_narrow's tile width holds N with few empty columns; ffma_regdb_b4 stores C
-#: through shared memory where K is short and splits only a last partial wave's tiles where the
-#: tiles make more than a wave.
+#: through shared memory where K is short; ffma_regdb and its _padb and _b4 rungs split only a
+#: last partial wave's tiles where the tiles make more than a wave (hybrid).
 CHOSEN_BY_SHAPE = {"ffma_narrow": "takes a tile that holds it",
                    "ffma_narrow_padb": "takes a tile that holds it",
-                   "ffma_regdb_b4": "chosen by the shape"}
+                   "ffma_regdb_b4": "chosen by the shape",
+                   "ffma_regdb": "chosen by the shape",
+                   "ffma_regdb_padb": "chosen by the shape"}
 
 
 def home(v) -> tuple[int, int, int]:
@@ -276,9 +278,8 @@ def test_regdb_b4_is_regdb_reading_b_in_place():
     ffma_regdb at every combination both offer."""
     assert RB4.role == "rung" and RB4.prepass is None and RB4.order > RDP.order
     assert {k: v for k, v in RD.space.items() if k != "bm"} == {
-        k: v for k, v in RB4.space.items() if k not in ("bm", "crows", "hybrid")}
-    assert set(RB4.space["bm"]) == set(RD.space["bm"]) - {128}
-    assert set(RB4.space["crows"]) == set(RB4.space["hybrid"]) == {0, 1}
+        k: v for k, v in RB4.space.items() if k not in ("bm", "crows")}
+    assert set(RB4.space["bm"]) == set(RD.space["bm"]) - {128} and set(RB4.space["crows"]) == {0, 1}
     text = RB4.source_path("cuda").read_text()
     assert "#define B4 1" in text and '#include "18_ffma_regdb.cu"' in text and "#define PAD_B" not in text
     for shape in [(1000, 1001, 1000), (80, 4099, 999), (2047, 2049, 1023), (1, 5, 7), (97, 4099, 4096),
@@ -287,26 +288,15 @@ def test_regdb_b4_is_regdb_reading_b_in_place():
         for c in RB4.combos():
             assert "copies them 16 bytes" in RB4.check("cuda", c, shape[0], n + 4 - n % 4, shape[2], "float32")
             got = RB4.check("cuda", c, *shape, "float32")
-            rd = {k: v for k, v in c.items() if k not in ("crows", "hybrid")}
-            want = RD.check("cuda", rd, *shape, "float32")
-            tiles, wave, sk = -(-shape[0] // c["bm"]) * -(-shape[1] // 128), 132 * (3 if c["bm"] == 64 else 2), c["splitk"]
+            rd = {k: v for k, v in c.items() if k != "crows"}
+            want = RD.check("cuda", rd, *shape, "float32")    # hybrid by the grid, as here
             by_k = c["crows"] == (shape[2] <= 2560)          # C by rows where K is short
-            by_grid = c["hybrid"] == (sk > 1 and tiles > wave)
-            whole = sk > 1 and tiles > wave and tiles % wave == 0   # nothing left to split
-            assert (got is None) == (want is None and by_k and by_grid and not whole), (c, shape, got, want)
-            if want is None and not (by_k and by_grid):
+            assert (got is None) == (want is None and by_k), (c, shape, got, want)
+            if want is None and not by_k:
                 assert "chosen by the shape" in got
             if got is None:
-                # split-K for the last partial wave's tiles only (a 1-D grid); a grid short of
-                # a wave is ffma_regdb's split-K, CTA for CTA
-                (gx, gy), block = RB4.geometry(c, *shape)
-                (rx, ry), rblock = RD.geometry(rd, *shape)
-                assert block == rblock
-                if c["hybrid"]:
-                    assert gy == 1 and gx == tiles + tiles % wave * (sk - 1), (c, shape, gx)
-                else:
-                    assert (gx, gy) == (rx, ry)
-                    assert RB4.workspace_bytes(c, *shape) == RD.workspace_bytes(rd, *shape)
+                assert RB4.geometry(c, *shape) == RD.geometry(rd, *shape)
+                assert RB4.workspace_bytes(c, *shape) == RD.workspace_bytes(rd, *shape)
     assert "register for B4" in RB4.constraint(dict(RB4.default_params(), bm=128), 1000, 1001, 1000, "float32")
     # 2047 x 2049: 544 tiles of 64 x 128, 396 CTAs a wave on 132 SMs: 148 split at split-K 3
     c = dict(RB4.default_params(), splitk=3, hybrid=1)
@@ -487,6 +477,9 @@ RD_SHAPES = ODD_SHAPES + [(129, 257, 64), (257, 130, 1000), (300, 200, 100), (10
                           # 80- and 96-row tiles: M in (64, 96], the B rows left to the
                           # last copy round (160, 192 threads), N % 4 == 0 and != 0
                           (90, 4095, 1000), (77, 388, 130)]
+#: grids of more than a wave of 64-row tiles (396 CTAs on 132 SMs): split-K of the last
+#: partial wave's tiles only (hybrid), N % 4 == 0 and != 0, a K tail
+HYBRID_SHAPES = [(1300, 2600, 300), (2047, 2049, 77)]
 
 
 def test_regdb_registered():
@@ -501,31 +494,50 @@ def test_regdb_registered():
 
 def test_regdb_space_and_shapes():
     combos = RD.combos()
-    assert 1 <= len(combos) <= 28 and {c["bm"] for c in combos} == {64, 80, 96, 128}
+    assert 1 <= len(combos) <= 48 and {c["bm"] for c in combos} == {64, 80, 96, 128}
     valid = [c for c in combos if RD.check("cuda", c, 4096, 4096, 4096, "float32") is None]
     assert valid and RD.check("cuda", RD.default_params(), 4096, 4096, 4096, "float32") is None
     assert "spills" in RD.check("cuda", dict(RD.default_params(), bm=128, tn=8, splitk=2),
                                 64, 64, 64, "float32")
     for c in valid:
         assert shared_bytes(RD, c) <= 227 * 1024
-        for shape in RD_SHAPES:
-            assert RD.check("cuda", c, *shape, "float32") is None
+    for shape in RD_SHAPES + HYBRID_SHAPES:
+        m, n, _k = shape
+        ran = [c for c in combos if RD.check("cuda", c, *shape, "float32") is None]
+        # a split-K of every tile height the shape takes, hybrid where the 64-row tiles make
+        # more than a wave (396 CTAs on 132 SMs)
+        tiles64 = -(-m // 64) * -(-n // 128)
+        assert {c["hybrid"] for c in ran if c["splitk"] > 1 and c["bm"] == 64} == {int(tiles64 > 396)}
+        for c in ran:
             (gx, gy), (bx, by) = RD.geometry(c, *shape)
-            m, n, _k = shape
-            assert bx * by == 2 * c["bm"] and gx * 128 >= n and gy * c["bm"] >= m
+            assert bx * by == 2 * c["bm"]
+            tiles = -(-m // c["bm"]) * -(-n // 128)
+            if c["hybrid"]:    # whole tiles, then the last wave's tiles in splitk slices
+                rem = tiles % (132 * (3 if c["bm"] == 64 else 2))
+                assert gy == 1 and gx == tiles + rem * (c["splitk"] - 1) and 0 < rem
+            else:
+                assert gx * 128 >= n and gy * c["bm"] >= m and gx * gy == tiles * c["splitk"]
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_regdb_verifies_at_odd_shapes(dtype):
     _need_cuda()
+    shapes = RD_SHAPES + HYBRID_SHAPES
     items = [(RD.name, c) for c in RD.combos()
-             if RD.check("cuda", c, 4096, 4096, 4096, dtype) is None]
-    plan = Plan(backend="cuda", items=items, shapes=RD_SHAPES, dtype=dtype, warmup=0, repeats=2,
+             if any(RD.check("cuda", c, *s, dtype) is None for s in shapes)]
+    plan = Plan(backend="cuda", items=items, shapes=shapes, dtype=dtype, warmup=0, repeats=2,
                 dist="int" if dtype == "int32" else "uniform")
     recs = _run(plan)
-    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs
+           if r.status != "skipped" and not r.passed]
     assert not bad, bad
+    # only the other build of split-K (by the grid) or another tile height is skipped
+    skipped = [(r.label(), r.m, r.n, r.k, r.error) for r in recs if r.status == "skipped"
+               and "chosen by the shape" not in (r.error or "") and "-row tiles are for" not in (r.error or "")]
+    assert not skipped, skipped
+    assert {(r.params["hybrid"], r.m, r.n, r.k) for r in recs if r.status == "ok" and r.params["hybrid"]} \
+        == {(1,) + s for s in HYBRID_SHAPES}
 
 
 @pytest.mark.gpu
