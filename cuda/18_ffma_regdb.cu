@@ -1,7 +1,7 @@
 /*
 +++
 name = "ffma_regdb"
-title = "FP32 SIMT with register double buffering (fragments of k+1 read while the FFMAs of k run), A transposed in shared memory so both fragments are LDS.128, 8×TN per thread in strided 4×4 pieces, BM×128 tiles, cp.async pipeline with one barrier per k-tile, optional parallel split-K (partials in a workspace, the last CTA of a tile sums them in slice order)."
+title = "FP32 SIMT with register double buffering (fragments of k+1 read while the FFMAs of k run), A transposed in shared memory so both fragments are LDS.128, 8×TN per thread in strided 4×4 pieces, BM×128 tiles, cp.async pipeline with one barrier per k-tile, optional parallel split-K (partials in a workspace, the last CTA of a tile sums them in slice order; where the tiles make more than a wave, only the last partial wave's tiles are split)."
 source = "register double buffering of hand-tuned SGEMMs (YHs_Sample sgemm, CUTLASS SIMT fragment prefetch); CUTLASS multistage mainloop; parallel split-K with an in-kernel fix-up by the last CTA to arrive (CUDA threadFenceReduction sample, CUTLASS split-K parallel / stream-K fix-up)"
 role = "rung"
 order = 18
