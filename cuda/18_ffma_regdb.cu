@@ -355,16 +355,27 @@ __device__ __forceinline__ void load_frag(const ELEM* st, int k, int ty, int tx,
  * back from the grid size. The CTA index is read with a volatile
  * mov so that the epilogue works it out again instead of holding it through the main loop
  * (held, ptxas kept the origin live: 193 registers against 165, 2 CTAs per SM, not 3). */
-__device__ __forceinline__ void hybrid_tile(int M, int N, int& tile, int& dp, int& rem, bool& part)
+struct HybridTile {
+    int row0, col0;       /* the tile's origin */
+    int tile, dp, rem, z; /* its index; whole tiles; split tiles; its slice (0 if whole) */
+    bool part;            /* one of the split tiles */
+};
+
+__device__ __forceinline__ HybridTile hybrid_tile(int M, int N)
 {
     unsigned b, g;
     asm volatile("mov.u32 %0, %%ctaid.x;\n" : "=r"(b));
     asm volatile("mov.u32 %0, %%nctaid.x;\n" : "=r"(g));
-    const int tiles = ((M + BM - 1) / BM) * ((N + BN - 1) / BN);
-    rem = SPLITK > 1 ? ((int)g - tiles) / (SPLITK - 1) : 0;
-    dp = tiles - rem;
-    part = (int)b >= dp;
-    tile = part ? dp + ((int)b - dp) % rem : (int)b;
+    const int ntx = (N + BN - 1) / BN, tiles = ((M + BM - 1) / BM) * ntx;
+    HybridTile h;
+    h.rem = SPLITK > 1 ? ((int)g - tiles) / (SPLITK - 1) : 0;
+    h.dp = tiles - h.rem;
+    h.part = (int)b >= h.dp;
+    h.tile = h.part ? h.dp + ((int)b - h.dp) % h.rem : (int)b;
+    h.z = h.part ? ((int)b - h.dp) / h.rem : 0;
+    h.row0 = (h.tile / ntx) * BM;
+    h.col0 = (h.tile % ntx) * BN;
+    return h;
 }
 #endif
 
@@ -381,12 +392,9 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     const int mtiles = (M + BM - 1) / BM;
 #endif
 #if HYBRID
-    int tile_, dp_, rem_;
-    bool part_;
-    hybrid_tile(M, N, tile_, dp_, rem_, part_);
-    const int splits_ = part_ ? SPLITK : 1, z_ = part_ ? ((int)blockIdx.x - dp_) / rem_ : 0;
-    const int row0 = (tile_ / ((N + BN - 1) / BN)) * BM;
-    const int col0 = (tile_ % ((N + BN - 1) / BN)) * BN;
+    const HybridTile ht = hybrid_tile(M, N);
+    const int splits_ = ht.part ? SPLITK : 1, z_ = ht.z;
+    const int row0 = ht.row0, col0 = ht.col0;
 #else
     const int splits_ = SPLITK, z_ = SPLITK > 1 ? blockIdx.y / mtiles : 0;
     const int row0 = (blockIdx.y % mtiles) * BM;
@@ -500,14 +508,13 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     cp_async_wait<0>();
 
 #if HYBRID
-    hybrid_tile(M, N, tile_, dp_, rem_, part_);       /* again: see hybrid_tile */
     {                                                  /* the epilogue's origin, worked out again */
-    const int row0 = (tile_ / ((N + BN - 1) / BN)) * BM;
-    const int col0 = (tile_ % ((N + BN - 1) / BN)) * BN;
+    const HybridTile he = hybrid_tile(M, N);          /* (see hybrid_tile) */
+    const int row0 = he.row0, col0 = he.col0;
 #if SPLITK > 1
     /* a split tile of the last wave: counters and partials for the rem split tiles only */
-    if (part_ && !splitk_fixup<TM * TN, NT>(reinterpret_cast<ACC(&)[TM * TN]>(acc), workspace, rem_,
-                                            tile_ - dp_, SPLITK, ((int)blockIdx.x - dp_) / rem_, tid))
+    if (he.part && !splitk_fixup<TM * TN, NT>(reinterpret_cast<ACC(&)[TM * TN]>(acc), workspace, he.rem,
+                                              he.tile - he.dp, SPLITK, he.z, tid))
         return;
 #endif
 #elif SPLITK > 1

@@ -236,6 +236,20 @@ def _assert_every_valid_combo_verifies(v, shapes):
     assert not bad, bad
 
 
+def _verified_wherever_valid(v, shapes, dtype):
+    """Run every combination of ``v`` at ``shapes`` (two launches each, float32 or int32
+    inputs); require every record that ran verified and every shape run by some
+    combination. The records that ran (a combination its header gives another shape is
+    skipped)."""
+    plan = Plan(backend="cuda", items=[(v.name, c) for c in v.combos()], shapes=shapes, dtype=dtype,
+                warmup=0, repeats=2, dist="int" if dtype == "int32" else "uniform")
+    ran = [r for r in _run(plan) if r.status != "skipped"]
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in ran if not r.passed]
+    assert not bad, bad
+    assert {(r.m, r.n, r.k) for r in ran} == set(shapes)
+    return ran
+
+
 RDP = registry.get("ffma_regdb_padb")
 
 
@@ -318,14 +332,7 @@ def test_regdb_b4_verifies_at_odd_shapes(dtype):
     shapes = [s for s in RD_SHAPES if s[1] % 4] + [(1000, 1001, 1000), (129, 1025, 77), (64, 301, 5000),
                                                    (77, 4099, 999), (90, 131, 4001), (200, 255, 37),
                                                    (70, 515, 3001), (2047, 2049, 1023)]
-    items = [(RB4.name, c) for c in RB4.combos()]
-    plan = Plan(backend="cuda", items=items, shapes=shapes, dtype=dtype, warmup=0, repeats=2,
-                dist="int" if dtype == "int32" else "uniform")
-    recs = _run(plan)
-    ran = [r for r in recs if r.status != "skipped"]
-    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in ran if not r.passed]
-    assert not bad, bad
-    assert {(r.m, r.n, r.k) for r in ran} == set(shapes)
+    ran = _verified_wherever_valid(RB4, shapes, dtype)
     # every tile height ran, with and without split-K, C stored both ways; split-K of the
     # last wave only (2047 x 2049 x 1023) and of every tile
     assert {(r.params["bm"], r.params["splitk"] > 1, r.params["crows"]) for r in ran} >= {
@@ -642,14 +649,7 @@ def test_narrow_is_regdb_with_narrow_tiles():
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_narrow_verifies_at_odd_shapes(dtype):
     _need_cuda()
-    items = [(NW.name, c) for c in NW.combos()]
-    plan = Plan(backend="cuda", items=items, shapes=NW_SHAPES, dtype=dtype, warmup=0, repeats=2,
-                dist="int" if dtype == "int32" else "uniform")
-    recs = _run(plan)
-    ran = [r for r in recs if r.status != "skipped"]
-    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in ran if not r.passed]
-    assert not bad, bad
-    assert {(r.m, r.n, r.k) for r in ran} == set(NW_SHAPES)
+    ran = _verified_wherever_valid(NW, NW_SHAPES, dtype)
     # every tile width ran, with and without split-K
     assert {(r.params["bn"], r.params["splitk"] > 1) for r in ran} >= {
         (bn, sk) for bn in (16, 32, 48, 64) for sk in (False, True)}
@@ -685,13 +685,7 @@ def test_narrow_padb_is_narrow_with_padded_b():
 def test_narrow_padb_verifies_at_odd_shapes(dtype):
     _need_cuda()
     shapes = [s for s in NW_SHAPES if s[1] % 4] + [(8192, 50, 1000), (77, 63, 3001)]
-    plan = Plan(backend="cuda", items=[(NWP.name, c) for c in NWP.combos()], shapes=shapes,
-                dtype=dtype, warmup=0, repeats=2, dist="int" if dtype == "int32" else "uniform")
-    recs = _run(plan)
-    ran = [r for r in recs if r.status != "skipped"]
-    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in ran if not r.passed]
-    assert not bad, bad
-    assert {(r.m, r.n, r.k) for r in ran} == set(shapes)
+    ran = _verified_wherever_valid(NWP, shapes, dtype)
     assert {(r.params["bn"], r.params["splitk"] > 1) for r in ran} >= {
         (bn, sk) for bn in (16, 32, 48, 64) for sk in (False, True)}
 
