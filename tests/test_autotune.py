@@ -324,6 +324,10 @@ def test_search_records_relative_speeds_and_guess_mode_times_few(cache, timed):
                               "skinny-skinny-skinny/vec4").ranked[0][0]
         assert mean[want["block"]] == max(mean.values())
         third = (20, 16, 12)
+        # the guess for a shape weights each searched shape by its nearness: where the two
+        # searches disagree on the best (timing noise at these sizes), the nearer one decides
+        want = at.class_stats("opencl", name, "naive", "float32", "skinny-skinny-skinny/vec4",
+                              near=third).ranked[0][0]
         assert at.guess("opencl", name, "naive", "float32", third) == want
         assert want != registry.get("naive").default_params()
 
