@@ -8,7 +8,7 @@
 # at 127x61x253, 1000x7x999, 300x20x5000 and 130x45x999 (each tile width, split-K 1 and 3;
 # ffma_narrow_padb at N = 21 for 20), ffma_regdb_b4 at 127x253x61, 90x131x4001, 200x255x37
 # and 1300x4099x37, ffma_regdb at SHAPE and 1300x2600x37 (split-K of a last partial wave),
-# ffma_wide_padb
+# ffma_wide_b4 at 300x253x61, 257x301x77, 2300x1999x77 and 256x131x3080, ffma_wide_padb
 # (N % 4 != 0) at SHAPE when its N qualifies, else at 127x253x61.
 # Prints one line per tool and dtype; full logs go to
 # $OUT/sanitize_<tool>_<dtype>_<kernel>.log (or ./sanitize-logs/). Exits non-zero on any error.
@@ -38,8 +38,9 @@ for dtype in float32 int32; do
   names=$(variants $dtype)
   dist=uniform; [ $dtype = int32 ] && dist=int
   for tool in memcheck racecheck synccheck; do
-    extra=(--no-verify --warmup 0 --repeats 1)
-    [ $tool = memcheck ] && extra=(--warmup 0 --repeats 1)
+    # a launch under a sanitizer runs ~100x slower than the engine's timeout expects
+    extra=(--no-verify --warmup 0 --repeats 1 --launch-timeout 300)
+    [ $tool = memcheck ] && extra=(--warmup 0 --repeats 1 --launch-timeout 300)
     t0=$(date +%s); bad=""; count=0
     for name in ${names//,/ }; do
       shape=$SHAPE  # tiled needs multiples of its block (its declared constraint)
@@ -57,6 +58,11 @@ for dtype in float32 int32; do
       [ "$name" = ffma_regdb ] && shape=$SHAPE,1300x2600x37 && params=(--params "bm=64,128;splitk=1,3")
       [ "$name" = ffma_regdb_b4 ] && shape=127x253x61,90x131x4001,200x255x37,1300x4099x37 \
           && params=(--params "bm=64,80,96;splitk=1,3;crows=0,1")
+      # ffma_wide_b4 (N % 4 != 0): shifted edge column tiles (253, 301, 1999 and 131 columns),
+      # the strip (257 rows), the tail split (2300 rows: 144 tiles), split-K, both bk, C by
+      # rows (K <= 3072) and from the fragments (K = 3080)
+      [ "$name" = ffma_wide_b4 ] && shape=300x253x61,257x301x77,2300x1999x77,256x131x3080 \
+          && params=(--params "bk=8,16;splitk=1,4;tailk=1,8;crows=0,1")
       if [ "$name" = ffma_wide_padb ] && [ $(( $(echo "$SHAPE" | cut -dx -f2) % 4 )) -eq 0 ]; then
         shape=127x253x61
       fi

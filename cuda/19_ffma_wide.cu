@@ -157,6 +157,12 @@ shared = "smem"
 #endif
 #endif
 #define APAD 4
+#ifndef B4            /* 31_ffma_wide_b4.cu: N % 4 != 0, B's k-tiles copied by warp rows, 4 bytes a copy */
+#define B4 0
+#endif
+#ifndef CROWS         /* B4: C stored by rows through shared memory (1) or from the fragments (0) */
+#define CROWS 0
+#endif
 #ifndef STRIP_ROWS
 #define STRIP_ROWS 16                /* rows past a multiple of BM that strip CTAs compute */
 #endif
@@ -178,7 +184,7 @@ shared = "smem"
 #define SM_ (BM / PM)
 #define SN_ (BN / PN)
 #define MAX_TILES 65536
-#if (BM != 128 && BM != 256) || BK % 4 || STAGES < 2 || SPLITK < 1 || SW < 1 || NT != 256 \
+#if (BM != 128 && BM != 256) || BK % 4 || (B4 && (PAD_B || BK % 8)) || STAGES < 2 || SPLITK < 1 || SW < 1 || NT != 256 \
     || TAILK < 1 || (TAILK > 1 && SPLITK > 1)
 #error "inconsistent parameters"
 #endif
@@ -188,6 +194,8 @@ shared = "smem"
 #define AS_WORDS (BK * (BM + APAD))
 #define BS_WORDS (BK * BN)
 #define STAGE_WORDS (AS_WORDS + BS_WORDS)
+/* CROWS: rows of each thread's 4-row pieces staged per pass (all 4 if the stages hold them) */
+#define C_IPS ((TY * 4 * (BN + 4) <= STAGES * STAGE_WORDS) ? 4 : 2)
 #if (STRIP_ROWS * STRIP_KC + (NT / 32) * BN) * 4 > STAGES * STAGE_WORDS * 4 || STRIP_KC % ((NT / 32) * STRIP_U)
 #error "the strip's shared memory must fit in the pipeline's"
 #endif
@@ -301,7 +309,7 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
      * tile row, which had 4 rows). */
     int row0 = own_row0, col0 = own_col0;
 #if FASTCOPY
-    if (vec_b && M >= BM && ldb >= BN) {
+    if ((vec_b || B4) && M >= BM && ldb >= BN) {
         row0 = min(row0, M - BM);
         col0 = min(col0, ldb - BN);
     }
@@ -309,16 +317,30 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
     const int arow = row0 + ar;                        /* first A row this thread copies */
     const int bcol = col0 + bc;                        /* first B column this thread copies */
     /* whole block tile in bounds (PAD_B: Bp's columns N .. ldb-1 are zeros, never stored) */
-    const bool interior = vec_b && row0 + BM <= M && col0 + BN <= ldb;
+    const bool interior = (vec_b || B4) && row0 + BM <= M && col0 + BN <= ldb;
 
     /* running copy state of the interior path: sources of the next k-tile to copy */
     const ELEM* ga = A + (size_t)min(arow, M - 1) * K + kbeg + ac;
+#if B4
+    /* B4: warp w copies B rows w, w + NT/32, .. of the k-tile, lane l columns col0 + l + 32j
+       (j < 4): each copy instruction 32 consecutive floats into 32 consecutive shared words,
+       as 30_ffma_regdb_b4.cu; the shifted edge tiles keep every column inside N, so no copy
+       of an interior tile is predicated */
+    const ELEM* gb = B + (size_t)(kbeg + tid / 32) * ldb + col0 + tid % 32;
+    const size_t a_rstride = (size_t)A_RSTEP * K;
+    const size_t b_rstride = (size_t)(NT / 32) * ldb;
+    const size_t b_tstride = (size_t)BK * ldb;
+    const unsigned sa_off = 4u * (ac * (BM + APAD) + ar);
+    const unsigned sb_off = 4u * (AS_WORDS + (tid / 32) * BN + tid % 32);
+    (void)br;
+#else
     const ELEM* gb = B + (size_t)(kbeg + br) * ldb + min(bcol, max(ldb - 4, 0));
     const size_t a_rstride = (size_t)A_RSTEP * K;
     const size_t b_rstride = (size_t)B_RSTEP * ldb;
     const size_t b_tstride = (size_t)BK * ldb;
     const unsigned sa_off = 4u * (ac * (BM + APAD) + ar);
     const unsigned sb_off = 4u * (AS_WORDS + br * BN + bc);
+#endif
 
     ACC acc[TM][TN];
 #pragma unroll
@@ -335,9 +357,17 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
 #pragma unroll
             for (int it = 0; it < A_COPIES; ++it)
                 cp_async4_full(sst + sa_off + 4u * it * A_RSTEP, ga + it * a_rstride);
+#if B4
+#pragma unroll
+            for (int it = 0; it < BK / (NT / 32); ++it)
+#pragma unroll
+                for (int j = 0; j < BN / 32; ++j)
+                    cp_async4_full(sst + sb_off + 4u * (it * (NT / 32) * BN + 32 * j), gb + it * b_rstride + 32 * j);
+#else
 #pragma unroll
             for (int it = 0; it < B_COPIES; ++it)
                 cp_async16_full(sst + sb_off + 4u * it * B_RSTEP * BN, gb + it * b_rstride);
+#endif
         } else
 #endif
             load_tile_edge(A, B, sst, M, N, K, k0, kend, tid, arow, bcol, vec_b, ldb);
@@ -404,6 +434,62 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
         __syncthreads();
     }
     const bool add = splits > 1 && z > 0;
+#if B4 && CROWS
+    /* CROWS (31_ffma_wide_b4.cu's crows): C's rows are not 16-byte aligned (N % 4 != 0), so
+       from the fragments each 4-byte store instruction writes 32 values 16 bytes apart, and
+       every 32-byte sector of C is written in four pieces by four instructions: at
+       2048 x 2047 x 1024 (one wave, every tile storing at once) the padded rung's GEMM took
+       256.6 us under ncu against ffma_wide's 232.7 at 2048^2 x 1024 with the same tiles.
+       Instead the tile goes through shared memory, a thread's 4-row piece (or half of it where
+       the stages hold less: bk = 8) at a time, and warps
+       store whole rows, 32 consecutive columns per instruction (18_ffma_regdb.cu's CROWS);
+       split-K slices after the first add what is there (benchmarks/NOTES.md, issue 11
+       round 15). */
+    static_assert(TY * C_IPS * (BN + 4) <= STAGES * STAGE_WORDS, "C's staged rows must fit the pipeline's shared memory");
+    (void)vec_c;
+    /* The thread index read again (volatile) and the row loop kept rolled: so written, the
+       staging code leaves ptxas's allocation of the main loop closer to crows = 0's, which
+       it otherwise slows by 3.7% at 4097 x 4095 x 4093 (91.8 against 95.3% of cuBLAS FP32;
+       94.0 so written), and 2048 x 2047 x 1024 runs 89.9% against 88.4 (H100, round 15). */
+    unsigned t_;
+    asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t_));
+    const int w = t_ / 32, l = t_ % 32;
+    const int etx = t_ % TX, ety = t_ / TX;
+#pragma unroll
+    for (int q = 0; q < PM; ++q)
+#pragma unroll
+    for (int sub = 0; sub < 4 / C_IPS; ++sub) {
+        __syncthreads();                               /* the stages (or the last rows) are read */
+#pragma unroll
+        for (int ii = 0; ii < C_IPS; ++ii)
+#pragma unroll
+            for (int p = 0; p < PN; ++p) {
+                const ACC* a = &acc[4 * q + sub * C_IPS + ii][4 * p];
+                VEC x;
+                x.x = (ELEM)a[0]; x.y = (ELEM)a[1]; x.z = (ELEM)a[2]; x.w = (ELEM)a[3];
+                *reinterpret_cast<VEC*>(&smem[(ety * C_IPS + ii) * (BN + 4) + p * SN_ + etx * 4]) = x;
+            }
+        __syncthreads();
+#pragma unroll 1
+        for (int r = w; r < TY * C_IPS; r += NT / 32) {
+            /* (C_IPS == 4: the pass holds the 4-row pieces whole, staged row r is row r) */
+            const int row = row0 + q * SM_ + (C_IPS == 4 ? r : (r / C_IPS) * 4 + sub * C_IPS + r % C_IPS);
+            if (row >= M)
+                break;                                 /* rows grow with r */
+            if (row < own_row0)
+                continue;
+#pragma unroll
+            for (int j = 0; j < BN / 32; ++j) {
+                const int col = col0 + l + 32 * j;
+                if (col >= own_col0 && col < N) {
+                    ELEM* c = C + (size_t)row * N + col;
+                    const ACC o = add ? (ACC)__ldcg(c) : (ACC)0;
+                    __stcg(c, (ELEM)(o + (ACC)smem[r * (BN + 4) + l + 32 * j]));
+                }
+            }
+        }
+    }
+#else
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
         const int row = row0 + (i / 4) * SM_ + ty * 4 + i % 4;
@@ -412,8 +498,13 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
 #pragma unroll
         for (int p = 0; p < PN; ++p) {
             const int col = col0 + p * SN_ + tx * 4;
+#if B4
+            if (col + 3 < own_col0)                    /* B4 shifts by N % 4 too: a group may straddle */
+                continue;
+#else
             if (col < own_col0)                        /* groups of 4: all owned or none */
                 continue;
+#endif
             ACC* a = &acc[i][4 * p];
             ELEM* c = C + (size_t)row * N + col;
             if (vec_c && col + 3 < N) {
@@ -429,13 +520,18 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
             } else {
 #pragma unroll
                 for (int j = 0; j < 4; ++j)
+#if B4
+                    if (col + j < N && col + j >= own_col0) {
+#else
                     if (col + j < N) {
+#endif
                         const ACC o = add ? (ACC)__ldcg(c + j) : (ACC)0;
                         __stcg(c + j, (ELEM)(o + a[j]));
                     }
             }
         }
     }
+#endif
     if (splits > 1) {
         __threadfence();
         __syncthreads();

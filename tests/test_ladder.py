@@ -45,15 +45,17 @@ SPECIALISTS = {"skinny": (lambda m, n, k: min(m, n) <= 64, (1, 4096, 4096)),
                "ffma_wide_padb": (lambda m, n, k: n % 4 != 0, (4096, 4090, 4096)),
                "ffma_regdb_padb": (lambda m, n, k: n % 4 != 0, (1000, 3001, 2000)),
                "ffma_regdb_b4": (lambda m, n, k: n % 4 != 0, (1000, 1001, 1000)),
+               "ffma_wide_b4": (lambda m, n, k: n % 4 != 0, (2048, 2047, 1024)),
                "ffma_narrow": (lambda m, n, k: n <= 64, (8192, 64, 8192)),
                "ffma_narrow_padb": (lambda m, n, k: n <= 64 and n % 4 != 0, (8192, 50, 8192))}
 #: Rungs whose header picks a parameter by shape within the class, and the words of that
-#: constraint: ffma_narrow's tile width holds N with few empty columns; ffma_regdb_b4 stores C
-#: through shared memory where K is short; ffma_regdb and its _padb and _b4 rungs split only a
+#: constraint: ffma_narrow's tile width holds N with few empty columns; ffma_regdb_b4 and
+#: ffma_wide_b4 store C through shared memory where K is short; ffma_regdb and its _padb and _b4 rungs split only a
 #: last partial wave's tiles where the tiles make more than a wave (hybrid).
 CHOSEN_BY_SHAPE = {"ffma_narrow": "takes a tile that holds it",
                    "ffma_narrow_padb": "takes a tile that holds it",
                    "ffma_regdb_b4": "chosen by the shape",
+                   "ffma_wide_b4": "chosen by the shape",
                    "ffma_regdb": "chosen by the shape",
                    "ffma_regdb_padb": "chosen by the shape"}
 
@@ -81,8 +83,8 @@ def test_ladder_registered_in_order():
 def test_kernel_source_exists_with_header(v):
     path = v.source_path("cuda")
     assert path.is_file(), path
-    # numbered in the order taught (10..30); experiments keep their name in experiments/
-    assert (re.fullmatch(r"([12]\d|30)_[a-z0-9_]+\.cu", path.name) if v.role == "rung"
+    # numbered in the order taught (10..31); experiments keep their name in experiments/
+    assert (re.fullmatch(r"([12]\d|3[01])_[a-z0-9_]+\.cu", path.name) if v.role == "rung"
             else path.parent.name == "experiments"), path
     text = path.read_text()
     assert text.lstrip().startswith("/*")
@@ -704,6 +706,8 @@ def test_narrow_splitk_is_deterministic_and_leaves_its_counters_zero(shape, para
 # --- ladder v5, FP32: ffma_wide (cuda/23_ffma_wide.cu) --------------------------------------
 
 WD = registry.get("ffma_wide")
+#: ffma_wide_b4 stores C by rows through shared memory where K is at most this (its header)
+WIDE_B4_CROWS_K = 3072
 
 
 def test_wide_registered():
@@ -792,6 +796,52 @@ def test_wide_verifies_at_odd_shapes(dtype):
     assert not bad, bad
     assert {(r.m, r.n, r.k) for r in recs if r.variant == padb.name and r.passed} == \
         {s for s in shapes if s[1] % 4}
+
+
+WB4 = registry.get("ffma_wide_b4")
+
+
+def test_wide_b4_is_wide_reading_b_in_place():
+    """ffma_wide's space and C's store by rows, for N % 4 != 0 only, B read where it lies (no
+    pre-pass, no scratch): the grid and block of ffma_wide at every combination."""
+    padb = registry.get("ffma_wide_padb")
+    assert WB4.role == "rung" and WB4.prepass is None and WB4.order > padb.order
+    assert {k: set(v) for k, v in WB4.space.items() if k != "crows"} == {k: set(v) for k, v in WD.space.items()}
+    assert set(WB4.space["crows"]) == {0, 1} and WB4.default_params("sm_90")["bk"] == 16
+    text = WB4.source_path("cuda").read_text()
+    assert "#define B4 1" in text and '#include "19_ffma_wide.cu"' in text and "#define PAD_B" not in text
+    for shape in [(2048, 2047, 1024), (4097, 4095, 4093), (300, 2561, 2561), (4100, 4090, 95),
+                  (2300, 1999, 301), (1, 5, 7)]:
+        m, n, k = shape
+        for c in WB4.combos():
+            assert "copies them 16 bytes" in WB4.check("cuda", c, m, n + 4 - n % 4, k, "float32")
+            got = WB4.check("cuda", c, *shape, "float32")
+            wd = {key: v for key, v in c.items() if key != "crows"}
+            want = WD.check("cuda", wd, *shape, "float32")
+            by_k = c["crows"] == (k <= WIDE_B4_CROWS_K)       # C by rows where K is short
+            assert (got is None) == (want is None and by_k), (c, shape, got, want)
+            if want is None and not by_k:
+                assert "chosen by the shape" in got
+            if got is None:
+                assert WB4.geometry(c, *shape) == WD.geometry(wd, *shape)
+                assert WB4.workspace_bytes(c, *shape) == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_wide_b4_verifies_at_odd_shapes(dtype):
+    """Every combination at N % 4 != 0 shapes: shifted edge column tiles (N % 128 of 1..127
+    columns, no copy predicated), tiles under 256 rows or 128 columns (the checked copies), K
+    tails, the strip (1, 4 and 16 rows), the tail split and split-K adding through C, and C
+    stored both ways (K on either side of the header's bound)."""
+    _need_cuda()
+    shapes = [s for s in RD_SHAPES if s[1] % 4] + [
+        (513, 385, 129), (1300, 901, 77), (1000, 3001, 17), (257, 301, 77), (528, 130, 203),
+        (529, 129, 33), (2300, 1999, 301), (4100, 4090, 95), (300, 1027, WIDE_B4_CROWS_K + 7),
+        (600, 131, WIDE_B4_CROWS_K + 41)]
+    ran = _verified_wherever_valid(WB4, shapes, dtype)
+    assert {(r.params["crows"], r.params["splitk"] > 1 or r.params["tailk"] > 1) for r in ran} == {
+        (cr, split) for cr in (0, 1) for split in (False, True)}
 
 
 # --- TF32 rung 26: tf32_wgmma_rs (cuda/26_tf32_wgmma_rs.cu) ---------------------------------
