@@ -25,6 +25,9 @@ rem = "0 if splitk == 1 else (tiles % wave if hybrid else tiles)"
 # slice's partial tile, bm × 128 floats, per split tile and slice
 workspace = "0 if splitk == 1 else roundup(4 * rem, 256) + splitk * rem * bm * 128 * 4"
 
+[chosen]             # the value a run that leaves it to the shape (auto) gets; the constraints say why
+hybrid = "1 if splitk > 1 and tiles > wave else 0"
+
 [[constraints]]
 check = "(bm == 64 or bm == 80 or bm == 96 or bm == 128) and (tn == 8 or tn == 16) and (bk == 8 or bk == 16) and splitk >= 1"
 reason = "bm must be 64, 80, 96 or 128, tn 8 or 16, bk 8 or 16, splitk ≥ 1"

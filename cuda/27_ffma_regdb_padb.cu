@@ -24,6 +24,9 @@ wave = "SMS * per_sm"
 rem = "0 if splitk == 1 else (tiles % wave if hybrid else tiles)"
 workspace = "0 if splitk == 1 else roundup(4 * rem, 256) + splitk * rem * bm * 128 * 4"
 
+[chosen]             # the value a run that leaves it to the shape (auto) gets; the constraints say why
+hybrid = "1 if splitk > 1 and tiles > wave else 0"
+
 [[constraints]]
 check = "N % 4 != 0"
 reason = "B rows are already 16-byte aligned (N % 4 == 0): ffma_regdb runs the same without the copy"

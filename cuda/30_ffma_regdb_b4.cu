@@ -25,6 +25,10 @@ rem = "0 if splitk == 1 else (tiles % wave if hybrid else tiles)"
 # workspace: arrival counters and partial tiles for the rem split tiles
 workspace = "0 if splitk == 1 else roundup(4 * rem, 256) + splitk * rem * bm * 128 * 4"
 
+[chosen]             # the value a run that leaves it to the shape (auto) gets; the constraints say why
+crows = "1 if K <= 2560 else 0"
+hybrid = "1 if splitk > 1 and tiles > wave else 0"
+
 [[constraints]]
 check = "N % 4 != 0"
 reason = "B rows are 16-byte aligned (N % 4 == 0): use ffma_regdb, which copies them 16 bytes at a time"

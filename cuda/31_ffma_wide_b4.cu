@@ -28,6 +28,9 @@ splits = "splitk if tiles <= 65536 else 1"
 last = "tiles % SMS"
 tail = "last if tailk > 1 and tiles <= 65536 and 2 * cdiv(last * tailk, SMS) <= tailk else 0"
 
+[chosen]             # the value a run that leaves it to the shape (auto) gets; the constraints say why
+crows = "1 if K <= 3072 else 0"
+
 [[constraints]]
 check = "N % 4 != 0"
 reason = "B rows are 16-byte aligned (N % 4 == 0): use ffma_wide, which copies them 16 bytes at a time"

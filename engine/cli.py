@@ -30,7 +30,8 @@ class UsageError(ValueError):
 
 
 def parse_param_overrides(text: str | None) -> dict[str, tuple[int, ...]]:
-    """``block=16,32;ts=32`` or ``block=16,32 wpt=4`` → ``{'block': (16, 32), 'ts': (32,)}``.
+    """``block=16,32;ts=32`` or ``block=16,32 wpt=4`` → ``{'block': (16, 32), 'ts': (32,)}``;
+    ``crows=auto`` leaves a parameter of ``[chosen]`` to the shape (:data:`registry.AUTO`).
 
     A value list runs until the next ``name=``; groups may be separated by ``;`` or spaces.
     """
@@ -51,9 +52,10 @@ def parse_param_overrides(text: str | None) -> dict[str, tuple[int, ...]]:
         if current is None:
             raise UsageError(f"--params: '{token}' has no name (write e.g. block=16,32)")
         try:
-            out[current].append(int(token))
+            out[current].append(registry.value_from_text(token))
         except ValueError:
-            raise UsageError(f"--params: '{token}' is not a whole number") from None
+            raise UsageError(f"--params: '{token}' is not a whole number (or auto: the shape "
+                             "chooses)") from None
     known = {p for v in registry.REGISTRY.values() for p in v.space}
     unknown = sorted(set(out) - known)
     if unknown:

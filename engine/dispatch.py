@@ -37,6 +37,7 @@ from .autotune import run_autotuned
 from .backends.base import BackendError
 from .engines import EngineHandle, EngineLost
 from .records import ResultRecord
+from . import registry
 from .registry import params_to_str
 from .runner import CancelToken, Emit, Event, Plan, final_records, input_sets, make_record
 
@@ -425,7 +426,12 @@ class Dispatcher:
             if emit is None:
                 self._add_result(task.order, self.engines.index(engine), rec)
         finished = {(r.variant, params_to_str(r.params)) for r in got}
-        remaining = [(n, p) for n, p in task.plan.items if (n, params_to_str(p)) not in finished]
+
+        def done(n, p) -> bool:     # a value left to the shape ran as the shape's value
+            v = registry.get(n)
+            return (n, params_to_str(p)) in finished or any(
+                r.variant == n and r.params == v.resolve(p, r.m, r.n, r.k) for r in got)
+        remaining = [(n, p) for n, p in task.plan.items if not done(n, p)]
         if not remaining:
             return None
         self._emit(Event("log", f"{engine.label}: {len(remaining)} item(s) of that task go "

@@ -33,7 +33,8 @@ in the ladder as taught), ``backend`` (from the extension if left out), ``entry`
 ``arch_suffix`` (CUDA: ``"a"`` for sm_90a-only instructions such as wgmma).
 
 Tables: ``[params]``; ``[derived]`` (names computed in order from the parameters, M, N,
-K and ``SMS``, usable by every expression below); ``[[constraints]]`` (``check``, ``reason``; a
+K and ``SMS``, usable by every expression below); ``[chosen]`` (parameter = expression: the
+value the shape picks for a parameter that a run leaves to it, see below); ``[[constraints]]`` (``check``, ``reason``; a
 reason may quote values as ``{name}``); ``[launch]`` (``grid``, ``block``, and ``shared``:
 bytes of dynamic shared memory, from the parameters only; CUDA: ``workspace``, bytes of
 device memory the kernel gets as a last argument, ``matmul(A, B, C, M, N, K, workspace)``,
@@ -56,6 +57,18 @@ counters there (a parallel split-K's per-tile arrival counts) must leave them ze
 ends, so that the next launch of the same build finds them so. Where the expression is 0 the
 kernel gets a null pointer. It lives beside the inputs for as long as they do (one per
 device), and is not part of the FLOP or byte models.
+
+Parameters chosen by the shape: where one value of a parameter is right for a shape and the
+others only cost (whether C goes through shared memory by K, split-K of a last partial wave
+only where the tiles make more than a wave), ``[chosen]`` says how the shape picks it::
+
+    [chosen]
+    crows = "1 if K <= 3072 else 0"
+
+A run may leave such a parameter to the shape (the value ``auto``, :data:`engine.registry.AUTO`:
+what the app ticks and what ``bench`` sweeps unless ``--params`` names the parameter); the
+engine then runs the expression's value at each shape, and the record says which. Named
+values still run as named (a constraint may refuse them with its reason).
 
 Defaults per architecture: a parameter's default is the first value of its list, the
 same on every GPU, unless a ``[defaults]`` table names a better one for the device's
@@ -110,7 +123,7 @@ KINDS = ("gemm", "aat")
 PRECISIONS = ("fp32", "tf32")
 DTYPES = ("float32", "int32")
 TOP_KEYS = {"name", "title", "source", "role", "order", "backend", "entry", "kind", "dtypes",
-            "precision", "arch_suffix", "params", "derived", "constraints", "launch",
+            "precision", "arch_suffix", "params", "derived", "chosen", "constraints", "launch",
             "prepass", "model", "defaults"}
 LAUNCH_KEYS = {"grid", "block", "shared", "workspace"}
 PREPASS_KEYS = {"entry", "grid", "block", "scratch", "tensor_maps"}
@@ -335,6 +348,8 @@ class KernelHeader:
     arch_defaults: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
     #: ``launch.workspace``: bytes of the kernel's workspace argument (CUDA), or None.
     workspace: Expr | None = None
+    #: ``[chosen]``: parameter → the expression that picks its value from the shape.
+    chosen: dict[str, Expr] = dataclasses.field(default_factory=dict)
 
     def semantics(self) -> tuple:
         """What must agree between the .cu and .cl files of one variant."""
@@ -344,7 +359,8 @@ class KernelHeader:
                 tuple((c.check.text, c.reason) for c in self.constraints),
                 tuple(e.text for e in self.grid), tuple(e.text for e in self.block),
                 self.flops.text if self.flops else None, self.bytes.text if self.bytes else None,
-                self.workspace.text if self.workspace else None)
+                self.workspace.text if self.workspace else None,
+                tuple((k, e.text) for k, e in self.chosen.items()))
 
     # --- evaluation (the registry's Variant calls these) -------------------------------
 
@@ -532,6 +548,15 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
         derived[dname] = expr(val, f"derived.{dname}", "derived", dname)
         known.add(dname)
 
+    chosen_raw = data.get("chosen", {})
+    if not isinstance(chosen_raw, dict):
+        err("[chosen] must be a table: parameter = \"expression\"", "chosen")
+    chosen: dict[str, Expr] = {}
+    for cname, val in chosen_raw.items():
+        if cname not in space:
+            err(f"[chosen] names '{cname}', which is not in [params]", "chosen", cname)
+        chosen[cname] = expr(val, f"chosen.{cname}", "chosen", cname)
+
     constraints = []
     raw = data.get("constraints", [])
     if not isinstance(raw, list):
@@ -630,7 +655,7 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
     return KernelHeader(path, backend, name, data["title"].strip(), data["source"].strip(), role,
                         order, entry, kind, tuple(dtypes), precision, suffix, space, derived,
                         constraints, grid, block_, shared, prepass, flops, bytes_, first,
-                        arch_defaults=arch_defaults, workspace=workspace)
+                        arch_defaults=arch_defaults, workspace=workspace, chosen=chosen)
 
 
 def _arch_defaults(raw: Any, space: Mapping[str, tuple[int, ...]], err: Callable,

@@ -438,6 +438,7 @@ def _profile_target(args) -> dict:
     v = registry.get(args.variant)
     params = params_from_str(args.params) if args.params else v.default_params()
     m, n, k = (int(x) for x in args.shape.lower().split("x"))
+    params = v.resolve(params, m, n, k)    # a value left to the shape (auto): the shape's
     reason = v.check("cuda", params, m, n, k, args.dtype)
     if reason:
         raise RuntimeError(f"{v.label(params)} cannot run at {m}×{n}×{k}: {reason}")

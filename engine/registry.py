@@ -24,7 +24,7 @@ import itertools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from .kernel_file import ARCH_RE, KernelFileError, KernelHeader, Prepass, parse_header
 
@@ -33,6 +33,10 @@ DTYPES = ("float32", "int32")
 ITEMSIZE = {"float32": 4, "int32": 4}
 
 Params = Mapping[str, int]
+
+#: A parameter value that leaves the choice to the shape: the header's ``[chosen]``
+#: expression gives the value at each shape (:meth:`Variant.resolve`). Written ``auto``.
+AUTO = -1
 #: CUDA's launch limits (every architecture the lab builds for).
 CUDA_MAX_THREADS = 1024
 CUDA_MAX_GRID_X = 2**31 - 1
@@ -213,13 +217,41 @@ class Variant:
 
     def defines(self, params: Params, dtype: str) -> dict[str, str]:
         """Compile-time constants for this parameter choice and dtype."""
+        left = [name for name, v in params.items() if v == AUTO]
+        if left:      # a build needs the shape's value: Variant.resolve first
+            raise ValueError(f"{self.name}: {', '.join(left)} left to the shape (auto) "
+                             "has no value until resolved at a shape")
         d = {"ELEM": "float" if dtype == "float32" else "int",
              "ACC": "float" if dtype == "float32" else "unsigned"}
         d.update({name.upper(): str(int(v)) for name, v in params.items()})
         return d
 
+    @property
+    def chosen(self) -> Mapping[str, Any]:
+        """Parameters the shape picks when a run leaves them to it (``[chosen]`` of the
+        kernel file): name → expression."""
+        return self.headers[0].chosen if self.headers else {}
+
+    def resolve(self, params: Params, m: int, n: int, k: int) -> dict[str, int]:
+        """``params`` with every :data:`AUTO` value of a chosen parameter replaced by the
+        value its ``[chosen]`` expression gives at the shape (M, N, K; SMS as the
+        constraints see it). Other values, and parameters no expression picks, stay."""
+        out = dict(params)
+        pending = [name for name in self.chosen if out.get(name) == AUTO]
+        if not pending:
+            return out
+        env = self.headers[0].env(out, m, n, k)
+        for name in pending:
+            try:
+                out[name] = int(self.chosen[name](env))
+            except Exception:          # reported by check as a value outside the space
+                pass
+        return out
+
     def check(self, backend: str, params: Params, m: int, n: int, k: int, dtype: str) -> str | None:
-        """Why this run cannot happen, or None if it can."""
+        """Why this run cannot happen, or None if it can (values left to the shape,
+        :data:`AUTO`, are first resolved at ``m``, ``n``, ``k``)."""
+        params = self.resolve(params, m, n, k)
         if backend not in self.sources:
             return f"{self.name} has no {backend} kernel"
         if dtype not in self.dtypes:
@@ -227,6 +259,8 @@ class Variant:
         for name, val in params.items():
             if name not in self.space:
                 return f"{self.name} has no parameter '{name}'"
+            if val == AUTO and name not in self.chosen:
+                return f"{name} of {self.name} is not chosen by the shape (its file has no [chosen] {name})"
             if val not in self.space[name]:
                 return f"{name}={val} is not in {self.name}'s parameter space {tuple(self.space[name])}"
         missing = set(self.space) - set(params)
@@ -264,9 +298,20 @@ class Variant:
         return f"{self.name}[{params_to_str(params)}]"
 
 
+def value_text(value: int) -> str:
+    """A parameter value as written: ``auto`` for :data:`AUTO`, else the number."""
+    return "auto" if value == AUTO else str(value)
+
+
+def value_from_text(text: str) -> int:
+    """Inverse of :func:`value_text`."""
+    text = text.strip()
+    return AUTO if text.lower() == "auto" else int(text)
+
+
 def params_to_str(params: Params) -> str:
-    """``{'ts': 32, 'wpt': 4}`` → ``'ts=32,wpt=4'`` (stable order)."""
-    return ",".join(f"{k}={params[k]}" for k in params)
+    """``{'ts': 32, 'wpt': 4}`` → ``'ts=32,wpt=4'`` (stable order; :data:`AUTO` as ``auto``)."""
+    return ",".join(f"{k}={value_text(params[k])}" for k in params)
 
 
 def params_from_str(text: str) -> dict[str, int]:
@@ -274,7 +319,7 @@ def params_from_str(text: str) -> dict[str, int]:
     out: dict[str, int] = {}
     for part in filter(None, (p.strip() for p in (text or "").split(","))):
         key, _, val = part.partition("=")
-        out[key.strip()] = int(val)
+        out[key.strip()] = value_from_text(val)
     return out
 
 
@@ -527,12 +572,14 @@ def iter_plan_params(variant: Variant, overrides: Mapping[str, tuple[int, ...]] 
                      ) -> Iterator[dict[str, int]]:
     """Combinations of ``variant``'s space, with ``overrides`` restricting named parameters.
 
-    Values in ``overrides`` that are not in the space are kept, so that
-    :meth:`Variant.check` reports them as skipped with a reason.
+    A parameter the shape picks (``[chosen]``) and ``overrides`` does not name is left to
+    the shape (:data:`AUTO`), not swept. Values in ``overrides`` that are not in the space
+    are kept, so that :meth:`Variant.check` reports them as skipped with a reason.
     """
     overrides = overrides or {}
     names = list(variant.space)
-    pools = [tuple(overrides[n]) if n in overrides else tuple(variant.space[n]) for n in names]
+    pools = [tuple(overrides[n]) if n in overrides
+             else (AUTO,) if n in variant.chosen else tuple(variant.space[n]) for n in names]
     for vals in itertools.product(*pools):
         yield dict(zip(names, vals))
 

@@ -362,9 +362,12 @@ class Sweep:
                                             done, total)
                 continue
             try:
-                for name, params in plan.items:
+                for name, item_params in plan.items:
                     if cancel.cancelled:
                         break
+                    # values left to the shape (registry.AUTO) resolved here, so that the
+                    # progress, a crash's record and the result all name the build that ran
+                    params = registry.get(name).resolve(item_params, m, n, k)
                     label = f"{registry.get(name).label(params)} @ {m}×{n}×{k}"
                     elapsed = time.perf_counter() - t_start
                     eta = elapsed / done * (total - done) if done else None
@@ -410,11 +413,15 @@ class Sweep:
         precompile = getattr(self.backend, "precompile", None)
         if precompile is None:
             return
-        jobs = []
+        jobs, seen = [], set()
         for name, params in plan.items:
             v = registry.get(name)
-            if any(v.check(plan.backend, params, *shape, plan.dtype) is None for shape in shapes):
-                jobs.append((v, params, plan.dtype))
+            for shape in shapes:      # a value left to the shape may build differently per shape
+                run = v.resolve(params, *shape)
+                key = (name, tuple(sorted(run.items())))
+                if key not in seen and v.check(plan.backend, run, *shape, plan.dtype) is None:
+                    seen.add(key)
+                    jobs.append((v, run, plan.dtype))
         built, seconds = precompile(jobs)
         if built:
             emit(Event("log", f"compiled {built} kernels in {seconds:.1f} s (in parallel)"))
@@ -426,6 +433,7 @@ class Sweep:
              cancel) -> ResultRecord:
         v = registry.get(name)
         m, n, k = shape
+        params = v.resolve(params, m, n, k)    # values left to the shape: the record says which
         rec = self._record(plan, device, versions, name, params, shape)
         rec.upload_ms = ws.upload_ms
         reason = v.check(plan.backend, params, m, n, k, plan.dtype)

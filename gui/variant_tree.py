@@ -43,8 +43,11 @@ class ParamValues(QWidget):
         layout.setContentsMargins(2, 0, 2, 0)
         layout.setSpacing(10)
         self.boxes: dict[int, QCheckBox] = {}
-        for v in sorted(values):  # numeric order reads better than registry order
-            box = QCheckBox(str(v))
+        for v in sorted(values):  # numeric order reads better than registry order (auto first)
+            box = QCheckBox(registry.value_text(v))
+            if v == registry.AUTO:
+                box.setToolTip("the value the shape picks (the kernel file's [chosen]): each "
+                               "size runs the one its header says is right for it")
             box.setChecked(v in checked)
             box.toggled.connect(self.toggled)
             layout.addWidget(box)
@@ -126,10 +129,15 @@ class VariantTree(QTreeWidget):
                 for pname, values in v.space.items():
                     child = QTreeWidgetItem([pname, ""])
                     child.setFlags(Qt.ItemFlag.ItemIsEnabled)
-                    child.setToolTip(NAME_COL, f"Values of {pname} to sweep for {v.name}; "
-                                               f"{_default_note(defaults[pname], values[0], self.arch)}")
+                    if pname in v.chosen:     # the shape picks it unless values are ticked
+                        values = (registry.AUTO, *values)
+                        note = (f"auto (the default): the shape picks it, "
+                                f"{pname} = {v.chosen[pname].text}")
+                    else:
+                        note = _default_note(defaults[pname], values[0], self.arch)
+                    child.setToolTip(NAME_COL, f"Values of {pname} to sweep for {v.name}; {note}")
                     item.addChild(child)
-                    checked = set(chosen.get(pname, [defaults[pname]]))
+                    checked = set(chosen.get(pname, [_initial(v, pname, defaults)]))
                     w = ParamValues(values, checked)
                     w.toggled.connect(lambda n=v.name, p=pname: self._values_changed(n, p))
                     self.setItemWidget(child, INFO_COL, w)
@@ -238,7 +246,7 @@ class VariantTree(QTreeWidget):
         v = registry.get(name)
         chosen = self._values.get(name, {})
         defaults = v.default_params(self.arch)
-        return {p: list(chosen.get(p, [defaults[p]])) for p in v.space}
+        return {p: list(chosen.get(p, [_initial(v, p, defaults)])) for p in v.space}
 
     def problems(self) -> list[str]:
         """Why the current choice cannot run, as short sentences (empty: fine)."""
@@ -312,6 +320,12 @@ class VariantTree(QTreeWidget):
                 self._values[name] = chosen
         if self.backend:
             self.set_backend(self.backend)
+
+
+def _initial(v, pname: str, defaults) -> int:
+    """The value ticked before the user ticks any: auto for a parameter the shape picks
+    (``[chosen]``), else the default on the device's architecture."""
+    return registry.AUTO if pname in v.chosen else defaults[pname]
 
 
 def _default_note(default: int, first: int, arch: str | None) -> str:

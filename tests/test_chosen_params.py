@@ -1,0 +1,222 @@
+"""Parameters chosen by the shape: a kernel file's ``[chosen]`` table, the ``auto`` value a run
+leaves to it (registry.AUTO), and how the engine, the CLI and the app resolve it per shape."""
+from __future__ import annotations
+
+import os
+import textwrap
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+from engine import registry  # noqa: E402
+from engine.cli import parse_param_overrides  # noqa: E402
+from engine.kernel_file import KernelFileError, parse_header  # noqa: E402
+from engine.runner import Plan, Sweep, expand_items  # noqa: E402
+
+AUTO = registry.AUTO
+
+HEADER = """\
+/*
++++
+name = "{name}"
+title = "a probe: C stored by rows where K is short"
+source = "tests"
+role = "user"
+backend = "opencl"
+
+[params]
+ts = [8, 16]
+crows = [1, 0]
+
+[chosen]
+{chosen}
+
+[[constraints]]
+check = "crows == (1 if K <= 64 else 0)"
+reason = "K = {{K}} takes crows = {{1 if K <= 64 else 0}} (chosen by the shape)"
+
+[launch]
+grid = ["cdiv(N, ts)", "cdiv(M, ts)"]
+block = ["ts", "ts"]
++++
+*/
+"""
+
+
+def _write(tmp_path, name, chosen):
+    path = tmp_path / f"{name}.cl"
+    path.write_text(HEADER.format(name=name, chosen=chosen) + "__kernel void matmul() {}\n")
+    return path
+
+
+def test_a_kernel_file_says_how_the_shape_picks_a_parameter(tmp_path):
+    h = parse_header(_write(tmp_path, "probe_chosen", 'crows = "1 if K <= 64 else 0"'))
+    assert set(h.chosen) == {"crows"} and h.chosen["crows"].text == "1 if K <= 64 else 0"
+    # only parameters can be chosen, and only by known names
+    with pytest.raises(KernelFileError, match="not in \\[params\\]"):
+        parse_header(_write(tmp_path, "probe_bad1", 'tm = "8"'))
+    with pytest.raises(KernelFileError, match="unknown name 'q'"):
+        parse_header(_write(tmp_path, "probe_bad2", 'crows = "q + 1"'))
+
+
+@pytest.mark.parametrize("name, extra, shape, want", [
+    ("ffma_wide_b4", {}, (2048, 2047, 1024), {"crows": 1}),
+    ("ffma_wide_b4", {"splitk": 4, "tailk": 1}, (4097, 4095, 4093), {"crows": 0}),
+    ("ffma_regdb_b4", {"splitk": 3}, (1000, 1001, 2561), {"crows": 0, "hybrid": 0}),
+    # 2047 x 2049: 544 tiles of 64 x 128 for 396 CTAs a wave: split only the last wave's
+    ("ffma_regdb_b4", {"splitk": 3}, (2047, 2049, 1023), {"crows": 1, "hybrid": 1}),
+    ("ffma_regdb", {"bm": 64, "splitk": 3}, (2500, 2500, 2500), {"hybrid": 1}),
+    ("ffma_regdb", {"bm": 64, "splitk": 3}, (1000, 1000, 1000), {"hybrid": 0}),   # under a wave
+    ("ffma_regdb", {"bm": 64}, (2500, 2500, 2500), {"hybrid": 0}),                # no split-K
+])
+def test_auto_resolves_to_the_value_the_constraints_want(name, extra, shape, want):
+    """At every shape the value ``auto`` resolves to is the one the kernel's constraints
+    accept, so a run left to the shape is never skipped for it."""
+    v = registry.get(name)
+    params = dict(v.default_params("9.0"), **extra, **{p: AUTO for p in v.chosen})
+    got = v.resolve(params, *shape)
+    assert {p: got[p] for p in want} == want and all(got[p] == x for p, x in extra.items())
+    assert v.check("cuda", params, *shape, "float32") is None
+    assert v.check("cuda", got, *shape, "float32") is None
+    # a named value is run as named: the one the shape does not pick is refused with why
+    for p, val in want.items():
+        other = dict(got, **{p: 1 - val})
+        assert "chosen by the shape" in (v.check("cuda", other, *shape, "float32") or "")
+
+
+def test_auto_only_for_parameters_the_file_chooses():
+    v = registry.get("ffma_wide")
+    assert v.chosen == {}
+    why = v.check("cuda", dict(v.default_params(), bk=AUTO), 4096, 4096, 4096, "float32")
+    assert "not chosen by the shape" in why
+    with pytest.raises(ValueError, match="left to the shape"):
+        registry.get("ffma_wide_b4").defines(dict(registry.get("ffma_wide_b4").default_params(),
+                                                  crows=AUTO), "float32")
+
+
+def test_sweeps_leave_chosen_parameters_to_the_shape_unless_named():
+    """``bench`` without --params sweeps every other parameter and leaves crows to the
+    shape; --params crows=0,1 (or crows=auto) names it."""
+    v = registry.get("ffma_wide_b4")
+    items = expand_items("cuda", ["ffma_wide_b4"])
+    assert {p["crows"] for _, p in items} == {AUTO}
+    assert len(items) == len(v.combos()) // len(v.space["crows"])
+    named = expand_items("cuda", ["ffma_wide_b4"], parse_param_overrides("crows=0,1;bk=16"))
+    assert {p["crows"] for _, p in named} == {0, 1} and {p["bk"] for _, p in named} == {16}
+    assert parse_param_overrides("crows=auto") == {"crows": (AUTO,)}
+    assert registry.params_to_str({"bk": 16, "crows": AUTO}) == "bk=16,crows=auto"
+    assert registry.params_from_str("bk=16,crows=auto") == {"bk": 16, "crows": AUTO}
+    assert registry.get("ffma_wide_b4").label({"crows": AUTO}) == "ffma_wide_b4[crows=auto]"
+
+
+def test_a_run_records_the_value_the_shape_picked(tmp_path):
+    """On the OpenCL backend (PoCL in CI): a kernel file whose tile size the shape picks,
+    run with ``auto`` at two shapes: each record names the tile that ran, verified."""
+    src = (registry.ROOT / "opencl" / "02_tiled.cl").read_text()
+    body = src[src.index("+++", src.index("+++") + 3) + 3:]
+    body = body[body.index("*/") + 2:]
+    path = tmp_path / "tiled_by_shape.cl"
+    path.write_text(textwrap.dedent("""\
+        /*
+        +++
+        name = "tiled_by_shape"
+        title = "the seed's tiled kernel, its tile chosen by the shape"
+        source = "opencl/02_tiled.cl"
+        role = "user"
+
+        [params]
+        block = [16, 8]
+
+        [chosen]
+        block = "8 if M % 16 else 16"
+
+        [[constraints]]
+        check = "M % block == 0 and N % block == 0 and K % block == 0"
+        reason = "sizes must be multiples of the block ({block})"
+
+        [launch]
+        grid = ["N // block", "M // block"]
+        block = ["block", "block"]
+        +++
+        */""") + body)
+    from tests.helpers import backend_status, run_plan
+    st = backend_status("opencl")
+    if not st.available:
+        pytest.skip(f"opencl backend unavailable: {st.reason}")
+    names, problems = registry.load_kernel_files([path])
+    assert problems == [] and names == ["tiled_by_shape"]
+    try:
+        plan = Plan(backend="opencl", items=expand_items("opencl", ["tiled_by_shape"]),
+                    shapes=[(24, 40, 56), (32, 48, 64)], warmup=0, repeats=1)
+        assert plan.items == [("tiled_by_shape", {"block": AUTO})]
+        recs = run_plan(plan)[0]
+        assert [(r.m, r.params, r.status, r.passed) for r in recs] == [
+            (24, {"block": 8}, "ok", True), (32, {"block": 16}, "ok", True)]
+    finally:
+        registry.REGISTRY.pop("tiled_by_shape", None)
+
+
+def test_the_app_ticks_auto_for_a_parameter_the_shape_picks(qtbot):
+    """The kernel tree offers ``auto`` first for crows and hybrid, ticked, and the plan
+    carries it; ticking a value instead runs that value."""
+    from engine.backends.base import BackendStatus, DeviceInfo
+    from gui.config_panel import ConfigPanel
+
+    cfg = ConfigPanel()
+    qtbot.addWidget(cfg)
+    cfg.set_statuses({"cuda": BackendStatus("cuda", True, devices=[
+        DeviceInfo("cuda", 0, "NVIDIA H100", compute_capability="9.0")])})
+    cfg.select("cuda", 0)
+    boxes = cfg.variants._value_widgets[("ffma_wide_b4", "crows")].boxes
+    assert list(boxes) == [AUTO, 0, 1] and boxes[AUTO].text() == "auto"
+    assert [v for v, b in boxes.items() if b.isChecked()] == [AUTO]
+    hybrid = cfg.variants._value_widgets[("ffma_regdb", "hybrid")].boxes
+    assert [v for v, b in hybrid.items() if b.isChecked()] == [AUTO]
+    bk = cfg.variants._value_widgets[("ffma_wide_b4", "bk")].boxes
+    assert AUTO not in bk                     # not chosen by the shape: no auto
+    cfg.variants.set_only(["ffma_wide_b4"])
+    cfg.sizes.set_text("2048x2047x1024")
+    items = cfg.build_plan().items
+    assert len(items) == 1 and items[0][1]["crows"] == AUTO and items[0][1]["bk"] == 16
+    boxes[AUTO].setChecked(False)
+    boxes[0].setChecked(True)
+    assert [p["crows"] for _, p in cfg.build_plan().items] == [0]
+    # nothing at this shape is skipped for a value left to the shape
+    v = registry.get("ffma_wide_b4")
+    for shape in [(2048, 2047, 1024), (4097, 4095, 4093)]:
+        assert v.check("cuda", items[0][1], *shape, "float32") is None
+
+
+def test_a_sweep_builds_each_shapes_value_once(monkeypatch):
+    """The runner's parallel build step compiles the value each shape picks (crows 1 at
+    K = 1024, 0 at K = 4093), once each, never ``auto`` itself."""
+    built = []
+
+    class Backend:
+        def precompile(self, jobs):
+            built.extend((v.name, tuple(sorted(p.items()))) for v, p, _ in jobs)
+            return len(jobs), 0.0
+
+    sweep = Sweep()
+    sweep.backend = Backend()
+    v = registry.get("ffma_wide_b4")
+    params = dict(v.default_params("9.0"), crows=AUTO)
+    plan = Plan(backend="cuda", items=[("ffma_wide_b4", params)],
+                shapes=[(2048, 2047, 1024), (4097, 4095, 4093), (2000, 2001, 1000)])
+    sweep._precompile(plan, plan.shapes, lambda e: None)
+    assert sorted(dict(p)["crows"] for _, p in built) == [0, 1]
+
+
+def test_autotune_searches_the_shapes_value_once():
+    """A search over combinations left to the shape times each build once: ``auto`` and the
+    value it resolves to are the same combination there."""
+    from engine.autotune import search_space
+
+    v = registry.get("ffma_wide_b4")
+    base = dict(v.default_params("9.0"))
+    combos = [dict(base, crows=AUTO), dict(base, crows=1), dict(base, crows=0)]
+    assert search_space("ffma_wide_b4", "cuda", (2048, 2047, 1024), "float32", combos) == [
+        dict(base, crows=1)]
+    assert search_space("ffma_wide_b4", "cuda", (4097, 4095, 4093), "float32", combos) == [
+        dict(base, crows=0)]
