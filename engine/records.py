@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .files import check_regular_file
-from .registry import params_from_str, params_to_str
+from .registry import AUTO, params_from_str, params_to_str
 
 
 @dataclass
@@ -67,10 +67,21 @@ class ResultRecord:
     def label(self) -> str:
         return f"{self.variant}[{params_to_str(self.params)}]" if self.params else self.variant
 
+    def series_params(self) -> dict[str, int]:
+        """The parameters a chart curve groups by: those the shape picked in this run
+        (``extra["by_shape"]``, a plan's ``auto``) as ``auto``, so that a sweep that left
+        them to the shape is one curve, whatever value each size ran."""
+        by_shape = self.extra.get("by_shape") or ()
+        return {k: (AUTO if k in by_shape else v) for k, v in self.params.items()}
+
+    def series_label(self) -> str:
+        """:meth:`label` with the values the shape picked shown as ``auto``."""
+        return f"{self.variant}[{params_to_str(self.series_params())}]" if self.params else self.variant
+
     def series_key(self) -> tuple:
         """What one chart curve groups by."""
         return (self.source, self.backend) + self.device_key() + (
-            self.variant, params_to_str(self.params), self.dtype, self.mode)
+            self.variant, params_to_str(self.series_params()), self.dtype, self.mode)
 
     def device_key(self) -> tuple:
         """One physical device: two GPUs of the same model on a host differ by index."""

@@ -384,6 +384,9 @@ class Sweep:
                         exc.results = results
                         ws = None
                         raise
+                    by_shape = [p for p, x in item_params.items() if x == registry.AUTO]
+                    if by_shape:         # one curve for the sweep (ResultRecord.series_params)
+                        rec.extra["by_shape"] = by_shape
                     results.append(rec)
                     done += 1
                     emit(Event("result", record=rec, done=done, total=total))

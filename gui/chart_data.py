@@ -139,7 +139,7 @@ def build_series(records: Iterable[ResultRecord]) -> list[Series]:
     for key, rs in groups.items():
         first = rs[0]
         extra = [fmt(first) for on, fmt in parts if on]
-        kernel = first.label()
+        kernel = first.series_label()
         label = " · ".join([kernel] + extra)
         rs = sorted(rs, key=problem_size)
         out.append(Series(key, kernel, label, source_list.index(first.source), rs))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -220,3 +221,50 @@ def test_autotune_searches_the_shapes_value_once():
         dict(base, crows=1)]
     assert search_space("ffma_wide_b4", "cuda", (4097, 4095, 4093), "float32", combos) == [
         dict(base, crows=0)]
+
+
+@pytest.mark.gpu
+def test_the_app_runs_a_kernel_left_to_the_shape_on_the_gpu(qtbot, make_window, configure, tmp_path):
+    """Click Run with ffma_wide_b4 as the tree offers it (crows auto) at a short and a long
+    K: both run verified, with crows 1 and 0 (none skipped), drawn as one curve; the window
+    afterwards is saved (to $OUT when set) to look at."""
+    from tests.helpers import backend_status
+
+    st = backend_status("cuda")
+    if not st.available:
+        pytest.skip(f"cuda backend unavailable: {st.reason}")
+    win = make_window()
+    configure(win, backend="cuda", variants=("ffma_wide_b4",), sizes="1300x901x1024,600x131x3100",
+              repeats=3)
+    assert [p["crows"] for _, p in win.config.build_plan().items] == [AUTO]
+    with qtbot.waitSignal(win.controller.finished, timeout=300_000):
+        win.start_run()
+    got = sorted((r.k, r.params["crows"], r.status, r.passed) for r in win.store.records)
+    assert got == [(1024, 1, "ok", True), (3100, 0, "ok", True)]
+    # one curve for the sweep: the values the shape picked show as auto
+    qtbot.waitUntil(lambda: any("crows=auto" in c for c in win.charts.curves("runtime")), timeout=5000)
+    assert not any("crows=0" in c or "crows=1" in c for c in win.charts.curves("runtime"))
+    win.grab().save(str(Path(os.environ.get("OUT", tmp_path)) / "chosen_params_run.png"))
+
+
+def test_a_sweep_left_to_the_shape_is_one_curve():
+    """Records whose crows the shape picked (1 at K = 1024, 0 at K = 3100) are one chart
+    curve, labelled crows=auto; the table keeps what ran. Named values stay two curves."""
+    from engine.records import ResultRecord
+    from gui.chart_data import build_series
+
+    def rec(k, crows, by_shape):
+        r = ResultRecord(backend="cuda", device="GPU", variant="ffma_wide_b4",
+                         params={"bk": 16, "crows": crows}, m=1300, n=901, k=k, dtype="float32",
+                         median_ms=0.1 * k / 1024, status="ok", passed=True, flops=2 * 1300 * 901 * k)
+        if by_shape:
+            r.extra["by_shape"] = ["crows"]
+        return r
+
+    auto = build_series([rec(1024, 1, True), rec(3100, 0, True)])
+    mine = [s for s in auto if not s.reference and s.records[0].variant == "ffma_wide_b4" and not s.lab]
+    assert len(mine) == 1 and mine[0].kernel == "ffma_wide_b4[bk=16,crows=auto]"
+    assert [r.label() for r in mine[0].records] == ["ffma_wide_b4[bk=16,crows=1]",
+                                                    "ffma_wide_b4[bk=16,crows=0]"]
+    named = build_series([rec(1024, 1, False), rec(3100, 0, False)])
+    assert len([s for s in named if not s.reference and not s.lab]) == 2
