@@ -244,7 +244,7 @@ class Variant:
         for name in pending:
             try:
                 out[name] = int(self.chosen[name](env))
-            except Exception:          # reported by check as a value outside the space
+            except Exception:          # left auto: check says the expression gave no value
                 pass
         return out
 
@@ -259,8 +259,10 @@ class Variant:
         for name, val in params.items():
             if name not in self.space:
                 return f"{self.name} has no parameter '{name}'"
-            if val == AUTO and name not in self.chosen:
-                return f"{name} of {self.name} is not chosen by the shape (its file has no [chosen] {name})"
+            if val == AUTO:       # still auto after resolve: nothing picks it, or it failed
+                if name not in self.chosen:
+                    return f"{name} of {self.name} is not chosen by the shape (its file has no [chosen] {name})"
+                return f"[chosen] {name} = \"{self.chosen[name].text}\" gives no value at {m}×{n}×{k}"
             if val not in self.space[name]:
                 return f"{name}={val} is not in {self.name}'s parameter space {tuple(self.space[name])}"
         missing = set(self.space) - set(params)

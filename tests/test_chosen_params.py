@@ -268,3 +268,16 @@ def test_a_sweep_left_to_the_shape_is_one_curve():
                                                     "ffma_wide_b4[bk=16,crows=0]"]
     named = build_series([rec(1024, 1, False), rec(3100, 0, False)])
     assert len([s for s in named if not s.reference and not s.lab]) == 2
+
+
+def test_an_expression_that_gives_no_value_is_a_skip_with_a_reason(tmp_path):
+    path = _write(tmp_path, "probe_div", 'crows = "(K - 64) // (K - 64)"')    # 1, but not at K = 64
+    names, problems = registry.load_kernel_files([path])
+    try:
+        assert problems == [] and names == ["probe_div"]
+        v = registry.get("probe_div")
+        why = v.check("opencl", {"ts": 8, "crows": AUTO}, 64, 64, 64, "float32")
+        assert why == '[chosen] crows = "(K - 64) // (K - 64)" gives no value at 64×64×64'
+        assert v.check("opencl", {"ts": 8, "crows": AUTO}, 64, 64, 32, "float32") is None
+    finally:
+        registry.REGISTRY.pop("probe_div", None)
