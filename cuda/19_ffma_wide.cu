@@ -321,6 +321,8 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
 
     /* running copy state of the interior path: sources of the next k-tile to copy */
     const ELEM* ga = A + (size_t)min(arow, M - 1) * K + kbeg + ac;
+    /* (both branches declare the copy state in the same order, so that the builds without
+       B4 compile to the same PTX as before it) */
 #if B4
     /* B4: warp w copies B rows w, w + NT/32, .. of the k-tile, lane l columns col0 + l + 32j
        (j < 4): each copy instruction 32 consecutive floats into 32 consecutive shared words,

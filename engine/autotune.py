@@ -377,9 +377,7 @@ def guess_candidates(backend: str, device: str, variant: str, dtype: str, shape:
     shape = tuple(int(x) for x in shape)
     cls = shape_class(shape)
     data = load_cache(path)
-    # values left to the shape (registry.AUTO) as the shape's: what a cache entry holds
-    pool = None if combos is None else [v.resolve({str(k): int(x) for k, x in c.items()}, *shape)
-                                        for c in combos]
+    pool = None if combos is None else _at_shape(v, combos, shape)
 
     def why_not(p: Mapping[str, int]) -> str | None:
         if pool is not None and dict(p) not in pool:
@@ -480,15 +478,19 @@ def best_record(records: Iterable[ResultRecord]) -> ResultRecord | None:
     return min(ok, key=lambda r: r.median_ms) if ok else None
 
 
+def _at_shape(v, combos: Iterable[Mapping[str, int]], shape: Shape) -> list[dict[str, int]]:
+    """``combos`` as they run at ``shape``: values left to it (:data:`registry.AUTO`) resolved,
+    as a cache entry or a record holds them."""
+    return [v.resolve({str(k): int(x) for k, x in c.items()}, *shape) for c in combos]
+
+
 def search_space(variant: str, backend: str, shape: Shape, dtype: str,
                  combos: Iterable[Mapping[str, int]] | None = None) -> list[dict[str, int]]:
     """Valid combinations (``combos``, else the variant's whole space) at this shape, values
     left to the shape (:data:`registry.AUTO`) resolved there, each once."""
     v = registry.get(variant)
-    pool = [dict(c) for c in combos] if combos is not None else v.combos()
     out: list[dict[str, int]] = []
-    for p in pool:
-        p = v.resolve(p, *shape)
+    for p in _at_shape(v, combos if combos is not None else v.combos(), shape):
         if p not in out and v.check(backend, p, *shape, dtype) is None:
             out.append(p)
     return out
@@ -581,8 +583,8 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
     what = f"autotune {variant} {dtype} {shape}"
     if not retune:
         cached = lookup(backend, name, variant, dtype, shape, cache)
-        if cached is not None and (mode == "search" or combos is None or cached in [
-                registry.get(variant).resolve(dict(c), *shape) for c in combos]):
+        if cached is not None and (mode == "search" or combos is None
+                                   or cached in _at_shape(registry.get(variant), combos, shape)):
             if emit:
                 emit(Event("log", f"{what}: cached {cached}"))
             return cached, []

@@ -38,7 +38,6 @@ from .backends.base import BackendError
 from .engines import EngineHandle, EngineLost
 from .records import ResultRecord
 from . import registry
-from .registry import params_to_str
 from .runner import CancelToken, Emit, Event, Plan, final_records, input_sets, make_record
 
 MODES = ("compare", "share")
@@ -425,12 +424,9 @@ class Dispatcher:
             got.append(rec)
             if emit is None:
                 self._add_result(task.order, self.engines.index(engine), rec)
-        finished = {(r.variant, params_to_str(r.params)) for r in got}
-
-        def done(n, p) -> bool:     # a value left to the shape ran as the shape's value
+        def done(n, p) -> bool:     # a value left to the shape (auto) ran as the shape's
             v = registry.get(n)
-            return (n, params_to_str(p)) in finished or any(
-                r.variant == n and r.params == v.resolve(p, r.m, r.n, r.k) for r in got)
+            return any(r.variant == n and r.params == v.resolve(p, r.m, r.n, r.k) for r in got)
         remaining = [(n, p) for n, p in task.plan.items if not done(n, p)]
         if not remaining:
             return None

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .files import check_regular_file
-from .registry import AUTO, params_from_str, params_to_str
+from .registry import AUTO, kernel_label, params_from_str, params_to_str
 
 
 @dataclass
@@ -65,7 +65,7 @@ class ResultRecord:
     profile: dict[str, Any] = field(default_factory=dict)
 
     def label(self) -> str:
-        return f"{self.variant}[{params_to_str(self.params)}]" if self.params else self.variant
+        return kernel_label(self.variant, self.params)
 
     def series_params(self) -> dict[str, int]:
         """The parameters a chart curve groups by: those the shape picked in this run
@@ -76,7 +76,7 @@ class ResultRecord:
 
     def series_label(self) -> str:
         """:meth:`label` with the values the shape picked shown as ``auto``."""
-        return f"{self.variant}[{params_to_str(self.series_params())}]" if self.params else self.variant
+        return kernel_label(self.variant, self.series_params())
 
     def series_key(self) -> tuple:
         """What one chart curve groups by."""

@@ -295,9 +295,7 @@ class Variant:
 
     def label(self, params: Params) -> str:
         """Short display name, e.g. ``tiled[block=16]``."""
-        if not params:
-            return self.name
-        return f"{self.name}[{params_to_str(params)}]"
+        return kernel_label(self.name, params)
 
 
 def value_text(value: int) -> str:
@@ -309,6 +307,11 @@ def value_from_text(text: str) -> int:
     """Inverse of :func:`value_text`."""
     text = text.strip()
     return AUTO if text.lower() == "auto" else int(text)
+
+
+def kernel_label(name: str, params: Params) -> str:
+    """``tiled[block=16]`` (``name`` alone without parameters; :data:`AUTO` as ``auto``)."""
+    return f"{name}[{params_to_str(params)}]" if params else name
 
 
 def params_to_str(params: Params) -> str:

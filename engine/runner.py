@@ -436,7 +436,6 @@ class Sweep:
              cancel) -> ResultRecord:
         v = registry.get(name)
         m, n, k = shape
-        params = v.resolve(params, m, n, k)    # values left to the shape: the record says which
         rec = self._record(plan, device, versions, name, params, shape)
         rec.upload_ms = ws.upload_ms
         reason = v.check(plan.backend, params, m, n, k, plan.dtype)
