@@ -4,7 +4,8 @@
 #   bash benchmarks/sanitize.sh [SHAPE]          (default 127x253x61; needs nvcc/CUDA on PATH)
 #   VARIANTS=skinny,ffma_wide_padb bash benchmarks/sanitize.sh     (only those kernels)
 # Kernels made for one class of shapes run at an odd shape of their class: skinny (M or N
-# <= 64) at 61x7x1000 and 7x253x1001 (the columns and the rows paths), ffma_narrow (N <= 64)
+# <= 64) at 61x7x1000 (the rows path), 7x253x1001, 16x300x1100 and 17x97x1543 (the columns
+# path: K % 4 != 0, full chunks of A by 16-byte copies with split-K, 4-byte ones), ffma_narrow (N <= 64)
 # at 127x61x253, 1000x7x999, 300x20x5000 and 130x45x999 (each tile width, split-K 1 and 3;
 # ffma_narrow_padb at N = 21 for 20), ffma_regdb_b4 at 127x253x61, 90x131x4001, 200x255x37
 # and 1300x4099x37, ffma_regdb at SHAPE and 1300x2600x37 (split-K of a last partial wave),
@@ -45,7 +46,7 @@ for dtype in float32 int32; do
     for name in ${names//,/ }; do
       shape=$SHAPE  # tiled needs multiples of its block (its declared constraint)
       [ "$name" = tiled ] && shape=96x160x64
-      [ "$name" = skinny ] && shape=61x7x1000,7x253x1001
+      [ "$name" = skinny ] && shape=61x7x1000,7x253x1001,16x300x1100,17x97x1543
       params=()     # ffma_narrow: every tile width (16, 32, 48, 64 columns), with and without split-K
       [ "$name" = ffma_narrow ] && shape=127x61x253,1000x7x999,300x20x5000,130x45x999 \
           && params=(--params "bn=16,32,48,64;bm=64,128,256;splitk=1,3")

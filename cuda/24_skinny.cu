@@ -66,18 +66,26 @@ shared = "smem"
  *
  * Columns path (M <= N; B is the large operand), block (8, 32) = 256 threads:
  *   thread (x, y) owns the 4 columns col0 + 4x of a 32-column strip and k-lane y (K split 32
- *   ways in the block; step u of chunk c reads row kbeg + c*KC + 32u + y). A warp reads 4
- *   consecutive rows of B, 128 bytes each, per 16-byte load (LDG.128; 4 scalar loads, merged
- *   in L1, when N % 4 != 0). The block's M-group of A (TMB = 4, 8, 16 or 32 rows, from the
- *   rows left in the group of TILE) is copied per chunk of KC = 32*U rows into shared memory
- *   transposed, As[k][m], by 4-byte cp.async (8 k x 4 m per warp; row pitch 12, 12, 20, 36
- *   words, odd in 16-byte units: the copies and the LDS.128 reads of 4 consecutive k are both
- *   conflict-free), double-buffered, one barrier per chunk. Per k: 1 load of B, TMB/4
- *   broadcast LDS.128 of A, 4*TMB FMAs. B's ring of U registers rolls: each is reloaded with
- *   the next chunk's row right after its last use, so U loads per thread stay in flight,
- *   across the barriers too. End: shuffles add the 4 k-lanes of a warp, shared memory the 8
- *   warps in a fixed order. Grid.x = ceil(M/TILE) * ceil(N/32), M-group fastest: the groups of
- *   one strip run together and B comes from DRAM once (the other groups hit L2).
+ *   ways in the block): step u = 4g + j of chunk c reads row kbeg + c*KC + 128g + 4y + j, so a
+ *   thread takes its rows in groups of 4 consecutive k. A warp reads 4 rows of B, 128 bytes
+ *   each, per 16-byte load (LDG.128; 4 scalar loads, merged in L1, when N % 4 != 0). The
+ *   block's M-group of A (TMB = 4, 8, 16 or 32 rows, from the rows left in the group of TILE)
+ *   is copied per chunk of KC = 32*U rows into shared memory as it lies, As[m][k], by 16-byte
+ *   cp.async (a warp copies 512 contiguous bytes of one row; 4-byte copies when K % 4 != 0,
+ *   A's rows then being unaligned), double-buffered, one barrier per chunk. Per group of 4 k:
+ *   4 loads of B, TMB LDS.128 of A (4 consecutive k of one row; the warp's 4 k-lanes read 64
+ *   contiguous bytes, a broadcast over x), 16*TMB FMAs. B's ring of U registers rolls: each
+ *   is reloaded with the next chunk's row right after its last use, so U loads per thread
+ *   stay in flight, across the barriers too. End: shuffles add the 4 k-lanes of a warp,
+ *   shared memory the 8 warps in a fixed order. Grid.x = ceil(M/TILE) * ceil(N/32), M-group
+ *   fastest: the groups of one strip run together and B comes from DRAM once (the other
+ *   groups hit L2).
+ *   Why A as it lies: the first version stored A transposed (As[k][m]) by 4-byte copies, 32
+ *   per thread per chunk at TMB = 16, twice the loads of B: ncu on the H200 at 16x8192x8192
+ *   showed the warps stalled on the LSU queue (lg_throttle) as much as on B's data. 16-byte
+ *   copies are a quarter of those instructions, which also paid for a ring twice as deep at
+ *   TMB = 16 (16 loads, 64 KB per SM in flight): 115.9 -> 88.3 us there (59 -> 79% of the
+ *   measured copy bandwidth; benchmarks/NOTES.md, round 16).
  *
  * Rows path (M > N; A is the large operand), block (32*WR, 8/WR):
  *   lane = (kl, rg): kl = lane % 8 reads A[m][k + 4kl .. +3] (LDG.128: 8 lanes = one 128-byte
@@ -103,14 +111,14 @@ shared = "smem"
  * Full chunks and the tail: a chunk that lies wholly in the slice is fetched without bounds
  * checks (rows past M and columns past N read clamped, valid addresses; their accumulators are
  * never stored), and only a slice's last, partial chunk is loaded with checks, without the
- * prefetch. This keeps the hot loop at ~81 % FFMA (columns, TMB = 16: 256 FFMA in 316
- * instructions per chunk body on sm_90) to ~77 % (rows, TN = 32).
+ * prefetch. This keeps the hot loops at >= 77 % FFMA (ncu's executed instructions: 82 % at
+ * 16x8192x8192 before the columns path's 16-byte A copies, fewer instructions since).
  *
  * Register budget: one block of 256 threads per SM, <= 255 registers (MINB = 1). At two
  * blocks per SM (<= 128) ptxas spilled a few bytes in the combined kernel however shallow the
- * rings, so the rings are deep instead: U_* below (16 loads per thread at 4 accumulators per
- * column, 8 at 16 rows, 4 at 32 rows; rows path R*U = 16, 8 at TN = 32), i.e. 32-64 KB per SM
- * in flight from 8 warps. TILE = 32: 32-row M-groups (half of B's L2 re-reads at M = 64) and
+ * rings, so the rings are deep instead: U_* below (16 loads per thread at up to 16 rows, 4
+ * at 32 rows; rows path R*U = 16, 8 at TN = 32), i.e. 32-64 KB per SM in flight from 8
+ * warps. TILE = 32: 32-row M-groups (half of B's L2 re-reads at M = 64) and
  * 32-column rows-path tiles (half of A's at N = 64); TILE = 16: 16-row groups, TN <= 16.
  *
  * Tails: loads past K or the slice are zero (cp.async src-size 0, or no load), loads past M or
@@ -159,10 +167,11 @@ shared = "smem"
  * with 8 warps per SM the rings must hold 32-64 KB per SM in flight on their own. */
 #define MINB 1
 #define DEPTH(d) ((d) * UNROLL / 8 > 0 ? (d) * UNROLL / 8 : 1)
-#define U_C4 DEPTH(16)                 /* columns path, TMB = 4: 16 accumulators */
-#define U_C8 DEPTH(16)                 /*   TMB = 8: 32 */
-#define U_C16 DEPTH(8)                 /*   TMB = 16: 64 */
-#define U_C32 DEPTH(4)                 /*   TMB = 32: 128 (TILE = 32) */
+#define CDEPTH(d) (DEPTH(d) < 4 ? 4 : DEPTH(d))   /* columns path: groups of 4 k */
+#define U_C4 CDEPTH(16)                /* columns path, TMB = 4: 16 accumulators */
+#define U_C8 CDEPTH(16)                /*   TMB = 8: 32 */
+#define U_C16 CDEPTH(16)               /*   TMB = 16: 64 (255 registers, no spills) */
+#define U_C32 CDEPTH(4)                /*   TMB = 32: 128 (TILE = 32) */
 #define U_R1 DEPTH(4)                  /* rows path, TN = 1, R = 4 (R*U loads in flight) */
 #define U_R4 DEPTH(4)                  /*   TN = 4, R = 4 */
 #define U_R8 DEPTH(4)                  /*   TN = 8, R = 4 */
@@ -243,12 +252,12 @@ __device__ __forceinline__ void cols_path(const ELEM* __restrict__ A, const ELEM
                                           ELEM* __restrict__ C, int M, int N, int K, int m0, int col0,
                                           int tile, int z, int splits, unsigned char* smem_raw)
 {
-    constexpr int TMP = TMB <= 8 ? 12 : TMB + 4;   /* As row pitch (words): odd in 16 B units */
     constexpr int KC = 32 * U;                     /* k rows per chunk */
-    constexpr int STAGE = KC * TMP;                /* words per stage */
-    constexpr int ACOPIES = TMB * KC / NT;         /* 4-byte copies of A per thread per chunk */
-    constexpr int ASTEP = NT / TMB;                /* k distance between a thread's copies */
-    static_assert(TMB * KC % NT == 0 && NT % TMB == 0, "A copies must split evenly");
+    constexpr int STAGE = TMB * KC;                /* words per stage: As[m][k], unpadded */
+    constexpr int QPR = KC / 4;                    /* 16-byte quads per row of a stage */
+    constexpr int AQT = TMB * QPR / NT;            /* quads of A per thread per chunk */
+    static_assert(U % 4 == 0, "a thread takes its k rows in groups of 4");
+    static_assert(TMB * QPR % NT == 0, "A copies must split evenly");
     static_assert(2 * STAGE <= SMEM_WORDS && 8 * TMB * 32 <= SMEM_WORDS, "shared memory");
 
     ELEM* const As = reinterpret_cast<ELEM*>(smem_raw);
@@ -260,37 +269,49 @@ __device__ __forceinline__ void cols_path(const ELEM* __restrict__ A, const ELEM
     slice_range(K, KC, z, splits, kbeg, kend);
     const int span = max(kend - kbeg, 0);          /* k rows of this slice */
     const int nchunks = (span + KC - 1) / KC, nfull = span / KC;
+    const bool kvec = (K & 3) == 0;                /* A's rows 16-byte aligned */
 
-    /* A copies: 8 consecutive k of 4 rows per warp; each thread one row am (rows past M: row
-     * M - 1, never stored), k = ak + i*ASTEP of the chunk */
-    const int am = (tid >> 3) % TMB;
-    const int ak = (tid & 7) + 8 * (tid / (8 * TMB));
-    const unsigned aoff = (unsigned)min(m0 + am, M - 1) * (unsigned)K + (unsigned)(kbeg + ak);
-    const unsigned adst = sbase + 4u * (unsigned)(ak * TMP + am);
-
+    /* A copies: quad e = tid + i*NT of the stage is row e / QPR (past M: row M - 1, never
+     * stored), k 4 * (e % QPR) .. +3 of the chunk; a warp copies 512 contiguous bytes */
     auto copy_a = [&](int c, auto full) {
-        const ELEM* src = A + (aoff + (unsigned)(c * KC));
-        const unsigned dst = adst + 4u * (unsigned)((c & 1) * STAGE);
-        const int rem = span - c * KC - ak;        /* > i*ASTEP: copy i is in the slice */
+        const int rem = span - c * KC;             /* k rows of this chunk in the slice */
+        const unsigned dst0 = sbase + 4u * (unsigned)((c & 1) * STAGE);
 #pragma unroll
-        for (int i = 0; i < ACOPIES; ++i) {
-            if (decltype(full)::value) {
-                cp_async4_full(dst + 4u * (unsigned)(i * ASTEP * TMP), src + i * ASTEP);
+        for (int i = 0; i < AQT; ++i) {
+            const int e = tid + i * NT;
+            const int am = e / QPR, kq = 4 * (e % QPR);
+            const ELEM* src = A + ((unsigned)min(m0 + am, M - 1) * (unsigned)K
+                                   + (unsigned)(kbeg + c * KC + kq));
+            const unsigned dst = dst0 + 4u * (unsigned)(am * KC + kq);
+            if (kvec) {
+                if (decltype(full)::value)
+                    cp_async16_full(dst, src);
+                else
+                    cp_async16(dst, kq < rem ? src : A, kq < rem);
             } else {
-                const bool in = i * ASTEP < rem;
-                cp_async4(dst + 4u * (unsigned)(i * ASTEP * TMP), in ? src + i * ASTEP : A, in);
+#pragma unroll
+                for (int j = 0; j < 4; ++j) {
+                    if (decltype(full)::value) {
+                        cp_async4_full(dst + 4u * j, src + j);
+                    } else {
+                        const bool in = kq + j < rem;
+                        cp_async4(dst + 4u * j, in ? src + j : A, in);
+                    }
+                }
             }
         }
         cp_async_commit();
     };
 
-    /* B row kbeg + c*KC + 32u + y, columns col..col+3 (clamped to N: never stored) */
-    const unsigned n32 = 32u * (unsigned)N;
+    /* B row kbeg + c*KC + 128g + 4y + j of step u = 4g + j, columns col..col+3 (clamped to N:
+     * never stored) */
+    const unsigned brow0 = (unsigned)(kbeg + 4 * y) * (unsigned)N;
     auto load_b = [&](int c, int u, auto full) -> VEC {
-        const int kr = c * KC + 32 * u + y;        /* row within the slice */
+        const int du = 128 * (u >> 2) + (u & 3);
+        const int kr = c * KC + du + 4 * y;        /* row within the slice */
         VEC v;
         if (decltype(full)::value || kr < span) {
-            const unsigned off = (unsigned)(kbeg + c * KC + y) * (unsigned)N + (unsigned)u * n32;
+            const unsigned off = brow0 + (unsigned)(c * KC + du) * (unsigned)N;
             if (VB) {
                 v = __ldg(reinterpret_cast<const VEC*>(B + (off + (unsigned)min(col, N - 4))));
             } else {
@@ -316,25 +337,28 @@ __device__ __forceinline__ void cols_path(const ELEM* __restrict__ A, const ELEM
      * chunk c+1's row (a full chunk) right after its last use: the rolling prefetch */
     VEC b[U];
     auto chunk = [&](int c, auto PF) {
-        const ELEM* as = As + (c & 1) * STAGE + y * TMP;
+        const ELEM* as = As + (c & 1) * STAGE + 4 * y;
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
-            const VEC bv = b[u];
-            if (decltype(PF)::value)
-                b[u] = load_b(c + 1, u, Full<true>());
-            ACC bb[4];
+        for (int g = 0; g < U / 4; ++g) {
+            ACC bb[4][4];
 #pragma unroll
-            for (int j = 0; j < 4; ++j)
-                bb[j] = (ACC)vget(bv, j);
+            for (int j = 0; j < 4; ++j) {
+                const VEC bv = b[4 * g + j];
+                if (decltype(PF)::value)
+                    b[4 * g + j] = load_b(c + 1, 4 * g + j, Full<true>());
 #pragma unroll
-            for (int q = 0; q < TMB / 4; ++q) {
-                const VEC av = *reinterpret_cast<const VEC*>(as + u * 32 * TMP + 4 * q);
+                for (int e = 0; e < 4; ++e)
+                    bb[j][e] = (ACC)vget(bv, e);
+            }
 #pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    const ACC a = (ACC)vget(av, i);
+            for (int m = 0; m < TMB; ++m) {
+                const VEC av = *reinterpret_cast<const VEC*>(as + m * KC + 128 * g);
 #pragma unroll
-                    for (int j = 0; j < 4; ++j)
-                        acc[4 * q + i][j] += a * bb[j];
+                for (int j = 0; j < 4; ++j) {
+                    const ACC a = (ACC)vget(av, j);
+#pragma unroll
+                    for (int e = 0; e < 4; ++e)
+                        acc[m][e] += a * bb[j][e];
                 }
             }
         }

@@ -52,10 +52,12 @@ def _skips_are_the_registrys(recs, dtype):
 
 #: skinny (24_skinny.cu) refuses min(M, N) > 64, so ODD_SHAPES reach it only at three shapes:
 #: here both paths at odd sizes, every TN of the rows path, N % 4 != 0, K % 4 != 0, a partial
-#: last chunk, and serial split-K (1x253x5000: 8 blocks, K split 9 ways, some slices empty).
+#: last chunk, and serial split-K (1x253x5000: 8 blocks, K split 9 ways, some slices empty);
+#: the columns path's full chunks of A (16-byte copies at K % 4 == 0, 4-byte ones else) at 16
+#: and 17 rows (an M-group of 16 and one of 1), with split-K at 16x300x1100.
 SKINNY_SHAPES = [(1, 253, 127), (61, 7, 1000), (3, 50, 701), (64, 300, 129), (33, 97, 2049),
                  (200, 3, 301), (500, 7, 999), (130, 12, 260), (300, 61, 515), (1, 253, 5000),
-                 (1000, 1, 3001)]
+                 (1000, 1, 3001), (16, 300, 1100), (17, 97, 1543), (48, 130, 2052)]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
