@@ -44,9 +44,10 @@ from engine.registry import params_to_str  # noqa: E402
 from engine.runner import Plan, Sweep, expand_items  # noqa: E402
 from engine.sizes import SHAPE_SUITE, format_shape, parse_sizes  # noqa: E402
 
-#: How many of a precision's highest rungs run by default: FP32's nine reach back to
-#: ffma_regdb (18) past the class specialists (24 skinny, 25/27/29 _padb, 28 narrow, 30/31 b4).
-CONTENDERS = {"fp32": 9, "tf32": 5}
+#: How many of a precision's highest rungs run by default: FP32's ten reach back to
+#: ffma_regdb (18) past the class specialists (24 skinny, 25/27/29 _padb, 28 narrow, 30/31 b4)
+#: and the small-shape rung (32).
+CONTENDERS = {"fp32": 10, "tf32": 5}
 
 
 def contenders(backend: str) -> list[str]:

@@ -83,8 +83,8 @@ def test_ladder_registered_in_order():
 def test_kernel_source_exists_with_header(v):
     path = v.source_path("cuda")
     assert path.is_file(), path
-    # numbered in the order taught (10..31); experiments keep their name in experiments/
-    assert (re.fullmatch(r"([12]\d|3[01])_[a-z0-9_]+\.cu", path.name) if v.role == "rung"
+    # numbered in the order taught (10..32); experiments keep their name in experiments/
+    assert (re.fullmatch(r"([12]\d|3[0-2])_[a-z0-9_]+\.cu", path.name) if v.role == "rung"
             else path.parent.name == "experiments"), path
     text = path.read_text()
     assert text.lstrip().startswith("/*")
@@ -1316,3 +1316,40 @@ def test_wgmma_tma_verifies_at_odd_shapes_and_4096():
     recs = _run(plan)
     bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
     assert not bad, bad
+
+
+# --- rung 32: ffma_small (cuda/32_ffma_small.cu) -----------------------------------------------
+
+SM32 = registry.get("ffma_small")
+#: odd shapes (4-byte copies where K or N % 4 != 0), one stage and many (K up to 2048: 32
+#: stages of 64, the two buffers refilled in turn), tiles past M and N, each group's k slice
+#: partly past K (K = 17, 61, 253), matrix-vector-like shapes
+SMALL_SHAPES = ODD_SHAPES + [(255, 257, 253), (256, 256, 256), (200, 300, 1500), (64, 64, 2048),
+                             (100, 1000, 100), (1000, 100, 300), (33, 7, 1001), (7, 33, 130)]
+
+
+def test_small_is_a_rung_for_any_shape():
+    """Rung 32 takes every shape and both dtypes; its tiles are 32 columns by bm rows, its
+    block 64 threads per k group, its shared memory the stages or the groups' partial tiles,
+    whichever is larger (the kernel traps on a launch that gives less)."""
+    assert SM32.role == "rung" and SM32.order == 32 and SM32.precision == "fp32"
+    assert set(SM32.dtypes) == {"float32", "int32"}
+    text = SM32.source_path("cuda").read_text()
+    assert "4u * (unsigned)max(STAGES * STAGE_WORDS, KG * BM * BN) > dyn_smem_bytes()" in text
+    for c in SM32.combos():
+        for m, n, k in SMALL_SHAPES + [(4096, 4096, 4096)]:
+            assert SM32.check("cuda", c, m, n, k, "float32") is None
+            (gx, gy, *_), (bx, by, *_) = SM32.geometry(c, m, n, k)
+            assert (gx, gy) == (-(-n // 32), -(-m // c["bm"])) and (bx, by) == (64 * c["kg"], 1)
+            words = max(2 * (c["bm"] * (c["ks"] + 4) + 32 * c["ks"]), c["kg"] * c["bm"] * 32)
+            assert shared_bytes(SM32, c) == 4 * words <= 227 * 1024
+            assert c["ks"] // c["kg"] >= 8 and c["ks"] % (4 * c["kg"]) == 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_small_verifies_at_odd_and_small_shapes(dtype):
+    _need_cuda()
+    ran = _verified_wherever_valid(SM32, SMALL_SHAPES, dtype)
+    assert {(r.params["bm"], r.params["kg"], r.params["ks"]) for r in ran} == {
+        tuple(c[p] for p in ("bm", "kg", "ks")) for c in SM32.combos()}
