@@ -1,7 +1,7 @@
 /*
 +++
 name = "ffma_small"
-title = "Small GEMMs (a few hundred rows, columns and k): latency-bound, not throughput-bound. 32-column tiles of 16-64 rows (many CTAs), 32 or 64 k per cp.async stage (few round trips), and K split inside the block over groups of two warps, summed through shared memory in a fixed order: no split across CTAs, no waiting on other CTAs."
+title = "Small GEMMs (a few hundred rows, columns and k): latency-bound, not throughput-bound. 32-column tiles of 16-64 rows (many CTAs), 32 or 64 k per cp.async stage (few round trips), and K split inside the block over groups of two warps, summed through shared memory in a fixed order; K split across CTAs (a workspace, the last CTA sums in slice order) only where the tiles leave SMs idle and K is long."
 source = "cuBLAS's small-shape FFMA kernels (32×32 tiles, split-K, at 256³); the CUDA programming guide's multistage cp.async pipeline; the seeds' tiled kernel, whose 16×16 tiles with no split beat the big-tile rungs at 256³: few dependent round trips decide a kernel this short"
 role = "rung"
 order = 32
@@ -12,12 +12,24 @@ precision = "fp32"
 bm = [32, 16, 64]    # tile rows (tiles are 32 columns wide): 2, 4 or 8 rows per thread
 kg = [4, 2]          # groups of 64 threads splitting each stage's k (block = 64 * kg threads)
 ks = [64, 32]        # k rows per stage (two stages: 4 were 0-10% slower at all 16 shapes measured)
+splitk = [1, 2, 4, 8, 16]   # CTAs sharing a tile's K (chosen by the shape: [chosen] below)
 
 [derived]
 tiles = "cdiv(M, bm) * cdiv(N, 32)"
 stage_words = "bm * (ks + 4) + ks * 32"        # A as it lies, rows padded by 4 words; B's 32 columns
 red_words = "kg * bm * 32"                     # the groups' partial tiles, for the sum
 smem = "4 * max(2 * stage_words, red_words)"   # the file's STAGES = 2
+# split K across CTAs only where the tiles leave SMs idle (under 2 CTAs per SM) and every
+# slice keeps >= 512 k: the fix-up costs a round trip, worth it only against a long loop
+split_want = "max(1, min(16, (2 * SMS) // tiles, K // 512))"
+split_pick = "16 if split_want >= 16 else 8 if split_want >= 8 else 4 if split_want >= 4 else 2 if split_want >= 2 else 1"
+qpt = "cdiv(bm * 8, 64 * kg)"                  # 16-byte quads of the summed tile per thread
+# workspace (split-K): per-tile arrival counters (256-byte aligned), then each slice's
+# partial tile, qpt quads per thread
+workspace = "0 if splitk == 1 else roundup(4 * tiles, 256) + splitk * tiles * qpt * 64 * kg * 16"
+
+[chosen]             # the value a run that leaves it to the shape (auto) gets
+splitk = "split_pick"
 
 [[constraints]]
 check = "(bm == 16 or bm == 32 or bm == 64) and (kg == 2 or kg == 4) and (ks == 32 or ks == 64)"
@@ -28,13 +40,18 @@ check = "ks // kg >= 8"
 reason = "each group takes ks / kg = {ks // kg} k of a stage: at least 8 (two steps of 4)"
 
 [[constraints]]
+check = "splitk == split_pick"
+reason = "{tiles} tiles of {bm} rows with K = {K} take split-K {split_pick} (chosen by the shape: CTAs share a tile's K only where the tiles make under 2 CTAs per SM, >= 512 k a slice)"
+
+[[constraints]]
 check = "smem <= 227 * 1024"
 reason = "{smem} bytes of shared memory: more than a block may have"
 
 [launch]
-grid = ["cdiv(N, 32)", "cdiv(M, bm)"]
+grid = ["cdiv(N, 32)", "cdiv(M, bm) * splitk"]
 block = ["64 * kg", 1]
 shared = "smem"
+workspace = "workspace"
 +++
 */
 /*
@@ -55,7 +72,12 @@ shared = "smem"
  *     ahead of the first FFMA, and the round trips were no longer what bound it);
  *   - K split inside the block: KG groups of 64 threads take each stage's k in KG slices
  *     and add their partial tiles through shared memory at the end, in group order
- *     (deterministic, no workspace, no second kernel, no waiting on other CTAs).
+ *     (deterministic, no workspace, no second kernel, no waiting on other CTAs);
+ *   - K split across CTAs only where the tiles leave SMs idle and K is long (under 2 CTAs
+ *     per SM, >= 512 k a slice; the header picks SPLITK from the shape): SPLITK CTAs take
+ *     whole stages of a tile's K, write their summed tiles to a workspace and count
+ *     themselves in; the last to arrive adds the slices in slice order and stores C
+ *     (splitk_arrive in lab_ptx.cuh, as ffma_regdb: deterministic, no second kernel).
  *
  * Thread layout: in a group of 64 threads, tc = t % 8 owns columns 4tc..4tc+3 of the tile,
  * tr = t / 8 owns rows tr, tr+8, .. (BM/8 of them). Per 4 k: 4 LDS.128 of B (row k..k+3,
@@ -76,9 +98,11 @@ shared = "smem"
  *   BM          16, 32 or 64: tile rows                                      (default 32)
  *   KG          2 or 4: groups of 64 threads splitting K in the block          (default 4)
  *   KS          32 or 64: k rows per stage                                    (default 64)
+ *   SPLITK      1, 2, 4, 8 or 16: CTAs sharing a tile's K (grid.y = M-tiles x SPLITK) (default 1)
  *   STAGES      stages of the pipeline, fixed at 2 (not a parameter: above)
- * Launch geometry (header): grid (ceil(N/32), ceil(M/BM)), block 64*KG, dynamic shared memory
- * 4 * max(2*(BM*(KS+4) + 32*KS), KG*BM*32) bytes. Needs sm_80 or newer (cp.async).
+ * Launch geometry (header): grid (ceil(N/32), ceil(M/BM)*SPLITK), block 64*KG, dynamic shared
+ * memory 4 * max(2*(BM*(KS+4) + 32*KS), KG*BM*32) bytes; with SPLITK > 1 a workspace of
+ * per-tile counters (zero between launches) and SPLITK partial tiles per tile. Needs sm_80 or newer (cp.async).
  */
 #include "lab_ptx.cuh"
 
@@ -97,9 +121,12 @@ shared = "smem"
 #ifndef KS
 #define KS 64
 #endif
+#ifndef SPLITK
+#define SPLITK 1
+#endif
 #define STAGES 2
 #if (BM != 16 && BM != 32 && BM != 64) || (KG != 2 && KG != 4) || (KS != 32 && KS != 64) \
-    || KS / KG < 8
+    || KS / KG < 8 || (SPLITK & (SPLITK - 1)) || SPLITK > 16
 #error "inconsistent parameters"
 #endif
 #define BN 32
@@ -126,7 +153,7 @@ __device__ __forceinline__ unsigned dyn_smem_bytes()
 
 extern "C" __global__ __launch_bounds__(NT, 1)   /* (NT) alone: ptxas capped a 4-stage build at 96 registers and spilled */
 void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
-            int M, int N, int K)
+            int M, int N, int K, unsigned char* __restrict__ workspace)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     /* a launch that does not match the header would overflow the stages or the sum */
@@ -136,13 +163,19 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem_raw);
     const int tid = threadIdx.x;
     const int g = tid >> 6, t = tid & 63, tc = t & 7, tr = t >> 3;
-    const int n0 = blockIdx.x * BN, m0 = blockIdx.y * BM;
+    const int mtiles = (M + BM - 1) / BM;
+    const int mt = blockIdx.y % mtiles, z = blockIdx.y / mtiles;   /* M-tile, K slice */
+    const int n0 = blockIdx.x * BN, m0 = mt * BM;
     const bool avec = (K & 3) == 0, bvec = (N & 3) == 0;
-    const int nst = (K + KS - 1) / KS;
+    /* slice z: whole stages [s0, s1) of the tile's K, floor or ceil of nstages / SPLITK each
+     * (the header splits only where nstages >= 8 * SPLITK: no slice is empty) */
+    const int nstages = (K + KS - 1) / KS;
+    const int s0 = z * nstages / SPLITK, s1 = (z + 1) * nstages / SPLITK, nst = s1 - s0;
 
-    /* stage s into buffer s % STAGES: A rows m0.., k s*KS..; B rows s*KS.., columns n0.. */
+    /* the slice's stage s into buffer s % STAGES: A rows m0.., k (s0+s)*KS..; B rows
+     * (s0+s)*KS.., columns n0.. */
     auto load_stage = [&](int s) {
-        const int k0 = s * KS;
+        const int k0 = (s0 + s) * KS;
         const unsigned abuf = sbase + 4u * (unsigned)((s % STAGES) * STAGE_WORDS);
         const unsigned bbuf = abuf + 4u * (unsigned)(BM * AP);
         if (avec) {
@@ -234,30 +267,62 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
             p[e] = acc[i][e];
     }
     __syncthreads();
-    for (int q = tid; q < BM * (BN / 4); q += NT) {
-        const int r = q / (BN / 4), c = 4 * (q % (BN / 4));
-        const int m = m0 + r, n = n0 + c;
-        if (m >= M)
-            continue;
-        ACC v[4];
+    constexpr int QUADS = BM * (BN / 4);           /* 16-byte quads of the tile */
+    constexpr int QPT = (QUADS + NT - 1) / NT;     /* per thread: quad tid + i*NT */
+    ACC v[4 * QPT];
+#pragma unroll
+    for (int i = 0; i < QPT; ++i) {
+        const int q = tid + i * NT;
 #pragma unroll
         for (int e = 0; e < 4; ++e)
-            v[e] = red[r * BN + c + e];
+            v[4 * i + e] = (ACC)0;
+        if (QUADS % NT == 0 || q < QUADS) {
+            const int r = q / (BN / 4), c = 4 * (q % (BN / 4));
 #pragma unroll
-        for (int gg = 1; gg < KG; ++gg)
+            for (int gg = 0; gg < KG; ++gg)
 #pragma unroll
-            for (int e = 0; e < 4; ++e)
-                v[e] += red[(gg * BM + r) * BN + c + e];
+                for (int e = 0; e < 4; ++e)
+                    v[4 * i + e] += red[(gg * BM + r) * BN + c + e];
+        }
+    }
+#if SPLITK > 1
+    /* this slice's tile to the workspace; the CTA that arrives last sums the slices in order */
+    {
+        typedef typename vec4_of<ACC>::type V;
+        const int tile = mt * gridDim.x + blockIdx.x;
+        const V* parts = splitk_arrive<4 * QPT, NT>(v, workspace, mtiles * gridDim.x, tile, SPLITK, z, tid);
+        if (parts == nullptr)
+            return;
+#pragma unroll 1
+        for (int zz = 0; zz < SPLITK; ++zz)
+#pragma unroll
+            for (int i = 0; i < QPT; ++i) {
+                const V x = __ldcg(&parts[(size_t)(zz * QPT + i) * NT + tid]);
+                if (zz == 0) {
+                    v[4 * i] = x.x; v[4 * i + 1] = x.y; v[4 * i + 2] = x.z; v[4 * i + 3] = x.w;
+                } else {
+                    v[4 * i] += x.x; v[4 * i + 1] += x.y; v[4 * i + 2] += x.z; v[4 * i + 3] += x.w;
+                }
+            }
+    }
+#endif
+#pragma unroll
+    for (int i = 0; i < QPT; ++i) {
+        const int q = tid + i * NT;
+        const int r = q / (BN / 4), c = 4 * (q % (BN / 4));
+        const int m = m0 + r, n = n0 + c;
+        if ((QUADS % NT != 0 && q >= QUADS) || m >= M)
+            continue;
         ELEM* out = C + (size_t)m * N + n;
-        if (bvec && n + 3 < N) {
+        if (bvec && n < N) {                       /* N % 4 == 0: the whole quad is in */
             VEC o;
-            o.x = (ELEM)v[0]; o.y = (ELEM)v[1]; o.z = (ELEM)v[2]; o.w = (ELEM)v[3];
+            o.x = (ELEM)v[4 * i]; o.y = (ELEM)v[4 * i + 1]; o.z = (ELEM)v[4 * i + 2]; o.w = (ELEM)v[4 * i + 3];
             *reinterpret_cast<VEC*>(out) = o;
         } else {
 #pragma unroll
             for (int e = 0; e < 4; ++e)
                 if (n + e < N)
-                    out[e] = (ELEM)v[e];
+                    out[e] = (ELEM)v[4 * i + e];
         }
     }
 }

@@ -51,13 +51,15 @@ SPECIALISTS = {"skinny": (lambda m, n, k: min(m, n) <= 64, (1, 4096, 4096)),
 #: Rungs whose header picks a parameter by shape within the class, and the words of that
 #: constraint: ffma_narrow's tile width holds N with few empty columns; ffma_regdb_b4 and
 #: ffma_wide_b4 store C through shared memory where K is short; ffma_regdb and its _padb and _b4 rungs split only a
-#: last partial wave's tiles where the tiles make more than a wave (hybrid).
+#: last partial wave's tiles where the tiles make more than a wave (hybrid); ffma_small splits
+#: K across CTAs only where its tiles leave SMs idle and K is long.
 CHOSEN_BY_SHAPE = {"ffma_narrow": "takes a tile that holds it",
                    "ffma_narrow_padb": "takes a tile that holds it",
                    "ffma_regdb_b4": "chosen by the shape",
                    "ffma_wide_b4": "chosen by the shape",
                    "ffma_regdb": "chosen by the shape",
-                   "ffma_regdb_padb": "chosen by the shape"}
+                   "ffma_regdb_padb": "chosen by the shape",
+                   "ffma_small": "chosen by the shape"}
 
 
 def home(v) -> tuple[int, int, int]:
@@ -1321,35 +1323,56 @@ def test_wgmma_tma_verifies_at_odd_shapes_and_4096():
 # --- rung 32: ffma_small (cuda/32_ffma_small.cu) -----------------------------------------------
 
 SM32 = registry.get("ffma_small")
-#: odd shapes (4-byte copies where K or N % 4 != 0), one stage and many (K up to 2048: 32
-#: stages of 64, the two buffers refilled in turn), tiles past M and N, each group's k slice
+#: odd shapes (4-byte copies where K or N % 4 != 0), one stage and many, tiles past M and N, each group's k slice
 #: partly past K (K = 17, 61, 253), matrix-vector-like shapes
-SMALL_SHAPES = ODD_SHAPES + [(255, 257, 253), (256, 256, 256), (200, 300, 1500), (64, 64, 2048),
-                             (100, 1000, 100), (1000, 100, 300), (33, 7, 1001), (7, 33, 130)]
+SMALL_SHAPES = ODD_SHAPES + [(255, 257, 253), (256, 256, 256), (100, 1000, 100), (1000, 100, 300),
+                             (33, 7, 1001), (7, 33, 130)]
+#: shapes whose few tiles split K across CTAs (at bm = 16: 2, 4, 8 and 16 slices; K % 4 != 0
+#: and N % 4 != 0 among them), slices of whole stages
+SPLIT_SHAPES = [(200, 300, 1500), (64, 64, 2048), (40, 41, 4100), (33, 7, 8193), (100, 70, 3001)]
 
 
 def test_small_is_a_rung_for_any_shape():
     """Rung 32 takes every shape and both dtypes; its tiles are 32 columns by bm rows, its
     block 64 threads per k group, its shared memory the stages or the groups' partial tiles,
-    whichever is larger (the kernel traps on a launch that gives less)."""
+    whichever is larger (the kernel traps on a launch that gives less). K is split across
+    CTAs only where the tiles make under 2 CTAs per SM and each slice keeps >= 512 k: one
+    split-K value per shape (chosen by the shape), so 12 combinations run at any shape."""
     assert SM32.role == "rung" and SM32.order == 32 and SM32.precision == "fp32"
-    assert set(SM32.dtypes) == {"float32", "int32"}
+    assert set(SM32.dtypes) == {"float32", "int32"} and "splitk" in SM32.chosen
     text = SM32.source_path("cuda").read_text()
     assert "4u * (unsigned)max(STAGES * STAGE_WORDS, KG * BM * BN) > dyn_smem_bytes()" in text
-    for c in SM32.combos():
-        for m, n, k in SMALL_SHAPES + [(4096, 4096, 4096)]:
-            assert SM32.check("cuda", c, m, n, k, "float32") is None
+    for m, n, k in SMALL_SHAPES + SPLIT_SHAPES + [(4096, 4096, 4096), (1024, 1024, 1024)]:
+        valid = [c for c in SM32.combos() if SM32.check("cuda", c, m, n, k, "float32") is None]
+        assert len(valid) == 12
+        for c in valid:
+            tiles = -(-m // c["bm"]) * -(-n // 32)
+            want = max(1, min(16, 2 * SMS // tiles, k // 512))
+            assert c["splitk"] == max(p for p in (1, 2, 4, 8, 16) if p <= want)
+            assert SM32.resolve(dict(c, splitk=registry.AUTO), m, n, k) == c
             (gx, gy, *_), (bx, by, *_) = SM32.geometry(c, m, n, k)
-            assert (gx, gy) == (-(-n // 32), -(-m // c["bm"])) and (bx, by) == (64 * c["kg"], 1)
+            assert (gx, gy) == (-(-n // 32), -(-m // c["bm"]) * c["splitk"])
+            assert (bx, by) == (64 * c["kg"], 1)
             words = max(2 * (c["bm"] * (c["ks"] + 4) + 32 * c["ks"]), c["kg"] * c["bm"] * 32)
             assert shared_bytes(SM32, c) == 4 * words <= 227 * 1024
             assert c["ks"] // c["kg"] >= 8 and c["ks"] % (4 * c["kg"]) == 0
+            qpt = -(-c["bm"] * 8 // (64 * c["kg"]))
+            assert SM32.workspace_bytes(c, m, n, k) == (
+                0 if c["splitk"] == 1 else
+                -(-4 * tiles // 256) * 256 + c["splitk"] * tiles * qpt * 64 * c["kg"] * 16)
+            # slices of floor or ceil(stages / splitk) whole stages: >= 512 k, none empty
+            stages = -(-k // c["ks"])
+            assert stages // c["splitk"] * c["ks"] >= (512 if c["splitk"] > 1 else 0)
+    # the shapes that split: few tiles and a long K
+    assert {SM32.resolve({"bm": 16, "kg": 4, "ks": 64, "splitk": registry.AUTO}, *s)["splitk"]
+            for s in SPLIT_SHAPES} == {2, 4, 8, 16}
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_small_verifies_at_odd_and_small_shapes(dtype):
     _need_cuda()
-    ran = _verified_wherever_valid(SM32, SMALL_SHAPES, dtype)
+    ran = _verified_wherever_valid(SM32, SMALL_SHAPES + SPLIT_SHAPES, dtype)
     assert {(r.params["bm"], r.params["kg"], r.params["ks"]) for r in ran} == {
         tuple(c[p] for p in ("bm", "kg", "ks")) for c in SM32.combos()}
+    assert {r.params["splitk"] for r in ran} == {1, 2, 4, 8, 16}
