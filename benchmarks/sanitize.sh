@@ -11,7 +11,7 @@
 # and 1300x4099x37, ffma_regdb at SHAPE and 1300x2600x37 (split-K of a last partial wave),
 # ffma_wide_b4 at 300x253x61, 257x301x77, 2300x1999x77 and 256x131x3080, ffma_wide_padb
 # (N % 4 != 0) at SHAPE when its N qualifies, else at 127x253x61, ffma_small at SHAPE,
-# 200x300x1500, 33x7x1001 and 40x41x4100 (split-K 2 and 8).
+# 200x300x1500, 33x7x1001 and 40x41x4100 (split-K 2 and 16).
 # Prints one line per tool and dtype; full logs go to
 # $OUT/sanitize_<tool>_<dtype>_<kernel>.log (or ./sanitize-logs/). Exits non-zero on any error.
 # memcheck runs with verification (a poisoned C, one checked launch + one timed launch);
@@ -49,7 +49,7 @@ for dtype in float32 int32; do
       [ "$name" = tiled ] && shape=96x160x64
       [ "$name" = skinny ] && shape=61x7x1000,7x253x1001,16x300x1100,17x97x1543
       # ffma_small: SHAPE (4-byte copies), then 16-byte copies over 24 stages split across 2
-      # CTAs, a group's k slice past K, and 8 CTAs a tile (N % 4 != 0)
+      # CTAs, a group's k slice past K, and 16 CTAs a tile (N % 4 != 0)
       [ "$name" = ffma_small ] && shape=$SHAPE,200x300x1500,33x7x1001,40x41x4100
       params=()     # ffma_narrow: every tile width (16, 32, 48, 64 columns), with and without split-K
       [ "$name" = ffma_narrow ] && shape=127x61x253,1000x7x999,300x20x5000,130x45x999 \

@@ -1329,14 +1329,14 @@ SMALL_SHAPES = ODD_SHAPES + [(255, 257, 253), (256, 256, 256), (100, 1000, 100),
                              (33, 7, 1001), (7, 33, 130)]
 #: shapes whose few tiles split K across CTAs (at bm = 16: 2, 4, 8 and 16 slices; K % 4 != 0
 #: and N % 4 != 0 among them), slices of whole stages
-SPLIT_SHAPES = [(200, 300, 1500), (64, 64, 2048), (40, 41, 4100), (33, 7, 8193), (100, 70, 3001)]
+SPLIT_SHAPES = [(200, 300, 1500), (128, 130, 900), (100, 70, 3001), (64, 64, 2048), (33, 7, 8193)]
 
 
 def test_small_is_a_rung_for_any_shape():
     """Rung 32 takes every shape and both dtypes; its tiles are 32 columns by bm rows, its
     block 64 threads per k group, its shared memory the stages or the groups' partial tiles,
     whichever is larger (the kernel traps on a launch that gives less). K is split across
-    CTAs only where the tiles make under 2 CTAs per SM and each slice keeps >= 512 k: one
+    CTAs only where the tiles make under 2 CTAs per SM and each slice keeps >= 128 k: one
     split-K value per shape (chosen by the shape), so 12 combinations run at any shape."""
     assert SM32.role == "rung" and SM32.order == 32 and SM32.precision == "fp32"
     assert set(SM32.dtypes) == {"float32", "int32"} and "splitk" in SM32.chosen
@@ -1347,7 +1347,7 @@ def test_small_is_a_rung_for_any_shape():
         assert len(valid) == 12
         for c in valid:
             tiles = -(-m // c["bm"]) * -(-n // 32)
-            want = max(1, min(16, 2 * SMS // tiles, k // 512))
+            want = max(1, min(16, 2 * SMS // tiles, k // 128))
             assert c["splitk"] == max(p for p in (1, 2, 4, 8, 16) if p <= want)
             assert SM32.resolve(dict(c, splitk=registry.AUTO), m, n, k) == c
             (gx, gy, *_), (bx, by, *_) = SM32.geometry(c, m, n, k)
@@ -1360,9 +1360,9 @@ def test_small_is_a_rung_for_any_shape():
             assert SM32.workspace_bytes(c, m, n, k) == (
                 0 if c["splitk"] == 1 else
                 -(-4 * tiles // 256) * 256 + c["splitk"] * tiles * qpt * 64 * c["kg"] * 16)
-            # slices of floor or ceil(stages / splitk) whole stages: >= 512 k, none empty
+            # slices of floor or ceil(stages / splitk) whole stages: >= 128 k, none empty
             stages = -(-k // c["ks"])
-            assert stages // c["splitk"] * c["ks"] >= (512 if c["splitk"] > 1 else 0)
+            assert stages // c["splitk"] * c["ks"] >= (128 if c["splitk"] > 1 else 0)
     # the shapes that split: few tiles and a long K
     assert {SM32.resolve({"bm": 16, "kg": 4, "ks": 64, "splitk": registry.AUTO}, *s)["splitk"]
             for s in SPLIT_SHAPES} == {2, 4, 8, 16}
