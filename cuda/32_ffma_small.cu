@@ -19,10 +19,11 @@ tiles = "cdiv(M, bm) * cdiv(N, 32)"
 stage_words = "bm * (ks + 4) + ks * 32"        # A as it lies, rows padded by 4 words; B's 32 columns
 red_words = "kg * bm * 32"                     # the groups' partial tiles, for the sum
 smem = "4 * max(2 * stage_words, red_words)"   # the file's STAGES = 2
-# split K across CTAs only where the tiles leave SMs idle (under 2 CTAs per SM), every slice
-# keeping >= 128 k (2 stages of 64): measured against 256 and 512 k, 128 was as fast or
-# faster at all 14 shapes (32x200x1000: 112% of cuBLAS against 86% at 256)
-split_want = "max(1, min(16, (2 * SMS) // tiles, K // 128))"
+# split K across CTAs only where the tiles leave SMs idle (under 2 CTAs per SM) and K >= 512,
+# every slice keeping >= 128 k (2 stages of 64): measured against 256 and 512 k, 128 was as
+# fast or faster at all 14 shapes (32x200x1000: 112% of cuBLAS against 86% at 256); but
+# 256^3 split in two lost 147 -> 127%, so K under 512 is never split
+split_want = "1 if K < 512 else max(1, min(16, (2 * SMS) // tiles, K // 128))"
 split_pick = "16 if split_want >= 16 else 8 if split_want >= 8 else 4 if split_want >= 4 else 2 if split_want >= 2 else 1"
 qpt = "cdiv(bm * 8, 64 * kg)"                  # 16-byte quads of the summed tile per thread
 # workspace (split-K): per-tile arrival counters (256-byte aligned), then each slice's
@@ -42,7 +43,7 @@ reason = "each group takes ks / kg = {ks // kg} k of a stage: at least 8 (two st
 
 [[constraints]]
 check = "splitk == split_pick"
-reason = "{tiles} tiles of {bm} rows with K = {K} take split-K {split_pick} (chosen by the shape: CTAs share a tile's K only where the tiles make under 2 CTAs per SM, >= 128 k a slice)"
+reason = "{tiles} tiles of {bm} rows with K = {K} take split-K {split_pick} (chosen by the shape: CTAs share a tile's K only where the tiles make under 2 CTAs per SM and K >= 512, >= 128 k a slice)"
 
 [[constraints]]
 check = "smem <= 227 * 1024"
@@ -74,8 +75,8 @@ workspace = "workspace"
  *   - K split inside the block: KG groups of 64 threads take each stage's k in KG slices
  *     and add their partial tiles through shared memory at the end, in group order
  *     (deterministic, no workspace, no second kernel, no waiting on other CTAs);
- *   - K split across CTAs only where the tiles leave SMs idle (under 2 CTAs per SM, >= 128
- *     k a slice; the header picks SPLITK from the shape): SPLITK CTAs take
+ *   - K split across CTAs only where the tiles leave SMs idle (under 2 CTAs per SM, K >= 512,
+ *     >= 128 k a slice; the header picks SPLITK from the shape): SPLITK CTAs take
  *     whole stages of a tile's K, write their summed tiles to a workspace and count
  *     themselves in; the last to arrive adds the slices in slice order and stores C
  *     (splitk_arrive in lab_ptx.cuh, as ffma_regdb: deterministic, no second kernel).
