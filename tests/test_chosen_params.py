@@ -247,6 +247,28 @@ def test_the_app_runs_a_kernel_left_to_the_shape_on_the_gpu(qtbot, make_window, 
     win.grab().save(str(Path(os.environ.get("OUT", tmp_path)) / "chosen_params_run.png"))
 
 
+@pytest.mark.gpu
+def test_the_app_runs_the_small_rung_split_by_the_shape_on_the_gpu(qtbot, make_window, configure,
+                                                                   tmp_path):
+    """Click Run with ffma_small as the tree offers it (splitk auto): at 256³ its tiles fill
+    the GPU and K is short (no split), at 200×300×1500 they are 70 for 132 SMs and K is long
+    (2 CTAs a tile, summed in order): both verified, one curve; the window is saved."""
+    from tests.helpers import backend_status
+
+    st = backend_status("cuda")
+    if not st.available:
+        pytest.skip(f"cuda backend unavailable: {st.reason}")
+    win = make_window()
+    configure(win, backend="cuda", variants=("ffma_small",), sizes="256,200x300x1500", repeats=3)
+    assert [p["splitk"] for _, p in win.config.build_plan().items] == [AUTO]
+    with qtbot.waitSignal(win.controller.finished, timeout=300_000):
+        win.start_run()
+    got = sorted((r.k, r.params["splitk"], r.status, r.passed) for r in win.store.records)
+    assert got == [(256, 1, "ok", True), (1500, 2, "ok", True)]
+    qtbot.waitUntil(lambda: any("splitk=auto" in c for c in win.charts.curves("runtime")), timeout=5000)
+    win.grab().save(str(Path(os.environ.get("OUT", tmp_path)) / "small_rung_run.png"))
+
+
 def test_a_sweep_left_to_the_shape_is_one_curve():
     """Records whose crows the shape picked (1 at K = 1024, 0 at K = 3100) are one chart
     curve, labelled crows=auto; the table keeps what ran. Named values stay two curves."""
