@@ -30,7 +30,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from .kernel_file import BACKEND_OF_SUFFIX, ExpressionError, KernelFileError, parse_header
 from .registry import DTYPES, Variant, params_to_str, variant_from_headers
@@ -59,6 +59,13 @@ SHARED_PER_BLOCK = {"sm_70": 96 * 1024, "sm_72": 96 * 1024, "sm_75": 64 * 1024,
 #: that its launch geometry (the block size) can be evaluated.
 PROBE_SIZES = (1024, 4096, 2048, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1, 8192,
                3072, 1536, 768, 384, 192, 96, 48, 24, 12, 6, 3, 1000, 999, 127)
+
+#: After the squares: M and N from a vector to large, odd and even (and each parameter value
+#: and one less, for tiles meant for M or N up to their height or N % 4 != 0), K short, mid
+#: and long. Class constraints (M or N <= 64, N % 4 != 0) and values the shape picks (a split
+#: only for few tiles and a long K, or for a last partial wave of many) find a shape there.
+EDGE_SIZES = (1, 16, 61, 64, 127, 1000, 1001, 4095, 4096)
+EDGE_KS = (1024, 8192, 61)
 
 SEVERITIES = ("error", "warning", "note")
 
@@ -458,6 +465,20 @@ def combo_label(params: Mapping[str, int]) -> str:
     return params_to_str(params) or "default"
 
 
+def probe_shapes(params: Mapping[str, int]) -> Iterator[tuple[int, int, int]]:
+    """The shapes tried, in order, for one combination: :data:`PROBE_SIZES` squares, then
+    every (M, N) of :data:`EDGE_SIZES` and the combination's values (and each less one) at
+    each K of :data:`EDGE_KS`."""
+    for size in PROBE_SIZES:
+        yield size, size, size
+    values = {int(v) for v in params.values() if int(v) > 1}
+    sides = sorted(set(EDGE_SIZES) | values | {v - 1 for v in values})
+    for k in EDGE_KS:
+        for m in sides:
+            for n in sides:
+                yield m, n, k
+
+
 def _plan(variant: Variant, backend: str, dtype: str,
           combos: Iterable[Mapping[str, int]] | None) -> list[ComboReport]:
     """A report per combination, with its launch geometry; skipped ones say why."""
@@ -475,11 +496,11 @@ def _plan(variant: Variant, backend: str, dtype: str,
             rep.problems.append("error: " + bad)
             continue
         first_reason = None
-        for size in PROBE_SIZES:
-            why = variant.check(backend, params, size, size, size, dtype)
+        for shape in probe_shapes(params):
+            why = variant.check(backend, params, *shape, dtype)
             if why is None:
-                (_g, (bx, by)) = variant.geometry(params, size, size, size)
-                rep.shape, rep.block_threads = (size, size, size), bx * by
+                (_g, (bx, by)) = variant.geometry(params, *shape)
+                rep.shape, rep.block_threads = shape, bx * by
                 break
             first_reason = first_reason or why
         else:

@@ -17,8 +17,8 @@ from engine import registry
 from engine.backends import cuda as cuda_backend
 from engine.backends import opencl as opencl_backend
 from engine.backends.base import BackendError
-from engine.kernel_check import (CheckReport, check_kernel, max_threads_for_registers,
-                                 parse_diagnostics, parse_ptxas)
+from engine.kernel_check import (CheckReport, _plan, check_kernel, max_threads_for_registers,
+                                 parse_diagnostics, parse_ptxas, probe_shapes)
 from engine.new_kernel import make_copy
 from tests.helpers import require_backend
 
@@ -273,6 +273,47 @@ def test_missing_tools_and_bad_combinations_are_reported_not_raised(tmp_path, mo
     assert not rep.ok and "opencl kernel" in rep.problem
     rep = check_kernel(cu, combos=[{"block": 7}])
     assert not rep.ok and "not in the parameter space" in rep.combos[0].problems[0]
+
+
+def test_combinations_for_one_class_of_shapes_are_built_not_skipped():
+    """A combination is built at the first shape its header allows: squares first, then
+    skinny, odd and long-K shapes. skinny (M or N <= 64) and ffma_small's split-K values
+    (chosen by the shape: few tiles and a long K) used to find no square and were skipped
+    unbuilt; the ladder's other rungs keep the square they had."""
+    from tests.test_nvcc_compile import _param_reason       # never valid, whatever the shape
+
+    for name in ("skinny", "ffma_small", "ffma_wide_b4", "ffma_narrow_padb", "ffma_regdb_b4"):
+        v = registry.get(name)
+        plan = _plan(v, "cuda", "float32", None)
+        assert plan and all(r.shape is not None or _param_reason(v, r.params, "float32")
+                            for r in plan), [(r.label, r.skipped) for r in plan if r.skipped]
+        assert name not in ("skinny", "ffma_small") or all(r.shape for r in plan)
+        for r in (r for r in plan if r.shape):
+            assert v.check("cuda", r.params, *r.shape, "float32") is None
+            assert r.shape == next(s for s in probe_shapes(r.params)
+                                   if v.check("cuda", r.params, *s, "float32") is None)
+    assert {r.shape for r in _plan(registry.get("ffma_small"), "cuda", "float32", None)
+            if r.params["splitk"] == 16} >= {(1, 1, 8192)}
+    assert all(r.shape == (1024, 1024, 1024) for r in _plan(registry.get("tiled_any"), "cuda",
+                                                            "float32", None))
+    # the shapes tried: the squares, then every side at each K (parameter values and one less)
+    shapes = list(probe_shapes({"bm": 96, "splitk": 1}))
+    assert shapes[0] == (1024, 1024, 1024) and (96, 95, 61) in shapes and (1, 4096, 8192) in shapes
+    assert len(shapes) == len(set(shapes[:28])) + 3 * 11 ** 2
+
+
+def test_a_header_no_shape_satisfies_is_skipped_with_its_reason(tmp_path):
+    path = make_copy("tiled_any", tmp_path / "never.cu")
+    text = path.read_text()
+    path.write_text(text.replace("[[constraints]]", '[[constraints]]\ncheck = "M < 0"\n'
+                                 'reason = "no matrix has a negative size"\n\n[[constraints]]', 1)
+                    if "[[constraints]]" in text else text.replace(
+                        "[launch]", '[[constraints]]\ncheck = "M < 0"\nreason = "no matrix has a '
+                        'negative size"\n\n[launch]', 1))
+    v = registry.variant_from_headers([registry.parse_header(path)], role="user")
+    plan = _plan(v, "cuda", "float32", None)
+    assert plan and all(r.skipped and "no shape tried satisfies the header (at 1024³: no matrix "
+                        "has a negative size" in r.skipped for r in plan)
 
 
 # --- the command line ----------------------------------------------------------------------------
