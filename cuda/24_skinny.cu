@@ -158,9 +158,7 @@ shared = "smem"
 #define NT 256
 #define MAX_TILES 1024                 /* split-K only on grids of < 3/4 * FILL*132 blocks */
 #define SMEM_WORDS (2048 * UNROLL)    /* = the header's smem / 4: two stages */
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#define VEC CAT(ELEM, 4)
+#define VEC vec4_of<ELEM>::type
 
 /* Ring depths (loads in flight per thread) of each instantiation at UNROLL = 8 (halved at 4):
  * deep where the accumulators are few. One block of 256 threads per SM (<= 255 registers):
@@ -170,7 +168,7 @@ shared = "smem"
 #define CDEPTH(d) (DEPTH(d) < 4 ? 4 : DEPTH(d))   /* columns path: groups of 4 k */
 #define U_C4 CDEPTH(16)                /* columns path, TMB = 4: 16 accumulators */
 #define U_C8 CDEPTH(16)                /*   TMB = 8: 32 */
-#define U_C16 (LEAN ? (UNROLL == 8 ? 12 : CDEPTH(16)) : CDEPTH(16))   /*   TMB = 16: 64 */
+#define U_C16 (LEAN && UNROLL == 8 ? 12 : CDEPTH(16))   /*   TMB = 16: 64 */
 #define U_C32 CDEPTH(4)                /*   TMB = 32: 128 (TILE = 32) */
 #define U_R1 DEPTH(4)                  /* rows path, TN = 1, R = 4 (R*U loads in flight) */
 #define U_R4 DEPTH(4)                  /*   TN = 4, R = 4 */
@@ -191,10 +189,6 @@ template <> struct IsFloat<float> { static constexpr bool value = true; };
 
 __device__ unsigned tile_counter[MAX_TILES];     /* split-K order; 0 between launches */
 
-__device__ __forceinline__ ELEM vget(const VEC& v, int i)
-{
-    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
-}
 
 __device__ __forceinline__ VEC vzero()
 {
@@ -203,12 +197,6 @@ __device__ __forceinline__ VEC vzero()
     return v;
 }
 
-__device__ __forceinline__ unsigned dyn_smem_bytes()
-{
-    unsigned r;
-    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));
-    return r;
-}
 
 /* [kbeg, kend) of slice z: whole chunks of kc rows, ceil(chunks / splits) per slice */
 __device__ __forceinline__ void slice_range(int K, int kc, int z, int splits, int& kbeg, int& kend)

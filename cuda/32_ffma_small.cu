@@ -137,21 +137,7 @@ workspace = "workspace"
 #define AP (KS + 4)                    /* A's row pitch in a stage (words) */
 #define STAGE_WORDS (BM * AP + KS * BN)
 #define KPG (KS / KG)                  /* k of a stage per group */
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#define VEC CAT(ELEM, 4)
-
-__device__ __forceinline__ ELEM vget(const VEC& v, int i)
-{
-    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
-}
-
-__device__ __forceinline__ unsigned dyn_smem_bytes()
-{
-    unsigned r;
-    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));
-    return r;
-}
+#define VEC vec4_of<ELEM>::type
 
 extern "C" __global__ __launch_bounds__(NT, 1)   /* (NT) alone: ptxas capped a 4-stage build at 96 registers and spilled */
 void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
@@ -288,7 +274,8 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
         }
     }
 #if SPLITK > 1
-    /* this slice's tile to the workspace; the CTA that arrives last sums the slices in order */
+    /* this slice's tile to the workspace; the CTA that arrives last sums the slices in order
+     * (splitk_fixup's sum, which wants acc in multiples of 8: here 4 * QPT can be 4) */
     {
         typedef typename vec4_of<ACC>::type V;
         const int tile = mt * gridDim.x + blockIdx.x;

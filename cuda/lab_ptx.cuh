@@ -111,6 +111,23 @@ template <> struct vec4_of<float> { typedef float4 type; };
 template <> struct vec4_of<int> { typedef int4 type; };
 template <> struct vec4_of<unsigned> { typedef uint4 type; };   /* int32 runs: wrap-around sums */
 
+/* Element i (0..3) of a 4-vector (float4, int4, uint4), i a compile-time constant once the
+ * caller's loop is unrolled (no local-memory indexing). */
+template <typename V>
+__device__ __forceinline__ auto vget(const V& v, int i) -> decltype(v.x)
+{
+    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+/* Bytes of dynamic shared memory this launch was given (%dynamic_smem_size): a kernel whose
+ * layout the header sizes can trap on a launch that gives it less. */
+__device__ __forceinline__ unsigned dyn_smem_bytes()
+{
+    unsigned r;
+    asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(r));
+    return r;
+}
+
 /* The _padb rungs' pre-pass: B (K x N) copied into S (K x LDB_OF(N) with PAD_B = 1), columns N
  * .. ldb - 1 zero. Each thread one 16-byte group of a padded row (column c = 4 * (blockIdx.x *
  * blockDim.x + threadIdx.x)), rows blockIdx.y, blockIdx.y + gridDim.y, ... */
