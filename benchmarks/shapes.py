@@ -18,6 +18,14 @@ effective bandwidth as % of the measured device-to-device copy bandwidth. Below 
 each variant: how close the parameters guessed from the other shapes of its shape class
 (``engine.autotune.guess``, leave-one-out) come to the full search at each shape.
 
+Paired rounds (``--paired N``, default 3): after a shape's sweep, each precision's lab best
+and its cuBLAS line are timed again in turn, on the same inputs, N times each (best, cuBLAS,
+best, cuBLAS, ...), and the table's % of cuBLAS is the median of the N per-round ratios, with
+their lowest and highest beside it. One timing of each, tens of seconds apart in a sweep,
+compares two clock states: at 4096³ on an H200 cuBLAS TF32 alone took 376-390 µs over six
+rounds of one session (benchmarks/NOTES.md, round 17). The paired records are kept (marked
+``extra["paired"]``) but never pick the lab best or feed the autotune cache.
+
 Contenders (``--variants`` unset): per precision the highest rungs of the ladder on the
 backend (``CONTENDERS[precision]`` of them), the seeds where a backend has no rungs. All records go
 to ``DIR/shapes.json``, the table to ``DIR/shapes.txt`` (DIR: ``--out``, else $OUT, else
@@ -28,6 +36,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -38,8 +47,8 @@ if str(ROOT) not in sys.path:
 
 from engine import autotune, records, registry  # noqa: E402
 from engine.cli import parse_param_overrides  # noqa: E402
-from engine.records import (ResultRecord, is_reference_record, lab_best, record_precision,  # noqa: E402
-                            reference_times)
+from engine.records import (ResultRecord, is_reference_record, lab_best, problem_key,  # noqa: E402
+                            record_precision, reference_times)
 from engine.registry import params_to_str  # noqa: E402
 from engine.runner import Plan, Sweep, expand_items  # noqa: E402
 from engine.sizes import SHAPE_SUITE, format_shape, parse_sizes  # noqa: E402
@@ -48,6 +57,9 @@ from engine.sizes import SHAPE_SUITE, format_shape, parse_sizes  # noqa: E402
 #: ffma_regdb (18) past the class specialists (24 skinny, 25/27/29 _padb, 28 narrow, 30/31 b4)
 #: and the small-shape rung (32).
 CONTENDERS = {"fp32": 10, "tf32": 5}
+
+#: Rounds of the paired pass (``--paired``): the lab best and its cuBLAS line timed in turn.
+PAIRED_ROUNDS = 3
 
 
 def contenders(backend: str) -> list[str]:
@@ -86,10 +98,76 @@ def _pct(x: float) -> str:
     return f"{x:.1f}" if isinstance(x, float) and math.isfinite(x) else "—"
 
 
+def is_paired(r: ResultRecord) -> bool:
+    """A record of the paired pass (not of the sweep)."""
+    return isinstance(r.extra.get("paired"), dict)
+
+
+def sweep_records(recs: list[ResultRecord]) -> list[ResultRecord]:
+    """The sweep's records: what picks the lab best, the cache's winners and the guess."""
+    return [r for r in recs if not is_paired(r)]
+
+
+def paired_items(recs: list[ResultRecord], shape, against: dict[str, str] | None = None
+                 ) -> list[tuple[str, tuple[str, dict], tuple[str, dict]]]:
+    """``[(precision, (variant, params) of the lab best, (variant, params) of its line)]`` at
+    ``shape``, from the sweep's records: the line is the fastest reference record (cuBLAS) of
+    the lab best's problem, or, with ``against`` ({precision: variant}), that variant's
+    fastest verified record at the shape (a backend without a library line)."""
+    here = [r for r in sweep_records(recs) if (r.m, r.n, r.k) == shape]
+    out = []
+    for key, best in lab_best(here).items():
+        precision = key[-1]
+        if against is not None:
+            lines = [r for r in here if r.variant == against.get(precision) and r.status == "ok"
+                     and r.passed is True and problem_key(r)[:-1] == key[:-1]]
+        else:
+            lines = [r for r in here if is_reference_record(r) and r.status == "ok"
+                     and problem_key(r) == key and math.isfinite(r.median_ms)]
+        line = min(lines, key=lambda r: r.median_ms) if lines else None
+        if line is not None and (line.variant, line.params) != (best.variant, best.params):
+            out.append((precision, (best.variant, dict(best.params)), (line.variant, dict(line.params))))
+    return out
+
+
+def paired_pass(sweep: Sweep, plan_args: dict, recs: list[ResultRecord], shape, rounds: int,
+                emit, against: dict[str, str] | None = None) -> list[ResultRecord]:
+    """Time each precision's lab best at ``shape`` and its line in turn, ``rounds`` times
+    each, on one upload of the inputs (one plan: best, line, best, line, ...); every record
+    verified as in the sweep and marked ``extra["paired"] = {precision, round, line}``."""
+    out: list[ResultRecord] = []
+    for precision, best, line in paired_items(recs, shape, against):
+        plan = Plan(items=[best, line] * rounds, shapes=[shape], **plan_args)
+        seen: dict[str, int] = defaultdict(int)
+        for r in sweep.run(plan, emit):
+            role = "lab best" if (r.variant, r.params) == best else "line"
+            r.extra["paired"] = {"precision": precision, "round": seen[role], "line": role}
+            seen[role] += 1
+            out.append(r)
+    return out
+
+
+def paired_ratios(recs: list[ResultRecord], shape, precision: str) -> list[float]:
+    """Per paired round at ``shape`` of ``precision``: the line's time / the lab best's, in
+    % (rounds where either did not run and verify are left out)."""
+    rounds: dict[int, dict[str, float]] = defaultdict(dict)
+    for r in recs:
+        p = r.extra.get("paired")
+        if (isinstance(p, dict) and (r.m, r.n, r.k) == shape and p.get("precision") == precision
+                and r.status == "ok" and r.passed is not False and math.isfinite(r.median_ms)
+                and r.median_ms > 0):
+            rounds[p["round"]][p["line"]] = r.median_ms
+    return [100.0 * t["line"] / t["lab best"] for _, t in sorted(rounds.items())
+            if "line" in t and "lab best" in t]
+
+
 def summary_rows(recs: list[ResultRecord]) -> list[dict]:
-    """Per shape: the lab best of each precision, % of its cuBLAS and peak, bandwidth."""
-    refs = reference_times(recs)
-    best = lab_best(recs)
+    """Per shape: the lab best of each precision, % of its cuBLAS and peak, bandwidth. The
+    sweep's records pick the lab best; where paired rounds ran, % of cuBLAS is their median
+    (``pct_of_cublas_sweep``: the sweep's one timing of each; ``paired``: the rounds' ratios)."""
+    swept = sweep_records(recs)
+    refs = reference_times(swept)
+    best = lab_best(swept)
     shapes = list(dict.fromkeys((r.m, r.n, r.k) for r in recs))
     rows = []
     for shape in shapes:
@@ -108,13 +186,25 @@ def summary_rows(recs: list[ResultRecord]) -> list[dict]:
                 "pct_of_peak": r.pct_of_peak, "memory_bound": is_memory_bound(r),
                 "pct_of_copy": 100.0 * r.gbps / r.extra["copy_gbps"] if r.extra.get("copy_gbps") else math.nan,
                 "cublas_ms": ref if ref else math.nan}
+            row[precision]["pct_of_cublas_sweep"] = row[precision]["pct_of_cublas"]
+            ratios = paired_ratios(recs, shape, precision)
+            row[precision]["paired"] = ratios
+            if ratios:
+                row[precision]["pct_of_cublas"] = statistics.median(ratios)
         rows.append(row)
     return rows
 
 
+def _spread(cell: dict) -> str:
+    """The paired rounds' lowest-highest % of cuBLAS, or empty without rounds."""
+    ratios = cell.get("paired") or []
+    return f"{min(ratios):.1f}-{max(ratios):.1f}" if ratios else ""
+
+
 def summary_table(rows: list[dict], device) -> str:
-    head = (f"{'shape':<18} {'FP32 lab best':<54} {'TFLOP/s':>8} {'%cuBLAS':>8} {'%peak':>6} "
-            f"{'GB/s':>7} {'%copy':>6}   {'TF32 lab best':<40} {'TFLOP/s':>8} {'%cuBLAS':>8} {'%peak':>6}")
+    head = (f"{'shape':<18} {'FP32 lab best':<54} {'TFLOP/s':>8} {'%cuBLAS':>8} {'rounds':>11} {'%peak':>6} "
+            f"{'GB/s':>7} {'%copy':>6}   {'TF32 lab best':<40} {'TFLOP/s':>8} {'%cuBLAS':>8} {'rounds':>11} "
+            f"{'%peak':>6}")
     lines = []
     if device is not None:
         bits = [f"device: {device.name}" + (f" (cc {device.compute_capability})"
@@ -132,22 +222,25 @@ def summary_table(rows: list[dict], device) -> str:
         if f:
             bw = f"{f['gbps']:>7.0f} {_pct(f['pct_of_copy']) if f['memory_bound'] else '':>6}"
             cells.append(f"{f['label'][:54]:<54} {f['gflops'] / 1e3:>8.2f} {_pct(f['pct_of_cublas']):>8} "
-                         f"{_pct(f['pct_of_peak']):>6} {bw}")
+                         f"{_spread(f):>11} {_pct(f['pct_of_peak']):>6} {bw}")
         else:
-            cells.append(f"{'—':<54} {'':>8} {'':>8} {'':>6} {'':>7} {'':>6}")
+            cells.append(f"{'—':<54} {'':>8} {'':>8} {'':>11} {'':>6} {'':>7} {'':>6}")
         if t:
             cells.append(f"  {t['label'][:40]:<40} {t['gflops'] / 1e3:>8.2f} {_pct(t['pct_of_cublas']):>8} "
-                         f"{_pct(t['pct_of_peak']):>6}")
+                         f"{_spread(t):>11} {_pct(t['pct_of_peak']):>6}")
         lines.append(" ".join(cells))
     lines.append("memory-bound shapes (intensity under the FP32 ridge of the measured copy bandwidth) "
                  "show their effective bandwidth as % of the copy")
+    if any((row.get(p) or {}).get("paired") for row in rows for p in ("fp32", "tf32")):
+        lines.append("%cuBLAS: the median over paired rounds (the lab best and cuBLAS timed in turn on "
+                     "the same inputs); rounds: their lowest-highest (without rounds: one timing of each)")
     return "\n".join(lines)
 
 
 def search_winners(recs: list[ResultRecord]) -> dict[tuple, ResultRecord]:
-    """{(variant, shape): the fastest verified record} of the lab's kernels."""
+    """{(variant, shape): the fastest verified record} of the lab's kernels in the sweep."""
     out: dict[tuple, ResultRecord] = {}
-    for r in recs:
+    for r in sweep_records(recs):
         if r.status != "ok" or r.passed is not True or not math.isfinite(r.median_ms) \
                 or is_reference_record(r):
             continue
@@ -162,6 +255,7 @@ def guess_rows(recs: list[ResultRecord], backend: str, device_name: str, dtype: 
     """For each (variant, shape) searched: the parameters ``autotune.guess`` proposes from
     the other shapes (leave-one-out: the shape's own entry ignored) and how fast they ran
     in the full search, as % of the search's best. ``cache`` holds the winners."""
+    recs = sweep_records(recs)
     times: dict[tuple, float] = {}
     for r in recs:
         if r.status == "ok" and r.passed is True and math.isfinite(r.median_ms):
@@ -251,6 +345,10 @@ def main(argv=None) -> int:
     ap.add_argument("--budget", type=float, default=0.05,
                     help="seconds of timed launches per kernel and shape (at least 3 launches): "
                          "a 60 µs kernel gets ~800, so small shapes' medians settle; 0: --repeats")
+    ap.add_argument("--paired", type=int, default=PAIRED_ROUNDS, metavar="N",
+                    help="rounds of the paired pass: per shape and precision the lab best and "
+                         "cuBLAS timed in turn N times each; %% of cuBLAS is the rounds' median "
+                         f"(default {PAIRED_ROUNDS}; 0: the sweep's one timing of each)")
     ap.add_argument("--out", default=None)
     ap.add_argument("--cache", default=None,
                     help="autotune cache to store the winners in (default: DIR/autotune.json)")
@@ -292,6 +390,12 @@ def main(argv=None) -> int:
                         time_budget_s=args.budget or None)
             print(f"== {format_shape(shape)}: {len(items)} runs", flush=True)
             recs += sweep.run(plan, emit)
+            if args.paired > 0:
+                print(f"   paired rounds: {args.paired}", flush=True)
+                recs += paired_pass(sweep, dict(backend=args.backend, dtype=args.dtype, device=args.device,
+                                                warmup=args.warmup, repeats=args.repeats,
+                                                time_budget_s=args.budget or None),
+                                    recs, shape, args.paired, emit)
             records.save(recs, out / "shapes.json")     # so far: a run cut short keeps its shapes
         device = sweep.device
     finally:
@@ -299,11 +403,12 @@ def main(argv=None) -> int:
     if device is None:
         print(f"the {args.backend} backend did not open", file=sys.stderr)
         return 1
+    swept = sweep_records(recs)
     for (variant, shape), best in search_winners(recs).items():
-        searched = sum(1 for r in recs if r.variant == variant and (r.m, r.n, r.k) == shape)
+        searched = sum(1 for r in swept if r.variant == variant and (r.m, r.n, r.k) == shape)
         # every combination's speed relative to the winner: what the shape's class learns
         autotune.store(args.backend, device.name, variant, args.dtype, shape, best, searched, cache,
-                       records=[r for r in recs if r.variant == variant and (r.m, r.n, r.k) == shape])
+                       records=[r for r in swept if r.variant == variant and (r.m, r.n, r.k) == shape])
     text = summary_table(summary_rows(recs), device)
     arch = autotune.device_arch(device)
     text += "\n\n" + guess_table(guess_rows(recs, args.backend, device.name, args.dtype, cache, arch))

@@ -124,6 +124,78 @@ def test_lab_best_keeps_the_fastest_verified_lab_kernel_per_shape_and_precision(
     assert not math.isnan(best[next(iter(best))].median_ms)
 
 
+def test_paired_rounds_give_the_ratio_and_never_pick_the_lab_best():
+    """The table's % of cuBLAS is the median of the paired rounds' ratios (the sweep's one
+    timing kept beside it); a paired record, however fast, never becomes the lab best or a
+    cache winner; a round whose kernel failed is left out."""
+    mod = _shapes_module()
+
+    def rec(variant, ms, paired=None, passed=True, status="ok", params=None):
+        r = records.ResultRecord(backend="cuda", device="dev", variant=variant, params=dict(params or {}),
+                                 m=96, n=80, k=64, dtype="float32", median_ms=ms, status=status,
+                                 passed=passed)
+        r.extra["precision"] = "fp32"
+        if paired:
+            r.extra["paired"] = {"precision": "fp32", "round": paired[0], "line": paired[1]}
+        return r
+
+    sweep = [rec("ffma_wide", 2.0, params={"bk": 16}), rec("ffma_wide", 2.4, params={"bk": 8}),
+             rec("ffma_regdb", 2.2), rec("cublas_fp32", 1.9)]
+    assert mod.paired_items(sweep, (96, 80, 64)) == [("fp32", ("ffma_wide", {"bk": 16}), ("cublas_fp32", {}))]
+    rounds = [rec("ffma_wide", 2.0, (0, "lab best"), params={"bk": 16}), rec("cublas_fp32", 2.1, (0, "line")),
+              rec("ffma_wide", 1.0, (1, "lab best"), params={"bk": 16}), rec("cublas_fp32", 1.05, (1, "line")),
+              rec("ffma_wide", 2.0, (2, "lab best"), params={"bk": 16}), rec("cublas_fp32", 1.9, (2, "line")),
+              rec("ffma_wide", 0.5, (3, "lab best"), passed=False, status="failed", params={"bk": 16}),
+              rec("cublas_fp32", 1.9, (3, "line"))]
+    rows = mod.summary_rows(sweep + rounds)
+    cell = rows[0]["fp32"]
+    assert cell["paired"] == pytest.approx([105.0, 105.0, 95.0])
+    assert cell["pct_of_cublas"] == pytest.approx(105.0)
+    assert cell["pct_of_cublas_sweep"] == pytest.approx(95.0)
+    assert cell["ms"] == 2.0 and cell["label"] == sweep[0].label()     # the sweep's, not round 1's 1.0
+    assert mod.search_winners(sweep + rounds)[("ffma_wide", (96, 80, 64))].median_ms == 2.0
+    table = mod.summary_table(rows, None)
+    assert " 105.0  95.0-105.0 " in table and "median over paired rounds" in table
+    # without rounds: the sweep's ratio, no range, no footnote
+    plain = mod.summary_rows(sweep)[0]["fp32"]
+    assert plain["pct_of_cublas"] == pytest.approx(95.0) and plain["paired"] == []
+    assert "paired rounds" not in mod.summary_table(mod.summary_rows(sweep), None)
+
+
+@pytest.mark.skipif(not _opencl_available(), reason="no OpenCL device (install pocl-opencl-icd)")
+def test_paired_pass_times_the_lab_best_and_its_line_in_turn(tmp_path):
+    """On PoCL (no library line: the sweep's other kernel stands in for cuBLAS), the paired pass runs
+    the sweep's lab best and the line alternately, every record verified and marked with
+    its round, and the summary's ratio is the rounds' median."""
+    from engine.runner import Plan, Sweep, expand_items
+
+    mod = _shapes_module()
+    shape = (45, 37, 29)
+    plan_args = dict(backend="opencl", dtype="float32", warmup=1, repeats=3)
+    sweep = Sweep()
+    try:
+        items = expand_items("opencl", ["naive", "tiled_any"], {"ts": (8, 16)})
+        recs = sweep.run(Plan(items=items, shapes=[shape], **plan_args), lambda ev: None)
+        (key, winner), = records.lab_best(recs).items()
+        # the other kernel stands in for cuBLAS; the lab best against itself is no pair
+        other = "naive" if winner.variant != "naive" else "tiled_any"
+        assert mod.paired_items(recs, shape, against={"fp32": winner.variant}) == []
+        paired = mod.paired_pass(sweep, plan_args, recs, shape, 3, lambda ev: None, against={"fp32": other})
+    finally:
+        sweep.close()
+    assert [(r.variant, r.extra["paired"]["line"], r.extra["paired"]["round"]) for r in paired] == [
+        (winner.variant, "lab best", 0), (other, "line", 0), (winner.variant, "lab best", 1),
+        (other, "line", 1), (winner.variant, "lab best", 2), (other, "line", 2)]
+    assert all(r.status == "ok" and r.passed is True and (r.m, r.n, r.k) == shape for r in paired)
+    assert all(r.params == winner.params for r in paired if r.variant == winner.variant)
+    ratios = mod.paired_ratios(paired, shape, "fp32")
+    want = [100.0 * paired[i + 1].median_ms / paired[i].median_ms for i in (0, 2, 4)]
+    assert ratios == pytest.approx(want)
+    row = mod.summary_rows(recs + paired)[0]
+    assert row["fp32"]["label"] == winner.label()
+    assert row["fp32"]["pct_of_cublas"] == pytest.approx(sorted(want)[1])
+
+
 @pytest.mark.skipif(not _opencl_available(), reason="no OpenCL device (install pocl-opencl-icd)")
 def test_bench_prints_the_lab_best_table(tmp_path):
     """``bench`` with two lab kernels adds the lab best table: per shape the fastest
