@@ -4,7 +4,7 @@
 #   bash benchmarks/sanitize.sh [SHAPE]          (default 127x253x61; needs nvcc/CUDA on PATH)
 #   VARIANTS=skinny,ffma_wide_padb bash benchmarks/sanitize.sh     (only those kernels)
 # Kernels made for one class of shapes run at an odd shape of their class: skinny (M or N
-# <= 64) at 61x7x1000 (the rows path), 7x253x1001, 16x300x1100 and 17x97x1543 (the columns
+# <= 64) at 61x7x1000 and 4300x13x301 (the rows path, 2 and 4 rows per lane), 7x253x1001, 16x300x1100 and 17x97x1543 (the columns
 # path: K % 4 != 0, full chunks of A by 16-byte copies with split-K, 4-byte ones), ffma_narrow (N <= 64)
 # at 127x61x253, 1000x7x999, 300x20x5000 and 130x45x999 (each tile width, split-K 1 and 3;
 # ffma_narrow_padb at N = 21 for 20), ffma_regdb_b4 at 127x253x61, 90x131x4001, 200x255x37
@@ -47,7 +47,7 @@ for dtype in float32 int32; do
     for name in ${names//,/ }; do
       shape=$SHAPE  # tiled needs multiples of its block (its declared constraint)
       [ "$name" = tiled ] && shape=96x160x64
-      [ "$name" = skinny ] && shape=61x7x1000,7x253x1001,16x300x1100,17x97x1543
+      [ "$name" = skinny ] && shape=61x7x1000,4300x13x301,7x253x1001,16x300x1100,17x97x1543
       # ffma_small: SHAPE (4-byte copies), then 16-byte copies over 24 stages split across 2
       # CTAs, a group's k slice past K, and 16 CTAs a tile (N % 4 != 0)
       [ "$name" = ffma_small ] && shape=$SHAPE,200x300x1500,33x7x1001,40x41x4100

@@ -19,9 +19,21 @@ cols = "M <= N"      # columns path (B streamed); else the rows path (A streamed
 cblocks = "cdiv(M, tile) * cdiv(N, 32)"
 # rows path: rtn columns of B per block (N-tiles fastest in grid.x), 4 or 2 rows per lane
 rtn = "1 if N == 1 else 4 if N <= 4 else 8 if N <= 8 else 16 if (N <= 16 or tile == 16) else 32"
-rpw = "8 if rtn >= 16 else 16"                 # rows per warp: 4 row groups x (2 or 4)
 rnt = "cdiv(N, rtn)"
+# rows per lane: 4 below 16 columns, 2 at 32; at 16, 4 where A is tall: each B word read from
+# shared memory then feeds 4 rows, not 2 (H200: 8192x16x8192 98 -> 107% of cuBLAS, 16384x16x4096
+# 124 -> 147%), where its blocks bl4 are >= 66 (a short A keeps 2: 3000x16x5000) and fill their
+# waves (one block per SM) within 5% as well as those of 2 rows, bl2, do (20000x16x1000: 157
+# blocks, 1.2 waves, lost 95 -> 85%); a grid of one wave or less is split across K anyway.
+# wr4, wr2: wr below at rpw 16 and 8 (at rtn >= 16 it is 4 or 8). The kernel tells which from
+# its grid.
 tgt = "fill * 132"
+wr4 = "8 if cdiv(M, 128) * rnt * 4 >= 3 * tgt else 4"
+wr2 = "8 if cdiv(M, 64) * rnt * 4 >= 3 * tgt else 4"
+bl4 = "cdiv(M, 16 * wr4) * rnt"
+bl2 = "cdiv(M, 8 * wr2) * rnt"
+rr = "4 if rtn < 16 or (rtn == 16 and bl4 >= 66 and (bl4 <= 132 or 20 * bl4 * cdiv(bl2, 132) >= 19 * bl2 * cdiv(bl4, 132))) else 2"
+rpw = "4 * rr"                                 # rows per warp: 4 row groups x rr
 # warps along rows (the other 8 / wr split K in the block): the most that keep >= 3/4 of tgt
 # blocks; at least 4 at rtn >= 16 (bounds a B stage to the shared memory below)
 wr = "8 if cdiv(M, 8 * rpw) * rnt * 4 >= 3 * tgt else 4 if (cdiv(M, 4 * rpw) * rnt * 4 >= 3 * tgt or rtn >= 16) else 2 if cdiv(M, 2 * rpw) * rnt * 4 >= 3 * tgt else 1"
@@ -90,7 +102,8 @@ shared = "smem"
  * Rows path (M > N; A is the large operand), block (32*WR, 8/WR):
  *   lane = (kl, rg): kl = lane % 8 reads A[m][k + 4kl .. +3] (LDG.128: 8 lanes = one 128-byte
  *   line per row; 4 scalar loads, merged in L1, when K % 4 != 0), rg = lane / 8 one of 4 row
- *   groups; a lane holds R rows (4; 2 at TN >= 16) x TN columns (TN = 1, 4, 8, 16, or 32 at
+ *   groups; a lane holds R rows (4; 2 at TN = 32, and at TN = 16 unless A is tall: the
+ *   header's rr) x TN columns (TN = 1, 4, 8, 16, or 32 at
  *   TILE = 32, from N; wider N takes ceil(N/TN) N-tiles, tile fastest in grid.x so that A's
  *   re-reads come from L2). WR warps along rows, WK = 8/WR along K (interleaved 32-k steps).
  *   The chunk of B (WK*32*U rows x TN) is copied by cp.async (16 bytes when N % 4 == 0) into a
@@ -174,6 +187,7 @@ shared = "smem"
 #define U_R4 DEPTH(4)                  /*   TN = 4, R = 4 */
 #define U_R8 DEPTH(4)                  /*   TN = 8, R = 4 */
 #define U_R16 DEPTH(4)                 /*   TN = 16, R = 2 */
+#define U_R16T DEPTH(3)                /* TN = 16, R = 4 (tall A, the header's rr): 4 spilled 4 bytes */
 #define U_R32 DEPTH(2)                 /*   TN = 32, R = 2: 64 accumulators (TILE = 32) */
 
 /* The 16-deep ring at TMB = 16 fits 255 registers without spills in the FP32 build for sm_90
@@ -708,10 +722,17 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
         if (blockDim.x * blockDim.y != NT || (blockDim.x & 31))
             __trap();
         const int tn = N == 1 ? 1 : N <= 4 ? 4 : N <= 8 ? 8 : (N <= 16 || TILE < 32) ? 16 : 32;
-        const int r = tn >= 16 ? 2 : 4;
         const int nt = (N + tn - 1) / tn;
+        /* the header's rr (4 rows per lane at 16 columns where A is tall), read from the grid:
+         * ceil(M / (WR*4*rr)) row blocks per N-tile (where both counts agree, both cover M) */
+        const int wr = blockDim.x >> 5;
+        const int g4 = (M + 16 * wr - 1) / (16 * wr) * nt, g2 = (M + 8 * wr - 1) / (8 * wr) * nt;
+        const bool tall = tn == 16 && (int)gridDim.x == g4 && g4 != g2;
+        if ((int)gridDim.x != (tn < 16 ? g4 : tall ? g4 : g2))
+            __trap();                      /* a launch that does not match the header */
+        const int r = tn < 16 || tall ? 4 : 2;
         const int nti = blockIdx.x % nt, rb = blockIdx.x / nt;
-        const int row0 = rb * ((blockDim.x >> 5) * 4 * r), n0 = nti * tn;
+        const int row0 = rb * (wr * 4 * r), n0 = nti * tn;
         switch (tn) {
         case 1:
             rows<1, 4, U_R1>(A, B, C, M, N, K, row0, n0, tile, z, splits, smem_raw);
@@ -724,14 +745,20 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
             break;
 #if TILE >= 32
         case 16:
-            rows<16, 2, U_R16>(A, B, C, M, N, K, row0, n0, tile, z, splits, smem_raw);
+            if (tall)
+                rows<16, 4, U_R16T>(A, B, C, M, N, K, row0, n0, tile, z, splits, smem_raw);
+            else
+                rows<16, 2, U_R16>(A, B, C, M, N, K, row0, n0, tile, z, splits, smem_raw);
             break;
         default:
             rows<32, 2, U_R32>(A, B, C, M, N, K, row0, n0, tile, z, splits, smem_raw);
             break;
 #else
         default:
-            rows<16, 2, U_R16>(A, B, C, M, N, K, row0, n0, tile, z, splits, smem_raw);
+            if (tall)
+                rows<16, 4, U_R16T>(A, B, C, M, N, K, row0, n0, tile, z, splits, smem_raw);
+            else
+                rows<16, 2, U_R16>(A, B, C, M, N, K, row0, n0, tile, z, splits, smem_raw);
             break;
 #endif
         }

@@ -57,7 +57,10 @@ def _skips_are_the_registrys(recs, dtype):
 #: and 17 rows (an M-group of 16 and one of 1), with split-K at 16x300x1100.
 SKINNY_SHAPES = [(1, 253, 127), (61, 7, 1000), (3, 50, 701), (64, 300, 129), (33, 97, 2049),
                  (200, 3, 301), (500, 7, 999), (130, 12, 260), (300, 61, 515), (1, 253, 5000),
-                 (1000, 1, 3001), (16, 300, 1100), (17, 97, 1543), (48, 130, 2052)]
+                 (1000, 1, 3001), (16, 300, 1100), (17, 97, 1543), (48, 130, 2052),
+                 # the rows path's 4 rows per lane at 16 columns (tall A: >= 66 blocks of 64
+                 # rows): K % 4 != 0, two 16-column tiles (tile 16), the boundary at K % 4 == 0
+                 (4300, 13, 1001), (2200, 21, 777), (4224, 16, 2048)]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
