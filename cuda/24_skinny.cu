@@ -21,8 +21,8 @@ cblocks = "cdiv(M, tile) * cdiv(N, 32)"
 rtn = "1 if N == 1 else 4 if N <= 4 else 8 if N <= 8 else 16 if (N <= 16 or tile == 16) else 32"
 rnt = "cdiv(N, rtn)"
 # rows per lane: 4 below 16 columns, 2 at 32; at 16, 4 where A is tall: each B word read from
-# shared memory then feeds 4 rows, not 2 (H200: 8192x16x8192 98 -> 107% of cuBLAS, 16384x16x4096
-# 124 -> 147%), where its blocks bl4 are >= 66 (a short A keeps 2: 3000x16x5000) and fill their
+# shared memory then feeds 4 rows, not 2 (H200: 8192x16x8192 99 -> 108% of cuBLAS, 16384x16x4096
+# 125 -> 147%), where its blocks bl4 are >= 66 (a short A keeps 2: 3000x16x5000) and fill their
 # waves (one block per SM) within 5% as well as those of 2 rows, bl2, do (20000x16x1000: 157
 # blocks, 1.2 waves, lost 95 -> 85%); a grid of one wave or less is split across K anyway.
 # wr4, wr2: wr below at rpw 16 and 8 (at rtn >= 16 it is 4 or 8). The kernel tells which from
@@ -130,7 +130,8 @@ shared = "smem"
  * Register budget: one block of 256 threads per SM, <= 255 registers (MINB = 1). At two
  * blocks per SM (<= 128) ptxas spilled a few bytes in the combined kernel however shallow the
  * rings, so the rings are deep instead: U_* below (16 loads per thread at up to 16 rows, 12
- * at 16 rows in the int32 and sm_80 builds, 4 at 32 rows; rows path R*U = 16, 8 at TN = 32),
+ * at 16 rows in the int32 and sm_80 builds, 4 at 32 rows; rows path R*U = 16, 12 at TN = 16
+ * with 4 rows, 8 at TN = 32),
  * i.e. 32-64 KB per SM in flight from 8 warps. TILE = 32: 32-row M-groups (half of B's L2 re-reads at M = 64) and
  * 32-column rows-path tiles (half of A's at N = 64); TILE = 16: 16-row groups, TN <= 16.
  *
@@ -187,7 +188,7 @@ shared = "smem"
 #define U_R4 DEPTH(4)                  /*   TN = 4, R = 4 */
 #define U_R8 DEPTH(4)                  /*   TN = 8, R = 4 */
 #define U_R16 DEPTH(4)                 /*   TN = 16, R = 2 */
-#define U_R16T DEPTH(3)                /* TN = 16, R = 4 (tall A, the header's rr): 4 spilled 4 bytes */
+#define U_R16T DEPTH(3)                /*   TN = 16, R = 4 (tall A, the header's rr; 4 spilled) */
 #define U_R32 DEPTH(2)                 /*   TN = 32, R = 2: 64 accumulators (TILE = 32) */
 
 /* The 16-deep ring at TMB = 16 fits 255 registers without spills in the FP32 build for sm_90
@@ -687,6 +688,17 @@ __device__ __forceinline__ void rows(const ELEM* __restrict__ A, const ELEM* __r
         rows_path<TN, R, U, false>(A, B, C, M, N, K, row0, n0, tile, z, splits, smem_raw);
 }
 
+/* 16 columns: 4 rows per lane where A is tall (the header's rr), else 2 */
+__device__ __forceinline__ void rows16(bool tall, const ELEM* __restrict__ A, const ELEM* __restrict__ B,
+                                       ELEM* __restrict__ C, int M, int N, int K, int row0, int n0,
+                                       int tile, int z, int splits, unsigned char* smem_raw)
+{
+    if (tall)
+        rows<16, 4, U_R16T>(A, B, C, M, N, K, row0, n0, tile, z, splits, smem_raw);
+    else
+        rows<16, 2, U_R16>(A, B, C, M, N, K, row0, n0, tile, z, splits, smem_raw);
+}
+
 extern "C" __global__ __launch_bounds__(NT, MINB)
 void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
             int M, int N, int K)
@@ -745,20 +757,14 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
             break;
 #if TILE >= 32
         case 16:
-            if (tall)
-                rows<16, 4, U_R16T>(A, B, C, M, N, K, row0, n0, tile, z, splits, smem_raw);
-            else
-                rows<16, 2, U_R16>(A, B, C, M, N, K, row0, n0, tile, z, splits, smem_raw);
+            rows16(tall, A, B, C, M, N, K, row0, n0, tile, z, splits, smem_raw);
             break;
         default:
             rows<32, 2, U_R32>(A, B, C, M, N, K, row0, n0, tile, z, splits, smem_raw);
             break;
 #else
         default:
-            if (tall)
-                rows<16, 4, U_R16T>(A, B, C, M, N, K, row0, n0, tile, z, splits, smem_raw);
-            else
-                rows<16, 2, U_R16>(A, B, C, M, N, K, row0, n0, tile, z, splits, smem_raw);
+            rows16(tall, A, B, C, M, N, K, row0, n0, tile, z, splits, smem_raw);
             break;
 #endif
         }
