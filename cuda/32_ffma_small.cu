@@ -274,26 +274,11 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
         }
     }
 #if SPLITK > 1
-    /* this slice's tile to the workspace; the CTA that arrives last sums the slices in order
-     * (splitk_fixup's sum, which wants acc in multiples of 8: here 4 * QPT can be 4) */
-    {
-        typedef typename vec4_of<ACC>::type V;
-        const int tile = mt * gridDim.x + blockIdx.x;
-        const V* parts = splitk_arrive<4 * QPT, NT>(v, workspace, mtiles * gridDim.x, tile, SPLITK, z, tid);
-        if (parts == nullptr)
-            return;
-#pragma unroll 1
-        for (int zz = 0; zz < SPLITK; ++zz)
-#pragma unroll
-            for (int i = 0; i < QPT; ++i) {
-                const V x = __ldcg(&parts[(size_t)(zz * QPT + i) * NT + tid]);
-                if (zz == 0) {
-                    v[4 * i] = x.x; v[4 * i + 1] = x.y; v[4 * i + 2] = x.z; v[4 * i + 3] = x.w;
-                } else {
-                    v[4 * i] += x.x; v[4 * i + 1] += x.y; v[4 * i + 2] += x.z; v[4 * i + 3] += x.w;
-                }
-            }
-    }
+    /* this slice's tile to the workspace; the CTA that arrives last sums the slices in order,
+     * all of v at once (PARTS = 1: few accumulators, a latency-bound sum) */
+    if (!splitk_fixup<4 * QPT, NT, 1>(v, workspace, mtiles * gridDim.x, mt * gridDim.x + blockIdx.x,
+                                      SPLITK, z, tid))
+        return;
 #endif
 #pragma unroll
     for (int i = 0; i < QPT; ++i) {

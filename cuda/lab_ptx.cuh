@@ -212,16 +212,19 @@ __device__ __forceinline__ const typename vec4_of<T>::type* splitk_arrive(
 /* splitk_arrive, then, in the CTA that arrived last, acc = the sum of the slices' partials in
  * slice order 0, 1, .., slices-1 (the result does not depend on which CTA came last:
  * deterministic, bitwise the same every launch). Returns whether this CTA must store the
- * tile. acc must stay in registers (constant indices after unrolling). The sum runs in two
- * halves of acc, one slice's loads in flight at a time: whole-acc loads overlapped across
- * slices raised ffma_regdb (BM = 64) from 155 to 204 registers, 3 CTAs per SM down to 2. */
-template <int COUNT, int NT_, typename T>
+ * tile. acc must stay in registers (constant indices after unrolling). The sum runs in PARTS
+ * parts of acc (one where acc's 4-vectors do not divide), one slice's loads of a part in
+ * flight at a time: whole-acc loads overlapped across slices raised ffma_regdb (BM = 64) from
+ * 155 to 204 registers, 3 CTAs per SM down to 2. A kernel with few accumulators and a short,
+ * latency-bound sum takes PARTS = 1 (ffma_small: two halves cost 4% at 256x256x4096). */
+template <int COUNT, int NT_, int PARTS = 2, typename T>
 __device__ __forceinline__ bool splitk_fixup(T (&acc)[COUNT], unsigned char* workspace, int tiles,
                                              int tile, int slices, int z, int tid)
 {
-    static_assert(COUNT % 8 == 0, "splitk_fixup: COUNT must be a multiple of 8");
+    static_assert(COUNT % 4 == 0, "splitk_fixup: COUNT must be a multiple of 4");
     typedef typename vec4_of<T>::type V;
     constexpr int VECS = COUNT / 4;
+    constexpr int HALVES = VECS % PARTS == 0 ? PARTS : 1;
     constexpr size_t TILE4 = (size_t)VECS * NT_;
     const V* const partials = splitk_arrive<COUNT, NT_>(acc, workspace, tiles, tile, slices, z, tid);
     if (partials == nullptr)
@@ -232,13 +235,13 @@ __device__ __forceinline__ bool splitk_fixup(T (&acc)[COUNT], unsigned char* wor
         acc[4 * e] = x.x; acc[4 * e + 1] = x.y; acc[4 * e + 2] = x.z; acc[4 * e + 3] = x.w;
     }
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
+    for (int h = 0; h < HALVES; ++h) {
 #pragma unroll 1
         for (int zz = 1; zz < slices; ++zz) {
             const V* const part = partials + (size_t)zz * TILE4;
 #pragma unroll
-            for (int i = 0; i < VECS / 2; ++i) {
-                const int e = h * (VECS / 2) + i;
+            for (int i = 0; i < VECS / HALVES; ++i) {
+                const int e = h * (VECS / HALVES) + i;
                 const V x = __ldcg(&part[e * NT_ + tid]);
                 acc[4 * e] += x.x; acc[4 * e + 1] += x.y; acc[4 * e + 2] += x.z; acc[4 * e + 3] += x.w;
             }
