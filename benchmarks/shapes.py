@@ -404,7 +404,7 @@ def main(argv=None) -> int:
         print(f"the {args.backend} backend did not open", file=sys.stderr)
         return 1
     swept = sweep_records(recs)
-    for (variant, shape), best in search_winners(recs).items():
+    for (variant, shape), best in search_winners(swept).items():
         searched = sum(1 for r in swept if r.variant == variant and (r.m, r.n, r.k) == shape)
         # every combination's speed relative to the winner: what the shape's class learns
         autotune.store(args.backend, device.name, variant, args.dtype, shape, best, searched, cache,

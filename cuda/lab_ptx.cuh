@@ -224,7 +224,7 @@ __device__ __forceinline__ bool splitk_fixup(T (&acc)[COUNT], unsigned char* wor
     static_assert(COUNT % 4 == 0, "splitk_fixup: COUNT must be a multiple of 4");
     typedef typename vec4_of<T>::type V;
     constexpr int VECS = COUNT / 4;
-    constexpr int HALVES = VECS % PARTS == 0 ? PARTS : 1;
+    constexpr int NPARTS = VECS % PARTS == 0 ? PARTS : 1;   /* parts that divide acc */
     constexpr size_t TILE4 = (size_t)VECS * NT_;
     const V* const partials = splitk_arrive<COUNT, NT_>(acc, workspace, tiles, tile, slices, z, tid);
     if (partials == nullptr)
@@ -235,13 +235,13 @@ __device__ __forceinline__ bool splitk_fixup(T (&acc)[COUNT], unsigned char* wor
         acc[4 * e] = x.x; acc[4 * e + 1] = x.y; acc[4 * e + 2] = x.z; acc[4 * e + 3] = x.w;
     }
 #pragma unroll
-    for (int h = 0; h < HALVES; ++h) {
+    for (int h = 0; h < NPARTS; ++h) {
 #pragma unroll 1
         for (int zz = 1; zz < slices; ++zz) {
             const V* const part = partials + (size_t)zz * TILE4;
 #pragma unroll
-            for (int i = 0; i < VECS / HALVES; ++i) {
-                const int e = h * (VECS / HALVES) + i;
+            for (int i = 0; i < VECS / NPARTS; ++i) {
+                const int e = h * (VECS / NPARTS) + i;
                 const V x = __ldcg(&part[e * NT_ + tid]);
                 acc[4 * e] += x.x; acc[4 * e + 1] += x.y; acc[4 * e + 2] += x.z; acc[4 * e + 3] += x.w;
             }

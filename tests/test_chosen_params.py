@@ -223,26 +223,35 @@ def test_autotune_searches_the_shapes_value_once():
         dict(base, crows=0)]
 
 
-@pytest.mark.gpu
-def test_the_app_runs_a_kernel_left_to_the_shape_on_the_gpu(qtbot, make_window, configure, tmp_path):
-    """Click Run with ffma_wide_b4 as the tree offers it (crows auto) at a short and a long
-    K: both run verified, with crows 1 and 0 (none skipped), drawn as one curve; the window
-    afterwards is saved (to $OUT when set) to look at."""
+def _run_left_to_the_shape(make_window, configure, qtbot, variant: str, param: str, sizes: str):
+    """Click Run on cuda with ``variant`` as the tree offers it (``param`` auto) at ``sizes``;
+    returns the window and sorted (K, the value the shape picked, status, passed) per record,
+    once the chart shows the sweep as one ``param=auto`` curve."""
     from tests.helpers import backend_status
 
     st = backend_status("cuda")
     if not st.available:
         pytest.skip(f"cuda backend unavailable: {st.reason}")
     win = make_window()
-    configure(win, backend="cuda", variants=("ffma_wide_b4",), sizes="1300x901x1024,600x131x3100",
-              repeats=3)
-    assert [p["crows"] for _, p in win.config.build_plan().items] == [AUTO]
+    configure(win, backend="cuda", variants=(variant,), sizes=sizes, repeats=3)
+    assert [p[param] for _, p in win.config.build_plan().items] == [AUTO]
     with qtbot.waitSignal(win.controller.finished, timeout=300_000):
         win.start_run()
-    got = sorted((r.k, r.params["crows"], r.status, r.passed) for r in win.store.records)
+    got = sorted((r.k, r.params[param], r.status, r.passed) for r in win.store.records)
+    qtbot.waitUntil(lambda: any(f"{param}=auto" in c for c in win.charts.curves("runtime")),
+                    timeout=5000)
+    return win, got
+
+
+@pytest.mark.gpu
+def test_the_app_runs_a_kernel_left_to_the_shape_on_the_gpu(qtbot, make_window, configure, tmp_path):
+    """Click Run with ffma_wide_b4 as the tree offers it (crows auto) at a short and a long
+    K: both run verified, with crows 1 and 0 (none skipped), drawn as one curve; the window
+    afterwards is saved (to $OUT when set) to look at."""
+    win, got = _run_left_to_the_shape(make_window, configure, qtbot, "ffma_wide_b4", "crows",
+                                      "1300x901x1024,600x131x3100")
     assert got == [(1024, 1, "ok", True), (3100, 0, "ok", True)]
     # one curve for the sweep: the values the shape picked show as auto
-    qtbot.waitUntil(lambda: any("crows=auto" in c for c in win.charts.curves("runtime")), timeout=5000)
     assert not any("crows=0" in c or "crows=1" in c for c in win.charts.curves("runtime"))
     win.grab().save(str(Path(os.environ.get("OUT", tmp_path)) / "chosen_params_run.png"))
 
@@ -253,19 +262,9 @@ def test_the_app_runs_the_small_rung_split_by_the_shape_on_the_gpu(qtbot, make_w
     """Click Run with ffma_small as the tree offers it (splitk auto): at 256³ its tiles fill
     the GPU and K is short (no split), at 200×300×1500 they are 70 for 132 SMs and K is long
     (2 CTAs a tile, summed in order): both verified, one curve; the window is saved."""
-    from tests.helpers import backend_status
-
-    st = backend_status("cuda")
-    if not st.available:
-        pytest.skip(f"cuda backend unavailable: {st.reason}")
-    win = make_window()
-    configure(win, backend="cuda", variants=("ffma_small",), sizes="256,200x300x1500", repeats=3)
-    assert [p["splitk"] for _, p in win.config.build_plan().items] == [AUTO]
-    with qtbot.waitSignal(win.controller.finished, timeout=300_000):
-        win.start_run()
-    got = sorted((r.k, r.params["splitk"], r.status, r.passed) for r in win.store.records)
+    win, got = _run_left_to_the_shape(make_window, configure, qtbot, "ffma_small", "splitk",
+                                      "256,200x300x1500")
     assert got == [(256, 1, "ok", True), (1500, 2, "ok", True)]
-    qtbot.waitUntil(lambda: any("splitk=auto" in c for c in win.charts.curves("runtime")), timeout=5000)
     win.grab().save(str(Path(os.environ.get("OUT", tmp_path)) / "small_rung_run.png"))
 
 
