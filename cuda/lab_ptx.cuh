@@ -318,10 +318,10 @@ __device__ __forceinline__ const unsigned char* maps_after_padding(const float* 
     return reinterpret_cast<const unsigned char*>(S) + ((pre + 127) & ~(size_t)127);
 }
 
-/* --- Hopper (sm_90a): mbarriers and wgmma ------------------------------------------------------ */
-/* Only the sm_90a pass of nvcc defines these (as the kernels that use them guard their own
- * code); barrier and shared-memory arguments are 32-bit shared-state-space addresses. */
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/* --- Hopper (sm_90): mbarriers and bulk copies -------------------------------------------------- */
+/* Only the sm_90 and newer passes of nvcc define these (the kernels that use them guard their
+ * own code); barrier and shared-memory arguments are 32-bit shared-state-space addresses. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 
 /* mbarrier.init: a barrier in shared memory whose phase completes after `count` arrivals
  * (and, with expect_tx, the expected transaction bytes). */
@@ -356,6 +356,22 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
         "bra LAB_WAIT;\n"
         "DONE:\n}\n" :: "r"(bar), "r"(parity) : "memory");
 }
+
+/* cp.async.bulk (1-D, no tensor map): `bytes` (a multiple of 16) from global `src` (16-byte
+ * aligned) to shared `dst` (16-byte aligned), counted on mbarrier `bar` as transaction bytes
+ * (complete_tx): the copy engine moves them without registers or L1 request slots. */
+__device__ __forceinline__ void bulk_load(unsigned dst, const void* src, unsigned bytes, unsigned bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+
+#endif /* __CUDA_ARCH__ >= 900 */
+
+/* --- Hopper (sm_90a): clusters, TMA tensors and wgmma -------------------------------------------- */
+/* Only the sm_90a pass of nvcc defines these (as the kernels that use them guard their own
+ * code). */
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 
 /* mbar_wait with .acquire.cluster semantics: the phase was completed by arrivals of other CTAs
  * of the cluster (remote arrives, bulk copies from a peer), whose writes must be visible. */

@@ -47,7 +47,8 @@ SPECIALISTS = {"skinny": (lambda m, n, k: min(m, n) <= 64, (1, 4096, 4096)),
                "ffma_regdb_b4": (lambda m, n, k: n % 4 != 0, (1000, 1001, 1000)),
                "ffma_wide_b4": (lambda m, n, k: n % 4 != 0, (2048, 2047, 1024)),
                "ffma_narrow": (lambda m, n, k: n <= 64, (8192, 64, 8192)),
-               "ffma_narrow_padb": (lambda m, n, k: n <= 64 and n % 4 != 0, (8192, 50, 8192))}
+               "ffma_narrow_padb": (lambda m, n, k: n <= 64 and n % 4 != 0, (8192, 50, 8192)),
+               "skinny_async": (lambda m, n, k: n <= 64, (8192, 16, 8192))}
 #: Rungs whose header picks a parameter by shape within the class, and the words of that
 #: constraint: ffma_narrow's tile width holds N with few empty columns; ffma_regdb_b4 and
 #: ffma_wide_b4 store C through shared memory where K is short; ffma_regdb and its _padb and _b4 rungs split only a
@@ -59,7 +60,8 @@ CHOSEN_BY_SHAPE = {"ffma_narrow": "takes a tile that holds it",
                    "ffma_wide_b4": "chosen by the shape",
                    "ffma_regdb": "chosen by the shape",
                    "ffma_regdb_padb": "chosen by the shape",
-                   "ffma_small": "chosen by the shape"}
+                   "ffma_small": "chosen by the shape",
+                   "skinny_async": "-column tiles"}
 
 
 def home(v) -> tuple[int, int, int]:
@@ -85,8 +87,8 @@ def test_ladder_registered_in_order():
 def test_kernel_source_exists_with_header(v):
     path = v.source_path("cuda")
     assert path.is_file(), path
-    # numbered in the order taught (10..32); experiments keep their name in experiments/
-    assert (re.fullmatch(r"([12]\d|3[0-2])_[a-z0-9_]+\.cu", path.name) if v.role == "rung"
+    # numbered in the order taught (10..33); experiments keep their name in experiments/
+    assert (re.fullmatch(r"([12]\d|3[0-3])_[a-z0-9_]+\.cu", path.name) if v.role == "rung"
             else path.parent.name == "experiments"), path
     text = path.read_text()
     assert text.lstrip().startswith("/*")
@@ -1376,3 +1378,105 @@ def test_small_verifies_at_odd_and_small_shapes(dtype):
     assert {(r.params["bm"], r.params["kg"], r.params["ks"]) for r in ran} == {
         tuple(c[p] for p in ("bm", "kg", "ks")) for c in SM32.combos()}
     assert {r.params["splitk"] for r in ran} == {1, 2, 4, 8, 16}
+
+
+# --- rung 33: skinny_async (cuda/33_skinny_async.cu) ---------------------------------------------
+
+SA = registry.get("skinny_async")
+#: N <= 64 at every tile width (8, 16, 32 columns, one tile or two), K % 4 != 0 (4-byte A
+#: copies), rows past M in the last block, k past K in the last chunk, one chunk and many
+ASYNC_SHAPES = [(61, 7, 1000), (1000, 1, 33), (1, 1, 1), (33, 1, 65), (4300, 13, 1001),
+                (2200, 21, 777), (3000, 17, 5000), (1037, 64, 300), (777, 40, 129), (8192, 16, 1024)]
+#: shapes whose blocks fill under 3/4 of the slots: K split across blocks (2-16 slices; K % 4
+#: != 0 and N % 4 != 0 among them)
+ASYNC_SPLIT_SHAPES = [(500, 40, 4100), (129, 9, 3001), (3000, 16, 5000), (64, 30, 8193)]
+
+
+def _async_geometry(c, m, n, k, sms=SMS):
+    """skinny_async's lanes and grid at a shape: (k-lanes, k per chunk, rows per block,
+    blocks, slices)."""
+    tl = 8 if c["tn"] == 8 else 16
+    kl = 32 * tl // c["tn"]
+    kc, rb = 4 * kl, c["warps"] * 128 // tl
+    blocks = -(-m // rb) * -(-n // c["tn"])
+    smem = _async_ring(c) * 4 * kc * (rb + c["tn"])
+    slots = min(2 if c["warps"] == 4 else 1, 228 * 1024 // (smem + 1024)) * sms
+    ldk = -(-k // kc) * kc
+    want = 1 if 4 * blocks >= 3 * slots else max(1, min(slots // blocks, ldk // 512, 16))
+    return kl, kc, rb, blocks, -(-(ldk // kc) // -(-(ldk // kc) // want))
+
+
+def _async_ring(c, stages=None):
+    """Chunks in skinny_async's ring: stages x 128 k, or as many as fit in 227 KB."""
+    tl = 8 if c["tn"] == 8 else 16
+    kc, rb = 4 * 32 * tl // c["tn"], c["warps"] * 128 // tl
+    return min((stages or c["stages"]) * 128 // kc, 227 * 1024 // (4 * kc * (rb + c["tn"])))
+
+
+def _async_splits(c, m, n, k):
+    return _async_geometry(c, m, n, k)[3:]
+
+
+def test_skinny_async_header():
+    """Rung 33 takes N <= 64 (its class: A the large operand), both dtypes; tn (columns per
+    block) is picked by N unless named; a lane holds 128 accumulators (16 or 8 columns x 8 or
+    16 rows), the warp's lanes are k-lanes x column groups (32 x 1 up to 32 columns, 8 x 4 at
+    64), a chunk 4 k a k-lane; the pre-pass writes Bᵀ padded to whole tiles and whole chunks,
+    the grid is blocks x slices, and K is split only where the blocks fill under 3/4 of the
+    SMs' slots (>= 512 k a slice, none empty), the workspace then holding counters and every
+    slice's partials."""
+    assert SA.role == "rung" and SA.order == 33 and SA.precision == "fp32"
+    assert set(SA.dtypes) == {"float32", "int32"} and "tn" in SA.chosen
+    assert SA.prepass is not None and SA.prepass.entry == "transpose_b"
+    text = SA.source_path("cuda").read_text()
+    assert "4u * RING * STAGE_WORDS > dyn_smem_bytes()" in text
+    for m, n, k in ASYNC_SHAPES + ASYNC_SPLIT_SHAPES + [(8192, 8, 8192), (20000, 32, 1000), (8192, 64, 8192)]:
+        tn = SA.resolve({"tn": registry.AUTO, "warps": 4, "stages": 4}, m, n, k)["tn"]
+        assert tn == (8 if n <= 8 else 16 if n <= 16 else 32 if n <= 32 else 64)
+        valid = [c for c in SA.combos() if SA.check("cuda", c, m, n, k, "float32") is None]
+        assert {c["tn"] for c in valid} == {t for t in (8, 16, 32, 64)
+                                            if -(-n // t) <= 2 and (t == 8 or 2 * n > t)}
+        assert tn in {c["tn"] for c in valid} and len(valid) <= 12
+        for c in valid:
+            kl, kc, rb, blocks, splits = _async_geometry(c, m, n, k)
+            (gx, gy), (bx, by) = SA.geometry(c, m, n, k)
+            assert (gx, gy, bx, by) == (blocks, splits, 32 * c["warps"], 1)
+            ring = _async_ring(c)
+            assert shared_bytes(SA, c) == ring * 4 * kc * (rb + c["tn"]) <= 227 * 1024 and ring >= 3
+            # no two stages values make the same ring (the larger one is refused)
+            assert c["stages"] == 3 or ring > _async_ring(c, 4 if c["stages"] == 6 else 3)
+            assert SA.workspace_bytes(c, m, n, k) == (
+                0 if splits == 1 else -(-4 * blocks // 256) * 256 + splits * blocks * bx * (128 // kl) * 4)
+            np_, ldk = -(-n // c["tn"]) * c["tn"], -(-k // kc) * kc
+            assert SA.prepass.scratch_bytes(c, m, n, k) == 4 * np_ * ldk
+            (px, py), (pbx, pby) = SA.prepass.geometry(c, m, n, k)
+            assert px * 32 == ldk and py * 32 >= np_ and pbx * pby == 128
+            if splits > 1:                  # >= 512 k a slice, none empty
+                per = -(-(ldk // kc) // splits)
+                assert per * kc >= 512 and (splits - 1) * per < ldk // kc
+    assert {_async_splits({"tn": SA.resolve({"tn": registry.AUTO}, *s)["tn"], "warps": 4, "stages": 4},
+                          *s)[1] for s in ASYNC_SPLIT_SHAPES} == {2, 6, 8, 15}
+    assert SA.check("cuda", SA.default_params(), 8192, 65, 8192, "float32")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_skinny_async_verifies_at_odd_shapes(dtype):
+    _need_cuda()
+    ran = _verified_wherever_valid(SA, ASYNC_SHAPES + ASYNC_SPLIT_SHAPES, dtype)
+    assert {r.params["tn"] for r in ran} == {8, 16, 32, 64}
+    assert {(r.params["warps"], r.params["stages"]) for r in ran} == {
+        (c["warps"], c["stages"]) for c in SA.combos()
+        if any(SA.check("cuda", c, *s, dtype) is None for s in ASYNC_SHAPES)}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape,params", [((500, 40, 4100), dict(tn=64, warps=4, stages=4)),
+                                          ((500, 40, 4100), dict(tn=32, warps=4, stages=3)),
+                                          ((129, 9, 3001), dict(tn=16, warps=8, stages=3)),
+                                          ((64, 30, 8193), dict(tn=32, warps=8, stages=3))])
+def test_skinny_async_splitk_is_deterministic_and_leaves_its_counters_zero(shape, params):
+    _need_cuda()
+    blocks, splits = _async_splits(params, *shape)
+    assert splits > 1
+    _assert_bitwise_repeatable(SA, params, shape, blocks, "fp32", seed=33)
