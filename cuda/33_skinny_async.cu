@@ -33,10 +33,19 @@ smem = "ring * chunk"
 # blocks per SM: 4 warps (<= 255 registers a thread) fit twice where shared memory allows
 bps = "min(2 if warps == 4 else 1, (228 * 1024) // (smem + 1024))"
 slots = "bps * SMS"
-# split K across blocks (grid.y) only where the blocks fill under 3/4 of the slots: as many
-# slices as fit one wave, >= 512 k a slice, <= 16; then as few slices as give every one the
-# same whole chunks, the last maybe fewer (none empty)
-split_want = "1 if blocks * 4 >= 3 * slots else max(1, min(slots // blocks, ldk // 512, 16))"
+# split K across blocks (grid.y). A grid of at most half the slots: as many slices as fit one
+# wave, >= 512 k a slice, <= 16. Else the slices (1-4, >= 1024 k each) whose waves the blocks
+# fill best, a slice more only for >= 2% more (per mille e1..e4): a stream keeps every SM busy
+# or loses its share (H200: 10000x16x4096, 157 blocks, 1.2 waves: 90.8 -> 74.5 us with 4
+# slices; 6000x13x6000 68.5 -> 62.5; 12000x16x4000 90.6 -> 78.7 with 2). Then as few slices as
+# give every one the same whole chunks, the last maybe fewer (none empty).
+sb = "max(1, min(4, ldk // 1024))"
+e1 = "1000 * blocks // (cdiv(blocks, slots) * slots)"
+e2 = "1000 * 2 * blocks // (cdiv(2 * blocks, slots) * slots) if sb >= 2 else 0"
+e3 = "1000 * 3 * blocks // (cdiv(3 * blocks, slots) * slots) if sb >= 3 else 0"
+e4 = "1000 * 4 * blocks // (cdiv(4 * blocks, slots) * slots) if sb >= 4 else 0"
+balanced = "4 if e4 > max(e1, e2, e3) + 20 else 3 if e3 > max(e1, e2) + 20 else 2 if e2 > e1 + 20 else 1"
+split_want = "max(1, min(slots // blocks, ldk // 512, 16)) if 2 * blocks <= slots else balanced"
 splits = "cdiv(chunks, cdiv(chunks, split_want))"
 # split-K: per-block arrival counters (256-byte aligned), then each slice's partial
 # (128 / kl outputs a thread)
@@ -108,9 +117,10 @@ scratch = "4 * np * ldk"
  *    KL / 2 .. 1, each halving what a lane holds): lane (kl, nl) is left with V = 128 / KL
  *    consecutive outputs, V kl .. V kl + V - 1 of its group's RW x TL (row-major): 16-byte
  *    stores.
- *  - Split-K across blocks (grid.y, the header's splits) only where the blocks fill under 3/4
- *    of the SMs' slots: each slice's V outputs a thread go to the workspace; the block that
- *    arrives last sums them in slice order (lab_ptx.cuh's splitk_fixup: deterministic).
+ *  - Split-K across blocks (grid.y, the header's splits) where the blocks fill under half of
+ *    the SMs' slots, or where 2-4 slices fill the waves better: each slice's V outputs a
+ *    thread go to the workspace; the block that arrives last sums them in slice order
+ *    (lab_ptx.cuh's splitk_fixup: deterministic).
  *
  * Tails: rows past M are not read (src-size 0, or no bulk copy; their accumulators are never
  * stored: a first version copied row M - 1 into them, and 56 rows of one block reading the

@@ -53,7 +53,8 @@ SPECIALISTS = {"skinny": (lambda m, n, k: min(m, n) <= 64, (1, 4096, 4096)),
 #: constraint: ffma_narrow's tile width holds N with few empty columns; ffma_regdb_b4 and
 #: ffma_wide_b4 store C through shared memory where K is short; ffma_regdb and its _padb and _b4 rungs split only a
 #: last partial wave's tiles where the tiles make more than a wave (hybrid); ffma_small splits
-#: K across CTAs only where its tiles leave SMs idle and K is long.
+#: K across CTAs only where its tiles leave SMs idle and K is long; skinny_async's tile width
+#: follows N, and with it the rows a block holds (the ring of stages that fits).
 CHOSEN_BY_SHAPE = {"ffma_narrow": "takes a tile that holds it",
                    "ffma_narrow_padb": "takes a tile that holds it",
                    "ffma_regdb_b4": "chosen by the shape",
@@ -1383,7 +1384,7 @@ def test_small_verifies_at_odd_and_small_shapes(dtype):
 # --- rung 33: skinny_async (cuda/33_skinny_async.cu) ---------------------------------------------
 
 SA = registry.get("skinny_async")
-#: N <= 64 at every tile width (8, 16, 32 columns, one tile or two), K % 4 != 0 (4-byte A
+#: N <= 64 at every tile width (8, 16, 32, 64 columns, one tile or two), K % 4 != 0 (4-byte A
 #: copies), rows past M in the last block, k past K in the last chunk, one chunk and many
 ASYNC_SHAPES = [(61, 7, 1000), (1000, 1, 33), (1, 1, 1), (33, 1, 65), (4300, 13, 1001),
                 (2200, 21, 777), (3000, 17, 5000), (1037, 64, 300), (777, 40, 129), (8192, 16, 1024)]
@@ -1402,7 +1403,15 @@ def _async_geometry(c, m, n, k, sms=SMS):
     smem = _async_ring(c) * 4 * kc * (rb + c["tn"])
     slots = min(2 if c["warps"] == 4 else 1, 228 * 1024 // (smem + 1024)) * sms
     ldk = -(-k // kc) * kc
-    want = 1 if 4 * blocks >= 3 * slots else max(1, min(slots // blocks, ldk // 512, 16))
+    if 2 * blocks <= slots:                      # a short grid: one wave of slices
+        want = max(1, min(slots // blocks, ldk // 512, 16))
+    else:                                        # the slices (1-4) that fill the waves best
+        eff = [1000 * s * blocks // (-(-s * blocks // slots) * slots) if s <= max(1, min(4, ldk // 1024))
+               else 0 for s in (1, 2, 3, 4)]
+        want = 1
+        for s in (2, 3, 4):
+            if eff[s - 1] > max(eff[:s - 1]) + 20:
+                want = s
     return kl, kc, rb, blocks, -(-(ldk // kc) // -(-(ldk // kc) // want))
 
 
@@ -1457,6 +1466,11 @@ def test_skinny_async_header():
     assert {_async_splits({"tn": SA.resolve({"tn": registry.AUTO}, *s)["tn"], "warps": 4, "stages": 4},
                           *s)[1] for s in ASYNC_SPLIT_SHAPES} == {2, 6, 8, 15}
     assert SA.check("cuda", SA.default_params(), 8192, 65, 8192, "float32")
+    # grids of more than half the slots split only where slices fill the waves better
+    w8 = {"tn": 16, "warps": 8, "stages": 3}
+    assert [_async_splits(w8, *s)[1] for s in ((8192, 16, 8192), (10000, 16, 4096), (6000, 13, 6000),
+                                               (12000, 16, 4000), (20000, 16, 1000))] == [1, 4, 4, 2, 1]
+    assert [SA.geometry(w8, *s)[0][1] for s in ((10000, 16, 4096), (6000, 13, 6000))] == [4, 4]
 
 
 @pytest.mark.gpu
@@ -1474,7 +1488,8 @@ def test_skinny_async_verifies_at_odd_shapes(dtype):
 @pytest.mark.parametrize("shape,params", [((500, 40, 4100), dict(tn=64, warps=4, stages=4)),
                                           ((500, 40, 4100), dict(tn=32, warps=4, stages=3)),
                                           ((129, 9, 3001), dict(tn=16, warps=8, stages=3)),
-                                          ((64, 30, 8193), dict(tn=32, warps=8, stages=3))])
+                                          ((64, 30, 8193), dict(tn=32, warps=8, stages=3)),
+                                          ((6000, 13, 6001), dict(tn=16, warps=8, stages=3))])
 def test_skinny_async_splitk_is_deterministic_and_leaves_its_counters_zero(shape, params):
     _need_cuda()
     blocks, splits = _async_splits(params, *shape)
