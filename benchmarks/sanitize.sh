@@ -12,7 +12,8 @@
 # ffma_wide_b4 at 300x253x61, 257x301x77, 2300x1999x77 and 256x131x3080, ffma_wide_padb
 # (N % 4 != 0) at SHAPE when its N qualifies, else at 127x253x61, ffma_small at SHAPE,
 # 200x300x1500, 33x7x1001 and 40x41x4100 (split-K 2 and 16), skinny_async at 61x7x1000,
-# 1037x13x301, 777x21x129, 129x9x3001 and 300x45x999 (each tile width, K % 4 != 0, split-K).
+# 1037x13x301, 777x21x129, 129x9x3001, 300x45x999 and 500x30x1000 (each tile width, K % 4 != 0,
+# split-K).
 # Prints one line per tool and dtype; full logs go to
 # $OUT/sanitize_<tool>_<dtype>_<kernel>.log (or ./sanitize-logs/). Exits non-zero on any error.
 # memcheck runs with verification (a poisoned C, one checked launch + one timed launch);
@@ -52,10 +53,10 @@ for dtype in float32 int32; do
       # ffma_small: SHAPE (4-byte copies), then 16-byte copies over 24 stages split across 2
       # CTAs, a group's k slice past K, and 16 CTAs a tile (N % 4 != 0)
       [ "$name" = ffma_small ] && shape=$SHAPE,200x300x1500,33x7x1001,40x41x4100
-      # skinny_async (N <= 64): each tile width (7, 13, 21 and 45 columns: 8, 16, 32, 64 and
-      # two tiles), K % 4 != 0 (4-byte A copies), split-K (129x9x3001), rows past M
-      [ "$name" = skinny_async ] && shape=61x7x1000,1037x13x301,777x21x129,129x9x3001,300x45x999 \
-          && params=(--params "tn=8,16,32,64")
+      # skinny_async (N <= 64): each tile width (7, 13, 21, 30 and 45 columns: 8, 16, 24, 32,
+      # 64 and two tiles), K % 4 != 0 (4-byte A copies), split-K (129x9x3001), rows past M
+      [ "$name" = skinny_async ] && shape=61x7x1000,1037x13x301,777x21x129,129x9x3001,300x45x999,500x30x1000 \
+          && params=(--params "tn=8,16,24,32,64")
       params=()     # ffma_narrow: every tile width (16, 32, 48, 64 columns), with and without split-K
       [ "$name" = ffma_narrow ] && shape=127x61x253,1000x7x999,300x20x5000,130x45x999 \
           && params=(--params "bn=16,32,48,64;bm=64,128,256;splitk=1,3")

@@ -9,13 +9,14 @@ dtypes = ["float32", "int32"]
 precision = "fp32"
 
 [params]             # the first value of each list is the default
-tn = [16, 8, 32, 64] # columns of B per block (chosen by N, [chosen] below)
+tn = [16, 8, 24, 32, 64]   # columns of B per block (chosen by N, [chosen] below)
 warps = [4, 8]       # warps per block, each its own rw rows
 stages = [4, 6, 3]   # the cp.async ring, in 128-k units (chunks of kc k: 128 / kc of them a unit)
 
 [derived]
-tl = "8 if tn == 8 else 16"             # columns per lane
-rw = "128 // tl"                        # rows per warp (and per lane): 128 accumulators a lane
+tn_pick = "8 if N <= 8 else 16 if N <= 16 else 24 if N <= 24 else 32 if N <= 32 else 64"   # the tile that holds N
+tl = "8 if tn == 8 else 12 if tn == 24 else 16"   # columns per lane
+rw = "16 if tl == 8 else 8"             # rows per warp (and per lane): 128 accumulators a lane (96 at tl = 12)
 kl = "32 * tl // tn"                    # k-lanes: the warp's lanes are kl x (tn / tl) column groups
 kc = "4 * kl"                           # k per chunk
 rb = "warps * rw"                       # rows per block
@@ -33,38 +34,63 @@ smem = "ring * chunk"
 # blocks per SM: 4 warps (<= 255 registers a thread) fit twice where shared memory allows
 bps = "min(2 if warps == 4 else 1, (228 * 1024) // (smem + 1024))"
 slots = "bps * SMS"
-# split K across blocks (grid.y). A grid of at most half the slots: as many slices as fit one
-# wave, >= 512 k a slice, <= 16. Else the slices (1-4, >= 1024 k each) whose waves the blocks
-# fill best, a slice more only for >= 2% more (per mille e1..e4): a stream keeps every SM busy
-# or loses its share (H200: 10000x16x4096, 157 blocks, 1.2 waves: 90.8 -> 74.5 us with 4
-# slices; 6000x13x6000 68.5 -> 62.5; 12000x16x4000 90.6 -> 78.7 with 2). Then as few slices as
-# give every one the same whole chunks, the last maybe fewer (none empty).
-sb = "max(1, min(4, ldk // 1024))"
-e1 = "1000 * blocks // (cdiv(blocks, slots) * slots)"
-e2 = "1000 * 2 * blocks // (cdiv(2 * blocks, slots) * slots) if sb >= 2 else 0"
-e3 = "1000 * 3 * blocks // (cdiv(3 * blocks, slots) * slots) if sb >= 3 else 0"
-e4 = "1000 * 4 * blocks // (cdiv(4 * blocks, slots) * slots) if sb >= 4 else 0"
-balanced = "4 if e4 > max(e1, e2, e3) + 20 else 3 if e3 > max(e1, e2) + 20 else 2 if e2 > e1 + 20 else 1"
-split_want = "max(1, min(slots // blocks, ldk // 512, 16)) if 2 * blocks <= slots else balanced"
+# split K across blocks (grid.y): the slices s (1-8, 12 or 16; >= 512 k each) that minimise
+# waves x (k a slice + 256): a stream is paced per SM, so an SM without a block loses its
+# share, and each slice costs about 256 k of filling and draining its ring (fitted on the
+# H200 to the best of 1-12 slices at 19 shapes; it picks the best at 18 and is 1.6% off at
+# 10000x16x4096). E.g. 10000x16x4096, 157 blocks: 90.8 -> 74.5 us with 4 slices;
+# 3000x17x5000, 47 blocks: 2 slices (one wave, 71% of the SMs) 49.6 us, 5 (1.8 waves) 45.2.
+# At tn = 8 (half the FMAs: closer to DRAM than to the SMs' pace) one wave of slices where the
+# grid is short (6000x8x6000: 2 slices 48.3 us, 5 52.1), else none.
+smax = "max(1, min(16, ldk // 512))"
+c1 = "cdiv(blocks, slots) * (chunks * kc + 256)"
+c2 = "cdiv(2 * blocks, slots) * (cdiv(chunks, 2) * kc + 256) if smax >= 2 else c1 + 1"
+c3 = "cdiv(3 * blocks, slots) * (cdiv(chunks, 3) * kc + 256) if smax >= 3 else c1 + 1"
+c4 = "cdiv(4 * blocks, slots) * (cdiv(chunks, 4) * kc + 256) if smax >= 4 else c1 + 1"
+c5 = "cdiv(5 * blocks, slots) * (cdiv(chunks, 5) * kc + 256) if smax >= 5 else c1 + 1"
+c6 = "cdiv(6 * blocks, slots) * (cdiv(chunks, 6) * kc + 256) if smax >= 6 else c1 + 1"
+c7 = "cdiv(7 * blocks, slots) * (cdiv(chunks, 7) * kc + 256) if smax >= 7 else c1 + 1"
+c8 = "cdiv(8 * blocks, slots) * (cdiv(chunks, 8) * kc + 256) if smax >= 8 else c1 + 1"
+c12 = "cdiv(12 * blocks, slots) * (cdiv(chunks, 12) * kc + 256) if smax >= 12 else c1 + 1"
+c16 = "cdiv(16 * blocks, slots) * (cdiv(chunks, 16) * kc + 256) if smax >= 16 else c1 + 1"
+# the first s of the least cost
+s2 = "2 if c2 < c1 else 1"
+v2 = "min(c1, c2)"
+s3 = "3 if c3 < v2 else s2"
+v3 = "min(v2, c3)"
+s4 = "4 if c4 < v3 else s3"
+v4 = "min(v3, c4)"
+s5 = "5 if c5 < v4 else s4"
+v5 = "min(v4, c5)"
+s6 = "6 if c6 < v5 else s5"
+v6 = "min(v5, c6)"
+s7 = "7 if c7 < v6 else s6"
+v7 = "min(v6, c7)"
+s8 = "8 if c8 < v7 else s7"
+v8 = "min(v7, c8)"
+s12 = "12 if c12 < v8 else s8"
+s16 = "16 if c16 < min(v8, c12) else s12"
+split_want = "(max(1, min(slots // blocks, smax)) if 2 * blocks <= slots else 1) if tn == 8 else s16"
+# then as few slices as give every one the same whole chunks, the last maybe fewer (none empty)
 splits = "cdiv(chunks, cdiv(chunks, split_want))"
 # split-K: per-block arrival counters (256-byte aligned), then each slice's partial
-# (128 / kl outputs a thread)
-workspace = "0 if splits == 1 else roundup(4 * blocks, 256) + splits * blocks * warps * 32 * (128 // kl) * 4"
+# (rw * tl / kl outputs a thread, rounded up to 4)
+workspace = "0 if splits == 1 else roundup(4 * blocks, 256) + splits * blocks * warps * 32 * roundup(rw * tl // kl, 4) * 4"
 
 [chosen]             # the value a run that leaves it to the shape (auto) gets
-tn = "8 if N <= 8 else 16 if N <= 16 else 32 if N <= 32 else 64"
+tn = "tn_pick"
 
 [[constraints]]
 check = "N <= 64"
 reason = "made for narrow N (≤ 64, A the large operand); use ffma_regdb or ffma_wide"
 
 [[constraints]]
-check = "(tn == 8 or tn == 16 or tn == 32 or tn == 64) and (warps == 4 or warps == 8) and (stages == 3 or stages == 4 or stages == 6)"
-reason = "tn must be 8, 16, 32 or 64, warps 4 or 8, stages 3, 4 or 6"
+check = "(tn == 8 or tn == 16 or tn == 24 or tn == 32 or tn == 64) and (warps == 4 or warps == 8) and (stages == 3 or stages == 4 or stages == 6)"
+reason = "tn must be 8, 16, 24, 32 or 64, warps 4 or 8, stages 3, 4 or 6"
 
 [[constraints]]
-check = "ntiles <= 2 and (tn == 8 or 2 * N > tn)"
-reason = "N = {N} in {tn}-column tiles: {'more than two tiles re-read A from L2 each' if ntiles > 2 else 'over half of each tile empty'}"
+check = "tn == tn_pick or (ntiles == 2 and (tn == 16 or tn == 32))"
+reason = "N = {N} takes {tn_pick}-column tiles (or two of 16 or 32 columns), not {ntiles} of {tn}"
 
 [[constraints]]
 check = "stages == 3 or (4 if stages == 6 else 3) * 128 // kc < fit"
@@ -107,16 +133,17 @@ scratch = "4 * np * ldk"
  *    copies, no bounds: the zeros are there) and k-lane kl reads the same 4 k, 4 kl .. +3, of
  *    A's rows and of Bᵀ's: one LDS.128 a lane, KL distinct 16-byte words a warp (4 wavefronts,
  *    no conflicts).
- *  - The warp's 32 lanes are KL k-lanes x NL column groups (32 x 1 up to 32 columns, 16 x 2
- *    at 32, 8 x 4 at 64); lane (kl, nl) holds RW rows x TL columns (16 x 8 at TN = 8, else
- *    8 x 16: 128 accumulators). Per chunk RW + TL LDS.128 and 512 FMAs: the smaller of the
- *    two operands' 4-vectors is held (A's RW at TL = 16, B's TL at TL = 8), the other
- *    streamed. Column groups rather than two 16-column tiles at TN = 32: B's chunk per row of
+ *  - The warp's 32 lanes are KL k-lanes x NL column groups (32 x 1 up to 16 columns, 16 x 2
+ *    at 24 and 32, 8 x 4 at 64); lane (kl, nl) holds RW rows x TL columns (16 x 8 at TN = 8,
+ *    8 x 12 at 24, else 8 x 16: 128 accumulators, 96 at 24). Per chunk RW + TL LDS.128 and
+ *    4 RW TL FMAs: the smaller of the two operands' 4-vectors is held (A's RW at TL >= 12,
+ *    B's TL at TL = 8), the other streamed. The 24-column tile is for N = 17-24, where 32
+ *    columns would compute up to 15 empty ones. Column groups rather than two 16-column tiles at TN = 32: B's chunk per row of
  *    the block halves (8192x32x8192: 175 -> 155 us on the H200).
  *  - At the end the KL k-lanes' partial sums are added by a butterfly (shuffles at distances
- *    KL / 2 .. 1, each halving what a lane holds): lane (kl, nl) is left with V = 128 / KL
+ *    KL / 2 .. 1, each halving what a lane holds): lane (kl, nl) is left with V = RW TL / KL
  *    consecutive outputs, V kl .. V kl + V - 1 of its group's RW x TL (row-major): 16-byte
- *    stores.
+ *    stores (V = 6 at TN = 24: 4-byte ones).
  *  - Split-K across blocks (grid.y, the header's splits) where the blocks fill under half of
  *    the SMs' slots, or where 2-4 slices fill the waves better: each slice's V outputs a
  *    thread go to the workspace; the block that arrives last sums them in slice order
@@ -130,7 +157,7 @@ scratch = "4 * np * ldk"
  *
  * Compile-time constants (defaults let the file compile alone):
  *   ELEM, ACC   element and accumulator types (float; int32: int, unsigned)     (float)
- *   TN          8, 16, 32 or 64 columns per block (the lanes' split above)      (16)
+ *   TN          8, 16, 24, 32 or 64 columns per block (the lanes' split above)  (16)
  *   WARPS       4 or 8 warps per block                                          (4)
  *   STAGES      3, 4 or 6: the ring, in 128-k units, at most what fits (RING)  (4)
  * Launch (header): grid (ceil(M / RB) * ceil(N / TN), splits), block (32 WARPS); dynamic shared
@@ -155,16 +182,17 @@ scratch = "4 * np * ldk"
 #ifndef STAGES
 #define STAGES 4
 #endif
-#if (TN != 8 && TN != 16 && TN != 32 && TN != 64) || (WARPS != 4 && WARPS != 8) || STAGES < 2
+#if (TN != 8 && TN != 16 && TN != 24 && TN != 32 && TN != 64) || (WARPS != 4 && WARPS != 8) || STAGES < 2
 #error "inconsistent parameters"
 #endif
 
-#define TL (TN == 8 ? 8 : 16)           /* columns per lane */
-#define RW (128 / TL)                   /* rows per warp (and per lane): 128 accumulators */
-#define NL (TN / TL)                    /* column groups of a warp: 1, 1, 2, 4 */
-#define KL (32 / NL)                    /* k-lanes: 32, 32, 16, 8 */
+#define TL (TN == 8 ? 8 : TN == 24 ? 12 : 16)   /* columns per lane */
+#define RW (TL == 8 ? 16 : 8)           /* rows per warp (and per lane): 128 accumulators (96 at TL = 12) */
+#define NL (TN / TL)                    /* column groups of a warp: 1, 1, 2, 2, 4 */
+#define KL (32 / NL)                    /* k-lanes: 32, 32, 16, 16, 8 */
 #define KC (4 * KL)                     /* k per chunk */
-#define V (128 / KL)                    /* outputs a lane holds after the butterfly: 4, 4, 8, 16 */
+#define V (RW * TL / KL)                /* outputs a lane holds after the butterfly: 4, 4, 6, 8, 16 */
+#define VP ((V + 3) / 4 * 4)            /* ... in whole 4-vectors (split-K's partials) */
 #define RB (WARPS * RW)                 /* rows per block */
 #define NT (32 * WARPS)
 #define A_WORDS (RB * KC)
@@ -249,8 +277,10 @@ __device__ __forceinline__ void load_chunk(unsigned sbase, int st, int kc, const
     }
     const unsigned sb = sbase + 4u * (unsigned)(st * STAGE_WORDS + A_WORDS);
 #pragma unroll
-    for (int i = 0; i < TN * KL / NT; ++i) {         /* TN rows x KL 16-byte pieces */
+    for (int i = 0; i < (TN * KL + NT - 1) / NT; ++i) {   /* TN rows x KL 16-byte pieces */
         const int q = tid + i * NT, n = q / KL, p = q % KL;
+        if ((TN * KL) % NT != 0 && q >= TN * KL)
+            break;
         cp_async16_full(sb + 4u * (unsigned)(n * KC + 4 * p), S + (size_t)(n0 + n) * ldk + kc + 4 * p);
     }
 }
@@ -381,12 +411,12 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
     butterfly<4>(acc, lane);
     butterfly<2>(acc, lane);
     butterfly<1>(acc, lane);
-    ACC out[V];
+    ACC out[VP];
 #pragma unroll
-    for (int e = 0; e < V; ++e)
-        out[e] = acc[e];
+    for (int e = 0; e < VP; ++e)
+        out[e] = e < V ? acc[e] : (ACC)0;
 
-    if (splits > 1 && !splitk_fixup<V, NT, 1>(out, workspace, gridDim.x, blockIdx.x, splits, z, tid))
+    if (splits > 1 && !splitk_fixup<VP, NT, 1>(out, workspace, gridDim.x, blockIdx.x, splits, z, tid))
         return;
 
     const int r = (V * kl) / TL, c = (V * kl) % TL;
@@ -394,17 +424,24 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
     if (m >= M)
         return;
     ELEM* dst = C + (size_t)m * N + n;
+    if constexpr (V % 4 != 0) {                      /* TL = 12: 6 columns from 0 or 6 of the group */
 #pragma unroll
-    for (int q = 0; q < V / 4; ++q) {
-        if ((N & 3) == 0 && n + 4 * q < N) {         /* N % 4 == 0: the 4 columns are in */
-            VEC o;
-            o.x = (ELEM)out[4 * q]; o.y = (ELEM)out[4 * q + 1]; o.z = (ELEM)out[4 * q + 2]; o.w = (ELEM)out[4 * q + 3];
-            *reinterpret_cast<VEC*>(dst + 4 * q) = o;
-        } else {
+        for (int e = 0; e < V; ++e)
+            if (n + e < N)
+                dst[e] = (ELEM)out[e];
+    } else {
 #pragma unroll
-            for (int e = 0; e < 4; ++e)
-                if (n + 4 * q + e < N)
-                    dst[4 * q + e] = (ELEM)out[4 * q + e];
+        for (int q = 0; q < V / 4; ++q) {
+            if ((N & 3) == 0 && n + 4 * q < N) {     /* N % 4 == 0: the 4 columns are in */
+                VEC o;
+                o.x = (ELEM)out[4 * q]; o.y = (ELEM)out[4 * q + 1]; o.z = (ELEM)out[4 * q + 2]; o.w = (ELEM)out[4 * q + 3];
+                *reinterpret_cast<VEC*>(dst + 4 * q) = o;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    if (n + 4 * q + e < N)
+                        dst[4 * q + e] = (ELEM)out[4 * q + e];
+            }
         }
     }
 }

@@ -1384,7 +1384,7 @@ def test_small_verifies_at_odd_and_small_shapes(dtype):
 # --- rung 33: skinny_async (cuda/33_skinny_async.cu) ---------------------------------------------
 
 SA = registry.get("skinny_async")
-#: N <= 64 at every tile width (8, 16, 32, 64 columns, one tile or two), K % 4 != 0 (4-byte A
+#: N <= 64 at every tile width (8, 16, 24, 32, 64 columns, one tile or two), K % 4 != 0 (4-byte A
 #: copies), rows past M in the last block, k past K in the last chunk, one chunk and many
 ASYNC_SHAPES = [(61, 7, 1000), (1000, 1, 33), (1, 1, 1), (33, 1, 65), (4300, 13, 1001),
                 (2200, 21, 777), (3000, 17, 5000), (1037, 64, 300), (777, 40, 129), (8192, 16, 1024)]
@@ -1396,29 +1396,27 @@ ASYNC_SPLIT_SHAPES = [(500, 40, 4100), (129, 9, 3001), (3000, 16, 5000), (64, 30
 def _async_geometry(c, m, n, k, sms=SMS):
     """skinny_async's lanes and grid at a shape: (k-lanes, k per chunk, rows per block,
     blocks, slices)."""
-    tl = 8 if c["tn"] == 8 else 16
+    tl = 8 if c["tn"] == 8 else 12 if c["tn"] == 24 else 16
     kl = 32 * tl // c["tn"]
-    kc, rb = 4 * kl, c["warps"] * 128 // tl
+    kc, rb = 4 * kl, c["warps"] * (16 if tl == 8 else 8)
     blocks = -(-m // rb) * -(-n // c["tn"])
     smem = _async_ring(c) * 4 * kc * (rb + c["tn"])
     slots = min(2 if c["warps"] == 4 else 1, 228 * 1024 // (smem + 1024)) * sms
     ldk = -(-k // kc) * kc
-    if 2 * blocks <= slots:                      # a short grid: one wave of slices
-        want = max(1, min(slots // blocks, ldk // 512, 16))
-    else:                                        # the slices (1-4) that fill the waves best
-        eff = [1000 * s * blocks // (-(-s * blocks // slots) * slots) if s <= max(1, min(4, ldk // 1024))
-               else 0 for s in (1, 2, 3, 4)]
-        want = 1
-        for s in (2, 3, 4):
-            if eff[s - 1] > max(eff[:s - 1]) + 20:
-                want = s
+    chunks, smax = ldk // kc, max(1, min(16, ldk // 512))
+    if c["tn"] == 8:                             # one wave of slices where the grid is short
+        want = max(1, min(slots // blocks, smax)) if 2 * blocks <= slots else 1
+    else:                                        # the least waves x (k a slice + 256)
+        costs = {s: -(-s * blocks // slots) * (-(-chunks // s) * kc + 256)
+                 for s in (1, 2, 3, 4, 5, 6, 7, 8, 12, 16) if s <= smax}
+        want = min(costs, key=lambda s: (costs[s], s))
     return kl, kc, rb, blocks, -(-(ldk // kc) // -(-(ldk // kc) // want))
 
 
 def _async_ring(c, stages=None):
     """Chunks in skinny_async's ring: stages x 128 k, or as many as fit in 227 KB."""
-    tl = 8 if c["tn"] == 8 else 16
-    kc, rb = 4 * 32 * tl // c["tn"], c["warps"] * 128 // tl
+    tl = 8 if c["tn"] == 8 else 12 if c["tn"] == 24 else 16
+    kc, rb = 4 * 32 * tl // c["tn"], c["warps"] * (16 if tl == 8 else 8)
     return min((stages or c["stages"]) * 128 // kc, 227 * 1024 // (4 * kc * (rb + c["tn"])))
 
 
@@ -1428,11 +1426,12 @@ def _async_splits(c, m, n, k):
 
 def test_skinny_async_header():
     """Rung 33 takes N <= 64 (its class: A the large operand), both dtypes; tn (columns per
-    block) is picked by N unless named; a lane holds 128 accumulators (16 or 8 columns x 8 or
-    16 rows), the warp's lanes are k-lanes x column groups (32 x 1 up to 32 columns, 8 x 4 at
-    64), a chunk 4 k a k-lane; the pre-pass writes Bᵀ padded to whole tiles and whole chunks,
-    the grid is blocks x slices, and K is split only where the blocks fill under 3/4 of the
-    SMs' slots (>= 512 k a slice, none empty), the workspace then holding counters and every
+    block) is the smallest tile that holds N unless named (or two tiles of 16 or 32); a lane
+    holds 8 or 16 rows x 8, 12 or 16 columns, the warp's lanes are k-lanes x column groups
+    (32 x 1 up to 16 columns, 16 x 2 at 24 and 32, 8 x 4 at 64), a chunk 4 k a k-lane; the
+    pre-pass writes Bᵀ padded to whole tiles and whole chunks, the grid is blocks x slices,
+    and K is split where the blocks fill under half of the SMs' slots or where 2-4 slices
+    fill the waves better (none empty), the workspace then holding counters and every
     slice's partials."""
     assert SA.role == "rung" and SA.order == 33 and SA.precision == "fp32"
     assert set(SA.dtypes) == {"float32", "int32"} and "tn" in SA.chosen
@@ -1441,13 +1440,13 @@ def test_skinny_async_header():
     assert "4u * RING * STAGE_WORDS > dyn_smem_bytes()" in text
     for m, n, k in ASYNC_SHAPES + ASYNC_SPLIT_SHAPES + [(8192, 8, 8192), (20000, 32, 1000), (8192, 64, 8192)]:
         tn = SA.resolve({"tn": registry.AUTO, "warps": 4, "stages": 4}, m, n, k)["tn"]
-        assert tn == (8 if n <= 8 else 16 if n <= 16 else 32 if n <= 32 else 64)
+        assert tn == (8 if n <= 8 else 16 if n <= 16 else 24 if n <= 24 else 32 if n <= 32 else 64)
         valid = [c for c in SA.combos() if SA.check("cuda", c, m, n, k, "float32") is None]
-        assert {c["tn"] for c in valid} == {t for t in (8, 16, 32, 64)
-                                            if -(-n // t) <= 2 and (t == 8 or 2 * n > t)}
-        assert tn in {c["tn"] for c in valid} and len(valid) <= 12
+        assert {c["tn"] for c in valid} == {tn} | {t for t in (16, 32) if -(-n // t) == 2}
+        assert len(valid) <= 12
         for c in valid:
             kl, kc, rb, blocks, splits = _async_geometry(c, m, n, k)
+            vp = -(-(rb // c["warps"]) * (c["tn"] * kl // 32) // kl // 4) * 4   # outputs a thread, whole 4-vectors
             (gx, gy), (bx, by) = SA.geometry(c, m, n, k)
             assert (gx, gy, bx, by) == (blocks, splits, 32 * c["warps"], 1)
             ring = _async_ring(c)
@@ -1455,7 +1454,7 @@ def test_skinny_async_header():
             # no two stages values make the same ring (the larger one is refused)
             assert c["stages"] == 3 or ring > _async_ring(c, 4 if c["stages"] == 6 else 3)
             assert SA.workspace_bytes(c, m, n, k) == (
-                0 if splits == 1 else -(-4 * blocks // 256) * 256 + splits * blocks * bx * (128 // kl) * 4)
+                0 if splits == 1 else -(-4 * blocks // 256) * 256 + splits * blocks * bx * vp * 4)
             np_, ldk = -(-n // c["tn"]) * c["tn"], -(-k // kc) * kc
             assert SA.prepass.scratch_bytes(c, m, n, k) == 4 * np_ * ldk
             (px, py), (pbx, pby) = SA.prepass.geometry(c, m, n, k)
@@ -1464,13 +1463,17 @@ def test_skinny_async_header():
                 per = -(-(ldk // kc) // splits)
                 assert per * kc >= 512 and (splits - 1) * per < ldk // kc
     assert {_async_splits({"tn": SA.resolve({"tn": registry.AUTO}, *s)["tn"], "warps": 4, "stages": 4},
-                          *s)[1] for s in ASYNC_SPLIT_SHAPES} == {2, 6, 8, 15}
+                          *s)[1] for s in ASYNC_SPLIT_SHAPES} == {5, 6, 8, 15}
     assert SA.check("cuda", SA.default_params(), 8192, 65, 8192, "float32")
-    # grids of more than half the slots split only where slices fill the waves better
-    w8 = {"tn": 16, "warps": 8, "stages": 3}
-    assert [_async_splits(w8, *s)[1] for s in ((8192, 16, 8192), (10000, 16, 4096), (6000, 13, 6000),
-                                               (12000, 16, 4000), (20000, 16, 1000))] == [1, 4, 4, 2, 1]
-    assert [SA.geometry(w8, *s)[0][1] for s in ((10000, 16, 4096), (6000, 13, 6000))] == [4, 4]
+    # the slices that the H200 ran fastest (of 1-12) at 8 warps, 3 stages, but 10000x16x4096
+    # (3 fastest, 4 chosen: 1.6% slower)
+    fastest = {(3000, 17, 5000): 5, (3000, 16, 5000): 5, (2000, 21, 6000): 4, (4096, 16, 4096): 2,
+               (1500, 24, 8000): 5, (6000, 13, 6000): 4, (10000, 16, 4096): 4, (12000, 16, 4000): 2,
+               (8192, 16, 8192): 1, (5000, 9, 3000): 3, (6000, 8, 6000): 2, (4224, 16, 2048): 2,
+               (20000, 16, 1000): 1, (16384, 16, 4096): 1}
+    for shape, slices in fastest.items():
+        c = {"tn": SA.resolve({"tn": registry.AUTO}, *shape)["tn"], "warps": 8, "stages": 3}
+        assert _async_splits(c, *shape)[1] == slices and SA.geometry(c, *shape)[0][1] == slices, shape
 
 
 @pytest.mark.gpu
@@ -1478,7 +1481,7 @@ def test_skinny_async_header():
 def test_skinny_async_verifies_at_odd_shapes(dtype):
     _need_cuda()
     ran = _verified_wherever_valid(SA, ASYNC_SHAPES + ASYNC_SPLIT_SHAPES, dtype)
-    assert {r.params["tn"] for r in ran} == {8, 16, 32, 64}
+    assert {r.params["tn"] for r in ran} == {8, 16, 24, 32, 64}
     assert {(r.params["warps"], r.params["stages"]) for r in ran} == {
         (c["warps"], c["stages"]) for c in SA.combos()
         if any(SA.check("cuda", c, *s, dtype) is None for s in ASYNC_SHAPES)}
@@ -1489,7 +1492,8 @@ def test_skinny_async_verifies_at_odd_shapes(dtype):
                                           ((500, 40, 4100), dict(tn=32, warps=4, stages=3)),
                                           ((129, 9, 3001), dict(tn=16, warps=8, stages=3)),
                                           ((64, 30, 8193), dict(tn=32, warps=8, stages=3)),
-                                          ((6000, 13, 6001), dict(tn=16, warps=8, stages=3))])
+                                          ((6000, 13, 6001), dict(tn=16, warps=8, stages=3)),
+                                          ((2200, 21, 3001), dict(tn=24, warps=8, stages=3))])
 def test_skinny_async_splitk_is_deterministic_and_leaves_its_counters_zero(shape, params):
     _need_cuda()
     blocks, splits = _async_splits(params, *shape)
