@@ -26,7 +26,7 @@ ldk = "roundup(K, kc)"                  # k per row of the transposed B (zero pa
 np = "ntiles * tn"                      # its rows (zero past N)
 chunks = "ldk // kc"
 chunk = "4 * kc * (rb + tn)"            # bytes of a chunk: A's rb rows and B's tn rows of kc k
-# the ring: stages x 128 k, as many chunks as fit where that is more (16 rows a warp at tn = 8
+# the ring: stages x 128 k, or as many chunks as fit where fewer do (16 rows a warp at tn = 8
 # and 8 warps: 3 of 68 KB)
 fit = "(227 * 1024) // chunk"
 ring = "min(stages * 128 // kc, fit)"
@@ -53,24 +53,9 @@ c7 = "cdiv(7 * blocks, slots) * (cdiv(chunks, 7) * kc + 256) if smax >= 7 else c
 c8 = "cdiv(8 * blocks, slots) * (cdiv(chunks, 8) * kc + 256) if smax >= 8 else c1 + 1"
 c12 = "cdiv(12 * blocks, slots) * (cdiv(chunks, 12) * kc + 256) if smax >= 12 else c1 + 1"
 c16 = "cdiv(16 * blocks, slots) * (cdiv(chunks, 16) * kc + 256) if smax >= 16 else c1 + 1"
-# the first s of the least cost
-s2 = "2 if c2 < c1 else 1"
-v2 = "min(c1, c2)"
-s3 = "3 if c3 < v2 else s2"
-v3 = "min(v2, c3)"
-s4 = "4 if c4 < v3 else s3"
-v4 = "min(v3, c4)"
-s5 = "5 if c5 < v4 else s4"
-v5 = "min(v4, c5)"
-s6 = "6 if c6 < v5 else s5"
-v6 = "min(v5, c6)"
-s7 = "7 if c7 < v6 else s6"
-v7 = "min(v6, c7)"
-s8 = "8 if c8 < v7 else s7"
-v8 = "min(v7, c8)"
-s12 = "12 if c12 < v8 else s8"
-s16 = "16 if c16 < min(v8, c12) else s12"
-split_want = "(max(1, min(slots // blocks, smax)) if 2 * blocks <= slots else 1) if tn == 8 else s16"
+# the least cost, then the fewest slices: (cost, s) packed in one integer, s < 32
+s_best = "min(32 * c1 + 1, 32 * c2 + 2, 32 * c3 + 3, 32 * c4 + 4, 32 * c5 + 5, 32 * c6 + 6, 32 * c7 + 7, 32 * c8 + 8, 32 * c12 + 12, 32 * c16 + 16) % 32"
+split_want = "(max(1, min(slots // blocks, smax)) if 2 * blocks <= slots else 1) if tn == 8 else s_best"
 # then as few slices as give every one the same whole chunks, the last maybe fewer (none empty)
 splits = "cdiv(chunks, cdiv(chunks, split_want))"
 # split-K: per-block arrival counters (256-byte aligned), then each slice's partial
@@ -138,16 +123,17 @@ scratch = "4 * np * ldk"
  *    8 x 12 at 24, else 8 x 16: 128 accumulators, 96 at 24). Per chunk RW + TL LDS.128 and
  *    4 RW TL FMAs: the smaller of the two operands' 4-vectors is held (A's RW at TL >= 12,
  *    B's TL at TL = 8), the other streamed. The 24-column tile is for N = 17-24, where 32
- *    columns would compute up to 15 empty ones. Column groups rather than two 16-column tiles at TN = 32: B's chunk per row of
- *    the block halves (8192x32x8192: 175 -> 155 us on the H200).
+ *    columns would compute up to 15 empty ones (8192x17x8192: 154.6 -> 128.1 us on the H200).
+ *    Column groups rather than two 16-column tiles at TN = 32: B's chunk per row of the block
+ *    halves (8192x32x8192: 175 -> 155 us).
  *  - At the end the KL k-lanes' partial sums are added by a butterfly (shuffles at distances
  *    KL / 2 .. 1, each halving what a lane holds): lane (kl, nl) is left with V = RW TL / KL
  *    consecutive outputs, V kl .. V kl + V - 1 of its group's RW x TL (row-major): 16-byte
  *    stores (V = 6 at TN = 24: 4-byte ones).
- *  - Split-K across blocks (grid.y, the header's splits) where the blocks fill under half of
- *    the SMs' slots, or where 2-4 slices fill the waves better: each slice's V outputs a
- *    thread go to the workspace; the block that arrives last sums them in slice order
- *    (lab_ptx.cuh's splitk_fixup: deterministic).
+ *  - Split-K across blocks (grid.y, the header's splits: the slice count of least waves x (k a
+ *    slice + 256), a model of a stream paced per SM): each slice's V outputs a thread (padded
+ *    to whole 4-vectors) go to the workspace; the block that arrives last sums them in slice
+ *    order (lab_ptx.cuh's splitk_fixup: deterministic).
  *
  * Tails: rows past M are not read (src-size 0, or no bulk copy; their accumulators are never
  * stored: a first version copied row M - 1 into them, and 56 rows of one block reading the

@@ -1388,8 +1388,8 @@ SA = registry.get("skinny_async")
 #: copies), rows past M in the last block, k past K in the last chunk, one chunk and many
 ASYNC_SHAPES = [(61, 7, 1000), (1000, 1, 33), (1, 1, 1), (33, 1, 65), (4300, 13, 1001),
                 (2200, 21, 777), (3000, 17, 5000), (1037, 64, 300), (777, 40, 129), (8192, 16, 1024)]
-#: shapes whose blocks fill under 3/4 of the slots: K split across blocks (2-16 slices; K % 4
-#: != 0 and N % 4 != 0 among them)
+#: shapes of few blocks and long K: K split across blocks (5-15 slices at 4 warps, the split
+#: rule's least waves x (k a slice + 256); K % 4 != 0 and N % 4 != 0 among them)
 ASYNC_SPLIT_SHAPES = [(500, 40, 4100), (129, 9, 3001), (3000, 16, 5000), (64, 30, 8193)]
 
 
