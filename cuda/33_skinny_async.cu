@@ -13,6 +13,10 @@ tn = [16, 8, 24, 32, 64]   # columns of B per block (chosen by N, [chosen] below
 warps = [4, 8]       # warps per block, each its own rw rows
 stages = [4, 6, 3]   # the cp.async ring, in 128-k units (chunks of kc k: 128 / kc of them a unit)
 
+[defaults.sm_90]    # H200 (benchmarks/results/h200_offsuite_narrow.json): 8 warps, 3 stages 89.3 us at 8192x16x8192 against 141.4 with 4 warps, 4 stages (127.5 vs 147.9 at 8192x17x8192, 276.8 vs 318.2 at 8192x64x8192)
+warps = 8
+stages = 3
+
 [derived]
 tn_pick = "8 if N <= 8 else 16 if N <= 16 else 24 if N <= 24 else 32 if N <= 32 else 64"   # the tile that holds N
 tl = "8 if tn == 8 else 12 if tn == 24 else 16"   # columns per lane
@@ -187,12 +191,14 @@ scratch = "4 * np * ldk"
 /* chunks in the ring: STAGES x 128 k whatever KC, or as many as fit (the header's ring) */
 #define RING (STAGES * 128 / KC < FIT ? STAGES * 128 / KC : FIT)
 #define VEC vec4_of<ELEM>::type
-/* A's whole chunks by bulk copies (sm_90+, tn <= 16: rows of 512 bytes): one cp.async.bulk a
- * row into an mbarrier, no L1 request a 16-byte piece (H200: 8192x8x8192 75 -> 82% of the
- * copy, 16384x16x4096 64 -> 67%); at tn = 32 and 64 (rows of 256 and 128 bytes) they lost
- * 9-19%, so those keep cp.async. */
+/* A's whole chunks by bulk copies (sm_90+, tn <= 16: rows of 512 bytes, a ring of 2-3
+ * chunks): one cp.async.bulk a row into an mbarrier, no L1 request a 16-byte piece. H200,
+ * 8192x16x8192, 8 warps: 89.1 us with a ring of 3 against 99.5 by cp.async; but with 4 or 5
+ * chunks 112-113 against 98-99 (4 warps: 118-142 against 112-119), the copies of a deeper
+ * ring held up the warps that issue them; at tn = 32 and 64 (rows of 256 and 128 bytes) they
+ * lost 9-19%. Those keep cp.async. */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define BULK_A (TN <= 16)
+#define BULK_A (TN <= 16 && RING <= 3)
 #else
 #define BULK_A 0
 #endif
