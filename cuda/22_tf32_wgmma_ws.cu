@@ -160,25 +160,12 @@ extern "C" __global__ __launch_bounds__(256)
 void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
              int M, int N, int K)
 {
-    __shared__ float tile[32][33];
     const int Kp = (K + 3) & ~3;
     const int nby = (N + 31) / 32;
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int k0 = blockIdx.x * 32;
     if ((int)blockIdx.y < nby) {
-        const int n0 = blockIdx.y * 32;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int k = k0 + ty + 8 * i, n = n0 + tx;
-            tile[ty + 8 * i][tx] = (k < K && n < N) ? TF32_IN(B[(size_t)k * N + n]) : 0.f;
-        }
-        __syncthreads();
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int n = n0 + ty + 8 * i, k = k0 + tx;
-            if (n < N && k < Kp)
-                S[(size_t)n * Kp + k] = tile[tx][ty + 8 * i];
-        }
+        transpose_tile32<8>(B, S, N, K, N, Kp, k0, blockIdx.y * 32, [](float x) { return TF32_IN(x); });
     } else {
         ELEM* Ap = S + (size_t)N * Kp;
         const int m0 = (blockIdx.y - nby) * 32;

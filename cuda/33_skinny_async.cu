@@ -204,30 +204,15 @@ scratch = "4 * np * ldk"
 #endif
 
 /* ------------------------------------------------------------------------------------------ */
-/* Pre-pass: S = Bᵀ, np = ceil(N / TN) * TN rows of ldk = roundup(K, KC), zero past N and K.
- * A 32 k x 32 n tile per block through shared memory (padded by one word: conflict-free
- * column reads), so that both B's reads and S's writes are coalesced. */
+/* Pre-pass: S = Bᵀ, np = ceil(N / TN) * TN rows of ldk = roundup(K, KC), zero past N and K
+ * (lab_ptx.cuh's transpose_tile32, a 32 x 32 tile a block). */
 extern "C" __global__ __launch_bounds__(128)
 void transpose_b(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
                  int M, int N, int K)
 {
     (void)A; (void)M;
-    __shared__ ELEM tile[32][33];
-    const int np = (N + TN - 1) / TN * TN, ldk = (K + KC - 1) / KC * KC;
-    const int k0 = blockIdx.x * 32, n0 = blockIdx.y * 32;
-    const int tx = threadIdx.x, ty = threadIdx.y;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-        const int k = k0 + ty + 4 * i, n = n0 + tx;
-        tile[ty + 4 * i][tx] = (k < K && n < N) ? B[(size_t)k * N + n] : (ELEM)0;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-        const int n = n0 + ty + 4 * i, k = k0 + tx;
-        if (n < np && k < ldk)
-            S[(size_t)n * ldk + k] = tile[tx][ty + 4 * i];
-    }
+    transpose_tile32<4>(B, S, N, K, (N + TN - 1) / TN * TN, (K + KC - 1) / KC * KC, blockIdx.x * 32,
+                        blockIdx.y * 32);
 }
 
 /* ------------------------------------------------------------------------------------------ */

@@ -149,6 +149,36 @@ __device__ __forceinline__ void pad_b_rows(const T* __restrict__ B, T* __restric
     }
 }
 
+/* The identity, for transpose_tile32 where B's elements go as they are. */
+struct AsIs {
+    template <typename T> __device__ __forceinline__ T operator()(T x) const { return x; }
+};
+
+/* The pre-passes' transpose: the 32 (k) x 32 (n) tile of B (K x N, row-major) at (k0, n0) into
+ * S = Bᵀ, rows of ldk (rows n < rows and k < ldk written: zero past N and past K), through
+ * shared memory padded by one word (conflict-free column reads), so that B's reads and S's
+ * writes are both coalesced. Block (32, TY); `in` maps each element of B on its way (the TF32
+ * rungs' rounding). Every thread of the block calls it (one barrier). */
+template <int TY, typename T, typename In = AsIs>
+__device__ __forceinline__ void transpose_tile32(const T* __restrict__ B, T* __restrict__ S, int N, int K,
+                                                 int rows, int ldk, int k0, int n0, In in = In())
+{
+    __shared__ T tile[32][33];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+#pragma unroll
+    for (int i = 0; i < 32 / TY; ++i) {
+        const int k = k0 + ty + TY * i, n = n0 + tx;
+        tile[ty + TY * i][tx] = (k < K && n < N) ? in(B[(size_t)k * N + n]) : (T)0;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < 32 / TY; ++i) {
+        const int n = n0 + ty + TY * i, k = k0 + tx;
+        if (n < rows && k < ldk)
+            S[(size_t)n * ldk + k] = tile[tx][ty + TY * i];
+    }
+}
+
 /* The partial tiles of a workspace laid out as above: after the `tiles` arrival counters. */
 __device__ __forceinline__ unsigned char* partials_after_counters(unsigned char* workspace, int tiles)
 {

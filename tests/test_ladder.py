@@ -1393,12 +1393,23 @@ ASYNC_SHAPES = [(61, 7, 1000), (1000, 1, 33), (1, 1, 1), (33, 1, 65), (4300, 13,
 ASYNC_SPLIT_SHAPES = [(500, 40, 4100), (129, 9, 3001), (3000, 16, 5000), (64, 30, 8193)]
 
 
+def _async_lanes(c):
+    """skinny_async's lanes for a parameter choice: (k-lanes, k per chunk, rows per block)."""
+    tl = 8 if c["tn"] == 8 else 12 if c["tn"] == 24 else 16
+    kl = 32 * tl // c["tn"]
+    return kl, 4 * kl, c["warps"] * (16 if tl == 8 else 8)
+
+
+def _async_ring(c, stages=None):
+    """Chunks in skinny_async's ring: stages x 128 k, or as many as fit in 227 KB."""
+    _, kc, rb = _async_lanes(c)
+    return min((stages or c["stages"]) * 128 // kc, 227 * 1024 // (4 * kc * (rb + c["tn"])))
+
+
 def _async_geometry(c, m, n, k, sms=SMS):
     """skinny_async's lanes and grid at a shape: (k-lanes, k per chunk, rows per block,
     blocks, slices)."""
-    tl = 8 if c["tn"] == 8 else 12 if c["tn"] == 24 else 16
-    kl = 32 * tl // c["tn"]
-    kc, rb = 4 * kl, c["warps"] * (16 if tl == 8 else 8)
+    kl, kc, rb = _async_lanes(c)
     blocks = -(-m // rb) * -(-n // c["tn"])
     smem = _async_ring(c) * 4 * kc * (rb + c["tn"])
     slots = min(2 if c["warps"] == 4 else 1, 228 * 1024 // (smem + 1024)) * sms
@@ -1410,14 +1421,7 @@ def _async_geometry(c, m, n, k, sms=SMS):
         costs = {s: -(-s * blocks // slots) * (-(-chunks // s) * kc + 256)
                  for s in (1, 2, 3, 4, 5, 6, 7, 8, 12, 16) if s <= smax}
         want = min(costs, key=lambda s: (costs[s], s))
-    return kl, kc, rb, blocks, -(-(ldk // kc) // -(-(ldk // kc) // want))
-
-
-def _async_ring(c, stages=None):
-    """Chunks in skinny_async's ring: stages x 128 k, or as many as fit in 227 KB."""
-    tl = 8 if c["tn"] == 8 else 12 if c["tn"] == 24 else 16
-    kc, rb = 4 * 32 * tl // c["tn"], c["warps"] * (16 if tl == 8 else 8)
-    return min((stages or c["stages"]) * 128 // kc, 227 * 1024 // (4 * kc * (rb + c["tn"])))
+    return kl, kc, rb, blocks, -(-chunks // -(-chunks // want))
 
 
 def _async_splits(c, m, n, k):
