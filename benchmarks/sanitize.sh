@@ -11,7 +11,7 @@
 # and 1300x4099x37, ffma_regdb at SHAPE and 1300x2600x37 (split-K of a last partial wave),
 # ffma_wide_b4 at 300x253x61, 257x301x77, 2300x1999x77 and 256x131x3080, ffma_wide_padb
 # (N % 4 != 0) at SHAPE when its N qualifies, else at 127x253x61, ffma_small at SHAPE,
-# 200x300x1500, 33x7x1001 and 40x41x4100 (split-K 2 and 16), skinny_async at 61x7x1000,
+# 200x300x1500, 33x7x1001, 40x41x4100 and 33x7x8193 (split-K 2, 16 and 32), skinny_async at 61x7x1000,
 # 1037x13x301, 777x21x129, 129x9x3001, 300x45x999 and 500x30x1000 (each tile width, K % 4 != 0,
 # split-K).
 # Prints one line per tool and dtype; full logs go to
@@ -51,8 +51,8 @@ for dtype in float32 int32; do
       [ "$name" = tiled ] && shape=96x160x64
       [ "$name" = skinny ] && shape=61x7x1000,4300x13x301,7x253x1001,16x300x1100,17x97x1543
       # ffma_small: SHAPE (4-byte copies), then 16-byte copies over 24 stages split across 2
-      # CTAs, a group's k slice past K, and 16 CTAs a tile (N % 4 != 0)
-      [ "$name" = ffma_small ] && shape=$SHAPE,200x300x1500,33x7x1001,40x41x4100
+      # CTAs, a group's k slice past K, and 16 and 32 CTAs a tile (N % 4 != 0)
+      [ "$name" = ffma_small ] && shape=$SHAPE,200x300x1500,33x7x1001,40x41x4100,33x7x8193
       # skinny_async (N <= 64): each tile width (7, 13, 21, 30 and 45 columns: 8, 16, 24, 32,
       # 64 and two tiles), K % 4 != 0 (4-byte A copies), split-K (129x9x3001), rows past M
       [ "$name" = skinny_async ] && shape=61x7x1000,1037x13x301,777x21x129,129x9x3001,300x45x999,500x30x1000 \

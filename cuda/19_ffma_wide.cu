@@ -180,6 +180,9 @@ shared = "smem"
 #define TY (BM / TM)
 #define NT (TX * TY)
 #define PM (TM / 4)
+#ifndef FOLD_ROWS
+#define FOLD_ROWS 2                   /* rows of C a split-K slice loads at once (4 spilled at bk = 8) */
+#endif
 #define PN (TN / 4)
 #define SM_ (BM / PM)
 #define SN_ (BN / PN)
@@ -492,6 +495,41 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
         }
     }
 #else
+    if (add) {
+        /* Split-K slices after the first: what the slices before them left in C is folded
+           into acc first, the loads of FOLD_ROWS rows in flight together, and the tile then leaves
+           as a whole one does. Loaded just before each store, every value was an L2 round trip
+           of its own (the compiler cannot move a load of another row above a store to C),
+           and the slices' epilogues run one after another. H100, splitk = 4, against the
+           load-beside-the-store epilogue: 1000 x 1001 x 1000 173.0 -> 133.9 us, 1024^3
+           82.4 -> 72.1, 2047 x 2049 x 1023 395.2 -> 339.6 (benchmarks/NOTES.md, round 19) */
+#pragma unroll
+        for (int h = 0; h < TM; h += FOLD_ROWS) {
+            const int row = row0 + (h / 4) * SM_ + ty * 4 + h % 4;
+            ACC o[FOLD_ROWS][TN];
+#pragma unroll
+            for (int ii = 0; ii < FOLD_ROWS; ++ii)
+#pragma unroll
+                for (int p = 0; p < PN; ++p) {
+                    const int col = col0 + p * SN_ + tx * 4;
+                    const ELEM* c = C + (size_t)(row + ii) * N + col;
+                    if (vec_c && row + ii < M && col + 3 < N) {
+                        const VEC v = __ldcg(reinterpret_cast<const VEC*>(c));
+                        o[ii][4 * p] = (ACC)v.x; o[ii][4 * p + 1] = (ACC)v.y;
+                        o[ii][4 * p + 2] = (ACC)v.z; o[ii][4 * p + 3] = (ACC)v.w;
+                    } else {
+#pragma unroll
+                        for (int j = 0; j < 4; ++j)
+                            o[ii][4 * p + j] = row + ii < M && col + j < N ? (ACC)__ldcg(c + j) : (ACC)0;
+                    }
+                }
+#pragma unroll
+            for (int ii = 0; ii < FOLD_ROWS; ++ii)
+#pragma unroll
+                for (int jj = 0; jj < TN; ++jj)
+                    acc[h + ii][jj] += o[ii][jj];
+        }
+    }
 #pragma unroll
     for (int i = 0; i < TM; ++i) {
         const int row = row0 + (i / 4) * SM_ + ty * 4 + i % 4;
@@ -511,13 +549,7 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
             ELEM* c = C + (size_t)row * N + col;
             if (vec_c && col + 3 < N) {
                 VEC x;
-                if (add) {
-                    const VEC o = __ldcg(reinterpret_cast<const VEC*>(c));
-                    x.x = (ELEM)((ACC)o.x + a[0]); x.y = (ELEM)((ACC)o.y + a[1]);
-                    x.z = (ELEM)((ACC)o.z + a[2]); x.w = (ELEM)((ACC)o.w + a[3]);
-                } else {
-                    x.x = (ELEM)a[0]; x.y = (ELEM)a[1]; x.z = (ELEM)a[2]; x.w = (ELEM)a[3];
-                }
+                x.x = (ELEM)a[0]; x.y = (ELEM)a[1]; x.z = (ELEM)a[2]; x.w = (ELEM)a[3];
                 __stcg(reinterpret_cast<VEC*>(c), x);
             } else {
 #pragma unroll
@@ -527,8 +559,7 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
 #else
                     if (col + j < N) {
 #endif
-                        const ACC o = add ? (ACC)__ldcg(c + j) : (ACC)0;
-                        __stcg(c + j, (ELEM)(o + a[j]));
+                        __stcg(c + j, (ELEM)a[j]);
                     }
             }
         }

@@ -12,7 +12,7 @@ precision = "fp32"
 bm = [32, 16, 64]    # tile rows (tiles are 32 columns wide): 2, 4 or 8 rows per thread
 kg = [4, 2]          # groups of 64 threads splitting each stage's k (block = 64 * kg threads)
 ks = [64, 32]        # k rows per stage (two stages: 4 were 0-10% slower at all 16 shapes measured)
-splitk = [1, 2, 4, 8, 16]   # CTAs sharing a tile's K (chosen by the shape: [chosen] below)
+splitk = [1, 2, 4, 8, 16, 32]   # CTAs sharing a tile's K (chosen by the shape: [chosen] below)
 
 [derived]
 tiles = "cdiv(M, bm) * cdiv(N, 32)"
@@ -22,9 +22,10 @@ smem = "4 * max(2 * stage_words, red_words)"   # the file's STAGES = 2
 # split K across CTAs only where the tiles leave SMs idle (under 2 CTAs per SM) and K >= 512,
 # every slice keeping >= 128 k (2 stages of 64): measured against 256 and 512 k, 128 was as
 # fast or faster at all 14 shapes (32x200x1000: 112% of cuBLAS against 86% at 256); but
-# 256^3 split in two lost 147 -> 127%, so K under 512 is never split
-split_want = "1 if K < 512 else max(1, min(16, (2 * SMS) // tiles, K // 128))"
-split_pick = "16 if split_want >= 16 else 8 if split_want >= 8 else 4 if split_want >= 4 else 2 if split_want >= 2 else 1"
+# 256^3 split in two lost 147 -> 127%, so K under 512 is never split; up to 32 slices since the
+# last CTA's sum loads many slices at once (64x128x16384: 88.5 -> 103.9% of cuBLAS, H200)
+split_want = "1 if K < 512 else max(1, min(32, (2 * SMS) // tiles, K // 128))"
+split_pick = "32 if split_want >= 32 else 16 if split_want >= 16 else 8 if split_want >= 8 else 4 if split_want >= 4 else 2 if split_want >= 2 else 1"
 qpt = "cdiv(bm * 8, 64 * kg)"                  # 16-byte quads of the summed tile per thread
 # workspace (split-K): per-tile arrival counters (256-byte aligned), then each slice's
 # partial tile, qpt quads per thread
@@ -100,7 +101,7 @@ workspace = "workspace"
  *   BM          16, 32 or 64: tile rows                                      (default 32)
  *   KG          2 or 4: groups of 64 threads splitting K in the block          (default 4)
  *   KS          32 or 64: k rows per stage                                    (default 64)
- *   SPLITK      1, 2, 4, 8 or 16: CTAs sharing a tile's K (grid.y = M-tiles x SPLITK) (default 1)
+ *   SPLITK      1, 2, 4, 8, 16 or 32: CTAs sharing a tile's K (grid.y = M-tiles x SPLITK) (default 1)
  *   STAGES      stages of the pipeline, fixed at 2 (not a parameter: above)
  * Launch geometry (header): grid (ceil(N/32), ceil(M/BM)*SPLITK), block 64*KG, dynamic shared
  * memory 4 * max(2*(BM*(KS+4) + 32*KS), KG*BM*32) bytes; with SPLITK > 1 a workspace of
@@ -128,7 +129,7 @@ workspace = "workspace"
 #endif
 #define STAGES 2
 #if (BM != 16 && BM != 32 && BM != 64) || (KG != 2 && KG != 4) || (KS != 32 && KS != 64) \
-    || KS / KG < 8 || (SPLITK & (SPLITK - 1)) || SPLITK > 16
+    || KS / KG < 8 || (SPLITK & (SPLITK - 1)) || SPLITK > 32
 #error "inconsistent parameters"
 #endif
 #define BN 32
@@ -275,9 +276,12 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     }
 #if SPLITK > 1
     /* this slice's tile to the workspace; the CTA that arrives last sums the slices in order,
-     * all of v at once (PARTS = 1: few accumulators, a latency-bound sum) */
-    if (!splitk_fixup<4 * QPT, NT, 1>(v, workspace, mtiles * gridDim.x, mt * gridDim.x + blockIdx.x,
-                                      SPLITK, z, tid))
+     * all of v at once (PARTS = 1: few accumulators, a latency-bound sum), the loads of up to
+     * 16 / QPT slices in flight together (<= 64 registers): with one L2 round trip per slice
+     * the sum took 2.2 us of 128x128x8192's 20.0 (16 slices; 17.8 us so, H200) */
+    constexpr int AHEAD = SPLITK - 1 < 16 / QPT ? SPLITK - 1 : (16 / QPT > 1 ? 16 / QPT : 1);
+    if (!splitk_fixup<4 * QPT, NT, 1, AHEAD>(v, workspace, mtiles * gridDim.x, mt * gridDim.x + blockIdx.x,
+                                             SPLITK, z, tid))
         return;
 #endif
 #pragma unroll

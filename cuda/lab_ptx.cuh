@@ -246,8 +246,11 @@ __device__ __forceinline__ const typename vec4_of<T>::type* splitk_arrive(
  * parts of acc (one where acc's 4-vectors do not divide), one slice's loads of a part in
  * flight at a time: whole-acc loads overlapped across slices raised ffma_regdb (BM = 64) from
  * 155 to 204 registers, 3 CTAs per SM down to 2. A kernel with few accumulators and a short,
- * latency-bound sum takes PARTS = 1 (ffma_small: two halves cost 4% at 256x256x4096). */
-template <int COUNT, int NT_, int PARTS = 2, typename T>
+ * latency-bound sum takes PARTS = 1 (ffma_small: two halves cost 4% at 256x256x4096), and
+ * AHEAD > 1: the loads of AHEAD slices go out together before they are added (still in slice
+ * order, so the sum is bitwise the same), one L2 round trip per AHEAD slices instead of one
+ * per slice; with AHEAD = 1 each slice's loads are added before the next slice's go out. */
+template <int COUNT, int NT_, int PARTS = 2, int AHEAD = 1, typename T>
 __device__ __forceinline__ bool splitk_fixup(T (&acc)[COUNT], unsigned char* workspace, int tiles,
                                              int tile, int slices, int z, int tid)
 {
@@ -264,16 +267,42 @@ __device__ __forceinline__ bool splitk_fixup(T (&acc)[COUNT], unsigned char* wor
         const V x = __ldcg(&partials[e * NT_ + tid]);
         acc[4 * e] = x.x; acc[4 * e + 1] = x.y; acc[4 * e + 2] = x.z; acc[4 * e + 3] = x.w;
     }
+    static_assert(AHEAD >= 1, "splitk_fixup: AHEAD must be >= 1");
 #pragma unroll
     for (int h = 0; h < NPARTS; ++h) {
+        if constexpr (AHEAD == 1) {
 #pragma unroll 1
-        for (int zz = 1; zz < slices; ++zz) {
-            const V* const part = partials + (size_t)zz * TILE4;
+            for (int zz = 1; zz < slices; ++zz) {
+                const V* const part = partials + (size_t)zz * TILE4;
 #pragma unroll
-            for (int i = 0; i < VECS / NPARTS; ++i) {
-                const int e = h * (VECS / NPARTS) + i;
-                const V x = __ldcg(&part[e * NT_ + tid]);
-                acc[4 * e] += x.x; acc[4 * e + 1] += x.y; acc[4 * e + 2] += x.z; acc[4 * e + 3] += x.w;
+                for (int i = 0; i < VECS / NPARTS; ++i) {
+                    const int e = h * (VECS / NPARTS) + i;
+                    const V x = __ldcg(&part[e * NT_ + tid]);
+                    acc[4 * e] += x.x; acc[4 * e + 1] += x.y; acc[4 * e + 2] += x.z; acc[4 * e + 3] += x.w;
+                }
+            }
+        } else {
+#pragma unroll 1
+            for (int z0 = 1; z0 < slices; z0 += AHEAD) {
+                V x[AHEAD][VECS / NPARTS];
+#pragma unroll
+                for (int a = 0; a < AHEAD; ++a)
+                    if (z0 + a < slices) {
+                        const V* const part = partials + (size_t)(z0 + a) * TILE4;
+#pragma unroll
+                        for (int i = 0; i < VECS / NPARTS; ++i)
+                            x[a][i] = __ldcg(&part[(h * (VECS / NPARTS) + i) * NT_ + tid]);
+                    }
+#pragma unroll
+                for (int a = 0; a < AHEAD; ++a)
+                    if (z0 + a < slices) {
+#pragma unroll
+                        for (int i = 0; i < VECS / NPARTS; ++i) {
+                            const int e = h * (VECS / NPARTS) + i;
+                            acc[4 * e] += x[a][i].x; acc[4 * e + 1] += x[a][i].y;
+                            acc[4 * e + 2] += x[a][i].z; acc[4 * e + 3] += x[a][i].w;
+                        }
+                    }
             }
         }
     }

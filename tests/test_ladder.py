@@ -1330,7 +1330,7 @@ SM32 = registry.get("ffma_small")
 #: partly past K (K = 17, 61, 253), matrix-vector-like shapes
 SMALL_SHAPES = ODD_SHAPES + [(255, 257, 253), (256, 256, 256), (100, 1000, 100), (1000, 100, 300),
                              (33, 7, 1001), (7, 33, 130)]
-#: shapes whose few tiles split K across CTAs (at bm = 16: 2, 4, 8 and 16 slices; K % 4 != 0
+#: shapes whose few tiles split K across CTAs (at bm = 16: 2, 4, 8, 16 and 32 slices; K % 4 != 0
 #: and N % 4 != 0 among them), slices of whole stages
 SPLIT_SHAPES = [(200, 300, 1500), (128, 130, 900), (100, 70, 3001), (64, 64, 2048), (33, 7, 8193)]
 
@@ -1350,8 +1350,8 @@ def test_small_is_a_rung_for_any_shape():
         assert len(valid) == 12
         for c in valid:
             tiles = -(-m // c["bm"]) * -(-n // 32)
-            want = 1 if k < 512 else max(1, min(16, 2 * SMS // tiles, k // 128))
-            assert c["splitk"] == max(p for p in (1, 2, 4, 8, 16) if p <= want)
+            want = 1 if k < 512 else max(1, min(32, 2 * SMS // tiles, k // 128))
+            assert c["splitk"] == max(p for p in (1, 2, 4, 8, 16, 32) if p <= want)
             assert SM32.resolve(dict(c, splitk=registry.AUTO), m, n, k) == c
             (gx, gy, *_), (bx, by, *_) = SM32.geometry(c, m, n, k)
             assert (gx, gy) == (-(-n // 32), -(-m // c["bm"]) * c["splitk"])
@@ -1368,7 +1368,7 @@ def test_small_is_a_rung_for_any_shape():
             assert stages // c["splitk"] * c["ks"] >= (128 if c["splitk"] > 1 else 0)
     # the shapes that split: few tiles and a long K
     assert {SM32.resolve({"bm": 16, "kg": 4, "ks": 64, "splitk": registry.AUTO}, *s)["splitk"]
-            for s in SPLIT_SHAPES} == {2, 4, 8, 16}
+            for s in SPLIT_SHAPES} == {2, 4, 8, 16, 32}
 
 
 @pytest.mark.gpu
@@ -1378,7 +1378,7 @@ def test_small_verifies_at_odd_and_small_shapes(dtype):
     ran = _verified_wherever_valid(SM32, SMALL_SHAPES + SPLIT_SHAPES, dtype)
     assert {(r.params["bm"], r.params["kg"], r.params["ks"]) for r in ran} == {
         tuple(c[p] for p in ("bm", "kg", "ks")) for c in SM32.combos()}
-    assert {r.params["splitk"] for r in ran} == {1, 2, 4, 8, 16}
+    assert {r.params["splitk"] for r in ran} == {1, 2, 4, 8, 16, 32}
 
 
 # --- rung 33: skinny_async (cuda/33_skinny_async.cu) ---------------------------------------------
