@@ -26,8 +26,9 @@ compares two clock states: at 4096³ on an H200 cuBLAS TF32 alone took 376-390 �
 rounds of one session (benchmarks/NOTES.md, round 17). The paired records are kept (marked
 ``extra["paired"]``) but never pick the lab best or feed the autotune cache.
 
-Contenders (``--variants`` unset): per precision the highest rungs of the ladder on the
-backend (``CONTENDERS[precision]`` of them), the seeds where a backend has no rungs. All records go
+Contenders (``--variants`` unset): per precision every rung of the ladder on the backend from
+``CONTENDER_FLOOR[precision]`` up (a backend without that rung: its ``CONTENDERS[precision]``
+highest rungs), the seeds where a backend has no rungs. All records go
 to ``DIR/shapes.json``, the table to ``DIR/shapes.txt`` (DIR: ``--out``, else $OUT, else
 benchmarks/results).
 """
@@ -53,9 +54,13 @@ from engine.registry import params_to_str  # noqa: E402
 from engine.runner import Plan, Sweep, expand_items  # noqa: E402
 from engine.sizes import SHAPE_SUITE, format_shape, parse_sizes  # noqa: E402
 
-#: How many of a precision's highest rungs run by default: FP32's ten reach back to
-#: ffma_regdb (18) past the class specialists (24 skinny, 25/27/29 _padb, 28 narrow, 30/31 b4)
-#: and the small-shape rung (32).
+#: The lowest rung of each precision that runs by default, with every rung above it: FP32's
+#: ffma_regdb (18) is the lab best on square and flat shapes of a few thousand (1000³-3000³,
+#: 8192²×256, 64×4096²), above it the class specialists (24 skinny, 25/27/29 _padb, 28
+#: narrow, 30/31 b4, 32 small, 33 skinny_async). A floor, not a count: a count of ten,
+#: right when it was set, dropped ffma_regdb once rung 33 came (round 19).
+CONTENDER_FLOOR = {"fp32": "ffma_regdb", "tf32": "tf32_mma"}
+#: Where a backend lacks the floor rung: how many of its highest rungs run.
 CONTENDERS = {"fp32": 10, "tf32": 5}
 
 #: Rounds of the paired pass (``--paired``): the lab best and its cuBLAS line timed in turn.
@@ -72,7 +77,11 @@ def contenders(backend: str) -> list[str]:
             mine = [v for v in pool if v.role in roles and v.precision == precision and v.kind == "gemm"]
             if mine:
                 mine.sort(key=lambda v: (v.order if v.order is not None else -1, v.name), reverse=True)
-                out += [v.name for v in mine[:CONTENDERS[precision]]]
+                floor = next((v for v in mine if v.name == CONTENDER_FLOOR.get(precision)), None)
+                if floor is not None and floor.order is not None:
+                    out += [v.name for v in mine if v.order is not None and v.order >= floor.order]
+                else:
+                    out += [v.name for v in mine[:CONTENDERS[precision]]]
                 break
     return out
 

@@ -39,6 +39,27 @@ def test_suite_holds_the_issues_shapes_and_reads_back_as_text():
     assert any(v == SHAPE_SUITE for v in PRESETS.values())
 
 
+def test_contenders_reach_down_to_the_floor_rung_whatever_the_rung_count():
+    """Every CUDA rung of a precision from its floor up runs by default (ffma_regdb is the
+    lab best of several suite shapes; a count of ten dropped it when rung 33 came), the
+    cuBLAS lines first; a backend without the floor rung (OpenCL) keeps its seeds."""
+    from engine import registry
+    shapes = _shapes_module()
+    names = shapes.contenders("cuda")
+    assert names[:2] == ["cublas_fp32", "cublas_tf32"]
+    for precision, floor in shapes.CONTENDER_FLOOR.items():
+        rungs = [v for v in registry.variants_for("cuda")
+                 if v.role == "rung" and v.precision == precision and v.kind == "gemm"]
+        lowest = registry.get(floor).order
+        want = {v.name for v in rungs if v.order >= lowest}
+        assert floor in want and {n for n in names if registry.get(n).precision == precision
+                                  and not registry.get(n).library} == want
+        assert all(registry.get(n).order < lowest for n in {v.name for v in rungs} - want)
+    assert {"ffma_regdb", "ffma_wide", "skinny_async", "ffma_small"} <= set(names)
+    opencl = shapes.contenders("opencl")
+    assert opencl and all(registry.get(n).role in ("seed", "baseline", "reference") for n in opencl)
+
+
 def test_window_size_preset_gives_the_suite(qtbot):
     from gui.sizes_editor import SizesEditor
 
