@@ -271,6 +271,9 @@ __device__ __forceinline__ bool splitk_fixup(T (&acc)[COUNT], unsigned char* wor
 #pragma unroll
     for (int h = 0; h < NPARTS; ++h) {
         if constexpr (AHEAD == 1) {
+            /* kept apart from the loop below: that loop at AHEAD = 1 issues all of a part's
+               loads before its adds, which changes the code of ffma_regdb, tf32_mma and
+               skinny_async (each load added as it lands is what their registers were measured with) */
 #pragma unroll 1
             for (int zz = 1; zz < slices; ++zz) {
                 const V* const part = partials + (size_t)zz * TILE4;

@@ -296,8 +296,8 @@ def test_combinations_for_one_class_of_shapes_are_built_not_skipped():
     # all 32 (256 k a slice); 16 come where more tiles share the SMs at that K
     small = _plan(registry.get("ffma_small"), "cuda", "float32", None)
     assert {r.shape for r in small if r.params["splitk"] == 32} == {(1, 1, 8192)}
-    assert all(s[2] == 8192 and s != (1, 1, 8192) for r in small if r.params["splitk"] == 16
-               for s in [r.shape])
+    assert all(r.shape[2] == 8192 and r.shape != (1, 1, 8192)
+               for r in small if r.params["splitk"] == 16)
     assert all(r.shape == (1024, 1024, 1024) for r in _plan(registry.get("tiled_any"), "cuda",
                                                             "float32", None))
     # the shapes tried: the squares, then every side at each K (parameter values and one less)
