@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from .registry import gemm_bytes
+from .units import format_bytes
 
 __all__ = [
     "DTYPES",
@@ -103,11 +104,7 @@ def _shape_text(shape) -> str:
     return _TIMES.join(str(d) for d in shape) if len(shape) else "()"
 
 
-def _format_bytes(n: int) -> str:
-    """Format a byte count in MiB below 1 GiB and in GiB above."""
-    if n >= 1024**3:
-        return f"{n / 1024**3:.2f} GiB"
-    return f"{n / 1024**2:.1f} MiB"
+_format_bytes = format_bytes    # kept for callers of the old name
 
 
 def _detail(err: Exception) -> str:

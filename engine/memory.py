@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .matrices import MatrixInputError, _format_bytes
+from .matrices import MatrixInputError
+from .units import format_bytes as _format_bytes
 from .verify import FULL_REFERENCE_LIMIT
 
 #: Part of the available host memory a run may plan to use (the rest is for everything
