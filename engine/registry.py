@@ -407,15 +407,17 @@ def _merged_defaults(headers: list[KernelHeader], first: KernelHeader) -> dict[s
     return out
 
 
-def read_kernel_files(paths: list[Path], role: str | None = None
+def read_kernel_files(paths: list[Path], role: str | None = None,
+                      texts: Mapping[str, str] | None = None
                       ) -> tuple[list[Variant], list[KernelFileError]]:
     """Variants of the kernel files ``paths`` (same-named .cu and .cl files make one),
-    and the problems of the files that could not be used (each with its file and line)."""
+    and the problems of the files that could not be used (each with its file and line).
+    ``texts``: path → the file's text as a run read it (not read again)."""
     problems: list[KernelFileError] = []
     by_name: dict[str, list[KernelHeader]] = {}
     for path in paths:
         try:
-            h = parse_header(path)
+            h = parse_header(path, (texts or {}).get(str(path)))
         except KernelFileError as exc:
             problems.append(exc)
             continue
@@ -478,24 +480,27 @@ def register(v: Variant) -> Variant:
     return v
 
 
-def load_kernel_files(paths, role: str = "user") -> tuple[list[str], list[str]]:
+def load_kernel_files(paths, role: str = "user", texts: Mapping[str, str] | None = None
+                      ) -> tuple[list[str], list[str]]:
     """Register the user's kernel files (or every kernel file of a folder among ``paths``).
 
     Returns the names registered and the problems (``path:line: message``). A file read
     again replaces its own earlier variant; a name that a built-in (or another file)
     already has is refused.
     """
-    names, errors = register_kernel_files(paths, role)
+    names, errors = register_kernel_files(paths, role, texts)
     return names, [str(e) for e in errors]
 
 
-def register_kernel_files(paths, role: str = "user") -> tuple[list[str], list[KernelFileError]]:
+def register_kernel_files(paths, role: str = "user", texts: Mapping[str, str] | None = None
+                          ) -> tuple[list[str], list[KernelFileError]]:
     """:func:`load_kernel_files` with each problem a :class:`KernelFileError` (its
-    ``path``, ``line`` and ``message`` apart, for a window that shows them by file)."""
+    ``path``, ``line`` and ``message`` apart, for a window that shows them by file).
+    ``texts`` (path → text, as a run read the files): those files are not read again."""
     files: list[Path] = []
     for p in map(Path, paths):
-        files.extend(kernel_files_in(p) if p.is_dir() else [p])
-    found, problems = read_kernel_files(files, role)
+        files.extend(kernel_files_in(p) if str(p) not in (texts or {}) and p.is_dir() else [p])
+    found, problems = read_kernel_files(files, role, texts)
     names = []
     for v in found:
         old = REGISTRY.get(v.name)
