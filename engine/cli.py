@@ -18,6 +18,7 @@ from .backends import BACKENDS, probe_all
 from .cpus import engine_threads
 from .dispatch import MODES, Run, start_run
 from .engines import EngineHandle, LocalEngine
+from .kernel_file import shown_text
 from .process import ProcessEngine
 from .runner import Event, Plan, expand_items
 from .sizes import SizeSpecError, format_shape, parse_sizes
@@ -138,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _print_list(console) -> None:
     from rich.markup import escape  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415
 
     status = probe_all()
     t = Table(title="Backends and devices")
@@ -160,7 +162,10 @@ def _print_list(console) -> None:
         space = " ".join(f"{k}={'/'.join(map(str, vals))}" for k, vals in var.space.items()) or "—"
         where = (" (" + ", ".join(str(h.path) for h in var.headers) + ")"
                  if var.role == "user" else "")
-        v.add_row(var.name, var.role, ",".join(var.backends), space, escape(var.technique + where))
+        # Text cells, not markup strings: a title or file name is printed as written (no
+        # [bold], no :smile:, no escape code acting on the terminal).
+        v.add_row(*(Text(shown_text(cell)) for cell in (
+            var.name, var.role, ",".join(var.backends), space, var.technique + where)))
     console.print(v)
     from .cluster import ray_status  # noqa: PLC0415
     ok, why = ray_status()
@@ -258,24 +263,29 @@ def _default_backend(status) -> str:
     return "cpu"
 
 
+#: The longest warning line about one kernel file (its path and message).
+WARNING_CHARS = 400
+
+
 def _load_user_kernels(args, err) -> None:
     """Register the user kernel folder (its bad files are warned about) and the folders
     of ``--kernels`` (a bad file there is an error: the user named it)."""
-    from rich.markup import escape  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415
 
     for d in args.kernel_dirs:
         if not Path(d).is_dir():
-            raise UsageError(f"--kernels: {d} is not a folder")
+            raise UsageError(f"--kernels: {shown_text(d)} is not a folder")
     folders = ([] if args.no_user_kernels else [user_kernels.user_kernel_dir()]) + args.kernel_dirs
     loaded = user_kernels.reload(folders)
-    named = [Path(d).resolve() for d in args.kernel_dirs]
+    named = [registry.resolved(d) for d in args.kernel_dirs]
     fatal = []
     for problem in loaded.errors:
-        if any(problem.path.resolve().is_relative_to(d) for d in named):
-            fatal.append(str(problem))
-        else:
-            err.print(f"[yellow]warning:[/yellow] user kernel skipped: {escape(str(problem))}",
-                      markup=True, highlight=False)
+        # the folder the entry is in, not where a link in it leads (a loop leads nowhere)
+        if any(registry.resolved(problem.path.parent).is_relative_to(d) for d in named):
+            fatal.append(shown_text(problem, WARNING_CHARS))
+        else:       # one line per file, printed as written (Text: no markup, no emoji)
+            err.print(Text.assemble(("warning:", "yellow"), " user kernel skipped: ",
+                                    shown_text(problem, WARNING_CHARS)), soft_wrap=True)
     if fatal:
         raise UsageError("\n".join(fatal))
 

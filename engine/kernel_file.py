@@ -97,12 +97,51 @@ the names above, evaluated by ``simpleeval`` (never ``eval``). Every problem is 
 with the file and the line: a malformed header, an unknown key or name, an expression
 that does not parse; a value-dependent failure (division by zero, a non-integer block
 count) makes that combination a skip with the reason.
+
+Keys a backend would ignore are refused rather than dropped: ``[prepass]``,
+``arch_suffix``, ``launch.shared`` and ``launch.workspace`` are for CUDA (``.cu``) files.
+``[defaults]`` is read from either file of a variant: the tables apply to CUDA devices.
+
+Limits: a header asks for a bounded amount of work, as matrix sizes are capped at 10,000,
+so that no file (and no text pasted into the editor) can make the app compute forever or
+run out of memory. Each is far above what the built-in kernels use (in brackets):
+
+* the file: at most :data:`KERNEL_FILE_LIMIT` (4 MiB), the TOML block
+  :data:`MAX_HEADER_CHARS` (64 Ki characters) [6.5 Ki];
+* parameters: :data:`MAX_PARAMS` (16) [10], :data:`MAX_VALUES` values each (32) [8],
+  :data:`MAX_COMBOS` combinations of them all (1024) [96]; values are whole numbers from 0
+  to :data:`MAX_PARAM_VALUE` (2³¹ − 1: they become C ``int`` constants; -1 would read as
+  ``auto``);
+* :data:`MAX_DERIVED` derived names (128) [32], :data:`MAX_CONSTRAINTS` constraints (64)
+  [9], :data:`MAX_TENSOR_MAPS` tensor maps (8) [3], :data:`MAX_ARCH_TABLES` ``[defaults]``
+  tables (32) [1];
+* texts: ``name`` :data:`MAX_NAME_CHARS` (64), ``title`` and ``source``
+  :data:`MAX_TEXT_CHARS` (2000) [1055], a ``reason`` :data:`MAX_REASON_CHARS` (1000) [355],
+  one line each with no control characters (a title must not drive the terminal);
+* an expression: :data:`MAX_EXPR_CHARS` characters (1000) [160], :data:`MAX_EXPR_NODES`
+  syntax nodes (400) [87], :data:`MAX_EXPR_DEPTH` levels of nesting (40) [11], only the
+  operators, names and functions above (no attributes, subscripts or keywords);
+* every value an expression computes, the intermediate ones too (``**``, ``*`` and ``<<``
+  are checked before they are computed), lies within ±:data:`INT_LIMIT` (2⁶³), and a text
+  within :data:`MAX_STRING_CHARS` (1000): past that the combination is a skip with the
+  reason (an :class:`ExpressionError`), never a number that takes memory without end;
+* ``[model]``: at a shape, ``flops`` must give from 1 to :data:`MODEL_FACTOR` (16) times
+  the kind's own count (2·M·N·K for ``gemm``), and ``bytes`` from 1 to 16 times what a
+  kernel reading both operands of every multiply from memory would move plus the kind's
+  minimum; outside that the combination is a skip that says so (a count that cannot be
+  right would show as -0.0 GFLOP/s or 10²⁵ GB/s).
+
+Every problem of a file is a :class:`KernelFileError` (``file:line: message``; the
+message at most :data:`MAX_MESSAGE_CHARS` characters, control characters shown as
+``\\x1b``), so one bad file is one short line, whatever it holds.
 """
 from __future__ import annotations
 
 import ast
 import dataclasses
 import functools
+import math
+import operator
 import re
 import string
 import tomllib
@@ -111,6 +150,9 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, NamedTuple
 
 from simpleeval import InvalidExpression, SimpleEval
+
+from .files import read_text
+from .terminal import visible
 
 #: ``SMS`` where no device is known (an H100/H200 SXM's multiprocessor count).
 DEFAULT_SMS = 132
@@ -143,72 +185,298 @@ SHAPE_NAMES = ("M", "N", "K")
 #: Names the device fills in (see ``SMS`` above).
 DEVICE_NAMES = ("SMS",)
 NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
+#: A kernel's entry point (and a pre-pass's): a C identifier.
+ENTRY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 #: A ``[defaults]`` key: ``sm_XY`` (compute capability X.Y) or ``sm_Xx`` (every X.Y).
 ARCH_RE = re.compile(r"^sm_(\d+)(\d|x)$")
 
+# --- limits (the module docstring lists them, and what the built-ins use) ------------------
+
+KERNEL_FILE_LIMIT = 4 * 1024**2
+MAX_HEADER_CHARS = 64 * 1024
+MAX_PARAMS = 16
+MAX_VALUES = 32
+MAX_COMBOS = 1024
+MAX_PARAM_VALUE = 2**31 - 1
+MAX_DERIVED = 128
+MAX_CONSTRAINTS = 64
+MAX_TENSOR_MAPS = 8
+MAX_ARCH_TABLES = 32
+MAX_NAME_CHARS = 64
+MAX_TEXT_CHARS = 2000
+MAX_REASON_CHARS = 1000
+MAX_EXPR_CHARS = 1000
+MAX_EXPR_NODES = 400
+MAX_EXPR_DEPTH = 40
+INT_LIMIT = 2**63
+MAX_STRING_CHARS = 1000
+MODEL_FACTOR = 16
+MAX_MESSAGE_CHARS = 300
+#: How much of an expression a message quotes.
+QUOTE_CHARS = 80
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def _roundup(a, b):
+    return -(-a // b) * b
+
+
 FUNCTIONS: dict[str, Callable] = {
-    "cdiv": lambda a, b: -(-a // b),
-    "roundup": lambda a, b: -(-a // b) * b,
+    "cdiv": _cdiv,
+    "roundup": _roundup,
     "min": min,
     "max": max,
 }
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _hidden(ch: str) -> bool:
+    """Whether ``ch`` is shown by its escape (:func:`engine.terminal.visible`: a control
+    character, a line separator, a direction override; here also a lone surrogate, what
+    an undecodable byte of a file name becomes)."""
+    return visible(ch) != ch or bool(_SURROGATE.match(ch))
+
+
+def shown_text(text: Any, limit: int | None = None) -> str:
+    """``text`` as it can be shown anywhere: :func:`engine.terminal.visible` (control
+    characters as escapes, so a terminal or a window shows what the text holds and nothing
+    in it acts), lone surrogates as ``\\udcff`` (they cannot be printed), cut in the
+    middle (``…``) to ``limit`` characters."""
+    text = str(text)
+    if limit is not None and len(text) > 4 * limit:      # escaping only what may be shown
+        text = text[:2 * limit] + "\u2026" + text[-2 * limit:]
+    text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", visible(text))
+    if limit is not None and len(text) > limit:
+        head = max(limit * 2 // 3, 1)
+        tail = max(limit - head - 1, 0)
+        text = text[:head] + "\u2026" + (text[len(text) - tail:] if tail else "")
+    return text
+
+
+def _quote(text: str) -> str:
+    return "'" + shown_text(text, QUOTE_CHARS) + "'"
+
 
 class KernelFileError(ValueError):
-    """A kernel file that cannot be used: ``path:line: message``."""
+    """A kernel file that cannot be used: ``path:line: message`` (the message short and
+    printable, see :func:`shown_text`)."""
 
     def __init__(self, path: Path | str, line: int | None, message: str):
-        self.path, self.line, self.message = Path(path), line, message
-        where = f"{self.path}:{line}" if line else str(self.path)
-        super().__init__(f"{where}: {message}")
+        self.path, self.line = Path(path), line
+        self.message = shown_text(message, MAX_MESSAGE_CHARS)
+        shown_path = shown_text(self.path)
+        where = f"{shown_path}:{line}" if line else shown_path
+        super().__init__(f"{where}: {self.message}")
 
 
 class ExpressionError(ValueError):
-    """An expression failed for particular values (division by zero, a non-integer)."""
+    """An expression failed for particular values (division by zero, a non-integer, a
+    value past the limits)."""
 
 
 # --- expressions ---------------------------------------------------------------------
 
+class _PastLimit(ArithmeticError):
+    """A value an expression would compute is past :data:`INT_LIMIT` or
+    :data:`MAX_STRING_CHARS` (raised before it is computed where it could be huge)."""
+
+
+def _fit(v: Any) -> Any:
+    """``v`` if it lies within the limits, else :class:`_PastLimit`."""
+    if isinstance(v, bool) or v is None:
+        return v
+    if isinstance(v, int):
+        if -INT_LIMIT <= v <= INT_LIMIT:
+            return v
+        raise _PastLimit("a whole number past ±2^63")
+    if isinstance(v, float):
+        if math.isfinite(v) and abs(v) <= INT_LIMIT:
+            return v
+        raise _PastLimit("a number past ±2^63")
+    if isinstance(v, str):
+        if len(v) <= MAX_STRING_CHARS:
+            return v
+        raise _PastLimit(f"a text longer than {MAX_STRING_CHARS} characters")
+    if isinstance(v, complex):
+        raise _PastLimit("a complex number")
+    return v
+
+
+def _checked(f: Callable) -> Callable:
+    def op(*args):
+        return _fit(f(*args))
+    return op
+
+
+def _pow(a, b):
+    # Checked before computing: 9 ** 4000000 alone is 1.5 MB of digits, and each squaring
+    # of it in a derived name doubles that.
+    if (isinstance(a, int) and isinstance(b, int) and not isinstance(b, bool) and b > 1
+            and abs(a) > 1 and b * (abs(a).bit_length() - 1) > 64):
+        raise _PastLimit("a whole number past ±2^63")
+    return _fit(a ** b)
+
+
+def _mult(a, b):
+    for s, n in ((a, b), (b, a)):
+        if isinstance(s, str) and isinstance(n, int) and len(s) * n > MAX_STRING_CHARS:
+            raise _PastLimit(f"a text longer than {MAX_STRING_CHARS} characters")
+    return _fit(a * b)
+
+
+def _add(a, b):
+    if isinstance(a, str) and isinstance(b, str) and len(a) + len(b) > MAX_STRING_CHARS:
+        raise _PastLimit(f"a text longer than {MAX_STRING_CHARS} characters")
+    return _fit(a + b)
+
+
+def _mod(a, b):
+    if isinstance(a, str):          # text % value is printf formatting: '%999999999d' % 1
+        raise TypeError("% of a text (formatting) is not arithmetic")
+    return _fit(a % b)
+
+
+def _lshift(a, b):
+    if isinstance(a, int) and isinstance(b, int) and a and b > 64:
+        raise _PastLimit("a whole number past ±2^63")
+    return _fit(a << b)
+
+
+#: The operators an expression may use, each checked against the limits.
+_OPERATORS: dict[type, Callable] = {
+    ast.Add: _add, ast.Sub: _checked(operator.sub), ast.Mult: _mult,
+    ast.Div: _checked(operator.truediv), ast.FloorDiv: _checked(operator.floordiv),
+    ast.Mod: _mod, ast.Pow: _pow, ast.LShift: _lshift, ast.RShift: _checked(operator.rshift),
+    ast.BitAnd: _checked(operator.and_), ast.BitOr: _checked(operator.or_),
+    ast.BitXor: _checked(operator.xor),
+    ast.USub: _checked(operator.neg), ast.UAdd: _checked(operator.pos),
+    ast.Invert: _checked(operator.invert), ast.Not: operator.not_,
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+    ast.Gt: operator.gt, ast.GtE: operator.ge,
+}
+_BOUNDED_FUNCTIONS = {name: _checked(f) for name, f in FUNCTIONS.items()}
+#: Syntax an expression may hold: arithmetic, comparisons, and/or/not, x if c else y,
+#: names and calls of FUNCTIONS. No attributes, subscripts, keywords, literals of lists.
+_NODES = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.IfExp,
+          ast.Call, ast.Name, ast.Load, ast.Constant, ast.And, ast.Or, *_OPERATORS)
+
+
 @dataclass(frozen=True)
 class Expr:
-    """One header expression, parsed once; ``where`` names it in messages."""
+    """One header expression, parsed (and checked against the limits) once; ``where``
+    names it in messages."""
 
     text: str
     where: str
     tree: Any = dataclasses.field(compare=False, repr=False)
+    _names: frozenset = dataclasses.field(default=frozenset(), compare=False, repr=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "_names", frozenset(
+            n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name)))
 
     def names(self) -> set[str]:
-        return {n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name)}
+        return set(self._names)
 
     def __call__(self, env: Mapping[str, Any]) -> Any:
-        ev = SimpleEval(functions=FUNCTIONS, names=env)
+        ev = SimpleEval(operators=_OPERATORS, functions=_BOUNDED_FUNCTIONS, names=env)
         try:
-            return ev.eval(self.text, previously_parsed=self.tree)
+            return _fit(ev.eval(self.text, previously_parsed=self.tree))
+        except ExpressionError:     # a derived name's own failure, already saying where
+            raise
         except ZeroDivisionError:
-            raise ExpressionError(f"{self.where}: division by zero in '{self.text}'") from None
-        except (InvalidExpression, ArithmeticError, TypeError, ValueError) as exc:
-            raise ExpressionError(f"{self.where}: '{self.text}' failed: {exc}") from None
+            raise ExpressionError(f"{self.where}: division by zero in {_quote(self.text)}") from None
+        except _PastLimit as exc:
+            raise ExpressionError(f"{self.where}: {_quote(self.text)} reaches {exc} (an "
+                                  "expression's values are kept within ±2^63)") from None
+        except (InvalidExpression, ArithmeticError, TypeError, ValueError, RecursionError) as exc:
+            raise ExpressionError(f"{self.where}: {_quote(self.text)} failed: "
+                                  f"{shown_text(exc, 120)}") from None
 
     def integer(self, env: Mapping[str, Any]) -> int:
         v = self(env)
         if isinstance(v, bool) or not isinstance(v, int):
             if isinstance(v, float) and v.is_integer():
                 return int(v)
-            raise ExpressionError(f"{self.where}: '{self.text}' is {v!r}, not a whole number "
+            raise ExpressionError(f"{self.where}: {_quote(self.text)} is "
+                                  f"{shown_text(repr(v), 40)}, not a whole number "
                                   f"(write // for integer division)")
         return v
 
 
-def _parse_expr(value: Any, where: str, line: int | None, path: Path) -> Expr:
+def _syntax_problem(tree: ast.AST) -> str | None:
+    """Why a parsed expression is refused (syntax outside :data:`_NODES`, too many nodes or
+    levels, a number past the limits), or None."""
+    count = 0
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > MAX_EXPR_NODES:
+            return f"it has more than {MAX_EXPR_NODES} parts"
+        if depth > MAX_EXPR_DEPTH:
+            return f"it nests more than {MAX_EXPR_DEPTH} levels deep"
+        if not isinstance(node, _NODES):
+            return f"{type(node).__name__} is not arithmetic this format takes"
+        if isinstance(node, ast.Constant):
+            v = node.value
+            if isinstance(v, str):
+                pass
+            elif not isinstance(v, int):
+                return f"{shown_text(repr(v), 40)} is not a whole number or a text in quotes"
+            elif abs(v) > INT_LIMIT:
+                return "a number in it is past ±2^63"
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS:
+                return f"only {', '.join(FUNCTIONS)} can be called"
+            if node.keywords:
+                return "a call takes no keywords"
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return None
+
+
+def _parse_expr(value: Any, where: str, line: int | None | Callable[[], int | None],
+                path: Path) -> Expr:
+    def problem(message: str) -> KernelFileError:
+        return KernelFileError(path, line() if callable(line) else line, f"{where}: {message}")
+
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise KernelFileError(path, line, f"{where} must be an expression in quotes or a number, "
-                                          f"not {value!r}")
+        raise problem(f"must be an expression in quotes or a number, not "
+                      f"{shown_text(repr(value), 40)}")
+    if isinstance(value, int) and abs(value) > INT_LIMIT:
+        raise problem("a number past ±2^63")
     text = str(value)
+    if len(text) > MAX_EXPR_CHARS:
+        raise problem(f"the expression is {len(text)} characters long (at most {MAX_EXPR_CHARS})")
     try:
-        tree = SimpleEval().parse(text)
+        tree = ast.parse(text.strip(), mode="eval")
     except SyntaxError as exc:
-        raise KernelFileError(path, line, f"{where}: '{text}' does not parse: {exc.msg}") from None
-    return Expr(text, where, tree)
+        raise problem(f"{_quote(text)} does not parse: {shown_text(exc.msg, 80)}") from None
+    except (ValueError, RecursionError, MemoryError) as exc:     # a NUL; nesting
+        raise problem(f"{_quote(text)} does not parse: "
+                      f"{shown_text(exc, 80) or type(exc).__name__}") from None
+    why = _syntax_problem(tree)
+    if why:
+        raise problem(f"{_quote(text)} is refused: {why}")
+    return Expr(text, where, tree.body)
+
+
+def _needs(key: str, derived: Mapping[str, Expr]) -> list[str]:
+    """The derived names ``key`` depends on (itself included), in file order."""
+    need: set[str] = set()
+    todo = [key]
+    while todo:
+        name = todo.pop()
+        if name in need or name not in derived:
+            continue
+        need.add(name)
+        todo.extend(derived[name].names())
+    order = {name: i for i, name in enumerate(derived)}
+    return sorted(need, key=order.__getitem__)
 
 
 class Env(dict):
@@ -217,13 +485,24 @@ class Env(dict):
     def __init__(self, base: Mapping[str, Any], derived: Mapping[str, Expr]):
         super().__init__(base)
         self._derived = derived
+        self._failed: dict[str, ExpressionError] = {}
 
     def __missing__(self, key: str):
-        expr = self._derived.get(key)
-        if expr is None:
+        if key in self._failed:
+            raise self._failed[key]
+        if key not in self._derived:
             raise KeyError(key)
-        self[key] = value = expr(self)
-        return value
+        # What ``key`` needs is worked out first, earliest first, so that no derived
+        # name's evaluation nests inside another's (128 chained names would recurse past
+        # Python's stack). A failure is kept and raised only where it is used, as before.
+        for name in _needs(key, self._derived):
+            if name in self._failed or dict.__contains__(self, name):
+                continue
+            try:
+                dict.__setitem__(self, name, self._derived[name](self))
+            except ExpressionError as exc:
+                self._failed[name] = exc
+        return self[key]
 
 
 # --- the parsed header ------------------------------------------------------------------
@@ -310,8 +589,10 @@ class Constraint:
     parts: tuple[tuple[str, Expr | None], ...] = ()
 
     def reason_for(self, env: Mapping[str, Any]) -> str:
-        """The reason with its ``{expression}`` fields filled in."""
-        return "".join(text + ("" if e is None else str(e(env))) for text, e in self.parts)
+        """The reason with its ``{expression}`` fields filled in (at most
+        :data:`MAX_REASON_CHARS` characters: each field may be a long text)."""
+        return shown_text("".join(text + ("" if e is None else str(e(env)))
+                                  for text, e in self.parts), MAX_REASON_CHARS)
 
 
 @dataclass(eq=False)        # identity: the geometry cache keys on the header
@@ -422,7 +703,11 @@ def header_block(text: str, path: Path) -> tuple[str, int]:
         raise KernelFileError(path, first, f"no kernel header: the first comment needs a TOML block "
                                            f"between two lines of '{FENCE}'")
     a, b = fences[0], fences[1]
-    return "\n".join(lines[a + 1:b]), first + a + 1
+    block = "\n".join(lines[a + 1:b])
+    if len(block) > MAX_HEADER_CHARS:
+        raise KernelFileError(path, first + a, f"the header is {len(block):,} characters long "
+                                               f"(at most {MAX_HEADER_CHARS:,})")
+    return block, first + a + 1
 
 
 def _line_of(block: str, first_line: int, *keys: str) -> int:
@@ -442,23 +727,136 @@ def _line_of(block: str, first_line: int, *keys: str) -> int:
     return first_line + start
 
 
-def parse_header(path: Path | str, text: str | None = None) -> KernelHeader:
-    """Read and check one kernel file's header; raises :class:`KernelFileError`."""
-    path = Path(path)
-    if text is None:
+#: tomllib's words for a key or table given twice (it says where only sometimes).
+_TWICE = re.compile(r"^(Cannot overwrite a value|Cannot declare|Cannot mutate)")
+_TABLE_LINE = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(#.*)?$")
+_KEY_LINE = re.compile(r"^\s*([A-Za-z0-9_\-\"'. ]+?)\s*=")
+
+
+def _key_text(key: str) -> str:
+    return re.sub(r"\s*\.\s*", ".", key.strip())
+
+
+def _written_twice(block: str, first: int) -> tuple[int, str]:
+    """Where a header gives a key (or a table) a second time, and a sentence that names it
+    and the line of the first one."""
+    lines = block.split("\n")
+
+    def twice_within(k: int) -> bool:       # the first k lines already hold both
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise KernelFileError(path, None, f"cannot read it: {exc}") from None
-    block, first = header_block(text, path)
+            tomllib.loads("\n".join(lines[:k]))
+        except tomllib.TOMLDecodeError as exc:
+            return bool(_TWICE.match(str(exc)))
+        except (RecursionError, ValueError):
+            return False
+        return False
+
+    # Cutting the text never makes a duplicate, so the shortest prefix that holds one ends
+    # at the second writing: a binary search over the lines finds it.
+    lo, hi = 1, len(lines)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if twice_within(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    at = lo - 1
+    for i in range(at, -1, -1):             # a value over several lines: where it starts
+        if _TABLE_LINE.match(lines[i]) or _KEY_LINE.match(lines[i]):
+            at = i
+            break
+    table_m = _TABLE_LINE.match(lines[at])
+    if table_m:
+        name = _key_text(table_m.group(1))
+        earlier = next((i for i in range(at) if (m := _TABLE_LINE.match(lines[i]))
+                        and _key_text(m.group(1)) == name), None)
+        said = f"the table [{name}] is written twice"
+    else:
+        key_m = _KEY_LINE.match(lines[at])
+        name = _key_text(key_m.group(1)) if key_m else "a key"
+        table = next((_key_text(m.group(1)) for i in range(at, -1, -1)
+                      if (m := _TABLE_LINE.match(lines[i]))), None)
+        earlier, current = None, None
+        for i in range(at):
+            if (m := _TABLE_LINE.match(lines[i])):
+                current = _key_text(m.group(1))
+            elif (m := _KEY_LINE.match(lines[i])) and current == table and (
+                    _key_text(m.group(1)) == name or name.startswith(_key_text(m.group(1)) + ".")
+                    or _key_text(m.group(1)).startswith(name + ".")):
+                earlier = i
+                break
+        said = f"'{name}' is written twice" + (f" in [{table}]" if table else "")
+    if earlier is not None:
+        said += f" (first at line {first + earlier})"
+    return first + at, said + "; keep one"
+
+
+def _header_data(block: str, first: int, path: Path) -> dict:
+    """The header's TOML as data; every problem a :class:`KernelFileError` at its line."""
     try:
-        data = tomllib.loads(block)
+        return tomllib.loads(block)
     except tomllib.TOMLDecodeError as exc:
         msg = str(exc)
+        if _TWICE.match(msg):
+            line, said = _written_twice(block, first)
+            raise KernelFileError(path, line, said) from None
         m = re.search(r"\(at line (\d+), column (\d+)\)", msg)
         line = first + int(m.group(1)) - 1 if m else first
         raise KernelFileError(path, line, f"the header is not valid TOML: "
-                                          f"{re.sub(r' ?[(]at line.*[)]', '', msg)}") from None
+                                          f"{re.sub(r' ?[(]at (line|end).*[)]', '', msg)}") from None
+    except RecursionError:
+        raise KernelFileError(path, first, "the header nests arrays or tables too deeply") from None
+    except ValueError:               # a number of thousands of digits
+        raise KernelFileError(path, first, "the header holds a number of thousands of digits "
+                                           "(numbers stay within ±2^63)") from None
+
+
+def _check_values(data: dict, block: str, first: int, path: Path) -> None:
+    """Every text of the header printable on one line, every number within ±2^63."""
+    stack: list[tuple[tuple[str, ...], Any]] = [((k,), v) for k, v in data.items()]
+    while stack:
+        keys, v = stack.pop()
+        named = [k for k in keys if k]
+        where = ".".join(named)
+        line = (lambda named=named: _line_of(block, first, *named[:2]))
+        if isinstance(v, dict):
+            stack.extend(((*keys, k), x) for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend(((*keys, ""), x) for x in v)
+        elif isinstance(v, str):
+            bad = next((ch for ch in v if ch != "\t" and _hidden(ch)), None)
+            if bad is not None:
+                raise KernelFileError(path, line(), f"{where} holds the control "
+                                      f"character {ascii(bad)[1:-1]}: header texts are plain, "
+                                      "one line each")
+        elif isinstance(v, int) and not isinstance(v, bool) and abs(v) > INT_LIMIT:
+            raise KernelFileError(path, line(), f"{where}: a number past ±2^63")
+        for k in (v if isinstance(v, dict) else ()):
+            bad = next((ch for ch in k if _hidden(ch)), None)
+            if bad is not None:
+                raise KernelFileError(path, line(), f"a key in {where} holds the control "
+                                      f"character {ascii(bad)[1:-1]}")
+
+
+class _Unreadable(Exception):
+    """What :func:`engine.files.read_text` raises here, to become a KernelFileError."""
+
+
+def parse_header(path: Path | str, text: str | None = None) -> KernelHeader:
+    """Read and check one kernel file's header; raises :class:`KernelFileError` (and
+    nothing else) for anything wrong with it."""
+    path = Path(path)
+    if text is None:
+        try:
+            text = read_text(path, "the file", _Unreadable, KERNEL_FILE_LIMIT)
+        except _Unreadable as exc:
+            raise KernelFileError(path, None, str(exc)) from None
+    elif len(text) > KERNEL_FILE_LIMIT:
+        raise KernelFileError(path, None, f"the text is {len(text):,} characters long, more "
+                                          f"than a kernel file may be ({KERNEL_FILE_LIMIT:,})")
+    block, first = header_block(text, path)
+    data = _header_data(block, first, path)
+    _check_values(data, block, first, path)
     header = _build(path, data, block, first)
     header.text = text
     return header
@@ -479,9 +877,12 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
         if not isinstance(data.get(key), str) or not data[key].strip():
             err(f"'{key}' is required (a string)", key)
     name = data["name"]
-    if not NAME_RE.match(name):
-        err(f"name '{name}' must be lower-case letters, digits and _ (it is a command-line name)",
-            "name")
+    if not NAME_RE.match(name) or len(name) > MAX_NAME_CHARS:
+        err(f"name '{name}' must be lower-case letters, digits and _, at most {MAX_NAME_CHARS} "
+            "(it is a command-line name)", "name")
+    for key in ("title", "source"):
+        if len(data[key]) > MAX_TEXT_CHARS:
+            err(f"'{key}' is {len(data[key]):,} characters long (at most {MAX_TEXT_CHARS:,})", key)
     backend = data.get("backend", BACKEND_OF_SUFFIX.get(path.suffix))
     if backend not in ("cuda", "opencl"):
         err(f"backend must be cuda or opencl (or the file end in .cu or .cl), not {backend!r}",
@@ -506,45 +907,73 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
     for key, val in (("entry", entry), ("arch_suffix", suffix)):
         if not isinstance(val, str):
             err(f"{key} must be a string, not {val!r}", key)
+    if not ENTRY_RE.match(entry) or len(entry) > MAX_NAME_CHARS:
+        err(f"entry '{entry}' must be the kernel function's name (a C identifier)", "entry")
+    if not re.fullmatch(r"[a-z]?", suffix):
+        err(f"arch_suffix must be one letter (\"a\" for sm_90a), not '{suffix}'", "arch_suffix")
+    if suffix and backend != "cuda":
+        err("arch_suffix is for CUDA kernels only (OpenCL builds for no architecture)",
+            "arch_suffix")
 
     params = data.get("params", {})
     if not isinstance(params, dict):
         err("[params] must be a table: name = [values]", "params")
+    if len(params) > MAX_PARAMS:
+        err(f"[params] has {len(params)} parameters (at most {MAX_PARAMS})", "params")
     space: dict[str, tuple[int, ...]] = {}
+    combos = 1
     for pname, vals in params.items():
-        if not NAME_RE.match(pname) or pname.upper() in ("M", "N", "K", "ELEM", "ACC"):
-            err(f"parameter name '{pname}' must be lower-case and not M, N, K, ELEM or ACC",
-                "params", pname)
+        if (not NAME_RE.match(pname) or pname.upper() in ("M", "N", "K", "ELEM", "ACC")
+                or pname in FUNCTIONS or len(pname) > MAX_NAME_CHARS):
+            err(f"parameter name '{pname}' must be lower-case and not M, N, K, ELEM, ACC or "
+                f"a function's name ({', '.join(FUNCTIONS)})", "params", pname)
         if isinstance(vals, int) and not isinstance(vals, bool):
             vals = [vals]
         if (not isinstance(vals, list) or not vals
                 or any(isinstance(v, bool) or not isinstance(v, int) for v in vals)):
             err(f"parameter '{pname}' must list whole numbers, the default first: {pname} = [16, 8]",
                 "params", pname)
+        if len(vals) > MAX_VALUES:
+            err(f"parameter '{pname}' lists {len(vals)} values (at most {MAX_VALUES})",
+                "params", pname)
+        bad = next((v for v in vals if not 0 <= v <= MAX_PARAM_VALUE), None)
+        if bad is not None:
+            err(f"parameter '{pname}' lists {bad}: values are whole numbers from 0 to "
+                f"{MAX_PARAM_VALUE} (they become C int constants)", "params", pname)
         if len(set(vals)) != len(vals):
             err(f"parameter '{pname}' lists a value twice: {vals}", "params", pname)
         space[pname] = tuple(vals)
+        combos *= len(vals)
+        if combos > MAX_COMBOS:
+            err(f"the parameters make more than {MAX_COMBOS} combinations (up to '{pname}': "
+                f"{' x '.join(str(len(v)) for v in space.values())}); list fewer values",
+                "params", pname)
 
     arch_defaults = _arch_defaults(data.get("defaults", {}), space, err, block)
 
     known = set(space) | set(SHAPE_NAMES) | set(DEVICE_NAMES)
 
     def expr(value, where: str, *keys: str, names: set[str] | None = None) -> Expr:
-        e = _parse_expr(value, where, _line_of(block, first, *keys), path)
+        # The line is looked for only for a message: done for every expression, the search
+        # would cost (expressions x header lines).
+        e = _parse_expr(value, where, lambda: _line_of(block, first, *keys), path)
         allowed = known if names is None else names
         missing = sorted(e.names() - allowed - set(FUNCTIONS))
         if missing:
-            err(f"{where}: unknown name '{missing[0]}' in '{e.text}' "
+            err(f"{where}: unknown name '{missing[0]}' in {_quote(e.text)} "
                 f"(known: {', '.join(sorted(allowed))})", *keys)
         return e
 
     derived_raw = data.get("derived", {})
     if not isinstance(derived_raw, dict):
         err("[derived] must be a table: name = \"expression\"", "derived")
+    if len(derived_raw) > MAX_DERIVED:
+        err(f"[derived] has {len(derived_raw)} names (at most {MAX_DERIVED})", "derived")
     derived: dict[str, Expr] = {}
     for dname, val in derived_raw.items():
-        if not NAME_RE.match(dname) or dname in known:
-            err(f"derived name '{dname}' must be new and lower-case", "derived", dname)
+        if (not NAME_RE.match(dname) or dname in known or dname in FUNCTIONS
+                or len(dname) > MAX_NAME_CHARS):
+            err(f"derived name '{dname}' must be new, lower-case and not a function's name", "derived", dname)
         derived[dname] = expr(val, f"derived.{dname}", "derived", dname)
         known.add(dname)
 
@@ -561,6 +990,9 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
     raw = data.get("constraints", [])
     if not isinstance(raw, list):
         err("constraints must be [[constraints]] tables with check and reason", "constraints")
+    if len(raw) > MAX_CONSTRAINTS:
+        err(f"the header has {len(raw)} [[constraints]] (at most {MAX_CONSTRAINTS})",
+            "constraints")
     for i, c in enumerate(raw):
         if not isinstance(c, dict):
             err("each [[constraints]] needs check and reason", "constraints")
@@ -568,10 +1000,18 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
         if "check" not in c or not isinstance(c.get("reason"), str):
             err("each [[constraints]] needs check (an expression) and reason (a text)",
                 "constraints")
+        if len(c["reason"]) > MAX_REASON_CHARS:
+            err(f"constraints[{i}].reason is {len(c['reason']):,} characters long (at most "
+                f"{MAX_REASON_CHARS:,})", "constraints", "reason")
         chk = expr(c["check"], f"constraints[{i}].check", "constraints", "check")
+        try:
+            pieces = list(string.Formatter().parse(c["reason"]))
+        except ValueError:
+            err(f"constraints[{i}].reason: a '{{' or '}}' without its pair (write {{{{ or }}}} "
+                "for a brace itself; {expression} quotes a value)", "constraints", "reason")
         parts = tuple((text, None if fld is None else
                        expr(fld, f"constraints[{i}].reason", "constraints", "reason"))
-                      for text, fld, _spec, _conv in string.Formatter().parse(c["reason"]))
+                      for text, fld, _spec, _conv in pieces)
         constraints.append(Constraint(chk, c["reason"], parts))
 
     launch = data.get("launch")
@@ -594,6 +1034,9 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
         if shape_bound:
             err(f"launch.shared may depend on the parameters only, not {shape_bound}",
                 "launch", "shared")
+        if backend != "cuda":     # OpenCL sizes its local memory in the kernel itself
+            err("launch.shared is for CUDA kernels only (an OpenCL kernel declares its "
+                "__local memory)", "launch", "shared")
 
     workspace = None
     if "workspace" in launch:
@@ -604,14 +1047,23 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
     prepass = None
     if "prepass" in data:
         pre = data["prepass"]
+        if backend != "cuda":     # the OpenCL backend runs no pre-pass: refused, not dropped
+            err("[prepass] is for CUDA kernels only (the OpenCL backend runs no pre-pass)",
+                "prepass")
         if not isinstance(pre, dict):
             err("[prepass] must be a table", "prepass")
         unknown(pre, PREPASS_KEYS, "[prepass]", "prepass")
-        if not isinstance(pre.get("entry"), str):
+        if not isinstance(pre.get("entry"), str) or not ENTRY_RE.match(pre["entry"]):
             err("prepass.entry is required (the pre-pass kernel's name)", "prepass", "entry")
         maps = []
         maps_at = None
-        for j, t in enumerate(pre.get("tensor_maps", [])):
+        raw_maps = pre.get("tensor_maps", [])
+        if not isinstance(raw_maps, list):
+            err("prepass.tensor_maps must be [[prepass.tensor_maps]] tables", "prepass")
+        if len(raw_maps) > MAX_TENSOR_MAPS:
+            err(f"[prepass] has {len(raw_maps)} tensor maps (at most {MAX_TENSOR_MAPS})",
+                "prepass", "tensor_maps")
+        for j, t in enumerate(raw_maps):
             if not isinstance(t, dict):
                 err("each [[prepass.tensor_maps]] must be a table", "prepass")
             unknown(t, MAP_KEYS, "[[prepass.tensor_maps]]", "prepass", "tensor_maps")
@@ -673,6 +1125,8 @@ def _arch_defaults(raw: Any, space: Mapping[str, tuple[int, ...]], err: Callable
     if not isinstance(raw, dict):
         err("[defaults] must hold one table per architecture: [defaults.sm_90] with "
             "name = value lines", "defaults")
+    if len(raw) > MAX_ARCH_TABLES:
+        err(f"[defaults] has {len(raw)} architectures (at most {MAX_ARCH_TABLES})", "defaults")
     out: dict[str, dict[str, int]] = {}
     for arch, table in raw.items():
         if not ARCH_RE.match(arch):

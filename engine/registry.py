@@ -21,12 +21,15 @@ Conventions shared by every kernel file (``cuda/*.cu``, ``opencl/*.cl``):
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
-from .kernel_file import ARCH_RE, KernelFileError, KernelHeader, Prepass, parse_header
+from .files import read_text
+from .kernel_file import (ARCH_RE, KERNEL_FILE_LIMIT, MODEL_FACTOR, ExpressionError, Expr,
+                          KernelFileError, KernelHeader, Prepass, parse_header, shown_text)
 
 ROOT = Path(__file__).resolve().parent.parent
 DTYPES = ("float32", "int32")
@@ -165,9 +168,9 @@ class Variant:
         variant has no header that kept it)."""
         path = self.source_path(backend)
         h = next((h for h in self.headers if h.backend == backend), None)
-        if h is not None and h.text and Path(h.path).resolve() == path.resolve():
+        if h is not None and h.text and resolved(h.path) == resolved(path):
             return h.text
-        return path.read_text(encoding="utf-8")
+        return read_text(path, f"the kernel file {path}", OSError, KERNEL_FILE_LIMIT)
 
     def launch_geometry(self, params: Params, m: int, n: int, k: int,
                         sms: int | None = None) -> Geometry:
@@ -365,6 +368,78 @@ BUILTIN_DIRS = ("cuda", "cuda/experiments", "opencl", "opencl/experiments")
 KERNEL_SUFFIXES = (".cu", ".cl")
 
 
+def resolved(path: Path | str) -> Path:
+    """``path`` with its links followed as far as they go: never an error, even for a loop
+    of links (``Path.resolve`` raises RuntimeError there), so one strange file in a folder
+    cannot stop a listing."""
+    try:
+        return Path(os.path.realpath(path))
+    except (OSError, ValueError):
+        return Path(os.path.abspath(path))
+
+
+def _model_count(e: Expr, env: Mapping[str, int], kind_count: int, what: str) -> int:
+    """``[model]``'s ``flops`` or ``bytes`` at a shape, refused (ExpressionError) where it
+    cannot be a count: below 1, or more than MODEL_FACTOR times ``kind_count``."""
+    got = e.integer(env)
+    shape = f"{env['M']}×{env['N']}×{env['K']}"
+    if got < 1:
+        raise ExpressionError(f"{e.where} = \"{shown_text(e.text, 60)}\" gives {got:,} at "
+                              f"{shape}: a count of {what} must be at least 1")
+    if got > MODEL_FACTOR * kind_count:
+        raise ExpressionError(f"{e.where} = \"{shown_text(e.text, 60)}\" gives {got:,} at "
+                              f"{shape}, more than {MODEL_FACTOR} times the {what} such a "
+                              f"product can take ({kind_count:,}): not a count to report")
+    return got
+
+
+def _model(first: KernelHeader):
+    """``(flops, bytes_moved, problem)`` of a header: the kind's counts where ``[model]``
+    says nothing; ``problem(m, n, k, dtype)`` says why the model's counts are refused at a
+    shape (a skip), and the counts are 0 there (no count: such an item never runs)."""
+    kind_flops, kind_bytes = ((aat_flops, aat_bytes) if first.kind == "aat"
+                              else (gemm_flops, gemm_bytes))
+    fe, be = first.flops, first.bytes
+
+    def flops_checked(m, n, k):
+        if fe is None:
+            return kind_flops(m, n, k)
+        return _model_count(fe, {"M": m, "N": n, "K": k}, kind_flops(m, n, k), "operations")
+
+    def bytes_checked(m, n, k, itemsize):
+        if be is None:
+            return kind_bytes(m, n, k, itemsize)
+        # the most: both operands of every multiply read from memory, and the result
+        limit = kind_flops(m, n, k) * itemsize + kind_bytes(m, n, k, itemsize)
+        return _model_count(be, {"M": m, "N": n, "K": k, "itemsize": itemsize}, limit,
+                            "bytes moved")
+
+    def flops(m, n, k):
+        try:
+            return flops_checked(m, n, k)
+        except ExpressionError:
+            return 0
+
+    def nbytes(m, n, k, itemsize):
+        try:
+            return bytes_checked(m, n, k, itemsize)
+        except ExpressionError:
+            return 0
+
+    def problem(m, n, k, dtype) -> str | None:
+        if fe is None and be is None:
+            return None
+        n_eff = m if first.kind == "aat" else n
+        try:
+            flops_checked(m, n_eff, k)
+            bytes_checked(m, n_eff, k, ITEMSIZE.get(dtype, 4))
+        except ExpressionError as exc:
+            return str(exc)
+        return None
+
+    return flops, nbytes, problem
+
+
 def variant_from_headers(headers: list[KernelHeader], role: str | None = None) -> Variant:
     """One variant from the headers of its files (one per backend; they must agree)."""
     first = next((h for h in headers if h.backend == "cuda"), headers[0])
@@ -375,21 +450,18 @@ def variant_from_headers(headers: list[KernelHeader], role: str | None = None) -
                                   "differently: its params, constraints, launch and model must match")
     def rel(p: Path) -> str:
         try:
-            return str(p.resolve().relative_to(ROOT))
+            return str(resolved(p).relative_to(ROOT))
         except ValueError:
-            return str(p.resolve())
-    flops, nbytes = ((aat_flops, aat_bytes) if first.kind == "aat" else (gemm_flops, gemm_bytes))
-    if first.flops is not None:
-        fe = first.flops
-        flops = lambda m, n, k: fe.integer({"M": m, "N": n, "K": k})  # noqa: E731
-    if first.bytes is not None:
-        be = first.bytes
-        nbytes = lambda m, n, k, itemsize: be.integer(  # noqa: E731
-            {"M": m, "N": n, "K": k, "itemsize": itemsize})
+            return str(resolved(p))
+    flops, nbytes, model_problem = _model(first)
+
+    def constraint(params, m, n, k, dtype):
+        return first.constraint(params, m, n, k, dtype) or model_problem(m, n, k, dtype)
+
     return Variant(
         name=first.name, technique=first.title, seed=first.source,
         sources={h.backend: rel(h.path) for h in headers}, space=dict(first.space),
-        geometry=first.geometry, constraint=first.constraint, kind=first.kind,
+        geometry=first.geometry, constraint=constraint, kind=first.kind,
         dtypes=first.dtypes, flops=flops, bytes_moved=nbytes, entry=first.entry,
         precision=first.precision, role=role or first.role, order=first.order,
         dynamic_shared=first.shared_bytes if first.shared is not None else None,
@@ -421,6 +493,9 @@ def read_kernel_files(paths: list[Path], role: str | None = None,
         except KernelFileError as exc:
             problems.append(exc)
             continue
+        except Exception as exc:  # noqa: BLE001  (a bug of the parser stops this file only)
+            problems.append(_unexpected(path, exc))
+            continue
         group = by_name.setdefault(h.name, [])
         clash = next((g for g in group if g.backend == h.backend), None)
         if clash is not None:
@@ -435,15 +510,27 @@ def read_kernel_files(paths: list[Path], role: str | None = None,
         except KernelFileError as exc:
             problems.append(exc)
             out.append(variant_from_headers(headers[:1], role))
+        except Exception as exc:  # noqa: BLE001  (as above: these files only)
+            problems.extend(_unexpected(h.path, exc) for h in headers)
     return out, problems
 
 
+def _unexpected(path: Path, exc: BaseException) -> KernelFileError:
+    """A failure no check foresaw, as the file's own problem (one short line)."""
+    what = shown_text(exc, 120)
+    return KernelFileError(path, None, f"could not be read: {type(exc).__name__}"
+                                       + (f": {what}" if what else ""))
+
+
 def kernel_files_in(folder: Path) -> list[Path]:
-    """The ``.cu`` and ``.cl`` files directly in ``folder``, sorted (none if it is missing)."""
+    """The ``.cu`` and ``.cl`` entries directly in ``folder``, sorted (none if it is
+    missing or cannot be listed). Whatever they are (a folder named ``x.cu``, a pipe, a
+    link that leads nowhere): the reader says what is wrong with each, rather than a kernel
+    file vanishing without a word. Hidden names (``.#x.cu``: an editor's lock) are left out."""
     try:
         return sorted(p for p in Path(folder).iterdir()
-                      if p.suffix in KERNEL_SUFFIXES and p.is_file())
-    except OSError:
+                      if p.suffix in KERNEL_SUFFIXES and not p.name.startswith("."))
+    except (OSError, ValueError):
         return []
 
 
@@ -499,13 +586,15 @@ def register_kernel_files(paths, role: str = "user", texts: Mapping[str, str] | 
     ``texts`` (path → text, as a run read the files): those files are not read again."""
     files: list[Path] = []
     for p in map(Path, paths):
-        files.extend(kernel_files_in(p) if str(p) not in (texts or {}) and p.is_dir() else [p])
+        # a folder named x.cu is a kernel file that cannot be read (and says so), not a folder
+        files.extend(kernel_files_in(p) if str(p) not in (texts or {}) and p.is_dir()
+                     and p.suffix not in KERNEL_SUFFIXES else [p])
     found, problems = read_kernel_files(files, role, texts)
     names = []
     for v in found:
         old = REGISTRY.get(v.name)
-        mine = {h.path.resolve() for h in v.headers}
-        if old is not None and not ({h.path.resolve() for h in old.headers} & mine):
+        mine = {resolved(h.path) for h in v.headers}
+        if old is not None and not ({resolved(h.path) for h in old.headers} & mine):
             where = ", ".join(sorted(str(Path(s)) for s in old.sources.values()))
             problems.append(KernelFileError(v.headers[0].path, v.headers[0].first_line,
                                             f"the name '{v.name}' is taken by {where}; give "

@@ -64,8 +64,8 @@ class Loaded:
 
     def problem_of(self, path: Path) -> str | None:
         """The problem reported for ``path``, or None."""
-        path = Path(path).resolve()
-        return next((str(e) for e in self.errors if e.path.resolve() == path), None)
+        path = registry.resolved(path)
+        return next((str(e) for e in self.errors if registry.resolved(e.path) == path), None)
 
 
 def unload_user_kernels() -> list[str]:
@@ -84,12 +84,12 @@ def reload(folders: Iterable[Path | str], files: Iterable[Path | str] = ()) -> L
     paths: list[Path] = []
     for folder in folders:
         for p in registry.kernel_files_in(Path(folder)):
-            if p.resolve() not in seen:
-                seen.add(p.resolve())
+            if registry.resolved(p) not in seen:
+                seen.add(registry.resolved(p))
                 paths.append(p)
     for p in map(Path, files):
-        if p.is_file() and p.resolve() not in seen:
-            seen.add(p.resolve())
+        if p.is_file() and registry.resolved(p) not in seen:
+            seen.add(registry.resolved(p))
             paths.append(p)
     unload_user_kernels()
     out = Loaded(files=paths)
@@ -98,7 +98,7 @@ def reload(folders: Iterable[Path | str], files: Iterable[Path | str] = ()) -> L
     out.names, out.errors = registry.register_kernel_files(paths)
     for name in out.names:
         for h in registry.REGISTRY[name].headers:
-            out.by_file[h.path.resolve()] = name
+            out.by_file[registry.resolved(h.path)] = name
     return out
 
 
@@ -111,7 +111,7 @@ def kernel_files_of(names: Iterable[str]) -> tuple[str, ...]:
         if v is None or v.role != "user":
             continue
         for h in v.headers:
-            p = str(h.path.resolve())
+            p = str(registry.resolved(h.path))
             if p not in out:
                 out.append(p)
     return tuple(out)

@@ -59,14 +59,14 @@ class KernelFolders(QObject):
         return [self.user_folder(), *map(Path, self.added)]
 
     def add_folder(self, folder: str | Path) -> Loaded:
-        folder = str(Path(folder).resolve())
-        if folder not in self.added and Path(folder) != self.user_folder().resolve():
+        folder = str(registry.resolved(folder))
+        if folder not in self.added and Path(folder) != registry.resolved(self.user_folder()):
             self.added.append(folder)
             self.settings.set_kernel_folders(self.added)
         return self.reload()
 
     def remove_folder(self, folder: str | Path) -> Loaded:
-        folder = str(Path(folder).resolve())
+        folder = str(registry.resolved(folder))
         self.added = [f for f in self.added if f != folder]
         self.settings.set_kernel_folders(self.added)
         return self.reload()
@@ -75,9 +75,9 @@ class KernelFolders(QObject):
         """Read a kernel file outside the folders too (one the editor opened)."""
         if registry.is_builtin_file(path):
             return                    # a built-in stays a built-in
-        path = str(Path(path).resolve())
+        path = str(registry.resolved(path))
         if path not in self.extra_files and not any(
-                Path(path).parent == f.resolve() for f in self.folders()):
+                Path(path).parent == registry.resolved(f) for f in self.folders()):
             self.extra_files.append(path)
 
     # --- reading ----------------------------------------------------------------------

@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QTreeWidget,
                                QTreeWidgetItem, QWidget)
 
 from engine import registry
+from engine.kernel_file import shown_text
 from engine.runner import expand_items
 
 NAME_COL, INFO_COL = 0, 1
@@ -118,9 +119,11 @@ class VariantTree(QTreeWidget):
                 item.setCheckState(NAME_COL, Qt.CheckState.Checked
                                    if self._checked.get(v.name, v.role != "experiment")
                                    else Qt.CheckState.Unchecked)
-                tip = f"<b>{v.name}</b> ({v.kind})<br>{v.technique}<br><i>{v.seed}</i>"
+                # a user's title is text, not HTML: "<b>" in it shows as written
+                tip = (f"<b>{v.name}</b> ({v.kind})<br>{html.escape(v.technique)}<br>"
+                       f"<i>{html.escape(v.seed)}</i>")
                 if v.role == "user":
-                    tip += "<br>" + "<br>".join(html.escape(str(h.path)) for h in v.headers)
+                    tip += "<br>" + "<br>".join(html.escape(shown_text(h.path)) for h in v.headers)
                 item.setToolTip(NAME_COL, tip)
                 item.setToolTip(INFO_COL, tip)
                 self.addTopLevelItem(item)
@@ -148,12 +151,14 @@ class VariantTree(QTreeWidget):
             for path, message in self._user_problems:
                 if Path(path).suffix != BACKEND_SUFFIX.get(backend, Path(path).suffix):
                     continue
-                row = QTreeWidgetItem([Path(path).name, message])
+                # shown_text: a file name or message may hold escape codes, or bytes that
+                # are not UTF-8 (lone surrogates Qt cannot take)
+                row = QTreeWidgetItem([shown_text(Path(path).name), shown_text(message)])
                 row.setFlags(Qt.ItemFlag.ItemIsEnabled)
                 row.setForeground(NAME_COL, QBrush(QColor(ERROR_COLOR)))
                 row.setForeground(INFO_COL, QBrush(QColor(ERROR_COLOR)))
-                row.setToolTip(NAME_COL, html.escape(f"{path}: {message}"))
-                row.setToolTip(INFO_COL, html.escape(f"{path}: {message}"))
+                row.setToolTip(NAME_COL, html.escape(shown_text(f"{path}: {message}")))
+                row.setToolTip(INFO_COL, html.escape(shown_text(f"{path}: {message}")))
                 row.setData(NAME_COL, PROBLEM_ROLE, str(path))
                 self.addTopLevelItem(row)
             if not any(v.role == "user" for v in registry.variants_for(backend)) \
@@ -180,7 +185,7 @@ class VariantTree(QTreeWidget):
     def _add_heading(self, role: str) -> None:
         title, tip = HEADINGS[role]
         if role == "user" and self._user_folders:
-            tip += "<br>" + "<br>".join(html.escape(str(f)) for f in self._user_folders)
+            tip += "<br>" + "<br>".join(html.escape(shown_text(f)) for f in self._user_folders)
         head = QTreeWidgetItem([title, ""])
         head.setFlags(Qt.ItemFlag.ItemIsEnabled)
         font = head.font(NAME_COL)
