@@ -7,17 +7,20 @@ fields as columns, ``params`` written as ``name=value,...``.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
+import re
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
-from .files import check_regular_file
-from .registry import AUTO, kernel_label, params_from_str, params_to_str
+from .files import read_text
+from .registry import AUTO, kernel_label, params_to_str
+from .terminal import visible
 
 
 @dataclass
@@ -94,9 +97,6 @@ class ResultRecord:
 
 
 FIELDS = [f.name for f in fields(ResultRecord)]
-_FLOATS = {f.name for f in fields(ResultRecord) if f.type in ("float", float)}
-_INTS = {"m", "n", "k", "warmup", "repeats", "flops", "bytes", "device_index"}
-
 
 def ratio_to_best_baseline(records: Iterable[ResultRecord], baseline_key, record_key
                            ) -> dict[int, float]:
@@ -204,101 +204,390 @@ def to_dict(rec: ResultRecord) -> dict[str, Any]:
     return {key: _finite_or_none(val) for key, val in asdict(rec).items()}
 
 
-def from_dict(d: dict[str, Any]) -> ResultRecord:
-    """Build a record from a JSON/CSV row, tolerating missing optional fields."""
-    missing = [f for f in ("backend", "variant", "m", "n", "k", "dtype") if f not in d]
-    if missing:
-        raise ValueError(f"a record lacks the field(s) {', '.join(missing)}")
-    kw: dict[str, Any] = {}
-    for name in FIELDS:
-        if name not in d:
-            continue
-        val = d[name]
-        if name == "params":
-            val = params_from_str(val) if isinstance(val, str) else dict(val or {})
-        elif name in ("extra", "profile"):
-            val = json.loads(val) if isinstance(val, str) and val else (val or {})
-        elif name == "passed":
-            val = _parse_bool(val)
-        elif name in _INTS:
-            val = int(float(val)) if val not in (None, "") else (-1 if name == "device_index" else 0)
-        elif name in _FLOATS:
-            val = float(val) if val not in (None, "") else math.nan
-        elif val is None:
-            val = ""
-        kw[name] = val
-    kw.setdefault("device", "")
-    kw.setdefault("params", {})          # a hand-made file may have no params column
-    return ResultRecord(**kw)
-
-
-def _parse_bool(val: Any) -> bool | None:
-    if val in (None, ""):
-        return None
-    if isinstance(val, bool):
-        return val
-    text = str(val).strip().lower()
-    if text in ("true", "1", "yes"):
-        return True
-    if text in ("false", "0", "no"):
-        return False
-    raise ValueError(f"'{val}' is not a boolean")
-
-
 STATUSES = ("ok", "failed", "error", "skipped", "unverified")
+MODES = ("hot", "cold")
 
 
 class ResultsFileError(ValueError):
     """A results file that cannot be read (the message names the file and the problem)."""
 
 
-def validate(rec: ResultRecord) -> ResultRecord:
-    """Check a record read from a file field by field; raise ValueError saying which field
-    is wrong. Charts and tables can then trust every record they are given."""
+class RecordFieldError(ValueError):
+    """One field of a record is wrong: ``field`` names it (``params.block`` inside a
+    mapping), ``expected`` says what it should be. ``str()``: "field 'device_index' is
+    1.5, not a whole number"."""
+
+    def __init__(self, field: str, value: Any, expected: str):
+        self.field, self.value, self.expected = field, value, expected
+        super().__init__(f"field '{field}' is {_shown(value)}, not {expected}")
+
+
+def _shown(value: Any) -> str:
+    """A field's value as a message quotes it: short, and never a wall of text."""
+    if value is None:
+        return "empty"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        text = repr(value)
+        return text if len(text) <= 40 else text[:20] + "…" + f" ({len(text)} digits)"
+    if isinstance(value, str):
+        if not value.strip():
+            return "empty" if not value else "blank"
+        text = visible(value if len(value) <= 40 else value[:40] + "…")
+        return f"'{text}'"
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    return f"a {type(value).__name__}"
+
+
+# --- one parser per kind of field: the typed value, or RecordFieldError ------------------
+# The same parsers read a JSON value, a CSV cell (text) and check a record's attribute,
+# so a record loaded, journaled or built in code passes one set of rules.
+
+_WHOLE_TEXT = re.compile(r"[+-]?[0-9]{1,40}")
+
+
+def _whole(value: Any, name: str, low: int, high: int, default: int | None) -> int:
+    """A whole number from ``low`` to ``high``; empty (None, "") is ``default`` (None:
+    the field is required)."""
+    expected = f"a whole number from {low} to {high}"
+    if value is None or (isinstance(value, str) and not value.strip()):
+        if default is None:
+            raise RecordFieldError(name, value, expected)
+        return default
+    if isinstance(value, bool):
+        raise RecordFieldError(name, value, "a whole number")
+    if isinstance(value, int):
+        out = value
+    elif isinstance(value, float):
+        if not value.is_integer():         # 1.5, NaN, infinity
+            raise RecordFieldError(name, value, "a whole number")
+        out = int(value)
+    elif isinstance(value, str):
+        text = value.strip()
+        if _WHOLE_TEXT.fullmatch(text):
+            out = int(text)
+        else:                              # "16.0", "1e3" (a CSV from a spreadsheet)
+            try:
+                num = float(text) if len(text) <= 64 else math.nan
+            except ValueError:
+                num = math.nan
+            if not num.is_integer():
+                raise RecordFieldError(name, value, "a whole number")
+            out = int(num)
+    else:
+        raise RecordFieldError(name, value, "a whole number")
+    if not low <= out <= high:
+        raise RecordFieldError(name, value, expected)
+    return out
+
+
+def _real(value: Any, name: str, allow_inf: bool = False) -> float:
+    """A number ≥ 0 (NaN when empty: not measured); infinity only where ``allow_inf``."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return math.nan
+    if isinstance(value, bool):
+        raise RecordFieldError(name, value, "a number")
+    try:
+        if isinstance(value, (int, float)):
+            out = float(value)
+        elif isinstance(value, str) and len(value) <= 64:
+            out = float(value)
+        else:
+            raise RecordFieldError(name, value, "a number")
+    except (ValueError, OverflowError):
+        raise RecordFieldError(name, value, "a number") from None
+    if math.isinf(out) and not allow_inf:
+        raise RecordFieldError(name, value, "a finite number")
+    if out < 0:
+        raise RecordFieldError(name, value, "a number ≥ 0")
+    return out
+
+
+def _text(value: Any, name: str) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise RecordFieldError(name, value, "text")
+    return value
+
+
+def _name(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise RecordFieldError(name, value, "a name")
+    return value
+
+
+def _choice(options: tuple[str, ...]) -> Callable[[Any, str], str]:
+    def parse(value: Any, name: str) -> str:
+        if not isinstance(value, str) or value not in options:
+            raise RecordFieldError(name, value, f"one of {', '.join(options)}")
+        return value
+    return parse
+
+
+def _bool(value: Any, name: str) -> bool | None:
+    """True, False, or None (not verified); CSV text true/false/1/0/yes/no."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in ("true", "1", "yes"):
+            return True
+        if text in ("false", "0", "no"):
+            return False
+    raise RecordFieldError(name, value, "a boolean (true or false)")
+
+
+def _json_mapping(value: Any, name: str, cell: bool = True) -> Mapping:
+    """A mapping, or (``cell``: a field of its own, a CSV cell) one written as JSON;
+    empty is ``{}``."""
+    if value is None or (cell and isinstance(value, str) and not value.strip()):
+        return {}
+    if cell and isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            raise RecordFieldError(name, value, "a mapping written as JSON") from None
+    if not isinstance(value, Mapping):
+        raise RecordFieldError(name, value, "a mapping")
+    for key in value:
+        if not isinstance(key, str) or not key:
+            raise RecordFieldError(name, value, "a mapping with names as keys")
+    return value
+
+
+#: The largest magnitude of a parameter value (a kernel's compile-time constant).
+PARAM_LIMIT = 2**62
+
+
+def _params(value: Any, name: str) -> dict[str, int]:
+    """``{name: whole number}``, or its CSV text ``block=16,wpt=auto``."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return {}
+    if isinstance(value, str):
+        out: dict[str, Any] = {}
+        for part in filter(None, (p.strip() for p in value.split(","))):
+            key, sep, val = part.partition("=")
+            if not sep or not key.strip():
+                raise RecordFieldError(name, value, "name=value pairs such as block=16,wpt=4")
+            out[key.strip()] = AUTO if val.strip().lower() == "auto" else val
+        value = out
+    if not isinstance(value, Mapping):
+        raise RecordFieldError(name, value, "a mapping of parameter names to whole numbers")
+    params: dict[str, int] = {}
+    for key, val in value.items():
+        if not isinstance(key, str) or not key.strip():
+            raise RecordFieldError(name, value, "a mapping of parameter names to whole numbers")
+        params[key] = _whole(val, f"{name}.{key}", -PARAM_LIMIT, PARAM_LIMIT, None)
+    return params
+
+
+def _name_list(value: Any, name: str) -> list[str]:
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) and v for v in value):
+        raise RecordFieldError(name, value, "a list of names")
+    return list(value)
+
+
+#: The keys of ``extra`` the app reads, with their parsers; other keys are kept as they are.
+_EXTRA_KEYS: dict[str, Callable[[Any, str], Any]] = {
+    "by_shape": _name_list,
+    "precision": _name,
+    "peak_gflops": _real,
+    "copy_gbps": _real,
+    "build_failed": lambda v, n: bool(_bool(v, n)),
+    "timing_note": _text,
+}
+
+
+def _extra(value: Any, name: str) -> dict[str, Any]:
+    out = dict(_json_mapping(value, name))
+    for key, parse in _EXTRA_KEYS.items():
+        if key in out:
+            out[key] = parse(out[key], f"{name}.{key}")
+    return out
+
+
+def _counters(value: Any, name: str) -> dict[str, float]:
+    """Hardware counters: names to finite numbers (None, a counter not measured, is left out)."""
+    out: dict[str, float] = {}
+    for key, val in _json_mapping(value, name, cell=False).items():
+        if val is None:
+            continue
+        num = _real_signed(val, f"{name}.{key}")
+        out[key] = num
+    return out
+
+
+def _real_signed(value: Any, name: str) -> float:
+    """A finite number of either sign (a counter)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise RecordFieldError(name, value, "a number")
+    try:
+        out = float(value)
+    except OverflowError:
+        raise RecordFieldError(name, value, "a finite number") from None
+    if not math.isfinite(out):
+        raise RecordFieldError(name, value, "a finite number")
+    return out
+
+
+def _kernels(value: Any, name: str) -> list[dict[str, Any]]:
+    """The profiled launch's kernels: a list of mappings (``name`` text where given)."""
+    if value is None:
+        return []
+    if not isinstance(value, (list, tuple)):
+        raise RecordFieldError(name, value, "a list of kernels")
+    out = []
+    for i, k in enumerate(value):
+        if not isinstance(k, Mapping) or not all(isinstance(key, str) for key in k):
+            raise RecordFieldError(f"{name}[{i}]", k, "a mapping (name, duration, block, grid)")
+        if "name" in k:
+            _text(k["name"], f"{name}[{i}].name")
+        out.append(dict(k))
+    return out
+
+
+#: The keys of ``profile`` (engine.profile.ProfileResult.to_profile) with their parsers.
+_PROFILE_KEYS: dict[str, Callable[[Any, str], Any]] = {
+    "counters": _counters,
+    "kernels": _kernels,
+    "report": _text,
+    "tool": _text,
+    "error": _text,
+}
+
+
+def _profile(value: Any, name: str) -> dict[str, Any]:
+    out = dict(_json_mapping(value, name))
+    for key, parse in _PROFILE_KEYS.items():
+        if key in out:
+            out[key] = parse(out[key], f"{name}.{key}")
+    return out
+
+
+def _field_parsers() -> dict[str, Callable[[Any, str], Any]]:
     from .registry import DTYPES  # noqa: PLC0415
 
-    for name in ("m", "n", "k"):
-        val = getattr(rec, name)
-        if not isinstance(val, int) or isinstance(val, bool) or not 1 <= val <= 1 << 31:
-            raise ValueError(f"{name}={val!r} is not a positive size")
-    if rec.dtype not in DTYPES:
-        raise ValueError(f"dtype '{rec.dtype}' is not one of {', '.join(DTYPES)}")
-    if not isinstance(rec.variant, str) or not rec.variant.strip():
-        raise ValueError("the variant name is empty")
-    if not isinstance(rec.backend, str) or not rec.backend.strip():
-        raise ValueError("the backend name is empty")
-    if rec.status not in STATUSES:
-        raise ValueError(f"status '{rec.status}' is not one of {', '.join(STATUSES)}")
-    if rec.mode not in ("hot", "cold"):
-        raise ValueError(f"mode '{rec.mode}' is not hot or cold")
-    if not isinstance(rec.params, dict) or not all(
-            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
-            for k, v in rec.params.items()):
-        raise ValueError(f"params {rec.params!r} are not name=whole-number pairs")
-    for name in sorted(_FLOATS):
-        val = getattr(rec, name)
-        if not isinstance(val, float):
-            raise ValueError(f"{name}={val!r} is not a number")
-        if math.isinf(val) and name not in ("rel_l2", "max_abs"):
-            raise ValueError(f"{name} is infinite")
-        if name.endswith("_ms") and val < 0:
-            raise ValueError(f"{name}={val} is negative")
-    if not isinstance(rec.extra, dict):
-        raise ValueError("extra is not a mapping")
-    if not isinstance(rec.profile, dict):
-        raise ValueError("profile is not a mapping")
-    counters = rec.profile.get("counters")
-    if counters is not None:
-        if not isinstance(counters, dict) or not all(
-                v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
-                for v in counters.values()):
-            raise ValueError("profile counters are not numbers")
-        rec.profile["counters"] = {str(k): float(v) for k, v in counters.items() if v is not None}
-    for name in ("device", "error", "timestamp", "versions", "source", "host", "worker",
-                 "verify_method"):
-        if not isinstance(getattr(rec, name), str):
-            raise ValueError(f"{name} is not text")
+    def whole(low, high, default):
+        return lambda v, n: _whole(v, n, low, high, default)
+
+    size = whole(1, 1 << 31, None)
+    parsers: dict[str, Callable[[Any, str], Any]] = {
+        "backend": _name, "variant": _name, "params": _params,
+        "m": size, "n": size, "k": size,
+        "dtype": _choice(tuple(DTYPES)), "mode": _choice(MODES), "status": _choice(STATUSES),
+        "warmup": whole(0, 10**9, 0), "repeats": whole(0, 10**9, 0),
+        "flops": whole(0, 1 << 100, 0), "bytes": whole(0, 1 << 100, 0),
+        "device_index": whole(-1, 1 << 31, -1),
+        "passed": _bool, "extra": _extra, "profile": _profile,
+    }
+    for f in fields(ResultRecord):
+        if f.name in parsers:
+            continue
+        if f.type in ("float", float):
+            inf_ok = f.name in ("rel_l2", "max_abs")    # no reference scale: an infinite error
+            parsers[f.name] = lambda v, n, inf_ok=inf_ok: _real(v, n, inf_ok)
+        elif f.type in ("str", str):
+            parsers[f.name] = _text
+    missing = set(FIELDS) - set(parsers)
+    assert not missing, f"no parser for the record field(s) {missing}"
+    return parsers
+
+
+_PARSERS: dict[str, Callable[[Any, str], Any]] = {}
+
+
+def parse_field(name: str, value: Any) -> Any:
+    """The typed value of field ``name`` from a JSON value, a CSV cell or an attribute;
+    RecordFieldError names the field and says what it should be."""
+    if not _PARSERS:
+        _PARSERS.update(_field_parsers())
+    try:
+        return _PARSERS[name](value, name)
+    except RecursionError:
+        raise RecordFieldError(name, value, "nested this deep") from None
+
+
+REQUIRED = ("backend", "variant", "m", "n", "k", "dtype")
+
+
+def from_dict(d: Mapping[str, Any]) -> ResultRecord:
+    """Build a record from a JSON object or a CSV row, every field checked
+    (:func:`parse_field`); missing optional fields take their defaults, fields the record
+    does not have are ignored. Raises RecordFieldError (or ValueError for a row that is
+    not a record, or lacks a key field)."""
+    if not isinstance(d, Mapping):
+        raise ValueError("not a record (a JSON object with named fields)")
+    missing = [f for f in REQUIRED if f not in d]
+    if missing:
+        raise ValueError(f"a record lacks the field(s) {', '.join(missing)}")
+    kw = {name: parse_field(name, d[name]) for name in FIELDS if name in d}
+    kw.setdefault("device", "")
+    kw.setdefault("params", {})          # a hand-made file may have no params column
+    return ResultRecord(**kw)
+
+
+def validate(rec: ResultRecord) -> ResultRecord:
+    """Check every field of a record (read from a file, a journal, or made in code) with
+    the rules of :func:`from_dict`; values are normalised in place (``16.0`` → 16,
+    counters to floats). Raises RecordFieldError naming the first wrong field. Charts,
+    tables and the Profile view can then trust every record they are given."""
+    for name in FIELDS:
+        setattr(rec, name, parse_field(name, getattr(rec, name)))
     return rec
+
+
+def _same(new: Any, old: Any) -> bool:
+    """Whether a parsed value is the value it came from (3 and 3.0 are; "3", 3 are not)."""
+    if new is old:
+        return True
+    if isinstance(new, bool) != isinstance(old, bool):
+        return False
+    if isinstance(new, float) and isinstance(old, float) and math.isnan(new) and math.isnan(old):
+        return True
+    number = (int, float)
+    return isinstance(new, number) == isinstance(old, number) and new == old
+
+
+def is_valid(rec: ResultRecord) -> bool:
+    """Whether ``rec`` is valid as it is: every field passes :func:`parse_field` unchanged
+    (``None`` for ``params`` is not, though :func:`validate` would make it ``{}``).
+    ``rec`` is never modified."""
+    try:
+        return all(_same(parse_field(name, getattr(rec, name)), getattr(rec, name))
+                   for name in FIELDS)
+    except (ValueError, RecursionError):
+        return False
+
+
+@dataclass(frozen=True)
+class ProfileData:
+    """A record's profile (``ResultRecord.profile``), typed."""
+
+    counters: dict[str, float]
+    kernels: list[dict[str, Any]]
+    report: str = ""
+    tool: str = ""
+    error: str = ""
+
+
+def profile_data(rec: ResultRecord) -> ProfileData:
+    """The profile of ``rec`` whatever it holds: a profile of the wrong shape is an empty
+    one whose ``error`` says which field is wrong, so a view never fails on a record."""
+    try:
+        p = _profile(rec.profile, "profile")
+    except ValueError as exc:
+        return ProfileData({}, [], error=f"the profile cannot be read: {exc}")
+    return ProfileData(p.get("counters", {}), p.get("kernels", []), p.get("report", ""),
+                       p.get("tool", ""), p.get("error", ""))
 
 
 def save(records: Iterable[ResultRecord], path: str | Path) -> Path:
@@ -343,45 +632,52 @@ def _umask() -> int:
     return mask
 
 
+def _json_int(text: str) -> int | float:
+    """JSON integers past Python's digit limit become floats (a field then says it is out
+    of range) instead of failing the whole file."""
+    return int(text) if len(text) <= 400 else float(text)
+
+
 def load_report(path: str | Path) -> tuple[list[ResultRecord], list[str]]:
     """Read records written by :func:`save` (or by hand, with at least the key fields).
 
-    Returns ``(records, skipped)``: a record that fails :func:`validate` is left out and
-    ``skipped`` says which and why ("record 7: m=0 is not a positive size"). Raises
-    ValueError when the file is not a results file at all, or when no record is valid.
+    Returns ``(records, skipped)``: a record with a wrong field is left out and
+    ``skipped`` says which and why ("record 7: field 'm' is 0, not a whole number from 1
+    to 2147483648"; a CSV names the row and its line). Raises ResultsFileError when the
+    file is not a results file at all, or when no record is valid.
     """
     path = Path(path)
-    rows: list[Any]
     from .memory import HOST_SHARE, host_available_bytes  # noqa: PLC0415
-    check_regular_file(path, path.name, ResultsFileError,
-                       max_bytes=int(host_available_bytes() * HOST_SHARE) // 8)
+    suffix = path.suffix.lower()
+    if suffix not in (".json", ".csv"):
+        raise ResultsFileError(f"{path.name}: results files are .json or .csv")
+    rows: list[tuple[str, Any]] = []          # (where, row)
     try:
-        if path.suffix.lower() == ".json":
-            data = json.loads(path.read_text())
+        text = read_text(path, path.name, ResultsFileError,
+                         max_bytes=int(host_available_bytes() * HOST_SHARE) // 8)
+        if suffix == ".json":
+            data = json.loads(text, parse_int=_json_int)
             if not isinstance(data, list):
                 raise ResultsFileError(f"{path.name}: the file does not hold a JSON list of records")
-            rows = data
-        elif path.suffix.lower() == ".csv":
-            with path.open(newline="") as fh:
-                rows = list(csv.DictReader(fh))
+            rows = [(f"record {i}", row) for i, row in enumerate(data, 1)]
         else:
-            raise ResultsFileError(f"{path.name}: results files are .json or .csv")
+            reader = csv.DictReader(io.StringIO(text.removeprefix("\ufeff"), newline=""))
+            for i, row in enumerate(reader, 1):
+                rows.append((f"row {i} (line {reader.line_num})", row))
     except ResultsFileError:
         raise
-    except (OSError, UnicodeDecodeError, ValueError, csv.Error, RecursionError, MemoryError) as exc:
+    except (UnicodeDecodeError, ValueError, csv.Error, RecursionError, MemoryError) as exc:
         raise ResultsFileError(f"{path.name}: not a results file ({exc})") from None
     out: list[ResultRecord] = []
     skipped: list[str] = []
-    for i, row in enumerate(rows, 1):
+    for where, row in rows:
         try:
-            if not isinstance(row, dict):
-                raise ValueError("not a record (a JSON object with named fields)")
-            out.append(validate(from_dict(row)))
-        except (ValueError, TypeError, OverflowError, AttributeError, RecursionError) as exc:
-            skipped.append(f"record {i}: {exc}")
+            out.append(from_dict(row))
+        except (ValueError, RecursionError) as exc:
+            skipped.append(f"{where}: {exc}")
     if skipped and not out:
         raise ResultsFileError(f"{path.name}: not a results file: no valid record ({skipped[0]}"
-                         + (f"; and {len(skipped) - 1} more" if len(skipped) > 1 else "") + ")")
+                               + (f"; and {len(skipped) - 1} more" if len(skipped) > 1 else "") + ")")
     return out, skipped
 
 

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeade
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
 from engine import profile_metrics as pm
-from engine.records import ResultRecord
+from engine.records import ProfileData, ResultRecord, is_valid, profile_data
 from engine.sizes import format_shape
 
 from . import theme
@@ -75,10 +75,14 @@ def header_text(rec: ResultRecord) -> str:
 
 
 def profiled(records: list[ResultRecord]) -> list[ResultRecord]:
-    """The records with counters, the latest profile of each item kept."""
+    """The records with counters, the latest profile of each item kept. A record with a
+    field of the wrong type or shape (a profile that is no mapping, say) is not shown:
+    files are checked when read, but the view must not fail on any record it is given."""
     latest: dict[tuple, ResultRecord] = {}
     for r in records:
-        if r.profile.get("counters"):
+        # Cheap test first: this runs on every store change, over every record.
+        if isinstance(r.profile, dict) and r.profile.get("counters") and is_valid(r) \
+                and profile_data(r).counters:
             latest[(r.source, r.device_key(), r.label(), r.m, r.n, r.k, r.dtype)] = r
     return list(latest.values())
 
@@ -99,6 +103,7 @@ class ProfileView(QWidget):
         self.store = store
         self.metrics = pm.METRICS
         self._columns: list[ResultRecord] = []
+        self._data: list[ProfileData] = []      # the columns' profiles, typed
         self._profiled: list[ResultRecord] = []
         self._shapes: list[tuple] = []
         self._build()
@@ -217,6 +222,7 @@ class ProfileView(QWidget):
         shape = self._shapes[idx] if 0 <= idx < len(self._shapes) else None
         recs = [r for r in self._profiled if (r.m, r.n, r.k, r.dtype) == shape]
         self._columns = recs
+        self._data = data = [profile_data(r) for r in recs]
         has = bool(recs)
         self.empty.setVisible(not has)
         self.splitter.setVisible(has)
@@ -233,7 +239,7 @@ class ProfileView(QWidget):
             return
         row = max(self.table.currentRow(), 0)
         col = max(self.table.currentColumn(), 0)
-        tools = sorted({r.profile.get("tool", "") for r in recs} - {""})
+        tools = sorted({d.tool for d in data} - {""})
         devices = sorted({r.device_label() for r in recs})
         self.info.setText(f"{', '.join(devices)} · {', '.join(tools) or 'ncu'} · one launch "
                           f"each, caches flushed per pass")
@@ -247,30 +253,26 @@ class ProfileView(QWidget):
         for i, metric in enumerate(self.metrics):
             head = self.table.verticalHeaderItem(i)
             head.setToolTip(f"{metric.meaning}\nMoved by: {metric.technique}")
-            for j, rec in enumerate(recs):
-                counters = rec.profile.get("counters", {})
-                item = QTableWidgetItem(pm.value_text(metric, counters, stalls=1))
+            for j, d in enumerate(data):
+                item = QTableWidgetItem(pm.value_text(metric, d.counters, stalls=1))
                 item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-                item.setToolTip(self._cell_tip(metric, rec))
+                item.setToolTip(self._cell_tip(metric, d))
                 self.table.setItem(i, j, item)
-        for j, rec in enumerate(recs):
+        for j, (rec, d) in enumerate(zip(recs, data)):
             head = self.table.horizontalHeaderItem(j)
-            kernels = rec.profile.get("kernels", [])
             head.setToolTip("\n".join([rec.label(), rec.device_label()]
-                                      + [f"kernel {k.get('name', '?')}" for k in kernels]
-                                      + ([f"report {rec.profile['report']}"]
-                                         if rec.profile.get("report") else [])))
+                                      + [f"kernel {k.get('name', '?')}" for k in d.kernels]
+                                      + ([f"report {d.report}"] if d.report else [])))
         self.table.blockSignals(False)
         self.table.setCurrentCell(min(row, len(self.metrics) - 1), min(col, len(recs) - 1))
         self._draw(self.metrics[min(row, len(self.metrics) - 1)])
 
     @staticmethod
-    def _cell_tip(metric: pm.Metric, rec: ResultRecord) -> str:
-        err = rec.profile.get("error")
-        if err:
-            return f"profile failed: {err}"
+    def _cell_tip(metric: pm.Metric, d: ProfileData) -> str:
+        if d.error:
+            return f"profile failed: {d.error}"
         if metric.key == "top_stalls":
-            stalls = pm.top_stalls(rec.profile.get("counters", {}), 6)
+            stalls = pm.top_stalls(d.counters, 6)
             return "\n".join(f"{r}: {v:.2f} warps/issue — {pm.STALL_REASONS.get(r, '')}"
                              for r, v in stalls) or "no stall measured"
         return metric.meaning
@@ -293,8 +295,8 @@ class ProfileView(QWidget):
     def bar_values(self, metric: pm.Metric | None = None) -> dict[str, float]:
         """What the chart draws for ``metric`` (the selected one): label → value."""
         metric = metric or self.selected_metric()
-        return {r.label(): pm.value_of(metric, r.profile.get("counters", {}))
-                for r in self._columns}
+        return {r.label(): pm.value_of(metric, d.counters)
+                for r, d in zip(self._columns, self._data)}
 
     def _draw(self, metric: pm.Metric) -> None:
         th = theme.ChartTheme.from_palette(self.palette())
@@ -304,8 +306,8 @@ class ProfileView(QWidget):
         vb = plot.getViewBox()
         vb.invertY(True)
         recs = self._columns
-        values = np.array([pm.value_of(metric, r.profile.get("counters", {})) for r in recs],
-                          dtype=float)
+        data = self._data
+        values = np.array([pm.value_of(metric, d.counters) for d in data], dtype=float)
         finite = np.where(np.isfinite(values), values, 0.0)
         colors = theme.assign_colors(r.variant for r in recs)
         ys = np.arange(len(recs), dtype=float)
@@ -327,8 +329,8 @@ class ProfileView(QWidget):
         vmax = float(finite.max()) if len(finite) and finite.max() > 0 else 1.0
         font = QFont(self.font())
         font.setPointSizeF(8.0)
-        for y, rec, val in zip(ys, recs, values):
-            text = pm.value_text(metric, rec.profile.get("counters", {}), stalls=1) \
+        for y, d, val in zip(ys, data, values):
+            text = pm.value_text(metric, d.counters, stalls=1) \
                 if math.isfinite(val) else "not measured"
             label = pg.TextItem(text, anchor=(0, 0.5), color=th.foreground)
             label.setFont(font)
@@ -341,13 +343,12 @@ class ProfileView(QWidget):
 
     # --- reports ---------------------------------------------------------------------
 
-    def _selected_record(self) -> ResultRecord | None:
+    def _selected_report(self) -> str:
         col = self.table.currentColumn()
-        return self._columns[col] if 0 <= col < len(self._columns) else None
+        return self._data[col].report if 0 <= col < len(self._data) else ""
 
     def open_selected_report(self) -> bool:
-        rec = self._selected_record()
-        report = rec.profile.get("report", "") if rec else ""
+        report = self._selected_report()
         ui = find_ncu_ui()
         if not report or not Path(report).is_file():
             self.open_report_failed.emit(f"no report file for this column ({report or 'none kept'})")
@@ -365,8 +366,7 @@ class ProfileView(QWidget):
         return True
 
     def show_report_folder(self) -> bool:
-        rec = self._selected_record()
-        report = rec.profile.get("report", "") if rec else ""
+        report = self._selected_report()
         if not report or not Path(report).parent.is_dir():
             self.open_report_failed.emit("the reports' folder no longer exists")
             return False

@@ -103,7 +103,7 @@ def test_hand_written_minimal_files(tmp_path):
     ("c.json", '[{"backend": "cuda", "variant": "naive"}]', "lacks the field(s) m, n, k, dtype"),
     ("d.csv", "backend,variant,m,n,k,dtype\ncuda,naive,abc,1,1,float32\n", "not a results file"),
     ("e.csv", "backend,variant,m,n,k,dtype,passed\ncuda,naive,1,1,1,float32,maybe\n",
-     "'maybe' is not a boolean"),
+     "field 'passed' is 'maybe', not a boolean"),
     ("f.csv", "just,some,columns\n1,2,3\n", "lacks the field(s)"),
     ("g.json", "[1, 2]", "not a results file"),
 ])
@@ -147,7 +147,7 @@ def test_bad_records_are_skipped_with_reasons(tmp_path, realistic):
     recs, skipped = records.load_report(p)
     assert len(recs) == 2
     assert [s.split(":")[0] for s in skipped] == [f"record {i}" for i in (2, 3, 4, 5, 6, 7)]
-    assert "m=0 is not a positive size" in skipped[0] and "float16" in skipped[1]
+    assert "field 'm' is 0, not a whole number from 1" in skipped[0] and "float16" in skipped[1]
 
 
 def test_save_is_atomic_and_refuses_folders(tmp_path, realistic, monkeypatch):
