@@ -18,7 +18,8 @@ from .backends import BACKENDS, probe_all
 from .cpus import engine_threads
 from .dispatch import MODES, Run, start_run
 from .engines import EngineHandle, LocalEngine
-from .kernel_file import shown_text
+from .files import check_regular_file
+from .kernel_file import KERNEL_FILE_LIMIT, shown_text
 from .process import ProcessEngine
 from .runner import Event, Plan, expand_items
 from .sizes import SizeSpecError, format_shape, parse_sizes
@@ -326,7 +327,13 @@ def run_bench(argv: Sequence[str]) -> int:
         if args.variants is not None and not args.variants.strip(" ,"):
             raise UsageError("--variants: no variant named (write e.g. naive,tiled_any)")
         names = [s.strip() for s in args.variants.split(",") if s.strip()] if args.variants else None
-        kernel_files = tuple(str(Path(k).resolve()) for k in args.kernel)
+        for k in args.kernel:   # a pipe, a device, a link loop: one line, never a hang or a traceback
+            if not os.path.isdir(k):
+                try:
+                    check_regular_file(Path(k), f"--kernel {k}", UsageError, KERNEL_FILE_LIMIT)
+                except UsageError as exc:
+                    raise UsageError(shown_text(str(exc))) from None
+        kernel_files = tuple(os.path.realpath(k) for k in args.kernel)
         if kernel_files:
             loaded, problems = registry.load_kernel_files(kernel_files)
             if problems:

@@ -32,13 +32,24 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from .kernel_file import BACKEND_OF_SUFFIX, ExpressionError, KernelFileError, parse_header
+from . import files
+from .cli_args import Number, Parser, WholeNumber
+from .kernel_file import (BACKEND_OF_SUFFIX, KERNEL_FILE_LIMIT, ExpressionError, KernelFileError,
+                          parse_header, shown_text)
 from .registry import DTYPES, Variant, params_to_str, variant_from_headers
+from .units import format_bytes
 
 #: The architecture CUDA kernels are checked for when none is named (the lab's H100/H200).
 DEFAULT_ARCH = "sm_90"
 #: Seconds one build may take before it is stopped (a problem of that combination).
 DEFAULT_TIMEOUT_S = 120.0
+#: The longest ``--timeout`` (a day): more is a typing mistake.
+MAX_TIMEOUT_S = 86400.0
+#: The most builds ``--workers`` may run at once: each is an nvcc or a compiler thread of
+#: hundreds of MB; more than this is a typing mistake, not a faster check.
+MAX_WORKERS = 64
+#: The highest ``--device`` index taken (a device that does not exist is said by the check).
+MAX_DEVICE = 1023
 
 # --- CUDA's register file (every architecture from sm_50 to sm_120) ----------------------
 REGISTERS_PER_SM = 64 * 1024       # 32-bit registers per SM (also the most one block may use)
@@ -92,6 +103,87 @@ def max_threads_for_registers(registers: int) -> int:
     return min(MAX_BLOCK_THREADS, warps * WARP_SIZE)
 
 
+# --- reading kernel files and what they include -------------------------------------------
+
+class _Refused(ValueError):
+    """A file or an option refused: engine.files' message before it is placed at a file
+    and line, or the command line's."""
+
+
+def read_kernel_text(path: str | Path, shown: str | Path | None = None) -> str:
+    """The text of the kernel file at ``path``, or :class:`KernelFileError` naming ``shown``
+    (default ``path``): through :func:`engine.files.read_text`, so a pipe, a device, a
+    folder, a loop of links, a huge file or text that is not UTF-8 is a message, never a
+    hang; a NUL byte (a binary file) is one too."""
+    shown = Path(shown if shown is not None else path)
+    try:
+        text = files.read_text(path, "the file", _Refused, KERNEL_FILE_LIMIT)
+    except _Refused as exc:
+        raise KernelFileError(shown, None, str(exc)) from None
+    return check_kernel_text(text, shown)
+
+
+def check_kernel_text(text: str, shown: str | Path) -> str:
+    """``text`` if it can be a kernel's source, else :class:`KernelFileError`: a NUL byte
+    means a binary file, which no compiler reads as source."""
+    nul = text.find("\0")
+    if nul >= 0:
+        raise KernelFileError(Path(shown), text.count("\n", 0, nul) + 1,
+                              "a NUL byte: this is a binary file, not a kernel's source text")
+    return text
+
+
+#: ``#include "file"`` and ``#include <file>`` (a computed ``#include MACRO`` is left to the
+#: compiler).
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)', re.MULTILINE)
+#: Nested includes followed this deep at most (a header that includes itself stops at once).
+MAX_INCLUDE_DEPTH = 32
+
+
+def check_includes(text: str, shown: str | Path, folder: Path | None,
+                   include_dirs: Sequence[Path] = ()) -> None:
+    """Raise :class:`KernelFileError` (``file:line`` of the ``#include``) when a file the
+    compiler would open for one of ``text``'s includes, or theirs, is not a regular file:
+    a compiler opening a named pipe waits for ever, a device never ends, a link loop or a
+    folder fails without saying which include.
+
+    Each include is looked for as the compiler looks: an absolute name as it is, a quoted
+    name in ``folder`` (the including file's; None: the kernel came from memory), then
+    ``include_dirs`` in order. Only the first name found is checked; a name found nowhere
+    is the compiler's to report (a system header, or a real mistake)."""
+    seen: set[str] = set()
+    todo = [(text, Path(shown), folder, 0)]
+    while todo:
+        src, where, here, depth = todo.pop()
+        for m in _INCLUDE.finditer(src):
+            name = m.group(1) or m.group(2)
+            places = ([here] if m.group(1) and here is not None else []) + list(include_dirs)
+            candidates = [Path(name)] if os.path.isabs(name) else [Path(d) / name for d in places]
+            found = next((c for c in candidates if _lexists(c)), None)
+            if found is None:
+                continue
+            line = src.count("\n", 0, m.start()) + 1
+            label = f"#include {m.group(0).split('include', 1)[1].strip()} ({found})"
+            try:
+                data = files.read_bytes(found, label, _Refused)
+            except _Refused as exc:
+                raise KernelFileError(where, line, str(exc)) from None
+            real = os.path.realpath(found)
+            if real in seen or depth + 1 > MAX_INCLUDE_DEPTH:
+                continue
+            seen.add(real)
+            # Not decoded strictly: a header in another encoding compiles; only its
+            # includes matter here.
+            todo.append((data.decode("utf-8", "replace"), found, found.parent, depth + 1))
+
+
+def _lexists(path: Path) -> bool:
+    try:
+        return os.path.lexists(path)
+    except (OSError, ValueError):       # a NUL or an over-long name: nothing the compiler opens
+        return False
+
+
 # --- the report -------------------------------------------------------------------------
 
 @dataclass
@@ -136,7 +228,7 @@ class Diagnostic:
         out = f"{self.location()}: {self.severity}: {self.message}"
         if self.combos and (total is None or len(self.combos) < total):
             out += f"  [{'; '.join(self.combos)}]"
-        return out
+        return shown_text(out)        # a terminal shows the file's name and text literally
 
 
 @dataclass
@@ -274,14 +366,16 @@ class CheckReport:
 
     def text(self) -> str:
         """A plain multi-line report: a line of what was checked, a table of combinations ×
-        resources, then the diagnostics as ``path:line:col: severity: message``."""
+        resources, then the diagnostics as ``path:line:col: severity: message``. What
+        came from the user (file names, the kernel's text in messages) is printed literally:
+        control characters are shown as escapes (:func:`engine.kernel_file.shown_text`)."""
         built = sum(c.built for c in self.combos)
-        head = (f"{self.path}: {self.backend or '?'} kernel, {self.dtype}"
-                f"{', for ' + self.target if self.target else ''}: ")
+        head = (f"{shown_text(self.path)}: {self.backend or '?'} kernel, {self.dtype}"
+                f"{', for ' + shown_text(self.target) if self.target else ''}: ")
         if self.header_error:
-            return head + "header error\n" + self.header_error
+            return head + "header error\n" + _shown_lines(self.header_error)
         if self.problem:
-            head += "not checked\n" + self.problem
+            head += "not checked\n" + _shown_lines(self.problem)
         else:
             failed = sum(not c.ok for c in self.combos)
             skipped = sum(c.skipped is not None for c in self.combos)
@@ -293,11 +387,16 @@ class CheckReport:
             lines += [""] + _table(self.combos, self.backend)
         probs = [(c.label, p) for c in self.combos for p in c.problems]
         if probs:
-            lines += ["", "Problems:"] + [f"  {label}: {p}" for label, p in probs]
+            lines += ["", "Problems:"] + [f"  {label}: {shown_text(p)}" for label, p in probs]
         if self.diagnostics:
             total = len([c for c in self.combos if c.skipped is None]) or None
             lines += ["", "Diagnostics:"] + [d.text(total) for d in self.diagnostics]
         return "\n".join(lines)
+
+
+def _shown_lines(text: str) -> str:
+    """A message of several lines, each shown literally (:func:`shown_text`)."""
+    return "\n".join(shown_text(line) for line in text.split("\n"))
 
 
 def _known(cls, d: Mapping[str, Any]) -> dict[str, Any]:
@@ -784,13 +883,9 @@ def _check(report: CheckReport, path: Path, shown_path: Path, text: str | None,
            backend: str | None, dtype: str, arch: str | None, device: int, combos,
            workers: int, timeout: float) -> CheckReport:
     shown = str(shown_path)
-    unsaved = text is not None
     try:
-        if text is None:
-            try:
-                text = path.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise KernelFileError(shown_path, None, f"cannot read it: {exc}") from None
+        text = read_kernel_text(path, shown_path) if text is None else check_kernel_text(
+            text, shown_path)
         header = parse_header(shown_path, text)
         variant = variant_from_headers([header], role="user")
     except KernelFileError as exc:
@@ -812,15 +907,28 @@ def _check(report: CheckReport, path: Path, shown_path: Path, text: str | None,
     for rep in plan:
         if rep.problems and rep.skipped is None:
             rep.ok = False                      # a combination not in the space
+    # What the file includes is checked before any compiler opens it (a pipe would hold a
+    # build until its timeout, for ever in OpenCL); includes resolve as the builds do: CUDA
+    # from the file's folder, then the lab's cuda/; OpenCL, built from memory, from here.
+    home = Path(os.path.realpath(path)).parent
+    try:
+        if backend == "cuda":
+            from .registry import ROOT  # noqa: PLC0415
+            check_includes(text, shown_path, home, [home, ROOT / "cuda"])
+        else:
+            check_includes(text, shown_path, None, [Path.cwd()])
+    except KernelFileError as exc:
+        report.problem = "nothing was built: a file it includes cannot be read (see Diagnostics)"
+        report.diagnostics = [Diagnostic(str(exc.path), exc.line, None, "error", exc.message)]
+        return report
     source_lines = text.split("\n")
     with tempfile.TemporaryDirectory(prefix="matmul-lab-check-") as tmp:
-        if unsaved:       # the editor's buffer: a copy of the same name, includes as from path
-            source = Path(tmp) / shown_path.name
-            source.write_text(text, encoding="utf-8")
-            home = path.resolve().parent
-            extra = [f"-I{home}"] if home.is_dir() else []
-        else:
-            source, extra = path.resolve(), []
+        # The text read and checked above is the text built (the editor's buffer, or the
+        # file as read once): a copy of the same name, its includes found as from the file's
+        # folder, so no compiler opens the user's path again (it may have become a pipe).
+        source = Path(tmp) / _copy_name(shown_path, backend)
+        source.write_text(text, encoding="utf-8")
+        extra = [f"-I{home}"] if home.is_dir() else []
         if backend == "cuda":
             results = _check_cuda(variant, plan, report, source, shown, arch or DEFAULT_ARCH,
                                   dtype, extra, workers, timeout)
@@ -832,10 +940,18 @@ def _check(report: CheckReport, path: Path, shown_path: Path, text: str | None,
     return report
 
 
+def _copy_name(shown: Path, backend: str) -> str:
+    """The file name of the copy a build compiles: the kernel's own when it is plain (the
+    compilers' messages then read as the user's), else ``kernel``; the backend's suffix."""
+    suffix = ".cu" if backend == "cuda" else ".cl"
+    stem = shown.stem if shown.suffix == suffix else shown.name
+    return (stem if re.fullmatch(r"[\w.+-]{1,100}", stem, re.ASCII) else "kernel") + suffix
+
+
 # --- the command line ------------------------------------------------------------------------
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="main.py check-kernel",
         description="Compile a kernel file for every parameter combination of its header, "
                     "without running it: registers, shared memory, spills and launch limits "
@@ -849,7 +965,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--arch", default=None,
                    help=f"CUDA target architecture (default {DEFAULT_ARCH}; sm_90a for "
                         "wgmma kernels)")
-    p.add_argument("--device", type=int, default=0,
+    p.add_argument("--device", type=WholeNumber(0, MAX_DEVICE, "device index"), default=0,
                    help="OpenCL device index (over all platforms, as bench --list shows)")
     p.add_argument("--display-path", default=None, metavar="P",
                    help="the path messages name (default PATH)")
@@ -857,10 +973,43 @@ def build_parser() -> argparse.ArgumentParser:
                    help="read the kernel's text from standard input (an editor's unsaved buffer)")
     p.add_argument("--json", action="store_true",
                    help="print the report as JSON (and nothing else) on standard output")
-    p.add_argument("--workers", type=int, default=None, help="builds at once (default min(4, cores))")
-    p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S,
+    p.add_argument("--workers", type=WholeNumber(1, MAX_WORKERS), default=None,
+                   help=f"builds at once, 1 to {MAX_WORKERS} (default min(4, cores))")
+    p.add_argument("--timeout", type=Number(0, MAX_TIMEOUT_S), default=DEFAULT_TIMEOUT_S,
                    help="seconds one build may take")
     return p
+
+
+def _check_options(args) -> None:
+    """Refuse option values that would be used in silence as something else (the numbers
+    are checked as argparse reads them: :mod:`engine.cli_args`)."""
+    if args.arch is not None and not re.fullmatch(r"sm_\d+[a-z]?", args.arch):
+        raise _Refused(f"--arch must look like sm_90 or sm_90a, not '{shown_text(args.arch, 40)}'")
+    if not args.path.strip():
+        raise _Refused("PATH is empty: name the kernel file (.cu or .cl)")
+    if args.display_path is not None and not args.display_path.strip():
+        raise _Refused("--display-path is empty: give the path messages should name")
+
+
+def _read_stdin(shown: str) -> str:
+    """The kernel's text from standard input (bounded, UTF-8, no NUL bytes)."""
+    if sys.stdin is None:
+        raise _Refused("--stdin: there is no standard input to read")
+    limit = KERNEL_FILE_LIMIT
+    stream = getattr(sys.stdin, "buffer", sys.stdin)    # bytes, unless a text stream stands in
+    try:
+        data = stream.read(limit + 1)
+    except OSError as exc:
+        raise _Refused(f"--stdin: standard input cannot be read ({exc.strerror or exc})") from None
+    if len(data) > limit:
+        raise _Refused(f"--stdin: the text is more than {format_bytes(limit)}; it is "
+                       "not a kernel")
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise KernelFileError(Path(shown), line, f"the text is not UTF-8 (byte {exc.start})") from None
+    return check_kernel_text(text, shown)
 
 
 def run_check_kernel(argv: Sequence[str]) -> int:
@@ -872,10 +1021,16 @@ def run_check_kernel(argv: Sequence[str]) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         return EXIT_OK if exc.code == 0 else EXIT_BAD_INPUT
-    if args.arch is not None and not re.fullmatch(r"sm_\d+[a-z]?", args.arch):
-        print(f"error: --arch must look like sm_90 or sm_90a, not '{args.arch}'", file=sys.stderr)
+    try:
+        _check_options(args)
+        # The file is read here, once, so that a path that cannot be a kernel file (a pipe,
+        # a device, a folder, a loop of links, a huge or binary file) is one line and exit 2;
+        # the check compiles this text. --json keeps such problems in its report (the GUI's).
+        text = (_read_stdin(args.display_path or args.path) if args.stdin
+                else None if args.json else read_kernel_text(args.path))
+    except (_Refused, KernelFileError) as exc:
+        print(f"error: {shown_text(str(exc))}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    text = sys.stdin.read() if args.stdin else None
     kwargs = dict(text=text, backend=args.backend, dtype=args.dtype, arch=args.arch,
                   device=args.device, display_path=args.display_path, workers=args.workers,
                   timeout=args.timeout)
@@ -893,5 +1048,5 @@ def run_check_kernel(argv: Sequence[str]) -> int:
         print(json.dumps(report.to_dict(), indent=1))
     else:
         report = check_kernel(args.path, **kwargs)
-        print(report.text())
+        print(report.text())              # shown_text(): the user's names and text, literally
     return EXIT_OK if report.ok else EXIT_BAD_INPUT

@@ -19,6 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from .. import cpus
+from ..files import read_text
+from ..kernel_check import check_includes, read_kernel_text
+from ..kernel_file import KernelFileError
 from ..peaks import cuda_peaks
 from ..registry import ROOT, Variant
 from .base import (COPY_BYTES, FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, BackendStatus, BuildError,
@@ -68,8 +71,8 @@ def _helper_headers_text() -> str:
     parts = []
     for p in sorted((ROOT / "cuda").glob("*.cuh")):
         try:
-            parts.append(p.read_text(encoding="utf-8"))
-        except OSError:
+            parts.append(read_text(p, p.name))     # a pipe or device there: skipped, not waited on
+        except ValueError:
             pass
     return "\n".join(parts)
 
@@ -353,8 +356,12 @@ class CudaBackend(Backend):
         path = variant.source_path("cuda")
         options = nvcc_options(variant, params, dtype)
         arch = target_arch(variant, self.arch)  # sm_90a for wgmma kernels, else the device's
-        return (path.read_text(encoding="utf-8"), _helper_headers_text(), tuple(options), arch), \
-            options, arch
+        try:     # never a hang: the file and what it includes are regular files, or a message
+            text = read_kernel_text(path)
+            check_includes(text, path, path.parent, [ROOT / "cuda"])
+        except KernelFileError as exc:
+            raise BuildError(str(exc)) from None
+        return (text, _helper_headers_text(), tuple(options), arch), options, arch
 
     def _build(self, variant: Variant, params, dtype) -> tuple[tuple, str]:
         """Compile (or find in the cache) one kernel; returns (key, target arch).

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..kernel_check import check_includes
+from ..kernel_file import KernelFileError
 from ..registry import Variant
 from .base import (COPY_BYTES, COPY_REPEATS, FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, BackendStatus, BuildError,
                    CompiledKernel, DeviceInfo, Workspace, copy_bandwidth, keep_timing)
@@ -197,6 +199,10 @@ class OpenCLBackend(Backend):
         key = (src, tuple(options))
         if key in self._programs:
             return self._programs[key]
+        try:     # built from memory, its includes resolve from here: a pipe among them would hang
+            check_includes(src, path, None, [Path.cwd()])
+        except KernelFileError as exc:
+            raise BuildError(str(exc)) from None
         prog, _log = build_program(cl, self.ctx, self.dev, src, options, path)
         kern = getattr(prog, variant.entry)
         local, private, max_wg = kernel_limits(cl, kern, self.dev)
