@@ -137,6 +137,11 @@ def write_atomic(path: Path | str, data: bytes | str, label: str,
             raise error(f"{label} is a loop of symbolic links.") from None
         raise error(f"{label} cannot be written: {err.strerror or err}.") from None
     folder = path.parent
+    existed = mode is not None
+    if mode is None:        # a new file gets what open() would give it, not mkstemp's 0600
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
     except OSError as err:
@@ -146,13 +151,12 @@ def write_atomic(path: Path | str, data: bytes | str, label: str,
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except OSError as err:
         Path(tmp).unlink(missing_ok=True)
         raise error(f"{label} was not written ({err.strerror or err}); "
-                    + ("the earlier file is unchanged." if mode is not None else "nothing was left behind.")) from None
+                    + ("the earlier file is unchanged." if existed else "nothing was left behind.")) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
