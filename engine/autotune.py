@@ -46,15 +46,21 @@ Entry points:
 """
 from __future__ import annotations
 
+import enum
+import errno
 import json
 import math
 import os
+import tempfile
 import threading
+import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from . import registry
+from .files import TEXT_FILE_LIMIT, read_bytes, write_atomic
 from .records import ResultRecord, now_stamp
 from .registry import params_from_str, params_to_str
 from .runner import CancelToken, Event, Plan, final_records
@@ -125,23 +131,215 @@ def cache_key(backend: str, device: str, variant: str, dtype: str, shape: Shape)
     return f"{backend}|{device}|{variant}|{dtype}|{m}x{n}x{k}"
 
 
+# --- reading and writing the cache file -----------------------------------------------
+#
+# The cache is the user's file (``$MATMUL_LAB_CACHE`` may name anything): it may be a
+# folder, a named pipe, a loop of links, text that is not JSON, or sit where nothing can
+# be written. None of that may cost a search its results: a cache that cannot be read is
+# left as it is (writing over it would lose what it holds), a malformed one is set aside
+# under a new name, and a cache that cannot be written is said before the search and
+# again when a write fails; the search's records are returned all the same.
+
+
+class CacheIssue(enum.Enum):
+    """What is wrong with the autotune cache."""
+
+    #: It is there but cannot be read (a folder, a pipe, a link loop, too large, no
+    #: permission): left as it is, and never written over.
+    UNREADABLE = "unreadable"
+    #: Its text is not a JSON object: renamed aside (``set_aside``) and a new cache begins.
+    MALFORMED = "malformed"
+    #: It cannot be written (its folder is a file, read-only, the disk is full).
+    UNWRITABLE = "unwritable"
+
+
+@dataclass(frozen=True)
+class CacheProblem:
+    """One problem with the autotune cache, said once per run.
+
+    ``reason`` is a sentence naming the file and what is wrong; ``set_aside`` is where a
+    malformed cache was moved (None when it was not moved); ``lost`` is True when search
+    results are (or will be) not cached because of it."""
+
+    issue: CacheIssue
+    path: Path
+    reason: str
+    set_aside: Path | None = None
+    lost: bool = False
+
+    def message(self) -> str:
+        if self.issue is CacheIssue.MALFORMED and self.set_aside is not None:
+            return (f"{self.reason}; it was set aside as {self.set_aside.name} (in "
+                    f"{self.set_aside.parent}) and a new cache is started")
+        if self.issue is CacheIssue.UNWRITABLE:
+            return self.reason + ("; results will not be cached" if self.lost else "")
+        tail = "; it is left as it is"
+        return self.reason + tail + ("; results will not be cached" if self.lost
+                                     else "; nothing is read from it")
+
+
+class CacheError(Exception):
+    """The autotune cache could not be read back or written; ``problem`` says how."""
+
+    def __init__(self, problem: CacheProblem):
+        super().__init__(problem.message())
+        self.problem = problem
+
+
+class AutotuneCacheWarning(UserWarning):
+    """A cache problem met by a caller of :func:`autotune` that gave no ``emit``."""
+
+
+@dataclass
+class CacheEvent(Event):
+    """A ``log`` event (level ``warning``) about the cache, with the typed problem, so
+    that a caller can act on it (the command line's exit code) and say it once."""
+
+    problem: CacheProblem | None = None
+
+
+@dataclass
+class CacheState:
+    """The cache as a search finds it: its entries (empty when it could not be read),
+    whether a search's results can be stored, and the problems met on the way."""
+
+    path: Path
+    data: dict[str, Any]
+    writable: bool
+    problems: list[CacheProblem] = field(default_factory=list)
+
+
+class _Failed(Exception):
+    """engine.files' message for a cache that cannot be read or written."""
+
+
+def _label(path: Path) -> str:
+    return f"the autotune cache {path}"
+
+
+def _set_aside(path: Path) -> Path:
+    """Rename a malformed cache beside itself (``autotune.json.malformed-<time>``); never
+    over an existing file. Raises OSError when it cannot be moved."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    aside = path.with_name(f"{path.name}.malformed-{stamp}")
+    n = 1
+    while os.path.lexists(aside):
+        n += 1
+        aside = path.with_name(f"{path.name}.malformed-{stamp}-{n}")
+    os.rename(path, aside)
+    return aside
+
+
+def _read_cache(path: Path, lost: bool) -> tuple[dict[str, Any] | None, list[CacheProblem]]:
+    """``(entries, problems)``; entries None when the file is there but cannot be read (or
+    was malformed and could not be moved aside): then it must not be written over."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return {}, []          # no cache yet (or its folder is a file: the write check says it)
+    except (OSError, ValueError):
+        pass                   # a link loop, no permission: read_bytes words it
+    try:
+        raw = read_bytes(path, _label(path), _Failed, max_bytes=TEXT_FILE_LIMIT)
+    except _Failed as exc:
+        return None, [CacheProblem(CacheIssue.UNREADABLE, path, str(exc).rstrip("."), lost=lost)]
+    try:
+        data = json.loads(raw.decode("utf-8"))
+        why = None if isinstance(data, dict) else f"holds a JSON {type(data).__name__}, not an object"
+    except UnicodeDecodeError as exc:
+        why = f"is not UTF-8 text (byte {exc.start})"
+    except json.JSONDecodeError as exc:
+        why = f"is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})"
+    except (ValueError, RecursionError):
+        why = "is not valid JSON (nested too deeply or a number too long)"
+    if why is None:
+        return data, []
+    reason = f"{_label(path)} {why}"
+    try:
+        aside = _set_aside(path)
+    except OSError as exc:
+        return None, [CacheProblem(CacheIssue.MALFORMED, path,
+                                   f"{reason}, and it cannot be set aside ({exc.strerror or exc})",
+                                   lost=lost)]
+    return {}, [CacheProblem(CacheIssue.MALFORMED, path, reason, set_aside=aside)]
+
+
+def _write_problem(path: Path) -> str | None:
+    """Why a new cache file could not be written at ``path`` (its folder made, a file
+    created and removed there), or None when it can."""
+    target = path
+    try:
+        if path.is_symlink():
+            target = path.resolve(strict=False)
+    except (OSError, RuntimeError, ValueError):
+        return f"{_label(path)} is a loop of symbolic links"
+    folder = target.parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except (OSError, ValueError) as exc:
+        why = "a file is in the way" if isinstance(exc, (FileExistsError, NotADirectoryError)) \
+            else (getattr(exc, "strerror", None) or str(exc))
+        return f"{_label(path)} cannot be written: its folder {folder} cannot be made ({why})"
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".probe", dir=folder)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        return f"{_label(path)} cannot be written: its folder {folder} does not take new files " \
+               f"({exc.strerror or exc})"
+    return None
+
+
+def prepare_cache(path: Path | None = None, writing: bool = True) -> CacheState:
+    """Read the cache before a search and say what stands in its way: a cache that cannot
+    be read (left as it is), a malformed one (set aside now), and with ``writing`` one
+    that cannot be written (checked by creating a file beside it). Never raises for the
+    file; the search goes on from what could be read."""
+    path = path or cache_path()
+    with _LOCK:
+        data, problems = _read_cache(path, lost=writing)
+    writable = writing and data is not None
+    if writable:
+        why = _write_problem(path)
+        if why is not None:
+            writable = False
+            problems.append(CacheProblem(CacheIssue.UNWRITABLE, path, why, lost=True))
+    return CacheState(path, data if data is not None else {}, writable, problems)
+
+
 def load_cache(path: Path | None = None) -> dict[str, Any]:
+    """The cache's entries; empty when there is none or it cannot be read (a search's
+    :func:`prepare_cache` says why)."""
     path = path or cache_path()
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        raw = read_bytes(path, _label(path), _Failed, max_bytes=TEXT_FILE_LIMIT)
+        data = json.loads(raw.decode("utf-8"))
+    except (_Failed, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def report_cache_problem(problem: CacheProblem, emit=None) -> None:
+    """Say ``problem`` as a warning: a :class:`CacheEvent` through ``emit``, else a Python
+    warning (a library caller without events still hears of it)."""
+    if emit is not None:
+        emit(CacheEvent("log", problem.message(), level="warning", problem=problem))
+    else:
+        warnings.warn(problem.message(), AutotuneCacheWarning, stacklevel=3)
 
 
 def _entry_params(entry: Any) -> dict[str, int] | None:
     """An entry's winning parameters, or None for a malformed entry."""
     if not isinstance(entry, dict) or not isinstance(entry.get("params"), dict):
         return None
-    try:
-        return {str(k): int(v) for k, v in entry["params"].items()}
-    except (TypeError, ValueError):
-        return None
+    params = {}
+    for k, v in entry["params"].items():
+        # A hand-edited cache may hold anything: only whole numbers (not true/false, not
+        # 1.5 nor 1e400) are parameter values.
+        if not isinstance(v, int) or isinstance(v, bool):
+            return None
+        params[str(k)] = v
+    return params
 
 
 def lookup(backend: str, device: str, variant: str, dtype: str, shape: Shape,
@@ -180,10 +378,14 @@ def relative_speeds(records: Iterable[ResultRecord], best: ResultRecord) -> dict
 
 def store(backend: str, device: str, variant: str, dtype: str, shape: Shape,
           best: ResultRecord, searched: int, path: Path | None = None,
-          records: Iterable[ResultRecord] | None = None) -> None:
+          records: Iterable[ResultRecord] | None = None) -> list[CacheProblem]:
     """Write one entry (read-modify-write, atomic rename). With the search's
     ``records``, the entry also keeps each combination's relative speed (what the
-    shape's class learns from)."""
+    shape's class learns from).
+
+    Returns the problems that did not stop the write (a malformed cache set aside).
+    Raises :class:`CacheError` when the entry was not stored: the cache cannot be read
+    back (it is not written over) or cannot be written (the earlier file is unchanged)."""
     path = path or cache_path()
     entry = {"params": dict(best.params), "median_ms": best.median_ms, "gflops": best.gflops,
              "searched": searched, "timestamp": now_stamp(), "versions": best.versions,
@@ -191,19 +393,32 @@ def store(backend: str, device: str, variant: str, dtype: str, shape: Shape,
     if records is not None:
         entry["relative"] = relative_speeds(records, best)
     with _LOCK:
-        data = load_cache(path)
+        # Read again: another search (another window, another process) may have added
+        # entries since this one began.
+        data, problems = _read_cache(path, lost=True)
+        if data is None:
+            raise CacheError(problems[0])
         data[cache_key(backend, device, variant, dtype, shape)] = entry
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
-        os.replace(tmp, path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except (OSError, ValueError):
+            pass                # write_atomic says what is wrong with the folder
+        try:
+            # The cache path is the user's choice (an environment variable, their home):
+            # a link there is followed, as it always was for reading.
+            write_atomic(path, json.dumps(data, indent=1, sort_keys=True) + "\n",
+                         _label(path), _Failed, follow_links=True)
+        except _Failed as exc:
+            raise CacheError(CacheProblem(CacheIssue.UNWRITABLE, path,
+                                          str(exc).rstrip("."), lost=True)) from None
+    return problems
 
 
 # --- what a class has learnt, and guesses from it ----------------------------------------
 
 def _shape_of(text: str) -> Shape | None:
     parts = text.split("x")
-    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+    if len(parts) != 3 or not all(p.isascii() and p.isdigit() for p in parts):
         return None
     return tuple(int(p) for p in parts)  # type: ignore[return-value]
 
@@ -231,9 +446,9 @@ def relative_speed(backend: str, device: str, variant: str, dtype: str, shape: S
     entry = searched_shapes(backend, device, variant, dtype, path).get(tuple(shape))
     if entry is None:
         return None
-    rel = entry.get("relative")
-    if isinstance(rel, dict) and isinstance(rel.get(_pkey(params)), (int, float)):
-        return float(rel[_pkey(params)])
+    speed = _entry_speeds(entry).get(_pkey(params))
+    if speed is not None:
+        return speed
     return 1.0 if _entry_params(entry) == dict(params) else None
 
 
@@ -244,8 +459,28 @@ def _entry_speeds(entry: Mapping[str, Any]) -> dict[str, float]:
     rel = entry.get("relative")
     rel = dict(rel) if isinstance(rel, dict) else {}
     rel[_pkey(_entry_params(entry))] = 1.0
-    return {key: float(x) for key, x in rel.items()
-            if isinstance(x, (int, float)) and math.isfinite(x)}
+    out: dict[str, float] = {}
+    for key, x in rel.items():
+        # Hand-edited or damaged entries: keys that are no combination, values that are
+        # no finite number (true, "fast", 1e999, an integer past float's range) are skipped.
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not _is_combo(key):
+            continue
+        try:
+            x = float(x)
+        except OverflowError:
+            continue
+        if math.isfinite(x):
+            out[key] = x
+    return out
+
+
+def _is_combo(key: Any) -> bool:
+    """Whether a ``relative`` key reads as a combination (``bk=16,sw=8``)."""
+    try:
+        return isinstance(key, str) and all(
+            isinstance(v, int) for v in params_from_str(key).values())
+    except ValueError:
+        return False
 
 
 @dataclass
@@ -366,17 +601,19 @@ class Guess:
 def guess_candidates(backend: str, device: str, variant: str, dtype: str, shape: Shape, *,
                      combos: Iterable[Mapping[str, int]] | None = None,
                      exclude_exact: bool = False, arch: str | None = None,
-                     top: int = 1, path: Path | None = None) -> Guess:
+                     top: int = 1, path: Path | None = None,
+                     data: Mapping[str, Any] | None = None) -> Guess:
     """Up to ``top`` parameter sets to try first for ``variant`` at ``shape`` on the
     device named ``device``, each valid there (:meth:`Variant.check`) and among
     ``combos`` when given: the shape's own cache entry (unless ``exclude_exact``), else
     the best of its class (:func:`class_stats`), else the best of the nearest searched
     shape (:func:`shape_distance`), else the default parameters on ``arch`` (the first
-    valid combination when even those cannot run here)."""
+    valid combination when even those cannot run here). ``data``: the cache's entries
+    when already read (else they are read from ``path``)."""
     v = registry.get(variant)
     shape = tuple(int(x) for x in shape)
     cls = shape_class(shape)
-    data = load_cache(path)
+    data = load_cache(path) if data is None else data
     pool = None if combos is None else _at_shape(v, combos, shape)
 
     def why_not(p: Mapping[str, int]) -> str | None:
@@ -571,6 +808,11 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
     parameters (on ``arch``, else the device's architecture), or only the defaults when
     the class has not been searched yet; the fastest wins and is not stored. With
     ``retune`` the shape's own entry is ignored (the guess comes from the others).
+
+    The cache is checked before the search (:func:`prepare_cache`): a cache that cannot
+    be read, a malformed one (set aside) and, for a search, one that cannot be written
+    are said as :class:`CacheEvent` warnings through ``emit`` (else Python warnings), as
+    is a write that fails after the search. None of them costs the search its records.
     """
     if mode not in MODES:
         raise ValueError(f"autotune mode must be {' or '.join(MODES)}, not {mode!r}")
@@ -581,8 +823,11 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
     else:
         name = device_name
     what = f"autotune {variant} {dtype} {shape}"
+    state = prepare_cache(cache, writing=mode == "search")
+    for problem in state.problems:
+        report_cache_problem(problem, emit)
     if not retune:
-        cached = lookup(backend, name, variant, dtype, shape, cache)
+        cached = lookup(backend, name, variant, dtype, shape, data=state.data)
         if cached is not None and (mode == "search" or combos is None
                                    or cached in _at_shape(registry.get(variant), combos, shape)):
             if emit:
@@ -597,7 +842,7 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
     tried = space
     if mode == "guess":
         g = guess_candidates(backend, name, variant, dtype, shape, combos=space,
-                             exclude_exact=True, arch=arch, top=guess_top, path=cache)
+                             exclude_exact=True, arch=arch, top=guess_top, data=state.data)
         tried = list(g.candidates)
         default = registry.get(variant).default_params(arch)
         if g.source in ("class", "nearest") and default in space and default not in tried:
@@ -613,13 +858,34 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
     best = best_record(recs)
     if best is None:
         return None, recs
-    if mode == "search":
-        store(backend, name, variant, dtype, shape, best, len(recs), cache, records=recs)
+    if mode == "search" and state.writable:      # not writable: said before the search
+        try:
+            for problem in store(backend, name, variant, dtype, shape, best, len(recs),
+                                 state.path, records=recs):
+                report_cache_problem(problem, emit)
+        except CacheError as exc:
+            report_cache_problem(exc.problem, emit)   # the records are returned all the same
     if emit:
         how = f"of {len(recs)} tried" if mode == "search" else \
             f"of {len(recs)} guessed (not stored; a full search: mode='search')"
         emit(Event("log", f"{what}: best {best.label()} {best.median_ms:.4f} ms {how}"))
     return dict(best.params), recs
+
+
+def _cache_problems_once(emit):
+    """``emit`` passing each cache problem once: every search of a run checks the cache,
+    and a cache that cannot be written says so at each."""
+    seen: set[CacheProblem] = set()
+    lock = threading.Lock()
+
+    def inner(ev: Event) -> None:
+        if isinstance(ev, CacheEvent) and ev.problem is not None:
+            with lock:
+                if ev.problem in seen:
+                    return
+                seen.add(ev.problem)
+        emit(ev)
+    return inner
 
 
 def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str | None = None,
@@ -639,6 +905,7 @@ def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str
     execute = _runner(sweep_or_execute)
     results: list[ResultRecord] = []
     mode = mode or getattr(plan, "tune", None) or "search"
+    emit = _cache_problems_once(emit)
     try:
         plan.validate()
         if not plan.shapes:

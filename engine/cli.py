@@ -1,7 +1,8 @@
 """``python main.py bench``: a sweep from the command line, without Qt.
 
 Exit codes: 0 all verified (or verification off), 1 a verification failed or a run
-errored, 2 bad input (arguments, sizes, matrix files, an unavailable backend).
+errored, or --autotune's results could not be cached (they are still shown and saved),
+2 bad input (arguments, sizes, matrix files, an unavailable backend).
 """
 from __future__ import annotations
 
@@ -392,6 +393,8 @@ def run_bench(argv: Sequence[str]) -> int:
         from rich.markup import escape  # noqa: PLC0415  (file names and "[row, col]" are text)
         err.print(f"[red]error:[/red] {escape(str(exc))}", markup=True, highlight=False)
         return EXIT_BAD_INPUT
+    # Before the search: a cache that cannot be read or written is said now, not after it.
+    cache_problems = _autotune_cache_check(plan, err) if plan.autotune else []
     engines: list[EngineHandle] = (list(ray_engs) if ray_engs else
                                    [LocalEngine(backend, devices[0])] if args.in_process
                                    else [ProcessEngine(backend, d,
@@ -405,7 +408,7 @@ def run_bench(argv: Sequence[str]) -> int:
         joiners = FreeWorkers(backend, ray_engs[0].device, first_slot=len(ray_engs))
     try:
         recs, interrupted = _run_with_progress(engines, plan, mode, err, quiet=args.quiet,
-                                               joiners=joiners)
+                                               joiners=joiners, cache_problems=cache_problems)
     finally:
         for eng in engines + (joiners.made if joiners is not None else []):
             eng.close()
@@ -434,7 +437,29 @@ def run_bench(argv: Sequence[str]) -> int:
     if any(r.extra.get("build_failed") and registry.role_of(r.variant) == "user" for r in recs):
         return EXIT_BAD_INPUT            # a kernel file of the user's did not compile
     bad = [r for r in recs if r.passed is False or r.status == "error"]
-    return EXIT_FAILED if bad or profile_failed else EXIT_OK
+    not_cached = any(p.lost for p in cache_problems)
+    if not_cached:
+        err.print("[yellow]warning: the autotune results above were not cached (exit code 1)"
+                  "[/yellow]", markup=True, highlight=False)
+    return EXIT_FAILED if bad or profile_failed or not_cached else EXIT_OK
+
+
+def _autotune_cache_check(plan: Plan, err) -> list:
+    """``--autotune``: the cache's problems (:func:`engine.autotune.prepare_cache`), said
+    before the search; the run's searches say each again only if it is new."""
+    from . import autotune  # noqa: PLC0415
+
+    state = autotune.prepare_cache(writing=plan.tune == "search")
+    for problem in state.problems:
+        _say_cache_problem(err, problem)
+    return list(state.problems)
+
+
+def _say_cache_problem(err, problem) -> None:
+    from .terminal import literal  # noqa: PLC0415
+
+    err.print(f"[yellow]warning: {literal(problem.message())}[/yellow]", markup=True,
+              highlight=False)
 
 
 def _profile_setup(args, backend: str):
@@ -620,14 +645,33 @@ def _wait(run: Run, err) -> tuple[list[records.ResultRecord], bool]:
 
 
 def _run_with_progress(engines: list[EngineHandle], plan: Plan, mode: str, err, quiet: bool,
-                       joiners=None) -> tuple[list[records.ResultRecord], bool]:
+                       joiners=None, cache_problems: list | None = None
+                       ) -> tuple[list[records.ResultRecord], bool]:
+    """Run with a progress bar (none when ``quiet``); errors are printed after it. Autotune
+    cache problems not in ``cache_problems`` yet are added to it and printed too."""
     from rich.markup import escape  # noqa: PLC0415
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,  # noqa: PLC0415
                                TimeElapsedColumn, TimeRemainingColumn)
 
+    from .autotune import CacheEvent  # noqa: PLC0415
+
     errors: list[str] = []
+    cache_problems = [] if cache_problems is None else cache_problems
+    new_problems: list = []
+
+    def cache_event(ev: Event) -> bool:
+        """A cache problem (kept for the exit code, said after the run when new)."""
+        if not isinstance(ev, CacheEvent) or ev.problem is None:
+            return False
+        if ev.problem not in cache_problems:
+            cache_problems.append(ev.problem)
+            new_problems.append(ev.problem)
+        return True
+
     if quiet:
         def emit(ev: Event) -> None:
+            if cache_event(ev):
+                return
             if ev.kind == "log" and ev.level == "error":
                 errors.append(ev.message)
         recs, interrupted = _wait(start_run(plan, engines, emit, mode, joiners), err)
@@ -637,6 +681,8 @@ def _run_with_progress(engines: list[EngineHandle], plan: Plan, mode: str, err, 
             task = prog.add_task("starting", total=None)
 
             def emit(ev: Event) -> None:  # called on the run's threads; rich is thread-safe
+                if cache_event(ev):
+                    return
                 if ev.kind in ("started", "progress", "result"):
                     prog.update(task, total=ev.total or None, completed=ev.done,
                                 description=escape(ev.current or ev.message or "running"))
@@ -645,6 +691,8 @@ def _run_with_progress(engines: list[EngineHandle], plan: Plan, mode: str, err, 
             recs, interrupted = _wait(start_run(plan, engines, emit, mode, joiners), err)
     for msg in errors:
         err.print(f"[red]{escape(msg)}[/red]")
+    for problem in new_problems:
+        _say_cache_problem(err, problem)
     return recs, interrupted
 
 
