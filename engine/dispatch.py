@@ -35,16 +35,20 @@ from typing import Callable, Sequence
 from . import matrices
 from .autotune import run_autotuned
 from .backends.base import BackendError
-from .engines import EngineHandle, EngineLost
+from .engines import BuildTimedOut, EngineHandle, EngineLost
 from .records import ResultRecord
 from . import registry
-from .runner import CancelToken, Emit, Event, Plan, final_records, input_sets, make_record
+from .runner import (CancelToken, Emit, Event, FailedBuild, Plan, final_records, input_sets,
+                     make_record)
 
 MODES = ("compare", "share")
 #: How often a share-mode run asks its ``joiners`` for new engines.
 JOIN_POLL_S = 2.0
 #: After an engine that offered to join could not open, the next ask waits this long.
 JOIN_RETRY_S = 20.0
+#: Times a task may see its engine die before its first item (a memory-limited container
+#: killing the engine while it sets up) before the task fails instead of being retried.
+EARLY_DEATHS_MAX = 3
 
 #: Engines that can join a run now (devices that became free); [] when none.
 Joiners = Callable[[], list[EngineHandle]]
@@ -57,6 +61,8 @@ class Task:
     plan: Plan
     #: Position of the task's shape and items in the whole plan, to order the final table.
     order: tuple[int, int]
+    #: Engine deaths so far before the task's first item (each one restarts the engine).
+    early_deaths: int = 0
 
 
 def split_plan(plan: Plan, pieces: int) -> list[Task]:
@@ -116,6 +122,9 @@ class Dispatcher:
         self._t0 = time.perf_counter()
         self._results: list[tuple[tuple, int, ResultRecord]] = []
         self._live: list[EngineHandle] = []
+        #: Builds whose engine was ended past the build time limit: later tasks record
+        #: them instead of building them again (each try would cost the whole limit).
+        self._failed_builds: dict[tuple, FailedBuild] = {}
 
     # --- events --------------------------------------------------------------------
 
@@ -156,7 +165,9 @@ class Dispatcher:
     # --- the run ---------------------------------------------------------------------
 
     def run(self) -> list[ResultRecord]:
-        plan = self.plan
+        # The kernel files are read here, once: every engine (a restarted one too) registers
+        # and builds these texts, whatever happens to the files during the run.
+        plan = self.plan = self.plan.with_sources()
         try:
             plan.validate()
             if plan.a_path is not None:      # read the files once, here, not in every engine
@@ -331,7 +342,7 @@ class Dispatcher:
                     elif ev.kind == "log":
                         emit(dataclasses.replace(ev, message=self._tag(engine) + ev.message))
             try:
-                engine.run(dataclasses.replace(task.plan, device=engine.device), fwd, cancel)
+                engine.run(self._for_engine(task.plan, engine), fwd, cancel)
                 with lock:
                     out.extend((task.order, eng_index, r) for r in got)
             except EngineLost as lost:
@@ -405,6 +416,17 @@ class Dispatcher:
         out.sort(key=lambda t: (t[0], t[1]))
         return [r for _o, _e, r in out]
 
+    def _for_engine(self, plan: Plan, engine: EngineHandle) -> Plan:
+        """``plan`` (a task's, or an autotune search's) as ``engine`` runs it: with the run's
+        kernel sources and build limit, and the builds known to fail."""
+        run = self.plan
+        with self._emit_lock:
+            failed = tuple(self._failed_builds.values())
+        return dataclasses.replace(plan, device=engine.device, kernel_files=run.kernel_files,
+                                   kernel_sources=run.kernel_sources,
+                                   kernel_problems=run.kernel_problems,
+                                   build_timeout_s=run.build_timeout_s, failed_builds=failed)
+
     def _recover(self, engine: EngineHandle, task: Task, got: list[ResultRecord],
                  lost: EngineLost, emit: Emit | None) -> Task | None:
         """Record the item the engine died on; the task's items not yet run, as a task."""
@@ -415,6 +437,23 @@ class Dispatcher:
                               worker=engine.label)
             rec.host = engine.host or rec.host
         what = lost.reason
+        if isinstance(lost, BuildTimedOut) and lost.item is not None:
+            name, params, shape = lost.item
+            m, n, k = shape
+            fb = FailedBuild(name, tuple(sorted(params.items())), task.plan.dtype,
+                             f"the build took longer than {lost.limit_s:g} s at {m}×{n}×{k}")
+            with self._emit_lock:
+                self._failed_builds[(fb.variant, fb.params, fb.dtype)] = fb
+        if rec is None and not got:
+            # Nothing of the task ran: without a bound the same death would repeat forever.
+            deaths = task.early_deaths + 1
+            if deaths >= EARLY_DEATHS_MAX:
+                self._fail_task(engine, task, f"the engine process died before its first item "
+                                              f"{deaths} times: {what}", emit)
+                return None
+            self._emit(Event("log", f"{engine.label}: {what} (before the task's first item; "
+                                    f"try {deaths + 1} of {EARLY_DEATHS_MAX})", level="error"))
+            return dataclasses.replace(task, early_deaths=deaths)
         if rec is not None:
             rec = dataclasses.replace(rec, status="error", passed=None,
                                       error=what + (" — engine restarted" if lost.restartable
@@ -433,6 +472,19 @@ class Dispatcher:
         self._emit(Event("log", f"{engine.label}: {len(remaining)} item(s) of that task go "
                                 "back to the queue", level="warning"))
         return Task(dataclasses.replace(task.plan, items=remaining), task.order)
+
+    def _fail_task(self, engine: EngineHandle, task: Task, why: str, emit: Emit | None) -> None:
+        """Every item of ``task`` is recorded as an error saying ``why``; it is not retried."""
+        self._emit(Event("log", f"{engine.label}: {why}; its {len(task.plan.items)} item(s) "
+                                "are recorded as failed", level="error"))
+        for shape, _load in input_sets(task.plan):
+            for name, params in task.plan.items:
+                rec = make_record(task.plan, engine.info, engine.versions, name, params, shape,
+                                  worker=engine.label)
+                rec.host = engine.host or rec.host
+                rec.status, rec.error = "error", why
+                if emit is None:
+                    self._add_result(task.order, self.engines.index(engine), rec)
 
     def _restarted(self, engine: EngineHandle, lost: EngineLost) -> bool:
         if self.cancel.cancelled:

@@ -4,14 +4,15 @@ process, in a child process, or on a cluster worker.
 A handle opens its device (:meth:`EngineHandle.open`), runs plain plans
 (:meth:`EngineHandle.run`, blocking, streaming the sweep's events), and says when its
 engine was lost (:class:`EngineLost`: a crash, a lost device context, a kernel past its
-launch timeout). :mod:`engine.dispatch` drives several handles at once.
+launch timeout, a build past its time limit: :class:`BuildTimedOut`).
+:mod:`engine.dispatch` drives several handles at once.
 
 * :class:`LocalEngine`: an :class:`~engine.worker.EngineThread` in this process (tests, the
   library API). Nothing isolates it: a lost context ends its part of the run.
 * :class:`RemoteEngine`: the watchdog loop shared by engines in other processes
   (:class:`engine.process.ProcessEngine`, :class:`engine.cluster.RayEngine`): cancel ends
-  the process when the kernel does not return in time, a launch past its timeout ends it
-  too, and :meth:`restart` starts a fresh one.
+  the process when the kernel does not return in time, a launch past its timeout or a
+  build past its time limit ends it too, and :meth:`restart` starts a fresh one.
 """
 from __future__ import annotations
 
@@ -44,6 +45,16 @@ class EngineLost(RuntimeError):
         self.record = record
         self.item = item
         self.restartable = restartable
+
+
+class BuildTimedOut(EngineLost):
+    """A kernel build ran past its time limit (a preprocessor macro bomb never ends): the
+    engine was ended to stop it. ``item`` is the item whose build it was."""
+
+    def __init__(self, limit_s: float, item: tuple | None):
+        super().__init__(f"the build took longer than {limit_s:g} s (its engine was ended "
+                         "to stop it)", item=item)
+        self.limit_s = limit_s
 
 
 class EngineHandle(ABC):
@@ -180,6 +191,7 @@ class RemoteEngine(EngineHandle):
         deadline = None
         deadline_len = 0.0
         phase = ""
+        phase_limit = 0.0
         cancel_sent_at = None
         while True:
             now = time.monotonic()
@@ -194,6 +206,8 @@ class RemoteEngine(EngineHandle):
                 return got
             if deadline is not None and now > deadline and cancel_sent_at is None:
                 self.kill()
+                if phase == "compile":
+                    raise BuildTimedOut(phase_limit, item)
                 raise EngineLost(f"timed out: the {phase} launches ran past "
                                  f"{deadline_len:.1f} s (launch timeout)", item=item)
             try:
@@ -211,6 +225,7 @@ class RemoteEngine(EngineHandle):
                     item = self.in_flight = ev.item or item
                     phase = ev.message
                     if ev.expected_s is not None:
+                        phase_limit = ev.expected_s
                         deadline_len = ev.expected_s + WATCHDOG_SLACK_S
                         deadline = time.monotonic() + deadline_len
                     else:

@@ -9,21 +9,40 @@ final ``finished`` event. A failure is recorded on its row and the sweep goes on
 from __future__ import annotations
 
 import dataclasses
+import os
 import socket
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-from . import matrices, memory, metrics, peaks, registry
+from . import matrices, memory, metrics, peaks, registry, sources
 from .backends import get_backend
-from .backends.base import Backend, BackendError, BuildError, DeviceInfo, DeviceLost, Workspace
+from .backends.base import (BUILD_TIMEOUT_S, Backend, BackendError, BuildError, DeviceInfo,
+                            DeviceLost, Workspace)
 from .records import ResultRecord, now_stamp, ratio_to_best_baseline
 from .verify import Reference
 
 Shape = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class FailedBuild:
+    """A build that could not finish earlier in a run (its engine was ended to stop it):
+    the run's later sweeps record it as failed instead of building it again."""
+
+    variant: str
+    #: The parameters as built (values left to the shape resolved), sorted by name.
+    params: tuple[tuple[str, int], ...]
+    dtype: str
+    reason: str
+
+    def matches(self, name: str, params: Mapping[str, int], dtype: str) -> bool:
+        return (name, tuple(sorted(params.items())), dtype) == (
+            self.variant, self.params, self.dtype)
 
 
 #: Limits of the measurement settings, shared by the window's controls and ``bench``.
@@ -71,13 +90,60 @@ class Plan:
     #: The user's kernel files (or folders of them) the items may name: every engine
     #: that runs the plan registers them first (engine.registry.load_kernel_files).
     kernel_files: tuple[str, ...] = ()
+    #: ``kernel_files`` (folders expanded) and what they include, as the run read them when
+    #: it started (:meth:`with_sources`); None: not read yet. Engines register and build
+    #: these texts, so that a file edited during the run changes nothing in it.
+    kernel_sources: tuple[sources.KernelSource, ...] | None = None
+    #: Kernel files that could not be read when the run started (``path: why``).
+    kernel_problems: tuple[str, ...] = ()
+    #: Longest one kernel build may take (seconds) before its engine is ended and the item
+    #: fails; None: :data:`~engine.backends.base.BUILD_TIMEOUT_S`.
+    build_timeout_s: float | None = None
+    #: Builds that could not finish earlier in this run: recorded, not tried again.
+    failed_builds: tuple[FailedBuild, ...] = ()
+
+    def with_sources(self) -> "Plan":
+        """This plan with :attr:`kernel_sources` read now (itself when already read)."""
+        if self.kernel_sources is not None:
+            return self
+        found: list[sources.KernelSource] = []
+        problems: list[str] = []
+        for entry in self.kernel_files:
+            p = Path(entry)
+            for f in (registry.kernel_files_in(p) if p.is_dir() else [p]):
+                try:
+                    found.append(sources.read_kernel_source(f))
+                except sources.SourceError as exc:
+                    problems.append(f"{f}: {exc}")
+        return dataclasses.replace(self, kernel_sources=tuple(found),
+                                   kernel_problems=tuple(problems))
 
     def load_kernels(self) -> list[str]:
-        """Register ``kernel_files`` here; returns their problems (``path:line: why``)."""
+        """Register the user's kernels here, from :attr:`kernel_sources` (read now if not
+        yet); returns their problems (``path:line: why``)."""
         if not self.kernel_files:
             return []
-        _names, problems = registry.load_kernel_files(self.kernel_files)
+        plan = self.with_sources()
+        texts = {s.path: s.text for s in plan.kernel_sources}
+        problems = list(plan.kernel_problems)
+        if texts:
+            _names, found = registry.load_kernel_files(list(texts), texts=texts)
+            problems += found
+        for src in plan.kernel_sources:
+            sources.remember(src)
         return problems
+
+    def build_timeout(self) -> float:
+        """Seconds one kernel build may take (:attr:`build_timeout_s` or the default)."""
+        return float(self.build_timeout_s or BUILD_TIMEOUT_S)
+
+    def source_of(self, name: str) -> list[sources.KernelSource]:
+        """The run's read sources of the user variant ``name`` (none for a built-in)."""
+        v = registry.REGISTRY.get(name)
+        if v is None or not self.kernel_sources:
+            return []
+        mine = {os.path.abspath(h.path) for h in v.headers}
+        return [s for s in self.kernel_sources if s.path in mine]
 
     def validate(self) -> None:
         """Raise ValueError with a clear message for a plan that cannot start."""
@@ -105,6 +171,8 @@ class Plan:
                              f"not {self.time_budget_s}")
         if self.launch_timeout_s is not None and not (0 < self.launch_timeout_s <= 86400):
             raise ValueError(f"the launch timeout must be from 0 to 86400 s, not {self.launch_timeout_s}")
+        if self.build_timeout_s is not None and not (0 < self.build_timeout_s <= 86400):
+            raise ValueError(f"the build time limit must be from 0 to 86400 s, not {self.build_timeout_s}")
 
 
 def expand_items(backend: str, variant_names: Iterable[str] | None = None,
@@ -302,6 +370,7 @@ class Sweep:
     def run(self, plan: Plan, emit: Emit, cancel: CancelToken | None = None) -> list[ResultRecord]:
         cancel = cancel or CancelToken()
         results: list[ResultRecord] = []
+        plan = plan.with_sources()      # read once: every item runs the same text
         try:
             plan.validate()
             sets = input_sets(plan)
@@ -316,9 +385,11 @@ class Sweep:
             emit(Event("finished", str(exc)))
             return results
         backend = self.backend
+        backend.build_timeout_s = plan.build_timeout()
         total = len(sets) * len(plan.items)
         emit(Event("started", f"{total} runs on {device.name}", total=total, device=device))
         self._precompile(plan, [shape for shape, _ in sets], emit)
+        newer = _NewerSources(plan, emit)
         done = 0
         t_start = time.perf_counter()
         versions = backend.versions()
@@ -387,6 +458,9 @@ class Sweep:
                     by_shape = [p for p, x in item_params.items() if x == registry.AUTO]
                     if by_shape:         # one curve for the sweep (ResultRecord.series_params)
                         rec.extra["by_shape"] = by_shape
+                    note = newer.note(name)
+                    if note:
+                        rec.extra["newer_source"] = note
                     results.append(rec)
                     done += 1
                     emit(Event("result", record=rec, done=done, total=total))
@@ -445,8 +519,15 @@ class Sweep:
             return rec
         item = (name, dict(params), shape)
         per_launch = launch_timeout_s(plan, device, rec.flops)
+        failed = next((f for f in plan.failed_builds if f.matches(name, params, plan.dtype)), None)
+        if failed is not None:
+            rec.status, rec.error = "error", f"{failed.reason} (not built again)"
+            rec.extra["build_failed"] = True
+            emit(Event("log", f"{v.label(params)} at {m}×{n}×{k}: {rec.error}", level="error"))
+            return rec
         try:
-            emit(Event("phase", "compile", item=item))
+            # The build's own limit: an engine process is ended past it (engine.engines).
+            emit(Event("phase", "compile", item=item, expected_s=plan.build_timeout()))
             kernel = self.backend.compile(v, params, plan.dtype)
             emit(Event("log", kernel.report))
             self.backend.ensure_output(ws, v.output_shape(m, n, k))
@@ -510,6 +591,32 @@ class Sweep:
         lost = self.backend.context_lost()
         if lost:
             raise DeviceLost(f"{rec.error} ({lost})" if rec.error else lost, record=rec)
+
+
+class _NewerSources:
+    """Which of a sweep's user kernels were edited on disk since the run read them: each
+    item of one says so on its record (``extra["newer_source"]``), and the sweep's log
+    says it once per file."""
+
+    def __init__(self, plan: Plan, emit: Emit):
+        self.plan, self.emit = plan, emit
+        self._said: set[str] = set()
+
+    def note(self, name: str) -> str:
+        """What the record of an item of ``name`` should say ("" when nothing changed)."""
+        changed = [p for src in self.plan.source_of(name) for p in src.changed()]
+        if not changed:
+            return ""
+        files = ", ".join(changed)
+        text = (f"{files} changed on disk after the run started; this run builds the "
+                f"version it read then (run again for the newer one)")
+        for p in changed:
+            if p not in self._said:
+                self._said.add(p)
+                self.emit(Event("log", f"{name}: {p} changed on disk after the run started; "
+                                       "the run goes on with the version it read then",
+                                level="warning"))
+        return text
 
 
 def fill_ceilings(rec: ResultRecord, variant_precision: str, device: DeviceInfo) -> None:

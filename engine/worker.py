@@ -149,6 +149,7 @@ class EngineThread:
             with self._lock:
                 self._current = job
             try:
+                job.plan = job.plan.with_sources()   # the texts the run started with, once
                 for problem in job.plan.load_kernels():
                     job.emit(Event("log", problem, level="error"))
                 if job.plan.autotune:

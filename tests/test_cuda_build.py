@@ -48,9 +48,9 @@ def test_precompile_builds_each_kernel_once_in_parallel(monkeypatch):
     calls = []
     real = cuda_backend.nvcc_cubin
 
-    def counting(source, options, arch):
+    def counting(source, options, arch, **kw):
         calls.append((source.name, tuple(options), arch))
-        return real(source, options, arch)
+        return real(source, options, arch, **kw)
 
     monkeypatch.setattr(cuda_backend, "nvcc_cubin", counting)
     be = _backend()

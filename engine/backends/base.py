@@ -6,6 +6,7 @@ backend's context belongs to that thread.
 """
 from __future__ import annotations
 
+import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,10 @@ from ..registry import Variant
 #: and to memory; smaller where free memory is short) and timed copies (after one warm-up).
 COPY_BYTES = 256 * 2**20
 COPY_REPEATS = 9
+#: Longest one kernel build may take by default (seconds): far above any real kernel's
+#: (the lab's largest CUDA kernels build in under a minute), short of a build that never
+#: ends (a preprocessor macro bomb). A run may set its own (Plan.build_timeout_s).
+BUILD_TIMEOUT_S = 180.0
 
 
 def copy_bandwidth(nbytes: int, copy_ms, repeats: int = COPY_REPEATS) -> float:
@@ -27,6 +32,67 @@ def copy_bandwidth(nbytes: int, copy_ms, repeats: int = COPY_REPEATS) -> float:
     milliseconds; it runs once to warm up, then ``repeats`` times, and the median counts."""
     copy_ms()
     return copy_gbps(nbytes, float(np.median([copy_ms() for _ in range(repeats)])))
+
+
+#: The arguments a kernel of each ``kind`` is launched with, in order (a CUDA kernel with
+#: ``launch.workspace`` takes one more, last).
+KIND_ARGS = {"gemm": ("A", "B", "C", "M", "N", "K"), "aat": ("A", "C", "M", "K")}
+#: What each ``kind`` computes, in the header's words.
+KIND_MEANS = {"gemm": "C = A·B", "aat": "C = A·Aᵀ"}
+
+
+def entry_line(text: str, entry: str) -> int:
+    """The line of ``text`` where the kernel ``entry`` is defined (its name followed by
+    an opening parenthesis on a line that is no preprocessor line), else 1."""
+    pattern = re.compile(r"^(?!\s*#).*\b" + re.escape(entry) + r"\s*\(", re.MULTILINE)
+    m = pattern.search(text)
+    return text.count("\n", 0, m.start()) + 1 if m else 1
+
+
+def _header_line(text: str, *keys: str) -> int:
+    """The line of the first of ``keys`` written as ``key = ...`` in ``text``, else 1."""
+    for key in keys:
+        m = re.search(r"^\s*" + re.escape(key) + r"\s*=", text, re.MULTILINE)
+        if m:
+            return text.count("\n", 0, m.start()) + 1
+    return 1
+
+
+def missing_entry(variant: Variant, path, text: str, names: list[str]) -> str:
+    """``file:line: message`` of a build that holds no kernel named ``variant.entry`` (at
+    the header's ``entry``, else its ``name``); ``names`` are the kernels it holds (C++
+    names where the file did not declare them ``extern "C"``)."""
+    plain = {}
+    for n in names:
+        m = re.match(r"_Z(\d+)(\w+)", n)       # a C++ (mangled) name: _Z6matmulPKf...
+        plain[n] = m.group(2)[:int(m.group(1))] if m else n
+    shown = ", ".join(n if plain[n] == n else f"{plain[n]} (as the C++ name {n})" for n in names)
+    msg = (f"the kernel file defines no kernel named '{variant.entry}' "
+           f"(it defines: {shown or 'no kernel at all'})")
+    if variant.entry in plain.values():
+        msg += f"; declare it extern \"C\" so that '{variant.entry}' is its name"
+    elif names:
+        msg += f"; rename the kernel, or set entry = \"{plain[names[0]]}\" in the header"
+    return f"{path}:{_header_line(text, 'entry', 'name')}: {msg}"
+
+
+def argument_mismatch(variant: Variant, count: int, workspace: bool = False) -> str | None:
+    """Why a kernel taking ``count`` arguments cannot be launched as ``variant.kind``
+    says (None when it can): a C = A·Aᵀ header on a C = A·B kernel, say."""
+    extra = ("workspace",) if workspace else ()
+    want = KIND_ARGS.get(variant.kind, ()) + extra
+    if count == len(want):
+        return None
+    msg = (f"kind = \"{variant.kind}\" ({KIND_MEANS.get(variant.kind, variant.kind)}) launches "
+           f"{variant.entry}({', '.join(want)}), {len(want)} arguments, but the kernel "
+           f"'{variant.entry}' takes {count}")
+    other = next((k for k, args in KIND_ARGS.items()
+                  if k != variant.kind and len(args) + len(extra) == count), None)
+    if other is not None:
+        args = ", ".join(KIND_ARGS[other] + extra)
+        msg += (f": that is a {KIND_MEANS[other]} kernel's ({args}); set kind = \"{other}\" "
+                "in the header, or change the kernel")
+    return msg
 
 
 class BackendError(RuntimeError):
@@ -157,6 +223,10 @@ class Backend(ABC):
     name: str = ""
     #: The open device (set by ``open``), None before.
     info: DeviceInfo | None = None
+    #: Seconds a build may take before it is stopped, where the backend can stop one (an
+    #: nvcc process); the sweep sets it from its plan. A build that runs inside this
+    #: process (OpenCL) is ended with its engine process instead (engine.engines).
+    build_timeout_s: float = BUILD_TIMEOUT_S
 
     @property
     def multiprocessors(self) -> int | None:

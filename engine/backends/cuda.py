@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
+import struct
 import subprocess
 import tempfile
 import time
@@ -18,14 +20,15 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import cpus
+from .. import cpus, sources
 from ..files import read_text
 from ..kernel_check import check_includes, read_kernel_text
 from ..kernel_file import KernelFileError
 from ..peaks import cuda_peaks
-from ..registry import ROOT, Variant
-from .base import (COPY_BYTES, FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, BackendStatus, BuildError,
-                   CompiledKernel, DeviceInfo, Workspace, copy_bandwidth, keep_timing)
+from ..registry import ROOT, Variant, is_builtin_file
+from .base import (BUILD_TIMEOUT_S, COPY_BYTES, FLOAT_POISON_BITS, INT_POISON, Backend, BackendError,
+                   BackendStatus, BuildError, CompiledKernel, DeviceInfo, Workspace,
+                   argument_mismatch, copy_bandwidth, entry_line, keep_timing, missing_entry)
 
 
 #: Timed launches queued behind one stream hold at most (without a time budget).
@@ -78,13 +81,13 @@ def _helper_headers_text() -> str:
 
 
 def nvcc_cubin(source: Path, options: list[str], arch: str,
-               timeout: float = 600) -> tuple[bytes, str]:
+               timeout: float = BUILD_TIMEOUT_S) -> tuple[bytes, str]:
     """Compile one kernel file to a cubin for ``arch``; returns (cubin, ptxas report).
 
     A plain nvcc process (not pycuda's compiler, whose ptxas report arrives through
     the process-global warnings machinery): builds can run in parallel threads, and
-    nvcc's messages name the real file. ``timeout``: seconds before nvcc is stopped
-    (a :class:`BackendError`).
+    nvcc's messages name the real file. ``timeout``: seconds before nvcc (and the
+    compilers it started) is stopped: a :class:`BuildError` saying the build took longer.
     """
     target = (f"-gencode=arch=compute_{arch[3:]},code={arch}" if arch.endswith("a")
               else f"-arch={arch}")
@@ -93,13 +96,66 @@ def nvcc_cubin(source: Path, options: list[str], arch: str,
         cmd = [find_nvcc(), "-cubin", target, *options, f"-I{ROOT / 'cuda'}", "-o", str(out),
                str(source)]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            # A session of its own: on a timeout its whole group goes (cicc, ptxas too).
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, errors="replace", start_new_session=True)
+        except OSError as exc:
             raise BackendError(f"nvcc could not run on {source.name}: {exc}") from None
-        log = (proc.stdout + proc.stderr).strip()
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                proc.kill()
+            proc.communicate()
+            raise BuildError(f"the build of {source.name} took longer than {timeout:g} s "
+                             "(nvcc was stopped)") from None
+        log = (stdout + stderr).strip()
         if proc.returncode != 0:
             raise BuildError(f"nvcc failed on {source.name}:\n{log}")
         return out.read_bytes(), log
+
+
+#: ``.nv.info.<kernel>`` record of one kernel parameter (EIATTR_KPARAM_INFO).
+_EIATTR_KPARAM_INFO = 0x17
+#: ``.nv.info`` record formats: a 16-bit size and that many bytes follow (EIFMT_SVAL).
+_EIFMT_SVAL = 0x04
+
+
+def cubin_kernels(cubin: bytes) -> dict[str, int] | None:
+    """The kernels of a cubin (ELF) and how many parameters each takes, from the
+    ``.nv.info.<name>`` sections nvcc writes (one parameter record per argument); None
+    when the cubin cannot be read so (then nothing is checked)."""
+    try:
+        if cubin[:4] != b"\x7fELF" or cubin[4] != 2:          # 64-bit ELF only
+            return None
+        shoff = struct.unpack_from("<Q", cubin, 0x28)[0]
+        entsize, count, strndx = struct.unpack_from("<HHH", cubin, 0x3A)
+        sections = [struct.unpack_from("<I4xQ8xQQ", cubin, shoff + i * entsize)
+                    for i in range(count)]                   # name, flags, offset, size
+        names_at = sections[strndx][2]
+
+        def name(offset: int) -> str:
+            start = names_at + offset
+            return cubin[start:cubin.index(b"\0", start)].decode("utf-8", "replace")
+
+        out: dict[str, int] = {}
+        for name_off, _flags, offset, size in sections:
+            sec = name(name_off)
+            if not sec.startswith(".nv.info."):
+                continue
+            params, i = 0, offset
+            while i + 4 <= offset + size:
+                fmt, attr, value = struct.unpack_from("<BBH", cubin, i)
+                i += 4
+                if fmt == _EIFMT_SVAL:
+                    i += value
+                params += attr == _EIATTR_KPARAM_INFO
+            out[sec[len(".nv.info."):]] = params
+        return out
+    except (struct.error, IndexError, ValueError):
+        return None
 
 
 # --- TMA tensor maps (cuTensorMapEncodeTiled through ctypes) --------------------------------
@@ -352,27 +408,58 @@ class CudaBackend(Backend):
         return ws.kernel_workspace
 
     def _nvcc_job(self, variant: Variant, params, dtype) -> tuple[tuple, list[str], str]:
-        """(cache key, nvcc options, target arch) of one kernel build on this device."""
+        """(cache key, nvcc options, target arch) of one kernel build on this device.
+
+        The key's first two parts are the kernel's text and what it includes: a user's
+        kernel as its run read them (engine.sources), the lab's own file as it is now."""
         path = variant.source_path("cuda")
         options = nvcc_options(variant, params, dtype)
         arch = target_arch(variant, self.arch)  # sm_90a for wgmma kernels, else the device's
         try:     # never a hang: the file and what it includes are regular files, or a message
-            text = read_kernel_text(path)
+            if is_builtin_file(path):
+                text, includes = read_kernel_text(path), None
+            else:
+                text = variant.source_text("cuda")
+                includes = sources.includes_of(path, text)
             check_includes(text, path, path.parent, [ROOT / "cuda"])
         except KernelFileError as exc:
             raise BuildError(str(exc)) from None
-        return (text, _helper_headers_text(), tuple(options), arch), options, arch
+        return (text, includes, _helper_headers_text(), tuple(options), arch), options, arch
 
     def _build(self, variant: Variant, params, dtype) -> tuple[tuple, str]:
-        """Compile (or find in the cache) one kernel; returns (key, target arch).
+        """Compile (or find in the cache) one kernel; returns (key, target arch). A build
+        that failed is not run again: its error is raised again.
 
         Thread-safe apart from the dict store, which the GIL makes atomic: precompile
         calls it from a pool, since each build is an nvcc process.
         """
         key, options, arch = self._nvcc_job(variant, params, dtype)
         if key not in self._cubins:
-            self._cubins[key] = nvcc_cubin(variant.source_path("cuda"), options, arch)
+            try:
+                self._cubins[key] = self._nvcc(variant.source_path("cuda"), key, options, arch)
+            except BackendError as exc:
+                # The same text fails the same way at every size (a macro bomb would cost
+                # the whole time limit each time).
+                self._cubins[key] = exc
+        built = self._cubins[key]
+        if isinstance(built, BackendError):
+            raise built.with_traceback(None)
         return key, arch
+
+    def _nvcc(self, path: Path, key: tuple, options: list[str], arch: str) -> tuple[bytes, str]:
+        """nvcc on the build ``key`` describes: the lab's own file where it is; a user's
+        kernel staged (engine.sources.staged) from the text and includes the run read, its
+        messages naming the user's files."""
+        text, includes = key[0], key[1]
+        if includes is None:
+            return nvcc_cubin(path, options, arch, timeout=self.build_timeout_s)
+        with sources.staged(path, text, includes) as st:
+            try:
+                cubin, log = nvcc_cubin(st.main, [*options, f"-I{st.folder}"], arch,
+                                        timeout=self.build_timeout_s)
+            except BackendError as exc:
+                raise type(exc)(st.user_paths(str(exc))) from None
+            return cubin, st.user_paths(log)
 
     def precompile(self, jobs, workers: int | None = None) -> tuple[int, float]:
         """Build many kernels at once, one nvcc process per core (a sweep over the ladder
@@ -404,6 +491,26 @@ class CudaBackend(Backend):
                     pass  # reported by compile() on the run's own row
         return len(todo), time.perf_counter() - t0
 
+    @staticmethod
+    def _check_entries(variant: Variant, path: Path, text: str, cubin: bytes) -> None:
+        """:class:`BuildError` (at the file and line) when the cubin holds no kernel named
+        as the header's ``entry`` (or its pre-pass's), or one whose arguments are not
+        those of the header's ``kind``: said before the driver's "named symbol not found"
+        or a launch with the wrong arguments."""
+        kernels = cubin_kernels(cubin)
+        if kernels is None:
+            return
+        if variant.entry not in kernels:
+            raise BuildError(missing_entry(variant, path, text, list(kernels)))
+        wrong = argument_mismatch(variant, kernels[variant.entry], variant.workspace is not None)
+        if wrong:
+            raise BuildError(f"{path}:{entry_line(text, variant.entry)}: {wrong}")
+        pre = variant.prepass
+        if pre is not None and pre.entry not in kernels:
+            raise BuildError(f"{path}:{entry_line(text, pre.entry)}: the kernel file defines no "
+                             f"pre-pass kernel named '{pre.entry}' "
+                             f"(it defines: {', '.join(kernels) or 'no kernel at all'})")
+
     def compile(self, variant: Variant, params, dtype) -> CompiledKernel:
         if variant.library:
             return self._compile_library(variant, params, dtype)
@@ -412,6 +519,7 @@ class CudaBackend(Backend):
         if key in self._kernels:
             return self._kernels[key]
         cubin, ptxas = self._cubins[key]
+        self._check_entries(variant, path, key[0], cubin)
         try:
             module = self.drv.module_from_buffer(cubin)
             fn = module.get_function(variant.entry)

@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import re
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 import numpy as np
 
 from ..kernel_check import check_includes
 from ..kernel_file import KernelFileError
+from .. import sources
 from ..registry import Variant
 from .base import (COPY_BYTES, COPY_REPEATS, FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, BackendStatus, BuildError,
-                   CompiledKernel, DeviceInfo, Workspace, copy_bandwidth, keep_timing)
+                   CompiledKernel, DeviceInfo, Workspace, argument_mismatch, copy_bandwidth,
+                   entry_line, keep_timing, missing_entry)
 
 
 def _import_cl():
@@ -75,10 +78,16 @@ _DIAGNOSTIC = re.compile(r"^(?P<pre>(?:error|warning|note): )?(?P<file>[^\s:]+):
                          r"(?P<col>\d+):", re.MULTILINE)
 
 
-def name_source_in_log(log: str, path: Path) -> str:
-    """The build log with the kernel's own path where the OpenCL compiler named a
-    temporary copy, so that each diagnostic points into the file the user edits."""
-    return _DIAGNOSTIC.sub(lambda m: f"{m['pre'] or ''}{path}:{m['line']}:{m['col']}:", log)
+def name_source_in_log(log: str, path: Path, staged: sources.Staged | None = None) -> str:
+    """The build log with the user's paths: a diagnostic in an included file (``staged``:
+    where the build found the includes) names that file; every other one names the kernel
+    itself, where the OpenCL compiler named a temporary copy of it."""
+    def place(m: re.Match) -> str:
+        user = staged.user_path(m["file"]) if staged is not None else None
+        return f"{m['pre'] or ''}{user or path}:{m['line']}:{m['col']}:"
+
+    log = _DIAGNOSTIC.sub(place, log)
+    return staged.user_paths(log) if staged is not None else log
 
 
 def opencl_options(variant: Variant, params, dtype: str) -> list[str]:
@@ -87,20 +96,56 @@ def opencl_options(variant: Variant, params, dtype: str) -> list[str]:
     return [f"-D{k}={v}" for k, v in variant.defines(params, dtype).items()]
 
 
-def build_program(cl, ctx, dev, source: str, options: list[str], path: Path):
-    """Build ``source`` for ``dev``; returns (program, build log: '' when the compiler said
-    nothing). A failed build raises :class:`BuildError` with the log, its diagnostics
-    naming ``path`` (:func:`name_source_in_log`) instead of the compiler's temporary copy."""
+def build_program(cl, ctx, dev, source: str, options: list[str], path: Path,
+                  includes: tuple[sources.SourceFile, ...] | None = None):
+    """Build ``source`` (the kernel at ``path``) for ``dev``; returns (program, build log:
+    '' when the compiler said nothing). A failed build raises :class:`BuildError` with the
+    log, its diagnostics naming ``path`` (:func:`name_source_in_log`) instead of the
+    compiler's temporary copy, or the included file they are in.
+
+    The files ``source`` includes (``includes``; by default :func:`engine.sources.includes_of`)
+    are found beside ``path`` as they were read, through a staging folder on the include
+    path: the program itself is built from memory, which has no folder of its own."""
+    if includes is None:
+        includes = sources.includes_of(path, source)
+    with sources.staged(path, source, includes) if includes else nullcontext() as staged:
+        extra = ["-I", _quoted(str(staged.folder))] if staged is not None else []
+        try:
+            prog = cl.Program(ctx, source).build(options=list(options) + extra)
+        except cl.Error as exc:
+            raise BuildError(f"OpenCL build of {path.name} failed:\n"
+                             f"{name_source_in_log(str(exc), path, staged)}") from None
+        try:
+            log = prog.get_build_info(dev, cl.program_build_info.LOG) or ""
+        except cl.Error:
+            log = ""
+        return prog, name_source_in_log(log.strip(), path, staged)
+
+
+def _quoted(folder: str) -> str:
+    """An include folder as one build option (the options are one string: a space splits)."""
+    return f'"{folder}"' if " " in folder else folder
+
+
+def entry_kernel(cl, prog, variant: Variant, path: Path, text: str):
+    """The built program's kernel ``variant.entry``, or :class:`BuildError` saying (at the
+    file and line) that the file defines no kernel of that name, or that its arguments are
+    not those of the header's ``kind``."""
     try:
-        prog = cl.Program(ctx, source).build(options=options)
-    except cl.Error as exc:
-        raise BuildError(f"OpenCL build of {path.name} failed:\n"
-                         f"{name_source_in_log(str(exc), path)}") from None
-    try:
-        log = prog.get_build_info(dev, cl.program_build_info.LOG) or ""
+        names = [n for n in (prog.get_info(cl.program_info.KERNEL_NAMES) or "").split(";") if n]
     except cl.Error:
-        log = ""
-    return prog, name_source_in_log(log.strip(), path)
+        names = []
+    if variant.entry not in names:
+        raise BuildError(missing_entry(variant, path, text, names))
+    kern = cl.Kernel(prog, variant.entry)
+    try:
+        count = int(kern.get_info(cl.kernel_info.NUM_ARGS))
+    except cl.Error:
+        return kern
+    wrong = argument_mismatch(variant, count)
+    if wrong:
+        raise BuildError(f"{path}:{entry_line(text, variant.entry)}: {wrong}")
+    return kern
 
 
 def kernel_limits(cl, kern, dev) -> tuple[int, int, int]:
@@ -196,15 +241,16 @@ class OpenCLBackend(Backend):
         path = variant.source_path("opencl")
         src = variant.source_text("opencl")
         options = opencl_options(variant, params, dtype)
-        key = (src, tuple(options))
+        includes = sources.includes_of(path, src)      # as the run read them, if it did
+        key = (src, tuple((f.path, f.text) for f in includes), tuple(options))
         if key in self._programs:
             return self._programs[key]
         try:     # built from memory, its includes resolve from here: a pipe among them would hang
             check_includes(src, path, None, [Path.cwd()])
         except KernelFileError as exc:
             raise BuildError(str(exc)) from None
-        prog, _log = build_program(cl, self.ctx, self.dev, src, options, path)
-        kern = getattr(prog, variant.entry)
+        prog, _log = build_program(cl, self.ctx, self.dev, src, options, path, includes)
+        kern = entry_kernel(cl, prog, variant, path, src)
         local, private, max_wg = kernel_limits(cl, kern, self.dev)
         report = (f"{variant.label(params)} {dtype}: built {path.name} with {' '.join(options)}; "
                   f"local memory {local} B, private memory {private} B, max work-group {max_wg}")

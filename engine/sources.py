@@ -1,0 +1,215 @@
+"""The source a run builds: a kernel file and the files it ``#include``\\ s, read once.
+
+A run reads its user kernel files when it starts (:func:`read_kernel_source`) and carries
+the texts to every engine (:attr:`engine.runner.Plan.kernel_sources`): an engine started
+later, or restarted after a fault, registers and builds those texts, never the files as
+they are by then. A file edited during the run is noticed (:meth:`KernelSource.changed`)
+and said on the records; the run goes on with the version it started with.
+
+A build sees the included files through a staging folder (:func:`staged`): the texts
+laid out as they were, relative to the kernel and to each other, in a private temporary
+folder that is the build's include path; the compiler's messages are mapped back to the
+user's paths (:meth:`Staged.user_paths`), so that an error inside an included file names
+that file and its line.
+"""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from .files import TEXT_FILE_LIMIT, read_text
+
+#: ``#include "name"`` or ``#include <name>`` at the start of a line.
+INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)', re.MULTILINE)
+#: At most this many included files are read for one kernel (a header library that
+#: includes itself in circles, or thousands of headers, is cut off there).
+MAX_INCLUDES = 256
+#: At most this many bytes of included text are read for one kernel.
+MAX_INCLUDE_BYTES = 4 * TEXT_FILE_LIMIT
+
+
+class SourceError(ValueError):
+    """A kernel file that cannot be read (the message names it and says why)."""
+
+
+def _stamp(path: str) -> tuple[int, int] | None:
+    """(mtime in ns, size) of ``path``, or None where it cannot be stat'ed."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return st.st_mtime_ns, st.st_size
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One file as read: its absolute path (as a compiler names it) and its text."""
+
+    path: str
+    text: str
+    #: (mtime in ns, size) when read: a file whose stamp is the same is not read again to
+    #: tell whether it changed.
+    stamp: tuple[int, int] | None = None
+
+    def changed(self) -> bool:
+        """Whether the file on disk now differs from :attr:`text` (or is gone)."""
+        now = _stamp(self.path)
+        if now is not None and now == self.stamp:
+            return False
+        try:
+            return read_text(self.path, self.path, SourceError) != self.text
+        except SourceError:
+            return True
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """A kernel file and the files it includes, as a run read them when it started."""
+
+    main: SourceFile
+    includes: tuple[SourceFile, ...] = ()
+
+    @property
+    def path(self) -> str:
+        return self.main.path
+
+    @property
+    def text(self) -> str:
+        return self.main.text
+
+    def changed(self) -> list[str]:
+        """The files (this one, its includes) that differ on disk now from what was read."""
+        return [f.path for f in (self.main, *self.includes) if f.changed()]
+
+
+def _read(path: str) -> SourceFile:
+    stamp = _stamp(path)
+    return SourceFile(path, read_text(path, f"the kernel file {path}", SourceError), stamp)
+
+
+def find_includes(path: str | Path, text: str) -> tuple[SourceFile, ...]:
+    """The files ``text`` (the kernel at ``path``) includes, and those they include, read
+    now: a quoted name is looked up beside the file that includes it, then in the
+    kernel's folder (a build's include path); ``<name>`` in the kernel's folder only.
+    Names not found there (system headers, the lab's own ``cuda/*.cuh``) and files that
+    cannot be read as text (a pipe, a folder) are left to the compiler."""
+    main = os.path.abspath(path)
+    folder = os.path.dirname(main)
+    found: dict[str, SourceFile] = {}
+    total = 0
+    todo = [(main, text)]
+    while todo:
+        current, body = todo.pop(0)
+        for m in INCLUDE.finditer(body):
+            name = m.group(1) or m.group(2)
+            if os.path.isabs(name):
+                continue
+            dirs = ([os.path.dirname(current)] if m.group(1) else []) + [folder]
+            for d in dict.fromkeys(dirs):
+                candidate = os.path.normpath(os.path.join(d, name))
+                if candidate == main or candidate in found:
+                    break
+                if len(found) >= MAX_INCLUDES or total >= MAX_INCLUDE_BYTES:
+                    return tuple(found.values())
+                try:
+                    f = _read(candidate)
+                except SourceError:
+                    continue
+                found[candidate] = f
+                total += len(f.text)
+                todo.append((candidate, f.text))
+                break
+    return tuple(found.values())
+
+
+def read_kernel_source(path: str | Path) -> KernelSource:
+    """The kernel file at ``path`` and its includes, read now; raises :class:`SourceError`
+    when the kernel file itself cannot be read (its includes are left to the compiler)."""
+    main = _read(os.path.abspath(path))
+    return KernelSource(main, find_includes(main.path, main.text))
+
+
+#: The sources registered in this process from a run's texts, by path (see
+#: :func:`includes_of`).
+_REGISTERED: dict[str, KernelSource] = {}
+
+
+def remember(source: KernelSource) -> None:
+    """Note that ``source`` was registered here: its builds use its includes as read."""
+    _REGISTERED[source.path] = source
+
+
+def includes_of(path: str | Path, text: str) -> tuple[SourceFile, ...]:
+    """The includes a build of ``text`` (the kernel at ``path``) sees: those read with it
+    when a run registered that very text here, else the files as they are now (a kernel
+    registered without a run: the editor's check, the lab's own kernels)."""
+    known = _REGISTERED.get(os.path.abspath(path))
+    if known is not None and known.text == text:
+        return known.includes
+    return find_includes(path, text)
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A kernel's text and includes written out for one build."""
+
+    #: The kernel's folder as staged: the build's include path.
+    folder: Path
+    #: The kernel's text as staged (a compiler that reads a file compiles this one).
+    main: Path
+    #: (staged path, the user's path), longest staged path first.
+    names: tuple[tuple[str, str], ...]
+
+    def user_paths(self, log: str) -> str:
+        """``log`` with every staged path replaced by the user's own."""
+        for staged_path, user_path in self.names:
+            log = log.replace(staged_path, user_path)
+        return log
+
+    def user_path(self, name: str) -> str | None:
+        """The user's path of a staged file name, or None when ``name`` is not one."""
+        return next((u for s, u in self.names if s == name), None)
+
+
+@contextmanager
+def staged(path: str | Path, text: str, includes: tuple[SourceFile, ...]) -> Iterator[Staged]:
+    """The kernel ``text`` (of ``path``) and its ``includes`` written into a private
+    temporary folder, laid out as they are around the kernel's folder (``../common/x.h``
+    stays one folder up), for the time of one build; removed afterwards."""
+    main = os.path.abspath(path)
+    folder = os.path.dirname(main)
+    rels = [os.path.relpath(f.path, folder) for f in includes]
+    # The staged tree mirrors the kernel's folder from as many levels up as the includes
+    # reach, keeping those folders' names, so that each relative name resolves as it did.
+    ups = max((_ups(r) for r in rels), default=0)
+    parts = Path(folder).parts
+    tail = parts[max(1, len(parts) - ups):] if ups else ()
+    with tempfile.TemporaryDirectory(prefix="matmul-lab-src-") as tmp:
+        root = Path(tmp)
+        staged_folder = root.joinpath("src", *tail)
+        staged_folder.mkdir(parents=True)
+        names = [(str(staged_folder / os.path.basename(main)), main)]
+        (staged_folder / os.path.basename(main)).write_text(text, encoding="utf-8")
+        for f, rel in zip(includes, rels):
+            target = Path(os.path.normpath(staged_folder / rel))
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(f.text, encoding="utf-8")
+            names.append((str(target), f.path))
+        names.append((str(staged_folder), folder))
+        names.sort(key=lambda pair: len(pair[0]), reverse=True)
+        yield Staged(staged_folder, staged_folder / os.path.basename(main), tuple(names))
+
+
+def _ups(rel: str) -> int:
+    """How many folders up a normalised relative path starts (``../../x`` → 2)."""
+    n = 0
+    for part in Path(rel).parts:
+        if part != "..":
+            break
+        n += 1
+    return n
