@@ -94,8 +94,8 @@ class Plan:
     #: it started (:meth:`with_sources`); None: not read yet. Engines register and build
     #: these texts, so that a file edited during the run changes nothing in it.
     kernel_sources: tuple[sources.KernelSource, ...] | None = None
-    #: Kernel files that could not be read when the run started (``path: why``).
-    kernel_problems: tuple[str, ...] = ()
+    #: Kernel files that could not be read when the run started (their items cannot run).
+    kernel_problems: tuple[sources.Unreadable, ...] = ()
     #: Longest one kernel build may take (seconds) before its engine is ended and the item
     #: fails; None: :data:`~engine.backends.base.BUILD_TIMEOUT_S`.
     build_timeout_s: float | None = None
@@ -107,14 +107,14 @@ class Plan:
         if self.kernel_sources is not None:
             return self
         found: list[sources.KernelSource] = []
-        problems: list[str] = []
+        problems: list[sources.Unreadable] = []
         for entry in self.kernel_files:
             p = Path(entry)
             for f in (registry.kernel_files_in(p) if p.is_dir() else [p]):
                 try:
                     found.append(sources.read_kernel_source(f))
                 except sources.SourceError as exc:
-                    problems.append(f"{f}: {exc}")
+                    problems.append(sources.Unreadable(os.path.abspath(f), str(exc)))
         return dataclasses.replace(self, kernel_sources=tuple(found),
                                    kernel_problems=tuple(problems))
 
@@ -125,7 +125,7 @@ class Plan:
             return []
         plan = self.with_sources()
         texts = {s.path: s.text for s in plan.kernel_sources}
-        problems = list(plan.kernel_problems)
+        problems = [u.problem for u in plan.kernel_problems]
         if texts:
             _names, found = registry.load_kernel_files(list(texts), texts=texts)
             problems += found
@@ -154,10 +154,16 @@ class Plan:
         if not self.items:
             raise ValueError("no variants selected")
         problems = self.load_kernels()
+        # A variant registered earlier (the window's) whose file the run could not read.
+        unread = {os.path.realpath(u.path): u.problem for u in self.kernel_problems}
         for name, _ in self.items:
             if name not in registry.REGISTRY and problems:
                 raise ValueError(f"'{name}' is not a usable kernel: " + "; ".join(problems))
-            registry.get(name)
+            v = registry.get(name)
+            paths = [os.path.realpath(h.path) for h in v.headers] if v.role == "user" else []
+            why = [unread[p] for p in paths if p in unread]
+            if why:
+                raise ValueError(f"'{name}' is not a usable kernel: " + "; ".join(why))
         if not self.shapes and self.a_path is None and self.matrices is None:
             raise ValueError("no sizes given")
         for what, value, (low, high) in (("warm-up", self.warmup, WARMUP_RANGE),

@@ -37,6 +37,15 @@ class SourceError(ValueError):
     """A kernel file that cannot be read (the message names it and says why)."""
 
 
+@dataclass(frozen=True)
+class Unreadable:
+    """A kernel file a run could not read when it started (or a file it includes)."""
+
+    path: str
+    #: ``path: why`` or ``includer:line: why``, in the user's words.
+    problem: str
+
+
 def _stamp(path: str) -> tuple[int, int] | None:
     """(mtime in ns, size) of ``path``, or None where it cannot be stat'ed."""
     try:
@@ -87,17 +96,27 @@ class KernelSource:
         return [f.path for f in (self.main, *self.includes) if f.changed()]
 
 
-def _read(path: str) -> SourceFile:
+def _read(path: str, label: str | None = None) -> SourceFile:
     stamp = _stamp(path)
-    return SourceFile(path, read_text(path, f"the kernel file {path}", SourceError), stamp)
+    return SourceFile(path, read_text(path, label or f"the kernel file {path}", SourceError),
+                      stamp)
+
+
+def _exists(path: str) -> bool:
+    try:
+        return os.path.lexists(path)
+    except (OSError, ValueError):          # a NUL or an over-long name: nothing to open
+        return False
 
 
 def find_includes(path: str | Path, text: str) -> tuple[SourceFile, ...]:
     """The files ``text`` (the kernel at ``path``) includes, and those they include, read
     now: a quoted name is looked up beside the file that includes it, then in the
     kernel's folder (a build's include path); ``<name>`` in the kernel's folder only.
-    Names not found there (system headers, the lab's own ``cuda/*.cuh``) and files that
-    cannot be read as text (a pipe, a folder) are left to the compiler."""
+    Names not found there (system headers, the lab's own ``cuda/*.cuh``) are left to the
+    compiler. A name found there that is no readable text file (a pipe, a folder, a loop
+    of links) is a :class:`SourceError` at the ``#include``'s file and line: a compiler
+    would wait for ever on the pipe, or fail without saying which include."""
     main = os.path.abspath(path)
     folder = os.path.dirname(main)
     found: dict[str, SourceFile] = {}
@@ -116,10 +135,14 @@ def find_includes(path: str | Path, text: str) -> tuple[SourceFile, ...]:
                     break
                 if len(found) >= MAX_INCLUDES or total >= MAX_INCLUDE_BYTES:
                     return tuple(found.values())
-                try:
-                    f = _read(candidate)
-                except SourceError:
+                if not _exists(candidate):
                     continue
+                spelled = m.group(0).split("include", 1)[1].strip()
+                try:
+                    f = _read(candidate, f"#include {spelled} ({candidate})")
+                except SourceError as exc:
+                    line = body.count("\n", 0, m.start()) + 1
+                    raise SourceError(f"{current}:{line}: {exc}") from None
                 found[candidate] = f
                 total += len(f.text)
                 todo.append((candidate, f.text))
@@ -129,7 +152,7 @@ def find_includes(path: str | Path, text: str) -> tuple[SourceFile, ...]:
 
 def read_kernel_source(path: str | Path) -> KernelSource:
     """The kernel file at ``path`` and its includes, read now; raises :class:`SourceError`
-    when the kernel file itself cannot be read (its includes are left to the compiler)."""
+    when the kernel file, or a file it includes, cannot be read (:func:`find_includes`)."""
     main = _read(os.path.abspath(path))
     return KernelSource(main, find_includes(main.path, main.text))
 

@@ -85,19 +85,24 @@ def logs(events, level=None):
 
 # --- class 6: a kernel edited during a sweep --------------------------------------------------
 
-def test_kernel_edited_mid_sweep_runs_the_start_text_and_says_so(tmp_path):
+KINDS_OF_FILE = {"opencl": (NAIVE_CL, ".cl"), "cuda": (NAIVE_CU, ".cu")}
+
+
+@pytest.mark.parametrize("backend", ["opencl", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_kernel_edited_mid_sweep_runs_the_start_text_and_says_so(tmp_path, backend):
     """The kernel and a file it includes are edited after the first item (the edit makes
     every element wrong), and the engine process is killed there too, so that a fresh
     one registers the kernel again: every size still runs the start's text and passes;
     the records after the edit say the file changed."""
-    require_backend("opencl")
+    require_backend(backend)
+    base, suffix = KINDS_OF_FILE[backend]
     (tmp_path / "one.h").write_text("#define ONE 0\n")
-    path = user_kernel(tmp_path, "edited", before_body='#include "one.h"\n',
+    path = user_kernel(tmp_path, "edited", base, suffix, before_body='#include "one.h"\n',
                        edit=lambda t: t.replace(STORE, "C[row * N + col] = (ELEM)acc + ONE;"))
-    plan = Plan(backend="opencl", items=[("edited", {"block": 8})],
+    plan = Plan(backend=backend, items=[("edited", {"block": 8})],
                 shapes=[(16, 16, 16), (24, 24, 24), (32, 32, 32)], warmup=0, repeats=1,
                 kernel_files=(str(path),))
-    engine = ProcessEngine("opencl", 0)
+    engine = ProcessEngine(backend, 0)
     state = {"edited": False}
 
     def on_event(ev):
@@ -145,24 +150,28 @@ def test_in_process_sweep_reads_the_kernel_once(tmp_path):
 # --- class 7: builds are bounded -----------------------------------------------------------------
 
 @pytest.mark.slow
-def test_macro_bomb_build_ends_within_the_limit_and_the_sweep_goes_on(tmp_path):
-    """A preprocessor macro bomb never finishes building on PoCL: past the build limit its
-    engine is ended, the item fails saying so, the other kernel runs, and the bomb's item
-    at the next size is not built again (it would cost the limit once more)."""
-    require_backend("opencl")
-    path = user_kernel(tmp_path, "bomb", before_body=MACRO_BOMB)
+@pytest.mark.parametrize("backend", ["opencl", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_macro_bomb_build_ends_within_the_limit_and_the_sweep_goes_on(tmp_path, backend):
+    """A preprocessor macro bomb never finishes building (PoCL, nvcc): past the build limit
+    the build is stopped (OpenCL: its engine is ended), the item fails saying so, the
+    other kernel runs, and the bomb's item at the next size is not built again (it would
+    cost the limit once more)."""
+    require_backend(backend)
+    base, suffix = KINDS_OF_FILE[backend]
+    path = user_kernel(tmp_path, "bomb", base, suffix, before_body=MACRO_BOMB)
     limit = 2.0
-    plan = Plan(backend="opencl", items=[("bomb", {"block": 8}), ("naive", {"block": 8})],
+    plan = Plan(backend=backend, items=[("bomb", {"block": 8}), ("naive", {"block": 8})],
                 shapes=[(16, 16, 16), (24, 24, 24)], warmup=0, repeats=1,
                 kernel_files=(str(path),), build_timeout_s=limit)
     t0 = time.monotonic()
-    recs, events = run(plan, [ProcessEngine("opencl", 0)], timeout=60)
+    recs, events = run(plan, [ProcessEngine(backend, 0)], timeout=60)
     took = time.monotonic() - t0
     bomb = [r for r in recs if r.variant == "bomb"]
     naive = [r for r in recs if r.variant == "naive"]
     assert [r.status for r in bomb] == ["error", "error"]
-    assert bomb[0].error.startswith("the build took longer than 2 s")
-    assert "not built again" in bomb[1].error and "at 16×16×16" in bomb[1].error
+    assert "took longer than 2 s" in bomb[0].error and "took longer than 2 s" in bomb[1].error
+    if backend == "opencl":      # the engine was ended: the next task was told
+        assert "not built again" in bomb[1].error and "at 16×16×16" in bomb[1].error
     assert [r.passed for r in naive] == [True, True]
     # One limit (and the watchdog's slack, and one engine restart), not one per size.
     assert took < 2 * limit + 15, took
@@ -221,15 +230,29 @@ def test_opencl_include_beside_the_kernel_is_found_and_errors_name_the_included_
 
 
 def test_opencl_include_of_a_named_pipe_does_not_hang(tmp_path):
-    """A FIFO beside the kernel, included: the build ends with a message at the include."""
+    """A FIFO beside the kernel, included: the run says so at the #include when it starts
+    (no engine waits on the pipe); the editor's build path (no run) says the same."""
     require_backend("opencl")
     os.mkfifo(tmp_path / "pipe.h")
-    (tmp_path / "fine.h").write_text("#define FINE 1\n")      # staged: the build has -I
+    (tmp_path / "fine.h").write_text("#define FINE 1\n")
     path = user_kernel(tmp_path, "inc_pipe", before_body='#include "fine.h"\n#include "pipe.h"\n')
+    registry.load_kernel_files([str(path)])        # the window registered it before the run
     plan = Plan(backend="opencl", items=[("inc_pipe", {"block": 8})], shapes=[(16, 16, 16)],
                 warmup=0, repeats=1, kernel_files=(str(path),))
-    recs, _events = run(plan, [ProcessEngine("opencl", 0)], timeout=60)
-    assert recs[0].status == "error" and "pipe.h" in recs[0].error
+    recs, events = run(plan, [ProcessEngine("opencl", 0)], timeout=60)
+    assert recs == []
+    line = path.read_text().split("\n").index('#include "pipe.h"') + 1
+    assert any(f"{path}:{line}: #include \"pipe.h\"" in m and "named pipe" in m
+               for m in logs(events, "error"))
+    from engine.backends.opencl import OpenCLBackend
+
+    be = OpenCLBackend()
+    be.open(0)
+    try:
+        with pytest.raises(BuildError, match="named pipe"):
+            be.compile(registry.get("inc_pipe"), {"block": 8}, "float32")
+    finally:
+        be.close()
 
 
 @needs_nvcc

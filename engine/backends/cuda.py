@@ -420,9 +420,9 @@ class CudaBackend(Backend):
                 text, includes = read_kernel_text(path), None
             else:
                 text = variant.source_text("cuda")
-                includes = sources.includes_of(path, text)
+                includes = tuple((f.path, f.text) for f in sources.includes_of(path, text))
             check_includes(text, path, path.parent, [ROOT / "cuda"])
-        except KernelFileError as exc:
+        except (KernelFileError, sources.SourceError) as exc:
             raise BuildError(str(exc)) from None
         return (text, includes, _helper_headers_text(), tuple(options), arch), options, arch
 
@@ -453,7 +453,8 @@ class CudaBackend(Backend):
         text, includes = key[0], key[1]
         if includes is None:
             return nvcc_cubin(path, options, arch, timeout=self.build_timeout_s)
-        with sources.staged(path, text, includes) as st:
+        files = tuple(sources.SourceFile(p, t) for p, t in includes)
+        with sources.staged(path, text, files) as st:
             try:
                 cubin, log = nvcc_cubin(st.main, [*options, f"-I{st.folder}"], arch,
                                         timeout=self.build_timeout_s)

@@ -107,7 +107,10 @@ def build_program(cl, ctx, dev, source: str, options: list[str], path: Path,
     are found beside ``path`` as they were read, through a staging folder on the include
     path: the program itself is built from memory, which has no folder of its own."""
     if includes is None:
-        includes = sources.includes_of(path, source)
+        try:
+            includes = sources.includes_of(path, source)
+        except sources.SourceError as exc:
+            raise BuildError(str(exc)) from None
     with sources.staged(path, source, includes) if includes else nullcontext() as staged:
         extra = ["-I", _quoted(str(staged.folder))] if staged is not None else []
         try:
@@ -241,7 +244,10 @@ class OpenCLBackend(Backend):
         path = variant.source_path("opencl")
         src = variant.source_text("opencl")
         options = opencl_options(variant, params, dtype)
-        includes = sources.includes_of(path, src)      # as the run read them, if it did
+        try:
+            includes = sources.includes_of(path, src)      # as the run read them, if it did
+        except sources.SourceError as exc:
+            raise BuildError(str(exc)) from None
         key = (src, tuple((f.path, f.text) for f in includes), tuple(options))
         if key in self._programs:
             return self._programs[key]
