@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from .. import cpus
+from .. import cpus, memory
 from ..registry import Variant
 from .base import (COPY_BYTES, COPY_REPEATS, INT_POISON, Backend, BackendError, BackendStatus, CompiledKernel,
                    DeviceInfo, Workspace, copy_bandwidth, keep_timing)
@@ -55,14 +55,9 @@ class CpuBackend(Backend):
         self._flush = None
 
     def free_memory(self) -> int:
-        try:
-            with open("/proc/meminfo") as fh:
-                for line in fh:
-                    if line.startswith("MemAvailable:"):
-                        return int(line.split()[1]) * 1024
-        except OSError:
-            pass
-        return self._info().memory_bytes or 2**34
+        # The device is this process's host memory: what the OS, the engine's own cgroup
+        # and its resource limits leave it (engine.memory), not the machine's total.
+        return memory.host_available_bytes()
 
     def measure_copy_gbps(self) -> float | None:
         # numpy's copy of a buffer larger than the last-level cache: main-memory bandwidth

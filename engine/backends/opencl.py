@@ -14,7 +14,7 @@ import numpy as np
 
 from ..kernel_check import check_includes
 from ..kernel_file import KernelFileError
-from .. import sources
+from .. import memory, sources
 from ..registry import Variant
 from .base import (COPY_BYTES, COPY_REPEATS, FLOAT_POISON_BITS, INT_POISON, Backend, BackendError, BackendStatus, BuildError,
                    CompiledKernel, DeviceInfo, Workspace, argument_mismatch, copy_bandwidth,
@@ -209,7 +209,12 @@ class OpenCLBackend(Backend):
 
     def free_memory(self) -> int:
         # OpenCL cannot report free memory; the device total bounds what we may ask for.
-        return int(self.dev.global_mem_size)
+        # A CPU device (PoCL) allocates this process's host memory: the engine's cgroup and
+        # resource limits bound it too (engine.memory).
+        total = int(self.dev.global_mem_size)
+        if self.dev.type & self.cl.device_type.CPU:
+            total = min(total, memory.host_available_bytes())
+        return total
 
     def measure_copy_gbps(self) -> float | None:
         cl = self.cl
