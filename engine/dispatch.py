@@ -20,7 +20,13 @@ It emits the same events as a single sweep (``started``, ``progress``, ``log``,
 is lost (crash, sticky CUDA error, a launch past its timeout, a cluster worker gone), the
 item in flight is recorded with status ``error`` and the reason, the engine is restarted,
 and the rest of its task goes back to the queue; nothing measured is lost and nothing is
-counted twice.
+counted twice. An engine that dies before a task's first item (nothing in flight to
+blame) gets :data:`EARLY_DEATHS_MAX` tries at it; then the task's items fail with the
+reason. A build past the time limit (:class:`~engine.engines.BuildTimedOut`) fails its
+item, and the run's later tasks record that build without trying it again.
+
+The kernel files are read once, when the run starts (:meth:`Plan.with_sources
+<engine.runner.Plan.with_sources>`): every engine gets those texts with its tasks.
 """
 from __future__ import annotations
 
