@@ -109,7 +109,7 @@ run out of memory. Each is far above what the built-in kernels use (in brackets)
 * the file: at most :data:`KERNEL_FILE_LIMIT` (4 MiB), the TOML block
   :data:`MAX_HEADER_CHARS` (64 Ki characters) [6.5 Ki];
 * parameters: :data:`MAX_PARAMS` (16) [10], :data:`MAX_VALUES` values each (32) [8],
-  :data:`MAX_COMBOS` combinations of them all (1024) [96]; values are whole numbers from 0
+  :data:`MAX_COMBOS` combinations of them all (256) [96]; values are whole numbers from 0
   to :data:`MAX_PARAM_VALUE` (2³¹ − 1: they become C ``int`` constants; -1 would read as
   ``auto``);
 * :data:`MAX_DERIVED` derived names (128) [32], :data:`MAX_CONSTRAINTS` constraints (64)
@@ -120,7 +120,10 @@ run out of memory. Each is far above what the built-in kernels use (in brackets)
   one line each with no control characters (a title must not drive the terminal);
 * an expression: :data:`MAX_EXPR_CHARS` characters (1000) [160], :data:`MAX_EXPR_NODES`
   syntax nodes (400) [87], :data:`MAX_EXPR_DEPTH` levels of nesting (40) [11], only the
-  operators, names and functions above (no attributes, subscripts or keywords);
+  operators, names and functions above (no attributes, subscripts or keywords); all the
+  header's expressions together :data:`MAX_HEADER_NODES` nodes (2000) [900], so that one
+  check of a combination costs at most a few milliseconds (the editor checks every
+  combination as you type, ``check-kernel`` tries each at many shapes);
 * every value an expression computes, the intermediate ones too (``**``, ``*`` and ``<<``
   are checked before they are computed), lies within ±:data:`INT_LIMIT` (2⁶³), and a text
   within :data:`MAX_STRING_CHARS` (1000): past that the combination is a skip with the
@@ -196,7 +199,7 @@ KERNEL_FILE_LIMIT = 4 * 1024**2
 MAX_HEADER_CHARS = 64 * 1024
 MAX_PARAMS = 16
 MAX_VALUES = 32
-MAX_COMBOS = 1024
+MAX_COMBOS = 256
 MAX_PARAM_VALUE = 2**31 - 1
 MAX_DERIVED = 128
 MAX_CONSTRAINTS = 64
@@ -208,6 +211,7 @@ MAX_REASON_CHARS = 1000
 MAX_EXPR_CHARS = 1000
 MAX_EXPR_NODES = 400
 MAX_EXPR_DEPTH = 40
+MAX_HEADER_NODES = 2000
 INT_LIMIT = 2**63
 MAX_STRING_CHARS = 1000
 MODEL_FACTOR = 16
@@ -374,10 +378,14 @@ class Expr:
     where: str
     tree: Any = dataclasses.field(compare=False, repr=False)
     _names: frozenset = dataclasses.field(default=frozenset(), compare=False, repr=False)
+    #: Syntax nodes: what one evaluation costs (a header's total is bounded).
+    size: int = dataclasses.field(default=0, compare=False, repr=False)
 
     def __post_init__(self):
+        nodes = list(ast.walk(self.tree))
         object.__setattr__(self, "_names", frozenset(
-            n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name)))
+            n.id for n in nodes if isinstance(n, ast.Name)))
+        object.__setattr__(self, "size", len(nodes))
 
     def names(self) -> set[str]:
         return set(self._names)
@@ -952,11 +960,18 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
     arch_defaults = _arch_defaults(data.get("defaults", {}), space, err, block)
 
     known = set(space) | set(SHAPE_NAMES) | set(DEVICE_NAMES)
+    nodes = [0]
 
     def expr(value, where: str, *keys: str, names: set[str] | None = None) -> Expr:
         # The line is looked for only for a message: done for every expression, the search
         # would cost (expressions x header lines).
         e = _parse_expr(value, where, lambda: _line_of(block, first, *keys), path)
+        # One check of a combination evaluates each expression at most once: the total
+        # bounds its cost (a checker tries every combination at many shapes).
+        nodes[0] += e.size
+        if nodes[0] > MAX_HEADER_NODES:
+            err(f"{where}: the header's expressions have more than {MAX_HEADER_NODES} parts "
+                "in all; write fewer or shorter ones", *keys)
         allowed = known if names is None else names
         missing = sorted(e.names() - allowed - set(FUNCTIONS))
         if missing:
