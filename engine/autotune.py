@@ -828,10 +828,15 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
         report_cache_problem(problem, emit)
     if not retune:
         cached = lookup(backend, name, variant, dtype, shape, data=state.data)
-        if cached is not None and (mode == "search" or combos is None
-                                   or cached in _at_shape(registry.get(variant), combos, shape)):
+        asked = combos is None or cached in _at_shape(registry.get(variant), combos, shape)
+        if cached is not None and (mode == "search" or asked):
             if emit:
                 emit(Event("log", f"{what}: cached {cached}"))
+                if not asked:    # the user restricted the parameters: say the cache won
+                    emit(Event("log", f"{what}: the cache's best, "
+                                      f"{registry.kernel_label(variant, cached)}, is not among "
+                                      "the parameters asked for; it is used (retune to search "
+                                      "only those)", level="warning"))
             return cached, []
     space = search_space(variant, backend, shape, dtype, combos)
     if not space:

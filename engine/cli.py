@@ -14,16 +14,18 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from . import matrices, records, registry, user_kernels
+from . import matrices, records, registry, terminal, user_kernels
 from .backends import BACKENDS, probe_all
+from .cli_args import Number, Parser, WholeNumber
 from .cpus import engine_threads
 from .dispatch import MODES, Run, start_run
 from .engines import EngineHandle, LocalEngine
 from .files import check_regular_file
 from .kernel_file import KERNEL_FILE_LIMIT, shown_text
 from .process import ProcessEngine
-from .runner import Event, Plan, expand_items
+from .runner import BUDGET_RANGE, REPEATS_RANGE, SEED_RANGE, WARMUP_RANGE, Event, Plan, expand_items
 from .sizes import SizeSpecError, format_shape, parse_sizes
+from .terminal import literal
 
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
 
@@ -67,14 +69,28 @@ def parse_param_overrides(text: str | None) -> dict[str, tuple[int, ...]]:
     return {k: tuple(v) for k, v in out.items() if v}
 
 
+#: The longest --launch-timeout (a day; engine.runner.Plan.validate's limit).
+LAUNCH_TIMEOUT_MAX_S = 86400.0
+#: Every number option's type: its range is checked where argparse reads it, in a message
+#: naming the option (--warmup -1, --repeats 0, --budget nan, --launch-timeout inf).
+DEVICE_INDEX = WholeNumber(0, 4095, "device index")
+WARMUP = WholeNumber(*WARMUP_RANGE)
+REPEATS = WholeNumber(*REPEATS_RANGE)
+SEED = WholeNumber(*SEED_RANGE)
+BUDGET = Number(*BUDGET_RANGE, unit="seconds", low_included=True)
+LAUNCH_TIMEOUT = Number(0.0, LAUNCH_TIMEOUT_MAX_S, unit="seconds")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="main.py bench", description=(
+    p = Parser(prog="main.py bench", description=(
         "Compile, time and verify matmul kernels without the GUI. Sizes: 256,512 | "
         "256:4096:x2 | 128:512:128 | MxNxK shapes such as 127x253x61 (A is MxK, B is KxN)."))
     p.add_argument("--list", action="store_true", help="list backends, devices and variants, then exit")
     p.add_argument("--backend", choices=BACKENDS, default=None,
                    help="cuda, opencl or cpu (default: the first one available)")
-    p.add_argument("--device", type=int, default=0, help="device index within the backend")
+    # None: not given (then 0); given beside --devices it is refused, not ignored.
+    p.add_argument("--device", type=DEVICE_INDEX, default=None,
+                   help="device index within the backend (default 0)")
     p.add_argument("--devices", default=None,
                    help="several devices at once: 'all' or indices such as 0,1 (replaces --device)")
     p.add_argument("--mode", choices=MODES, default=None,
@@ -85,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run on every GPU (cuda) or worker slot (cpu, opencl) of a Ray cluster: "
                         "'local' starts a small one here, else the head's host:port, 'auto' "
                         "or ray://host:10001 (pip install -r requirements-cluster.txt)")
-    p.add_argument("--launch-timeout", type=float, default=None, metavar="SECONDS",
+    p.add_argument("--launch-timeout", type=LAUNCH_TIMEOUT, default=None, metavar="SECONDS",
                    help="end a kernel launch that runs longer (default: from the FLOPs and the "
                         "device's peak, at least 10 s); the engine restarts and the sweep goes on")
     p.add_argument("--in-process", action="store_true",
@@ -104,14 +120,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--params", default=None, help="restrict parameters, e.g. 'block=16,32;wpt=4'")
     p.add_argument("--sizes", default="256,512", help="sizes (see above)")
     p.add_argument("--dtype", choices=registry.DTYPES, default="float32")
-    p.add_argument("--warmup", type=int, default=3)
-    p.add_argument("--repeats", type=int, default=20)
-    p.add_argument("--budget", type=float, default=None,
-                   help="time budget per variant in seconds (replaces --repeats)")
+    p.add_argument("--warmup", type=WARMUP, default=3,
+                   help=f"untimed launches first ({WARMUP.range_text()}; default 3)")
+    p.add_argument("--repeats", type=REPEATS, default=20,
+                   help=f"timed launches ({REPEATS.range_text()}; default 20)")
+    p.add_argument("--budget", type=BUDGET, default=None, metavar="SECONDS",
+                   help="time budget per variant in seconds (replaces --repeats; "
+                        f"{BUDGET.range_text()})")
     p.add_argument("--cold", action="store_true", help="flush the L2 cache before each timed launch")
     p.add_argument("--no-verify", action="store_true", help="skip verification")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--dist", choices=matrices.DISTRIBUTIONS, default="uniform")
+    p.add_argument("--seed", type=SEED, default=0,
+                   help=f"seed of the generated matrices ({SEED.range_text()}; default 0)")
+    p.add_argument("--dist", choices=matrices.DISTRIBUTIONS, default="uniform",
+                   help="distribution of the generated float32 matrices (int32 ones are "
+                        "whole numbers from -8 to 8)")
     p.add_argument("--a", dest="a_path", default=None, help="matrix file for A (.npy .npz .csv .txt .mtx)")
     p.add_argument("--b", dest="b_path", default=None, help="matrix file for B (or omit with a .npz holding a and b)")
     p.add_argument("--out", default=None, help="save results to .json or .csv")
@@ -175,7 +197,6 @@ def _print_list(console) -> None:
 
 
 def _results_table(recs: list[records.ResultRecord]):
-    from rich.markup import escape  # noqa: PLC0415  (labels hold [..], which rich reads as markup)
     from rich.table import Table  # noqa: PLC0415
 
     t = Table(title="Results")
@@ -204,7 +225,7 @@ def _results_table(recs: list[records.ResultRecord]):
         elif r.status == "error":
             verdict = "[red]error[/red]"
         elif r.passed is True:
-            how = r.verify_method.split("+")[0]
+            how = literal(r.verify_method.split("+")[0])
             verdict = (f"[green]yes[/green] {how} exact" if r.dtype == "int32"
                        else f"[green]yes[/green] {how} {r.rel_l2:.0e}")
         elif r.passed is False:
@@ -213,13 +234,14 @@ def _results_table(recs: list[records.ResultRecord]):
             verdict = "not checked"
         if r.error:
             notes.setdefault(r.error, []).append(f"{r.label()}@{format_shape((r.m, r.n, r.k))}")
-        t.add_row(escape(r.label()), format_shape((r.m, r.n, r.k)), num(r.median_ms, ".4f"),
+        t.add_row(literal(r.label()), format_shape((r.m, r.n, r.k)), num(r.median_ms, ".4f"),
                   num(r.noise_pct, ".1f"), num(r.gflops, ",.1f"), num(r.gbps, ",.1f"),
                   num(r.speedup_vs_naive, ".2f") + ("×" if math.isfinite(r.speedup_vs_naive) else ""),
                   num(r.pct_of_peak, ".1f"), verdict,
-                  *([escape(r.device_label(with_host=several_hosts))] if with_device else []),
-                  *([escape(worker)] if with_worker else []))
-    t.caption = "\n".join(escape(f"{', '.join(who[:4])}{' …' if len(who) > 4 else ''}: {msg}")
+                  *([literal(r.device_label(with_host=several_hosts))] if with_device else []),
+                  *([literal(worker)] if with_worker else []))
+    t.caption = "\n".join(literal(f"{', '.join(who[:4])}{' …' if len(who) > 4 else ''}: {msg}",
+                                   keep_newlines=True)
                            for msg, who in notes.items()) or None
     t.caption_justify = "left"
     return t
@@ -229,7 +251,6 @@ def lab_best_table(recs: list[records.ResultRecord]):
     """Per shape and precision, the lab best (:func:`engine.records.lab_best`: the fastest
     verified lab kernel) beside cuBLAS of that precision; None when fewer than two of the
     lab's variants ran (one kernel is its own best)."""
-    from rich.markup import escape  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
     lab = [r for r in recs if not records.is_reference_record(r)]
@@ -249,11 +270,11 @@ def lab_best_table(recs: list[records.ResultRecord]):
     refs = records.reference_times(recs)   # of the row's precision: TF32 may run an FP32 kernel
     for key, r in sorted(best.items(), key=lambda kv: (kv[1].m * kv[1].n * kv[1].k, kv[0][-1])):
         pct = 100.0 * refs[key] / r.median_ms if key in refs else math.nan
-        t.add_row(format_shape((r.m, r.n, r.k)), key[-1].upper(), escape(r.label()),
+        t.add_row(format_shape((r.m, r.n, r.k)), key[-1].upper(), literal(r.label()),
                   f"{r.median_ms:.4f}", f"{r.gflops:,.1f}",
                   f"{pct:.1f}" if math.isfinite(pct) else "— (no cuBLAS line)",
                   f"{r.pct_of_peak:.1f}" if math.isfinite(r.pct_of_peak) else "—",
-                  *([escape(r.device_label())] if with_device else []))
+                  *([literal(r.device_label())] if with_device else []))
     return t
 
 
@@ -292,23 +313,103 @@ def _load_user_kernels(args, err) -> None:
         raise UsageError("\n".join(fatal))
 
 
-def run_bench(argv: Sequence[str]) -> int:
-    from rich.console import Console  # noqa: PLC0415
+def given_options(argv: Sequence[str]) -> set[str]:
+    """The options ``argv`` sets (their ``dest``), defaults left out: what the user asked
+    for, as against what argparse filled in."""
+    parser = build_parser()
+    for action in parser._actions:      # argparse has no public way to list them
+        action.default = argparse.SUPPRESS
+    namespace, _rest = parser.parse_known_args(list(argv))
+    return set(vars(namespace))
 
-    console = Console(stderr=False)
-    if not console.is_terminal:  # a log file or a pipe: don't squeeze the table into 80 columns
-        console = Console(stderr=False, width=160)
-    err = Console(stderr=True)
+
+def check_options(args: argparse.Namespace, given: set[str]) -> list[str]:
+    """Options that the others make meaningless: an error (UsageError) where the user
+    must choose, a warning (returned) where the run can go on and says what it does.
+    Nothing the user typed is dropped in silence."""
+    warnings: list[str] = []
+
+    def needs(option: str, dest: str, what: str) -> None:
+        if dest in given and what not in given:
+            raise UsageError(f"{option} is only used with --{what.replace('_', '-')}; "
+                             f"add --{what.replace('_', '-')} or drop {option}")
+
+    if args.list:
+        unused = sorted(given - {"list", "kernel_dirs", "no_user_kernels"})
+        if unused:
+            warnings.append("--list lists and exits; not used: "
+                            + ", ".join(_option_name(d) for d in unused))
+        return warnings
+    if "device" in given and "devices" in given:
+        raise UsageError("--device and --devices both given: --devices replaces --device; "
+                         "give one of them")
+    needs("--profile-dir", "profile_dir", "profile")
+    needs("--profile-metrics", "profile_metrics", "profile")
+    if "mode" in given and not ({"devices", "ray"} & given):
+        raise UsageError("--mode divides or repeats the work among several devices; it needs "
+                         "--devices or --ray")
+    if "budget" in given and "repeats" in given:
+        raise UsageError("--budget replaces --repeats (the launches run until the budget is "
+                         "spent); give one of them")
+    if args.in_process and "launch_timeout" in given:
+        raise UsageError("--launch-timeout ends a launch by restarting the engine process; "
+                         "with --in-process there is none: drop one of them")
+    if args.a_path:
+        if "sizes" in given:
+            warnings.append("--sizes is not used: with --a the size is the matrices' own")
+        if "dist" in given:
+            warnings.append("--dist is not used: it draws generated matrices, and with --a "
+                            "they come from the files")
+        if "seed" in given:
+            warnings.append("--seed: A and B come from the files; the seed only draws "
+                            "verification's random checks")
+    elif args.dtype == "int32" and "dist" in given and args.dist != "int":
+        warnings.append(f"--dist {args.dist}: int32 matrices are always whole numbers from "
+                        "-8 to 8 (as --dist int); the distribution applies to float32")
+    if args.ray is not None:
+        from .cluster import ClusterError, parse_address  # noqa: PLC0415
+        try:
+            parse_address(args.ray)      # before Ray is imported or joined: say it now
+        except ClusterError as exc:
+            raise UsageError(f"--ray: {exc}") from None
+    return warnings
+
+
+def _option_name(dest: str) -> str:
+    return {"a_path": "--a", "b_path": "--b", "kernel_dirs": "--kernels"}.get(
+        dest, "--" + dest.replace("_", "-"))
+
+
+def _say_error(err, exc: BaseException) -> None:
+    """``error: ...`` on stderr; the message's user text (file names, variant names,
+    Ray's words) printed as written."""
+    err.print(f"[red]error:[/red] {literal(str(exc), keep_newlines=True)}")
+
+
+def _say_warning(err, text: str) -> None:
+    err.print(f"[yellow]warning:[/yellow] {literal(text, keep_newlines=True)}")
+
+
+def run_bench(argv: Sequence[str]) -> int:
+    console = terminal.console()
+    err = terminal.console(stderr=True, pipe_width=None)
     parser = build_parser()
     try:
         args = parser.parse_args(list(argv))
     except SystemExit as exc:  # argparse already printed the message
         return EXIT_OK if exc.code == 0 else EXIT_BAD_INPUT
     try:
+        for warning in check_options(args, given_options(argv)):
+            _say_warning(err, warning)
+    except UsageError as exc:
+        _say_error(err, exc)
+        return EXIT_BAD_INPUT
+    given_device = args.device is not None
+    args.device = args.device if given_device else 0
+    try:
         _load_user_kernels(args, err)
     except UsageError as exc:
-        from rich.markup import escape  # noqa: PLC0415
-        err.print(f"[red]error:[/red] {escape(str(exc))}", markup=True, highlight=False)
+        _say_error(err, exc)
         return EXIT_BAD_INPUT
     if args.list:
         _print_list(console)
@@ -317,6 +418,10 @@ def run_bench(argv: Sequence[str]) -> int:
         probed = probe_all()  # once: probing CUDA initialises the driver
         if args.ray is not None:    # the workers' backend, not this machine's
             backend, devices = _ray_backend(args, probed), [args.device]
+            from .cluster import GPU_BACKENDS  # noqa: PLC0415
+            if given_device and backend in GPU_BACKENDS:
+                raise UsageError("--device with --ray: each cuda engine takes the GPU Ray "
+                                 "gives it; drop --device")
         else:
             backend = args.backend or _default_backend(probed)
             status = probed[backend]
@@ -361,15 +466,14 @@ def run_bench(argv: Sequence[str]) -> int:
         shapes = [] if args.a_path else parse_sizes(args.sizes)
         mats = None
         if args.a_path:
-            mats = matrices.load_pair(args.a_path, args.b_path, args.dtype)
-            err.print(f"A: {matrices.describe(mats[0])}, B: {matrices.describe(mats[1])}")
+            pair = matrices.load_pair_report(args.a_path, args.b_path, args.dtype)
+            mats = (pair.a, pair.b)
+            err.print(literal(f"A: {matrices.describe(pair.a)}, B: {matrices.describe(pair.b)}"
+                              + (f" ({pair.note})" if pair.note else "")))
         if args.out:
             check_out_path(args.out)
         if (args.autotune or args.retune or args.guess) and args.a_path:
             raise UsageError("--autotune needs --sizes, not matrix files")
-        if args.launch_timeout is not None and not (math.isfinite(args.launch_timeout)
-                                                    and args.launch_timeout > 0):
-            raise UsageError("--launch-timeout must be a positive number of seconds")
         profile_metrics, profile_dir = _profile_setup(args, backend) if args.profile else (None, None)
         if args.in_process and len(devices) > 1:
             raise UsageError("--in-process runs one device; drop --devices or --in-process")
@@ -390,8 +494,7 @@ def run_bench(argv: Sequence[str]) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     except (UsageError, SizeSpecError, matrices.MatrixInputError) as exc:
-        from rich.markup import escape  # noqa: PLC0415  (file names and "[row, col]" are text)
-        err.print(f"[red]error:[/red] {escape(str(exc))}", markup=True, highlight=False)
+        _say_error(err, exc)
         return EXIT_BAD_INPUT
     # Before the search: a cache that cannot be read or written is said now, not after it.
     cache_problems = _autotune_cache_check(plan, err) if plan.autotune else []
@@ -420,16 +523,15 @@ def run_bench(argv: Sequence[str]) -> int:
     if args.profile and not interrupted:
         profile_failed = _profile(recs, plan, profile_dir, profile_metrics, console, err)
     if args.out:
-        from rich.markup import escape  # noqa: PLC0415
         try:
             path = records.save(recs, args.out)
-            err.print(f"saved {len(recs)} records to {escape(str(path))}")
+            err.print(f"saved {len(recs)} records to {literal(path)}")
         except (OSError, ValueError) as exc:
             # The folder was writable at the start; keep the results anyway.
             fallback = Path(tempfile.gettempdir()) / f"matmul-lab-results-{os.getpid()}.json"
             records.save(recs, fallback)
-            err.print(f"[red]error:[/red] saving to {escape(args.out)} failed ({escape(str(exc))}); "
-                      f"the {len(recs)} records are in {escape(str(fallback))}")
+            err.print(f"[red]error:[/red] saving to {literal(args.out)} failed ({literal(exc)}); "
+                      f"the {len(recs)} records are in {literal(fallback)}")
             return EXIT_FAILED
     if interrupted:
         err.print(f"interrupted: kept {len(recs)} finished result(s)")
@@ -489,30 +591,27 @@ def _profile_setup(args, backend: str):
 
 def _profile(recs, plan: Plan, folder: Path, metrics, console, err) -> bool:
     """Profile each record's item once; print the counters; True if a profile failed."""
-    from rich.markup import escape  # noqa: PLC0415
-
     from . import profile  # noqa: PLC0415
 
     def log(level: str, text: str) -> None:
         colour = {"error": "red", "warning": "yellow"}.get(level)
-        err.print(f"[{colour}]{escape(text)}[/{colour}]" if colour else escape(text),
+        err.print(f"[{colour}]{literal(text, True)}[/{colour}]" if colour else literal(text, True),
                   markup=True, highlight=False)
 
     def progress(done: int, total: int, what: str) -> None:
         if what:
-            err.print(f"profiling {done + 1}/{total}: {escape(what)}", highlight=False)
+            err.print(f"profiling {done + 1}/{total}: {literal(what)}", highlight=False)
 
     results = profile.profile_records(recs, folder, plan.kernel_files, log, progress,
                                       metrics=metrics, seed=plan.seed)
     for table in profile_tables(recs, metrics):
         console.print(table)
-    err.print(f"reports (open in Nsight Compute): {escape(str(folder))}")
+    err.print(f"reports (open in Nsight Compute): {literal(folder)}")
     return any(not r.ok for r in results)
 
 
 def profile_tables(recs, metrics=None) -> list:
     """One rich table per shape: a row per metric, a column per profiled record."""
-    from rich.markup import escape  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
     from . import profile_metrics as pm  # noqa: PLC0415
@@ -520,7 +619,7 @@ def profile_tables(recs, metrics=None) -> list:
     metrics = metrics or pm.METRICS
     shapes: dict[tuple, list] = {}
     for r in recs:
-        if r.profile.get("counters"):
+        if records.profile_data(r).counters:
             shapes.setdefault((r.m, r.n, r.k, r.dtype), []).append(r)
     tables = []
     for (m, n, k, dtype), rows in shapes.items():
@@ -531,9 +630,9 @@ def profile_tables(recs, metrics=None) -> list:
                             f"one launch){part}")
             t.add_column("metric")
             for r in chunk:
-                t.add_column(escape(r.label()), justify="right", overflow="fold")
+                t.add_column(literal(r.label()), justify="right", overflow="fold")
             for metric in metrics:
-                t.add_row(metric.label, *(escape(pm.value_text(metric, r.profile["counters"]))
+                t.add_row(metric.label, *(literal(pm.value_text(metric, records.profile_data(r).counters))
                                           for r in chunk))
             tables.append(t)
     return tables
@@ -649,7 +748,6 @@ def _run_with_progress(engines: list[EngineHandle], plan: Plan, mode: str, err, 
                        ) -> tuple[list[records.ResultRecord], bool]:
     """Run with a progress bar (none when ``quiet``); errors are printed after it. Autotune
     cache problems not in ``cache_problems`` yet are added to it and printed too."""
-    from rich.markup import escape  # noqa: PLC0415
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,  # noqa: PLC0415
                                TimeElapsedColumn, TimeRemainingColumn)
 
@@ -672,7 +770,7 @@ def _run_with_progress(engines: list[EngineHandle], plan: Plan, mode: str, err, 
         def emit(ev: Event) -> None:
             if cache_event(ev):
                 return
-            if ev.kind == "log" and ev.level == "error":
+            if ev.kind == "log" and ev.level in ("error", "warning"):   # quiet: no bar, all said
                 errors.append(ev.message)
         recs, interrupted = _wait(start_run(plan, engines, emit, mode, joiners), err)
     else:
@@ -685,12 +783,12 @@ def _run_with_progress(engines: list[EngineHandle], plan: Plan, mode: str, err, 
                     return
                 if ev.kind in ("started", "progress", "result"):
                     prog.update(task, total=ev.total or None, completed=ev.done,
-                                description=escape(ev.current or ev.message or "running"))
+                                description=literal(ev.current or ev.message or "running"))
                 elif ev.kind == "log" and ev.level in ("error", "warning"):
                     errors.append(ev.message)
             recs, interrupted = _wait(start_run(plan, engines, emit, mode, joiners), err)
     for msg in errors:
-        err.print(f"[red]{escape(msg)}[/red]")
+        err.print(f"[red]{literal(msg, keep_newlines=True)}[/red]")
     for problem in new_problems:
         _say_cache_problem(err, problem)
     return recs, interrupted

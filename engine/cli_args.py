@@ -86,8 +86,9 @@ class Number:
     low_included: bool = False
 
     def range_text(self) -> str:
-        above = f"from {self.low:g}" if self.low_included else f"above {self.low:g}"
-        return f"one {above} and at most {self.high:g}"
+        if self.low_included:
+            return f"one from {self.low:g} to {self.high:g}"
+        return f"one above {self.low:g} and at most {self.high:g}"
 
     def __call__(self, text: str) -> float:
         raw = str(text).strip()

@@ -35,12 +35,14 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import enum
 import importlib
 import os
 import queue
 import re
 import socket
 import threading
+import time
 import traceback
 from collections import deque
 from pathlib import Path
@@ -99,10 +101,16 @@ def ray_status() -> tuple[bool, str]:
         return True, "ray (version unknown)"
 
 
+#: Ray's own C++ log level unless the user chose one: its warnings ("Failed to connect to
+#: GCS", retried every few seconds) would come before, and bury, the app's one message.
+RAY_LOG_LEVEL = "error"
+
+
 def _ray():
     ok, why = ray_status()
     if not ok:
         raise ClusterError(why)
+    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", RAY_LOG_LEVEL)
     try:
         import ray  # noqa: PLC0415
     except Exception as exc:  # noqa: BLE001  (a broken install: say what broke)
@@ -529,18 +537,78 @@ def shutdown_local() -> None:
                 _KEEPER_STOP.set()
 
 
+class AddressKind(enum.Enum):
+    LOCAL = "local"          # start_local's try-out cluster
+    AUTO = "auto"            # the cluster this machine belongs to (RAY_ADDRESS, or found)
+    HEAD = "host:port"       # the head node's GCS port
+    CLIENT = "ray://"        # Ray Client's server on the head
+
+
+@dataclasses.dataclass(frozen=True)
+class RayAddress:
+    """A ``--ray`` address, read: what it names and, for a head or a client server, where."""
+
+    text: str
+    kind: AddressKind
+    host: str = ""
+    port: int = 0
+
+
+ADDRESS_FORMS = "local, auto, host:port (the head's port, 6379 by default) or ray://host:10001"
+
+
+def parse_address(text: str) -> RayAddress:
+    """Read a Ray address; ClusterError says what is wrong with it in words (ray.init's
+    own "Invalid address format:" names neither the address nor the forms)."""
+    from .terminal import visible  # noqa: PLC0415
+
+    raw = text if isinstance(text, str) else ""
+    address = raw.strip()
+    shown = f"'{visible(raw)}'"
+    if not address:
+        raise ClusterError(f"the Ray address is empty; write {ADDRESS_FORMS}")
+    if address.lower() in ("local", "auto"):
+        return RayAddress(address.lower(), AddressKind(address.lower()))
+    kind, rest = AddressKind.HEAD, address
+    scheme, sep, after = address.partition("://")
+    if sep:
+        if scheme.lower() != "ray":
+            raise ClusterError(f"{shown} is not a Ray address ({scheme}:// is not Ray's); "
+                               f"write {ADDRESS_FORMS}")
+        kind, rest = AddressKind.CLIENT, after.rstrip("/")
+    host, colon, port_text = rest.rpartition(":")
+    if not colon:
+        raise ClusterError(f"{shown} is not a Ray address: the port is missing; write "
+                           f"{ADDRESS_FORMS}")
+    if host.startswith("[") and host.endswith("]"):      # [::1]:6379
+        host = host[1:-1]
+    if not host:
+        raise ClusterError(f"{shown} is not a Ray address: the host name before the port is "
+                           f"missing; write {ADDRESS_FORMS}")
+    if any(ch.isspace() or ch in "/?#@[]" for ch in host) or ":" in host and \
+            not rest.startswith("["):
+        raise ClusterError(f"{shown} is not a Ray address: '{visible(host)}' is no host name; "
+                           f"write {ADDRESS_FORMS}")
+    if not (port_text.isascii() and port_text.isdigit()) or not 1 <= int(port_text) <= 65535:
+        raise ClusterError(f"{shown} is not a Ray address: the port '{visible(port_text)}' is not "
+                           f"a number from 1 to 65535; write {ADDRESS_FORMS}")
+    return RayAddress(address, kind, host, int(port_text))
+
+
 def connect(address: str) -> dict[str, float]:
     """Join the cluster at ``address`` (``"local"``: :func:`start_local`'s; ``"auto"``, a
-    ``host:port`` of the head, or a ``ray://`` address); returns its resources."""
+    ``host:port`` of the head, or a ``ray://`` address); returns its resources. The address
+    is read (:func:`parse_address`) and a head or client server is asked first whether it
+    answers at all (:func:`_check_reachable`), before Ray is imported or joined."""
     global _CONNECTED
+    parsed = parse_address(address)
+    address = parsed.text
+    if parsed.kind in (AddressKind.HEAD, AddressKind.CLIENT):
+        _check_reachable(parsed)
     ray = _ray()
     with _CONNECT_LOCK:
         if address != _CONNECTED or not ray.is_initialized():
-            if address == "local":
-                target = start_local()
-            else:
-                target = address
-                _check_reachable(address)
+            target = start_local() if parsed.kind is AddressKind.LOCAL else address
             if ray.is_initialized():
                 ray.shutdown()
             try:
@@ -548,26 +616,55 @@ def connect(address: str) -> dict[str, float]:
                          logging_level="error")
             except Exception as exc:  # noqa: BLE001  (ConnectionError, a bad address...)
                 raise ClusterError(f"cannot join the Ray cluster at {address}: "
-                                   f"{type(exc).__name__}: {_short(exc)}") from None
+                                   f"{_join_error(exc)}") from None
             _CONNECTED = address
-            if address == "local":
+            if parsed.kind is AddressKind.LOCAL:
                 _LOCAL.wait_for_nodes()
         return dict(ray.cluster_resources())
 
 
-def _check_reachable(address: str) -> None:
-    """A plain ``host:port`` that nobody answers: say so now (ray.init would keep retrying
-    for minutes)."""
-    if address in ("auto", "") or "://" in address:
-        return
-    host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ClusterError(f"'{address}' is not a Ray address (write host:port, auto, "
-                           f"ray://host:10001 or local)")
+def _join_error(exc: BaseException) -> str:
+    """Why ray.init failed, in the words a user acts on."""
+    text = str(exc)
+    if "ray[client]" in text:
+        return ("a ray:// address needs Ray's client: pip install 'ray[client]' (or give the "
+                "head's host:port)")
+    if "Could not find any running Ray instance" in text:
+        return "no Ray cluster runs on this machine (start one with ray start --head, or give its address)"
+    return _short(exc)
+
+
+#: The client preface of HTTP/2 and an empty SETTINGS frame: a gRPC server (Ray's GCS and
+#: its client server) answers with a SETTINGS frame of its own.
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+_H2_SETTINGS = 0x04
+
+
+def _check_reachable(address: RayAddress) -> None:
+    """A head or client server that nobody answers, or that is no Ray (gRPC) server: say
+    so now (ray.init would keep retrying for minutes, logging each try)."""
+    host = address.host
     try:
-        socket.create_connection((host or "127.0.0.1", int(port)), timeout=CONNECT_TIMEOUT_S).close()
-    except OSError as exc:
-        raise ClusterError(f"cannot reach the Ray cluster at {address}: {exc}") from None
+        with socket.create_connection((host, address.port), timeout=CONNECT_TIMEOUT_S) as sock:
+            if os.environ.get("RAY_USE_TLS", "0") not in ("", "0"):
+                return                    # a TLS server does not answer plain HTTP/2
+            sock.settimeout(CONNECT_TIMEOUT_S)
+            sock.sendall(_H2_PREFACE)
+            head, deadline = b"", time.monotonic() + CONNECT_TIMEOUT_S
+            while len(head) < 9 and time.monotonic() < deadline:
+                chunk = sock.recv(9 - len(head))
+                if not chunk:
+                    break
+                head += chunk
+    except socket.timeout:
+        head = b""
+    except (OSError, OverflowError, UnicodeError) as exc:
+        raise ClusterError(f"cannot reach the Ray cluster at {address.text}: "
+                           f"{getattr(exc, 'strerror', None) or exc}") from None
+    if len(head) < 9 or head[3] != _H2_SETTINGS:
+        what = "Ray's client server" if address.kind is AddressKind.CLIENT else "a Ray head"
+        raise ClusterError(f"{address.text} answers, but not as {what} (no gRPC server there); "
+                           f"check the port: {ADDRESS_FORMS}")
 
 
 def ray_engines(address: str, backend: str, device: int = 0,

@@ -25,6 +25,7 @@ import csv
 import os
 import zipfile
 import zlib
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +42,8 @@ __all__ = [
     "generate_pair",
     "load_matrix",
     "load_pair",
+    "load_pair_report",
+    "LoadedPair",
     "check_device_fit",
     "matmul_bytes",
     "describe",
@@ -809,26 +812,45 @@ def load_matrix(
 
 
 def _npz_pair_keys(npz, label: str) -> tuple[str, str]:
-    """Keys of A and B in an archive holding both (a/b, else first two)."""
-    by_lower: dict[str, str] = {}
-    for f in npz.files:
-        # Prefer the exact lowercase name if both "a" and "A" exist.
-        if f.lower() not in by_lower or f == f.lower():
-            by_lower[f.lower()] = f
+    """Keys of A and B in an archive holding both: the arrays named a and b (either case),
+    else the only two arrays, in file order. Anything else is refused with what the
+    archive holds: taking the first two of x, y, z would multiply what nobody chose."""
+    files = list(npz.files)
+    by_lower: dict[str, list[str]] = {}
+    for f in files:
+        by_lower.setdefault(f.lower(), []).append(f)
+    for name in ("a", "b"):
+        if len(by_lower.get(name, [])) > 1:
+            raise MatrixInputError(
+                f"{label} holds both {' and '.join(repr(f) for f in by_lower[name])}; "
+                f"it is not clear which is {name.upper()}. Keep one of them, or choose "
+                f"A and B as separate files."
+            )
     if "a" in by_lower and "b" in by_lower:
-        return by_lower["a"], by_lower["b"]
-    if len(npz.files) < 2:
-        count = len(npz.files)
-        raise MatrixInputError(
-            f"{label} holds {count} array{'s' if count != 1 else ''} "
-            f"({_npz_listing(npz)}), but A and B were both to be taken from it; "
-            f"it needs two arrays (ideally named 'a' and 'b'), or choose a "
-            f"separate file for B."
-        )
-    return npz.files[0], npz.files[1]
+        return by_lower["a"][0], by_lower["b"][0]
+    if len(files) == 2:
+        return files[0], files[1]
+    count = len(files)
+    raise MatrixInputError(
+        f"{label} holds {count} array{'s' if count != 1 else ''} ({_npz_listing(npz)}), "
+        f"but A and B were both to be taken from it; it needs arrays named 'a' and 'b' "
+        f"(or exactly two arrays, A first), or choose a separate file for B."
+    )
 
 
-def _load_pair_from_npz(path, target: type) -> tuple[np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class LoadedPair:
+    """A and B as :func:`load_pair_report` read them, each with where it came from
+    (``A: data.npz, array 'x'``); ``note`` says which arrays of one .npz became A and B."""
+
+    a: np.ndarray
+    b: np.ndarray
+    a_label: str
+    b_label: str
+    note: str = ""
+
+
+def _load_pair_from_npz(path, target: type) -> LoadedPair:
     """Load A and B from a single .npz archive."""
     p = _check_file(path, "A")
     if p.suffix.lower() != ".npz":
@@ -845,7 +867,8 @@ def _load_pair_from_npz(path, target: type) -> tuple[np.ndarray, np.ndarray]:
             lb = f"B: {label}, array {key_b!r}"
             a = _to_matrix(_npz_member(npz, key_a, la), target, la)
             b = _to_matrix(_npz_member(npz, key_b, lb), target, lb)
-            return a, b
+            return LoadedPair(a, b, la, lb, f"A is array {key_a!r} and B is array {key_b!r} "
+                                            f"of {label}")
 
     return _guard_memory(work, f"A/B: {label}")
 
@@ -859,8 +882,9 @@ def load_pair(path_a, path_b, dtype: str) -> tuple[np.ndarray, np.ndarray]:
         File of A (see :func:`load_matrix` for formats).
     path_b : str or os.PathLike or None
         File of B.  ``None`` when ``path_a`` is an ``.npz`` holding both:
-        arrays named "a"/"b" (case-insensitive) are used, otherwise the
-        first two arrays in file order.
+        the arrays named "a"/"b" (either case), else its only two arrays
+        in file order (A first); any other archive is refused, naming
+        the arrays it holds.
     dtype : {"float32", "int32"}
         Element type of both results.
 
@@ -875,15 +899,24 @@ def load_pair(path_a, path_b, dtype: str) -> tuple[np.ndarray, np.ndarray]:
         For any problem with either file, or if A's column count differs
         from B's row count.
     """
+    pair = load_pair_report(path_a, path_b, dtype)
+    return pair.a, pair.b
+
+
+def load_pair_report(path_a, path_b, dtype: str) -> LoadedPair:
+    """:func:`load_pair`, with where A and B came from (the file, and the array of an
+    .npz), for a caller that says what it loaded."""
     target = _check_dtype(dtype)
     if path_b is None:
-        a, b = _load_pair_from_npz(path_a, target)
+        pair = _load_pair_from_npz(path_a, target)
     else:
-        a = load_matrix(path_a, dtype, name="A")
-        b = load_matrix(path_b, dtype, name="B")
+        pair = LoadedPair(load_matrix(path_a, dtype, name="A"),
+                          load_matrix(path_b, dtype, name="B"),
+                          f"A: {Path(path_a).name}", f"B: {Path(path_b).name}")
+    a, b = pair.a, pair.b
     if a.shape[1] != b.shape[0]:
         raise MatrixInputError(
             f"A is {_shape_text(a.shape)} but B is {_shape_text(b.shape)}: "
             f"A's columns ({a.shape[1]}) must equal B's rows ({b.shape[0]})."
         )
-    return a, b
+    return pair

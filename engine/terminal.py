@@ -18,8 +18,10 @@ from __future__ import annotations
 import re
 
 #: Characters shown by their escape: C0 and C1 controls, DEL, the line and paragraph
-#: separators, and the bidirectional overrides and isolates that reorder what a line shows.
-_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+#: separators, the bidirectional overrides and isolates that reorder what a line shows,
+#: and lone surrogates (bytes of a file name that are not UTF-8: they cannot be printed).
+_HIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069"
+                     "\ufeff\ud800-\udfff]")
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
 
@@ -48,7 +50,13 @@ def literal(text: object, keep_newlines: bool = False) -> str:
     :func:`console` (emoji off)."""
     from rich.markup import escape  # noqa: PLC0415  (rich loads only for terminal output)
 
-    return escape(visible(text, keep_newlines))
+    shown = visible(text, keep_newlines)
+    # Backslashes at the end would escape whatever tag follows ("[/red]"), and rich's own
+    # remedy doubles them where nothing follows: write them doubled before an empty tag,
+    # which shows each once in any context.
+    body = shown.rstrip("\\")
+    trailing = len(shown) - len(body)
+    return escape(body) + ("\\" * (2 * trailing) + "[dim][/dim]" if trailing else "")
 
 
 def console(stderr: bool = False, pipe_width: int | None = 160):

@@ -15,16 +15,25 @@ from .labels import ElidedLabel
 PROGRESS_REFRESH_MS = 100
 
 
+#: Beyond this an estimate says only that it is long (a sweep of months is a mistake).
+LONGEST_SHOWN_S = 100 * 86400
+
+
 def format_duration(seconds: float | None) -> str:
-    """``"42 s"``, ``"3 min 05 s"``, ``"1 h 02 min"``; '' when unknown."""
+    """``"42 s"``, ``"3 min 05 s"``, ``"1 h 02 min"``, ``"2 d 07 h"``; '' when unknown;
+    ``"over 100 days"`` beyond :data:`LONGEST_SHOWN_S`."""
     if seconds is None or not math.isfinite(seconds) or seconds < 0:
         return ""
+    if seconds >= LONGEST_SHOWN_S:
+        return f"over {LONGEST_SHOWN_S // 86400} days"
     s = int(round(seconds))
     if s < 60:
         return f"{s} s"
     if s < 3600:
         return f"{s // 60} min {s % 60:02d} s"
-    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    if s < 86400:
+        return f"{s // 3600} h {s % 3600 // 60:02d} min"
+    return f"{s // 86400} d {s % 86400 // 3600:02d} h"
 
 
 class RunBar(QWidget):
@@ -121,8 +130,10 @@ class RunBar(QWidget):
     def progressed(self, done: int, total: int, current: str, eta_s: float | None) -> None:
         self._set_progress(done, total)
         eta = format_duration(eta_s)
-        text = f"Running {min(done + 1, total)} of {total}: {current}"
-        self.status.setText(text + (f"   ·   ETA {eta}" if eta else ""))
+        # The ETA before the item's name: a long name is cut at the end ("…"), never the ETA.
+        text = (f"Running {min(done + 1, total)} of {total}" + (f" · ETA {eta}" if eta else "")
+                + f": {current}")
+        self.status.setText(text)
         self.status.setToolTip(text)
 
     def result_in(self, done: int, total: int | None = None) -> None:
