@@ -47,7 +47,6 @@ Entry points:
 from __future__ import annotations
 
 import enum
-import errno
 import json
 import math
 import os
@@ -895,7 +894,7 @@ def _cache_problems_once(emit):
 
 def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str | None = None,
                   frame: bool = True, mode: str | None = None,
-                  arch: str | None = None) -> list[ResultRecord]:
+                  arch: str | None = None, cache: Path | None = None) -> list[ResultRecord]:
     """A plan with ``autotune`` set: one record per (variant, shape), that of the best
     parameters. The search space of a variant is the set of its items in the plan
     (``expand_items`` gives the whole space, or the ``--params`` restriction).
@@ -904,7 +903,9 @@ def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str
     ``started`` and ``finished`` events are emitted here, else the caller frames the run
     (a multi-device run does). ``mode`` (else the plan's ``tune``, else ``"search"``):
     a full search or a guess (:func:`autotune`); ``arch``: the architecture whose default
-    parameters a guess falls back on (found from the device when it is opened here).
+    parameters a guess falls back on (found from the device when it is opened here);
+    ``cache``: the cache file (else :func:`cache_path`). Each cache problem is said once
+    per run (:class:`CacheEvent`), before the first search that meets it.
     """
     cancel = cancel or CancelToken()
     execute = _runner(sweep_or_execute)
@@ -945,7 +946,7 @@ def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str
                 best, recs = autotune(execute, plan.backend, plan.device, vname, shape, plan.dtype,
                                       retune=plan.retune, combos=combos, emit=emit, cancel=cancel,
                                       device_name=device_name, mode=mode, arch=arch,
-                                      launch_timeout_s=plan.launch_timeout_s, **kw)
+                                      launch_timeout_s=plan.launch_timeout_s, cache=cache, **kw)
             except (ValueError, KeyError) as exc:
                 emit(Event("log", str(exc), level="error"))
                 best, recs = None, []

@@ -37,7 +37,7 @@ from .charts import ChartsPanel
 from .config_panel import ConfigPanel
 from .device_panel import DevicePanel, backend_line
 from .export import ExportDialog, export_chart, export_paths
-from .journal import discard, find_orphans
+from .journal import discard, scan_journals
 from .kernel_editor import EditorContext, KernelEditor
 from .kernel_folders import KernelFolders
 from .log_panel import LogPanel
@@ -139,6 +139,8 @@ class MainWindow(QMainWindow):
         self._restyling = False
         self._palette_key: tuple | None = None
         self._run_t0 = 0.0
+        #: The run's autotune cache problems (engine.autotune.CacheProblem), for its summary.
+        self._run_cache_problems: list = []
         self.setWindowTitle(APPLICATION)
         self.setAcceptDrops(True)
         self.setDockNestingEnabled(True)
@@ -333,6 +335,7 @@ class MainWindow(QMainWindow):
         self.controller.progress.connect(self._run_progress)
         self.controller.log.connect(self.log.append)
         self.controller.result.connect(self._run_result)
+        self.controller.cache_problem.connect(self._run_cache_problems.append)
         self.controller.finished.connect(self._run_finished)
         self.controller.closed.connect(self._engines_closed)
         self.profiler.progress.connect(self._profile_progress)
@@ -348,6 +351,10 @@ class MainWindow(QMainWindow):
         self.files.open_failed.connect(self._results_failed)
         self.files.loading_changed.connect(self._loading_changed)
         self.files.log.connect(self.log.append)
+        # The journal was prepared before this connection: a folder it cannot write is
+        # said now, at start, not only when the first result is lost to it.
+        if getattr(self.files.journal, "problem", None):
+            self.log.append("warning", self.files.journal.problem)
         self.store.changed.connect(self._store_changed)
         self.log.errors_changed.connect(self._log_errors)
 
@@ -420,7 +427,10 @@ class MainWindow(QMainWindow):
         for the next start, "Discard" deletes them."""
         if self._closing or self._shut_down:
             return 0
-        orphans = find_orphans()
+        scan = scan_journals()
+        for bad in scan.unreadable:      # set aside, never deleted: say where it went
+            self.log.append("warning", bad.message())
+        orphans = scan.orphans
         if not orphans:
             return 0
         count = sum(len(o.records) for o in orphans)
@@ -571,6 +581,7 @@ class MainWindow(QMainWindow):
         target = self.config.target()
         self.files.begin_run(self.keep_runs_action.isChecked())
         self._run_t0 = time.perf_counter()
+        self._run_cache_problems.clear()
         what = f"{len(plan.items)} parameter set(s) × " + (
             "the loaded matrices" if plan.matrices is not None else f"{len(plan.shapes)} size(s)")
         self.log.append("info", f"run: {what} on {target.describe()}, {plan.dtype}, "
@@ -639,6 +650,8 @@ class MainWindow(QMainWindow):
         extras = [f"{n} {s}" for s, n in counts.items() if n]
         if extras:
             text += " (" + ", ".join(extras) + ")"
+        if any(p.lost for p in self._run_cache_problems):
+            text += "; the autotune results were not cached (see the Log)"
         self.run_bar.finished(text)
         self.statusBar().showMessage(text, 10_000)
         self.log.append("error" if counts["failed"] or counts["error"] else "info", text)

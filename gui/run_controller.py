@@ -23,6 +23,7 @@ from typing import Callable, Sequence
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 
 from engine import cluster  # Ray itself is imported only when a cluster is used
+from engine.autotune import CacheEvent
 from engine.backends import probe_all
 from engine.cpus import WINDOW_CPUS, engine_threads
 from engine.dispatch import MODES, Run, start_run
@@ -155,6 +156,9 @@ class RunController(QObject):
         ``(level, message)``: compile reports, uploads, engine restarts, errors verbatim.
     result(ResultRecord)
         One finished item (from any device).
+    cache_problem(CacheProblem)
+        The autotune cache could not be read or written (:mod:`engine.autotune`); its
+        message also comes as a ``warning`` log line.
     finished(Event)
         The run ended: ``event.cancelled``, ``event.started``, ``event.records`` (the
         final copies with speed-ups).  :attr:`running` is already False here.
@@ -172,6 +176,7 @@ class RunController(QObject):
     progress = Signal(object)
     log = Signal(str, str)
     result = Signal(object)
+    cache_problem = Signal(object)
     finished = Signal(object)
     backends_probed = Signal(object)
     probe_failed = Signal(str)
@@ -442,6 +447,8 @@ class RunController(QObject):
                 self._post("progress", ev, serial=serial)
             elif ev.kind == "log":
                 self._post("log", ev.level, ev.message, serial=serial)
+                if isinstance(ev, CacheEvent) and ev.problem is not None:
+                    self._post("cache_problem", ev.problem, serial=serial)
             elif ev.kind == "started":
                 self._post("started", ev, serial=serial)
             elif ev.kind == "finished":
