@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from . import profile_metrics as pm
+from .files import read_text, write_atomic
 from .records import ResultRecord
 from .registry import params_from_str, params_to_str
 
@@ -108,8 +109,8 @@ def counters_restricted(params_file: Path = HOST_PARAMS) -> bool:
     """Whether the NVIDIA driver restricts counters to administrators and this process is
     not one (Linux: ``RmProfilingAdminOnly: 1`` in the driver's parameters)."""
     try:
-        text = params_file.read_text()
-    except OSError:
+        text = read_text(params_file, str(params_file), ValueError, max_bytes=1 << 20)
+    except ValueError:
         return False                      # not Linux, or no NVIDIA driver: ncu will say
     match = re.search(r"RmProfilingAdminOnly:\s*(\d+)", text)
     if not match or match.group(1) == "0":
@@ -193,6 +194,8 @@ class ProfileResult:
     csv_path: str = ""                                   # its raw-page CSV
     tool: str = ""
     error: str = ""
+    #: A problem that cost no counters (the CSV copy could not be written).
+    warning: str = ""
     seconds: float = math.nan
 
     @property
@@ -232,12 +235,17 @@ def run_profile(req: ProfileRequest, out_dir: str | Path, ncu: str | None = None
         res.error = availability("cuda")[1]
         return res
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     stem = req.stem()
     report = out / f"{stem}.ncu-rep"
     target_json = out / f"{stem}.target.json"
-    for stale in (report, target_json):
-        stale.unlink(missing_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for stale in (report, target_json):
+            stale.unlink(missing_ok=True)
+    except OSError as exc:       # a file where the folder should be, a folder named like a report
+        res.error = (f"the report folder {out} cannot be used: {exc.strerror or exc}"
+                     + (f" ({exc.filename})" if exc.filename else ""))
+        return res
     metrics = tuple(metrics)
     target = [sys.executable, str(MAIN), "profile-target", "--variant", req.variant,
               "--params", params_to_str(req.params), "--shape", f"{req.m}x{req.n}x{req.k}",
@@ -255,19 +263,13 @@ def run_profile(req: ProfileRequest, out_dir: str | Path, ncu: str | None = None
     env["PYTHONUNBUFFERED"] = "1"
     text, why = _run(cmd, env, timeout_s, should_stop)
     res.tool = ncu_version(ncu)
-    target_said = {}
-    if target_json.is_file():
-        try:
-            target_said = json.loads(target_json.read_text())
-        except (OSError, ValueError):
-            target_said = {}
-        target_json.unlink(missing_ok=True)
+    target_said = _target_said(target_json)
     if why:
         res.error = why
     elif "ERR_NVGPUCTRPERM" in text or "permission to access NVIDIA GPU Performance Counters" in text:
         res.error = "profiling is not permitted: " + PERMISSION_HELP
     elif target_said.get("error"):
-        res.error = target_said["error"]
+        res.error = str(target_said["error"])
     elif not report.is_file():
         res.error = ("ncu wrote no report: " + (_ncu_errors(text) or _tail(text))
                      if text.strip() else "ncu wrote no report and said nothing")
@@ -288,13 +290,32 @@ def run_profile(req: ProfileRequest, out_dir: str | Path, ncu: str | None = None
                                                                if _ncu_errors(text) else ""))
         return res
     csv_path = out / f"{stem}.csv"
-    csv_path.write_text(imported.stdout)
-    res.csv_path = str(csv_path)
+    try:
+        write_atomic(csv_path, imported.stdout, f"the counters' CSV {csv_path}", OSError)
+        res.csv_path = str(csv_path)
+    except OSError as exc:
+        # The counters are read already: they are kept, the missing copy is said.
+        res.warning = str(exc)
     res.counters = pm.summarize(kernels, metrics)
     res.kernels = [{"name": k.name, "duration_ns": k.duration_ns, "block": k.block,
                     "grid": k.grid} for k in kernels]
     res.seconds = time.perf_counter() - t0
     return res
+
+
+def _target_said(path: Path) -> dict:
+    """What the profiled process wrote (``{"ok": ..., "error": ...}``), then removed; ``{}``
+    when there is nothing usable (a pipe, a folder, not JSON, not an object)."""
+    try:
+        said = json.loads(read_text(path, path.name, ValueError, max_bytes=1 << 20))
+    except (ValueError, RecursionError):
+        said = {}
+    try:
+        if path.is_file():
+            path.unlink()
+    except OSError:
+        pass
+    return said if isinstance(said, dict) else {}
 
 
 def _tail(text: str, lines: int = 6) -> str:
@@ -392,6 +413,8 @@ def profile_records(records: list[ResultRecord], out_dir: str | Path,
                         f"({names}) in {res.seconds:.1f} s; report {res.report}")
         else:
             log("error", f"profile of {req.label()} at {shape} failed: {res.error}")
+        if res.warning:
+            log("warning", f"profile of {req.label()} at {shape}: {res.warning}")
         results.append(res)
     progress(len(results), len(groups), "")
     return results
@@ -423,7 +446,12 @@ def target_main(argv: list[str]) -> int:
         said["ok"] = True
     except Exception as exc:  # noqa: BLE001  (every failure is reported to the parent)
         said["error"] = str(exc) or type(exc).__name__
-    Path(args.json).write_text(json.dumps(said))
+    try:
+        write_atomic(args.json, json.dumps(said), f"the profile target's report {args.json}",
+                     OSError)
+    except OSError as exc:      # the parent then says the target wrote nothing
+        print(f"profile-target: {exc}", file=sys.stderr)
+        return 1
     return 0 if said["ok"] else 1
 
 

@@ -10,15 +10,13 @@ import csv
 import io
 import json
 import math
-import os
 import re
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-from .files import read_text
+from .files import read_text, write_atomic
 from .registry import AUTO, kernel_label, params_to_str
 from .terminal import visible
 
@@ -601,35 +599,23 @@ def save(records: Iterable[ResultRecord], path: str | Path) -> Path:
         raise ValueError(f"{path} is a folder, not a results file")
     if suffix not in (".json", ".csv"):
         raise ValueError(f"results go to .json or .csv, not '{path.suffix or path.name}'")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "w", newline="") as fh:
-            if suffix == ".json":
-                fh.write(json.dumps([to_dict(r) for r in recs], indent=1))
-            else:
-                w = csv.DictWriter(fh, fieldnames=FIELDS)
-                w.writeheader()
-                for r in recs:
-                    row = to_dict(r)
-                    row["params"] = params_to_str(r.params)
-                    for name in ("extra", "profile"):      # mappings: JSON in one cell
-                        row[name] = json.dumps(row[name]) if row[name] else ""
-                    w.writerow({k: ("" if v is None else v) for k, v in row.items()})
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    if suffix == ".json":
+        text = json.dumps([to_dict(r) for r in recs], indent=1)
+    else:
+        fh = io.StringIO(newline="")
+        w = csv.DictWriter(fh, fieldnames=FIELDS)
+        w.writeheader()
+        for r in recs:
+            row = to_dict(r)
+            row["params"] = params_to_str(r.params)
+            for name in ("extra", "profile"):      # mappings: JSON in one cell
+                row[name] = json.dumps(row[name]) if row[name] else ""
+            w.writerow({k: ("" if v is None else v) for k, v in row.items()})
+        text = fh.getvalue()
+    # A link named as the results file is the user's choice (they gave the name): the
+    # file it points to is replaced, as a shell's ">" would write it.
+    write_atomic(path, text, f"the results file {path}", OSError, follow_links=True)
     return path
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _json_int(text: str) -> int | float:
@@ -666,8 +652,13 @@ def load_report(path: str | Path) -> tuple[list[ResultRecord], list[str]]:
                 rows.append((f"row {i} (line {reader.line_num})", row))
     except ResultsFileError:
         raise
-    except (UnicodeDecodeError, ValueError, csv.Error, RecursionError, MemoryError) as exc:
-        raise ResultsFileError(f"{path.name}: not a results file ({exc})") from None
+    except RecursionError:
+        raise ResultsFileError(f"{path.name}: not a results file (its JSON is nested too deeply "
+                               "for a list of records)") from None
+    except MemoryError:
+        raise ResultsFileError(f"{path.name}: too large to read into this machine's memory") from None
+    except (UnicodeDecodeError, ValueError, csv.Error) as exc:
+        raise ResultsFileError(f"{path.name}: not a results file ({visible(exc)})") from None
     out: list[ResultRecord] = []
     skipped: list[str] = []
     for where, row in rows:

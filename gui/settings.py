@@ -20,7 +20,6 @@ import json
 import math
 import os
 import re
-import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -30,6 +29,7 @@ from PySide6.QtCore import QByteArray, QSettings, QStandardPaths
 
 from engine import registry
 from engine.backends import BACKENDS
+from engine.files import check_regular_file, read_bytes, write_atomic
 from engine.dispatch import MODES as DEVICE_MODES
 from engine.matrices import DISTRIBUTIONS
 from engine.runner import BUDGET_RANGE, REPEATS_RANGE, SEED_RANGE, WARMUP_RANGE
@@ -115,15 +115,21 @@ def screen_settings_file(path: Path) -> tuple[Path, list[str]]:
     a serialized object are removed from the file (the app never writes one).
     """
     try:
-        st = os.stat(path)
+        os.stat(path)
     except FileNotFoundError:
         return path, []
-    except OSError as exc:
-        return _scratch_settings(f"settings: {path} cannot be read ({exc.strerror or exc})")
-    if not stat.S_ISREG(st.st_mode):
-        return _scratch_settings(f"settings: {path} is not a regular file")
+    except (OSError, ValueError):
+        pass                    # a link loop, no permission: check_regular_file words it
+    try:
+        st = check_regular_file(path, f"settings: {path}", _Unreadable)
+    except _Unreadable as exc:
+        return _scratch_settings(str(exc).rstrip("."))
     if st.st_size > MAX_SETTINGS_FILE_BYTES:
         aside = path.with_name(path.name + ".too-large")
+        n = 1
+        while os.path.lexists(aside):       # an earlier one set aside is kept too
+            n += 1
+            aside = path.with_name(f"{path.name}.too-large-{n}")
         try:
             os.replace(path, aside)
         except OSError as exc:
@@ -132,9 +138,10 @@ def screen_settings_file(path: Path) -> tuple[Path, list[str]]:
         return path, [f"settings: {path} was {st.st_size >> 20} MiB, far more than settings "
                       f"take; moved to {aside.name}, starting from defaults"]
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        return _scratch_settings(f"settings: {path} cannot be read ({exc.strerror or exc})")
+        # Opened without blocking: a pipe swapped in since the stat must not hang the start.
+        data = read_bytes(path, f"settings: {path}", _Unreadable, MAX_SETTINGS_FILE_BYTES)
+    except _Unreadable as exc:
+        return _scratch_settings(str(exc).rstrip("."))
     kept, dropped = [], []
     section = ""
     for line in _logical_lines(data):
@@ -151,10 +158,17 @@ def screen_settings_file(path: Path) -> tuple[Path, list[str]]:
     problems = [f"settings: {key or '(a line)'} held a stored object, which this app never "
                 "writes; removed" for key in dropped]
     try:
-        _replace_file(path, b"\n".join(kept) + b"\n")
-    except OSError as exc:
-        return _scratch_settings(problems[0] + f", but {path} cannot be rewritten ({exc})")
+        # Followed through a link: the settings file is where the user keeps it (a
+        # dotfiles link), and Qt writes it through the link too.
+        write_atomic(path, b"\n".join(kept) + b"\n", f"settings: {path}", _Unreadable,
+                     follow_links=True)
+    except _Unreadable as exc:
+        return _scratch_settings(problems[0] + f", but it cannot be rewritten ({exc})")
     return path, problems
+
+
+class _Unreadable(Exception):
+    """engine.files' message for a settings file that cannot be read or rewritten."""
 
 
 def _scratch_settings(problem: str) -> tuple[Path, list[str]]:
@@ -201,17 +215,6 @@ def _holds_stored_object(line: bytes) -> bool:
     text = text.replace("\\\n", "")
     # Conservative: any element starting with it, quoted or not, after a comma or not.
     return "@variant(" in text.lower().replace(" ", "")
-
-
-def _replace_file(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 # --- checking values -----------------------------------------------------------------

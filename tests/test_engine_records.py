@@ -159,7 +159,8 @@ def test_save_is_atomic_and_refuses_folders(tmp_path, realistic, monkeypatch):
 
     def boom(*a, **k):
         raise OSError("disk full")
-    monkeypatch.setattr(records.os, "fsync", boom)
+    from engine import files               # save() writes through files.write_atomic
+    monkeypatch.setattr(files.os, "fsync", boom)
     with pytest.raises(OSError, match="disk full"):
         records.save(realistic[:1], p)
     assert p.read_text() == before                        # the earlier file is intact
