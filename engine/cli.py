@@ -398,8 +398,9 @@ def run_bench(argv: Sequence[str]) -> int:
         args = parser.parse_args(list(argv))
     except SystemExit as exc:  # argparse already printed the message
         return EXIT_OK if exc.code == 0 else EXIT_BAD_INPUT
+    given = given_options(argv)
     try:
-        for warning in check_options(args, given_options(argv)):
+        for warning in check_options(args, given):
             _say_warning(err, warning)
     except UsageError as exc:
         _say_error(err, exc)
@@ -428,6 +429,9 @@ def run_bench(argv: Sequence[str]) -> int:
             if not status.available:
                 raise UsageError(f"the {backend} backend is unavailable: {status.reason}")
             devices = parse_devices(args.devices, args.device, len(status.devices), backend)
+            if "mode" in given and len(devices) == 1:
+                _say_warning(err, f"--mode {args.mode}: one device ({devices[0]}) runs every item; "
+                                  "there is nothing to divide or compare")
         if args.b_path and not args.a_path:
             raise UsageError("--b needs --a (B alone is no problem to multiply)")
         if args.variants is not None and not args.variants.strip(" ,"):
@@ -460,6 +464,14 @@ def run_bench(argv: Sequence[str]) -> int:
         if unused:
             raise UsageError(f"--params: {', '.join(unused)} is not a parameter of "
                              f"{', '.join(chosen) if len(chosen) <= 6 else 'the chosen variants'}")
+        for pname, values in overrides.items():   # else every item of it would be a skip
+            offered = sorted({x for n in chosen for x in registry.get(n).space.get(pname, ())})
+            outside = [v for v in values if v != registry.AUTO and v not in offered]
+            if outside:
+                shown = str(outside[0]) if len(str(outside[0])) <= 24 else str(outside[0])[:20] + "…"
+                raise UsageError(f"--params: {pname}={shown} is not a value of "
+                                 f"{', '.join(chosen) if len(chosen) <= 6 else 'the chosen variants'}"
+                                 f" (they offer {pname}={'/'.join(map(str, offered))})")
         items = expand_items(backend, names, overrides)
         if not items:
             raise UsageError(f"no variants for the {backend} backend")

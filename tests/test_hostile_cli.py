@@ -139,6 +139,23 @@ def test_options_unused_with_matrix_files_are_said(capsys, tmp_path, args, warni
     assert f"warning: {warning}" in flat(err) and "4x5x3" in out
 
 
+def test_params_values_no_variant_offers_are_refused(capsys):
+    from tests.helpers import require_backend  # noqa: PLC0415
+
+    require_backend("opencl")
+    for value in ("-5", "7", "16,9", "9" * 60):
+        code, out, err = bench(capsys, "--backend", "opencl", "--variants", "naive,tiled",
+                               "--sizes", 8, "--params", f"block={value}", "--quiet")
+        assert code == 2 and "Results" not in out, err      # not a sweep of skips
+        assert "is not a value of naive, tiled (they offer block=" in flat(err), err
+
+
+def test_mode_with_one_device_is_said(capsys):
+    code, out, err = bench(capsys, "--backend", "cpu", "--sizes", "8", "--devices", "0",
+                           "--mode", "share", "--quiet", "--repeats", 1, "--warmup", 0)
+    assert code == 0 and "--mode share: one device (0) runs every item" in flat(err)
+
+
 def test_int32_with_a_float_distribution_is_said(capsys):
     code, out, err = bench(capsys, "--backend", "cpu", "--sizes", "8", "--dtype", "int32",
                            "--dist", "normal", "--quiet", "--repeats", 1, "--warmup", 0,

@@ -202,6 +202,14 @@ def test_validate_names_the_field_of_a_record_made_in_code():
         assert not records.is_valid(broken) and getattr(broken, field) == bad  # untouched
 
 
+def test_json_nested_too_deeply_is_said_in_words(tmp_path):
+    p = tmp_path / "deep.json"
+    p.write_text("[" * 200_000)
+    with pytest.raises(records.ResultsFileError, match="nested too deeply") as info:
+        records.load_report(p)
+    assert "recursion" not in str(info.value)
+
+
 def test_huge_integers_in_json_name_their_field(tmp_path):
     p = tmp_path / "big.json"
     p.write_text(json.dumps([GOOD]).replace('"m": 64', '"m": ' + "9" * 5000))
