@@ -20,6 +20,7 @@ from .cli_args import Number, Parser, WholeNumber
 from .cpus import engine_threads
 from .dispatch import MODES, Run, start_run
 from .engines import EngineHandle, LocalEngine
+from .kernel_file import shown_text
 from .files import check_regular_file
 from .kernel_file import KERNEL_FILE_LIMIT, shown_text
 from .process import ProcessEngine
@@ -171,10 +172,11 @@ def _print_list(console) -> None:
         t.add_column(col)
     for name, st in status.items():
         if not st.available:
-            t.add_row(name, "—", f"[red]unavailable: {escape(st.reason)}[/red]", "", "", "", "")
+            t.add_row(name, "—", Text(f"unavailable: {shown_text(st.reason)}", style="red"),
+                      "", "", "", "")
             continue
-        for d in st.devices:
-            t.add_row(name, str(d.index), d.name, str(d.compute_units or "—"),
+        for d in st.devices:      # a driver's name is text too: printed as it reads
+            t.add_row(name, str(d.index), Text(shown_text(d.name)), str(d.compute_units or "—"),
                       f"{d.memory_bytes / 2**30:.1f} GiB" if d.memory_bytes else "—",
                       f"{d.peak_gflops_fp32:,.0f} GFLOP/s" if d.peak_gflops_fp32 else "—",
                       f"{d.peak_gbps:,.0f} GB/s" if d.peak_gbps else "—")

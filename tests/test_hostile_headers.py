@@ -78,11 +78,14 @@ def exercise(text: str, name: str = "k.cl") -> str | None:
 
 
 def timed(fn, *args):
-    t0 = time.perf_counter()
+    """``fn(*args)``, which must take under EXAMPLE_S of this process's CPU time (CPU,
+    not wall time: the machine may be busy with others' work; a computation without end
+    spends CPU all the same)."""
+    t0 = time.process_time()
     try:
         return fn(*args)
     finally:
-        assert time.perf_counter() - t0 < EXAMPLE_S
+        assert time.process_time() - t0 < EXAMPLE_S
 
 
 # --- random headers and expressions ---------------------------------------------------------
@@ -118,14 +121,30 @@ EXPRS = _expr_tree(st.one_of(st.sampled_from(NAMES), INTS.map(str),
                              st.text(max_size=6)))
 
 
+#: Expressions that parse and name only what a header knows: most of a random header's
+#: expressions are these, so that random headers get past the parser to the evaluator.
+TAME = st.recursive(
+    st.one_of(st.sampled_from(["block", "x", "M", "N", "K", "SMS"]), st.integers(0, 70).map(str),
+              st.sampled_from([str(2**62), str(2**63), "'a'"])),
+    lambda inner: st.one_of(
+        st.tuples(inner, st.sampled_from(["+", "-", "*", "//", "%", "**", "<<", "<", "==",
+                                          "and", "or"]), inner)
+          .map(lambda t: f"({t[0]} {t[1]} {t[2]})"),
+        st.tuples(inner, inner, inner).map(lambda t: f"({t[0]} if {t[1]} else {t[2]})"),
+        st.tuples(st.sampled_from(["cdiv", "roundup", "min", "max"]), inner, inner)
+          .map(lambda t: f"{t[0]}({t[1]}, {t[2]})")),
+    max_leaves=12)
+MIXED = st.one_of(TAME, TAME, TAME, EXPRS)
+
+
 def toml_value(v) -> str:
     """``v`` written as TOML (json's strings are TOML basic strings, escapes and all)."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         return str(v) if not isinstance(v, float) or math.isfinite(v) else "inf"
-    if isinstance(v, str):
-        return json.dumps(v)
+    if isinstance(v, str):          # TOML takes no surrogate pairs, nor a raw DEL
+        return json.dumps(v, ensure_ascii=False).replace("\x7f", "\\u007f")
     if isinstance(v, list):
         return "[" + ", ".join(toml_value(x) for x in v) + "]"
     if isinstance(v, dict):
@@ -138,52 +157,53 @@ VALUES = st.recursive(SCALARS, lambda inner: st.one_of(
     st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(NAMES + ["check", "reason",
                                                                           "flops", "bytes"]),
                                                  inner, max_size=3)), max_leaves=12)
-PARAM_LISTS = st.lists(st.one_of(st.integers(-2, 40), st.sampled_from([2**31, 0])),
-                       min_size=0, max_size=5)
+PARAM_LISTS = st.one_of(
+    st.lists(st.integers(0, 64), min_size=1, max_size=4, unique=True),
+    st.lists(st.one_of(st.integers(-2, 40), st.sampled_from([2**31, 0])), max_size=5))
 
 
 @st.composite
 def headers(draw) -> str:
     """A header close enough to the format to reach every check, with hostile values."""
-    lines = ['name = "k"', 'title = ' + toml_value(draw(st.one_of(st.just("t"), TEXTS))),
+    lines = ['name = "k"', 'title = ' + toml_value(draw(st.one_of(st.just("t"), st.just("t"), TEXTS))),
              'source = "s"']
     for key in draw(st.lists(st.sampled_from(["role", "order", "kind", "dtypes", "precision",
                                               "entry", "arch_suffix", "backend", "colour"]),
-                             max_size=3)):
+                             max_size=3, unique=True)):
         lines.append(f"{key} = {toml_value(draw(SCALARS))}")
     params = draw(st.dictionaries(st.sampled_from(["block", "x", "y", "min", "M"]),
                                   PARAM_LISTS, min_size=1, max_size=3))
     lines.append("[params]")
     lines += [f"{k} = {toml_value(v)}" for k, v in params.items()]
-    derived = draw(st.lists(st.tuples(st.sampled_from(["d", "e", "f", "block"]), EXPRS),
-                            max_size=4))
+    derived = draw(st.lists(st.tuples(st.sampled_from(["d", "e", "f", "block"]), MIXED),
+                            max_size=4, unique_by=lambda t: t[0]))
     if derived:
         lines.append("[derived]")
         lines += [f"{k} = {toml_value(v)}" for k, v in derived]
-    for check, reason in draw(st.lists(st.tuples(EXPRS, TEXTS), max_size=3)):
+    for check, reason in draw(st.lists(st.tuples(MIXED, TEXTS), max_size=3)):
         lines += ["[[constraints]]", f"check = {toml_value(check)}", f"reason = {toml_value(reason)}"]
     if draw(st.booleans()):
-        lines += ["[chosen]", f"{draw(st.sampled_from(['block', 'x']))} = {toml_value(draw(EXPRS))}"]
+        lines += ["[chosen]", f"{draw(st.sampled_from(['block', 'x']))} = {toml_value(draw(MIXED))}"]
     if draw(st.booleans()):
-        lines += ["[model]", f"flops = {toml_value(draw(EXPRS))}", f"bytes = {toml_value(draw(EXPRS))}"]
+        lines += ["[model]", f"flops = {toml_value(draw(MIXED))}", f"bytes = {toml_value(draw(MIXED))}"]
     if draw(st.booleans()):
-        lines += ["[prepass]", 'entry = "pre"', f"grid = {toml_value([draw(EXPRS), 1])}",
-                  'block = [1, 1]', f"scratch = {toml_value(draw(EXPRS))}"]
-    lines += ["[launch]", f"grid = {toml_value([draw(EXPRS), draw(EXPRS)])}",
+        lines += ["[prepass]", 'entry = "pre"', f"grid = {toml_value([draw(MIXED), 1])}",
+                  'block = [1, 1]', f"scratch = {toml_value(draw(MIXED))}"]
+    lines += ["[launch]", f"grid = {toml_value([draw(MIXED), draw(MIXED)])}",
               f"block = {toml_value(draw(st.one_of(st.just(['block', 'block']), VALUES)))}"]
     if draw(st.booleans()):
-        lines.append(f"shared = {toml_value(draw(EXPRS))}")
+        lines.append(f"shared = {toml_value(draw(MIXED))}")
     extra = draw(st.lists(st.tuples(st.sampled_from(["[launch]", "[params]", "", "[x]"]),
                                     st.sampled_from(["grid", "block", "name", "x"]), VALUES),
-                          max_size=2))
+                          max_size=2)) if draw(st.integers(0, 3)) == 0 else []
     lines += [f"{t}\n{k} = {toml_value(v)}" for t, k, v in extra]
-    if draw(st.booleans()):          # raw junk somewhere
+    if draw(st.integers(0, 4)) == 0:     # raw junk somewhere
         at = draw(st.integers(0, len(lines)))
         lines.insert(at, draw(st.text(max_size=20)))
     return "/*\n+++\n" + "\n".join(lines) + "\n+++\n*/\n__kernel void matmul() {}\n"
 
 
-PROPERTY = settings(max_examples=150, deadline=int(EXAMPLE_S * 1000),
+PROPERTY = settings(max_examples=150, deadline=None,       # timed() bounds each example
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -322,10 +342,7 @@ def test_the_biggest_space_allowed_is_listed_and_checked_quickly():
     text = header("", params="block = [16]\n" + "\n".join(f"p{i} = [{values}]" for i in range(4)))
     v = registry.variant_from_headers([parse_header(Path("k.cl"), text)])
     assert len(v.combos()) == MAX_COMBOS
-    t0 = time.perf_counter()
-    for c in v.combos():
-        v.check("opencl", c, 1000, 1000, 1000, "float32")
-    assert time.perf_counter() - t0 < EXAMPLE_S
+    timed(lambda: [v.check("opencl", c, 1000, 1000, 1000, "float32") for c in v.combos()])
 
 
 @pytest.mark.parametrize("expr,words", [
@@ -480,7 +497,5 @@ def test_pasting_a_bomb_into_the_editor_returns_at_once(qtbot, gui_settings):
     qtbot.addWidget(ed)
     for bomb in BOMBS:
         ed.editor.setPlainText(bomb)
-        t0 = time.perf_counter()
-        problems = ed.check_header()
-        assert time.perf_counter() - t0 < EXAMPLE_S
+        problems = timed(ed.check_header)
         assert problems, bomb[:200]
