@@ -20,7 +20,6 @@ from .cli_args import Number, Parser, WholeNumber
 from .cpus import engine_threads
 from .dispatch import MODES, Run, start_run
 from .engines import EngineHandle, LocalEngine
-from .kernel_file import shown_text
 from .files import check_regular_file
 from .kernel_file import KERNEL_FILE_LIMIT, shown_text
 from .process import ProcessEngine
