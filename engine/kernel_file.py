@@ -305,8 +305,8 @@ def _fit(v: Any) -> Any:
         if len(v) <= MAX_STRING_CHARS:
             return v
         raise _PastLimit(f"a text longer than {MAX_STRING_CHARS} characters")
-    if isinstance(v, complex):
-        raise _PastLimit("a complex number")
+    if isinstance(v, complex):      # (-8) ** (1 / 2)
+        raise TypeError("the result is not a real number")
     return v
 
 
