@@ -124,10 +124,11 @@ run out of memory. Each is far above what the built-in kernels use (in brackets)
   header's expressions together :data:`MAX_HEADER_NODES` nodes (2000) [900], so that one
   check of a combination costs at most a few milliseconds (the editor checks every
   combination as you type, ``check-kernel`` tries each at many shapes);
-* every value an expression computes, the intermediate ones too (``**``, ``*`` and ``<<``
-  are checked before they are computed), lies within ±:data:`INT_LIMIT` (2⁶³), and a text
-  within :data:`MAX_STRING_CHARS` (1000): past that the combination is a skip with the
-  reason (an :class:`ExpressionError`), never a number that takes memory without end;
+* every value an expression computes, the intermediate ones too, lies within
+  ±:data:`INT_LIMIT` (2⁶³), and a text within :data:`MAX_STRING_CHARS` (1000): ``**``,
+  ``<<`` and a text's ``*`` are checked before they are computed (other operations of
+  bounded values stay small); past that the combination is a skip with the reason (an
+  :class:`ExpressionError`), never a number that takes memory without end;
 * ``[model]``: at a shape, ``flops`` must give from 1 to :data:`MODEL_FACTOR` (16) times
   the kind's own count (2·M·N·K for ``gemm``), and ``bytes`` from 1 to 16 times what a
   kernel reading both operands of every multiply from memory would move plus the kind's
