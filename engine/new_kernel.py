@@ -9,15 +9,23 @@ written.
 """
 from __future__ import annotations
 
-import argparse
+import os
 import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Sequence
 
 from . import registry
 from .cli import EXIT_BAD_INPUT, EXIT_OK
-from .kernel_file import FENCE, NAME_RE, KernelFileError, parse_header
+from .files import write_atomic
+from .cli_args import Parser
+from .kernel_check import read_kernel_text
+from .kernel_file import FENCE, NAME_RE, KernelHeader, parse_header, shown_text
+
+
+class NewKernelError(ValueError):
+    """A new kernel that cannot be made: a name, a path or a write, in words."""
 
 
 def template_header(variant: str, suffix: str | None = None):
@@ -34,8 +42,10 @@ def template_header(variant: str, suffix: str | None = None):
 
 def check_new_name(name: str) -> None:
     """Raise ValueError unless ``name`` can name a new user kernel."""
-    if not NAME_RE.match(name or ""):
-        raise ValueError(f"'{name}' is not a kernel name (lower-case letters, digits and _)")
+    # fullmatch: NAME_RE's "$" would let a trailing newline through into the header's TOML.
+    if not NAME_RE.fullmatch(name or ""):
+        raise ValueError(f"'{shown_text(name or '')}' is not a kernel name (lower-case letters, "
+                         "digits and _, not starting with a digit)")
     old = registry.REGISTRY.get(name)
     if old is not None and old.role != "user":
         raise ValueError(f"the name '{name}' is taken by a built-in variant; choose another")
@@ -46,7 +56,7 @@ def copy_text(variant: str, name: str, suffix: str | None = None) -> str:
     code and header, with ``role = "user"`` and no place in the ladder."""
     header = template_header(variant, suffix)
     check_new_name(name)
-    lines = header.path.read_text(encoding="utf-8").split("\n")
+    lines = read_kernel_text(header.path).split("\n")
     start = header.first_line - 1                       # the header's first TOML line
     end = next(i for i in range(start, len(lines)) if lines[i].strip() == FENCE)
     body = []
@@ -67,42 +77,103 @@ def name_from_path(path: Path) -> str:
     return re.sub(r"[^a-z0-9_]", "_", path.stem.lower()).strip("_")
 
 
-def make_copy(variant: str, path: Path, name: str | None = None, force: bool = False) -> Path:
-    """Write ``variant``'s kernel file to ``path`` as a user kernel named ``name``."""
+def check_new_path(text: str) -> Path:
+    """``text`` (as typed) as the path of a new kernel file, or :class:`NewKernelError`:
+    empty, a folder (it ends in ``/`` or is one), or a file name with control characters
+    or bytes that are no text (a name every later listing would show garbled)."""
+    if not text or not text.strip():
+        raise NewKernelError("the path is empty: give the new kernel file's name (e.g. "
+                             "my_kernel.cu)")
+    if text.endswith(("/", os.sep)) or os.path.isdir(text):
+        raise NewKernelError(f"{shown_text(text)} is a folder: give the new file's name in it "
+                             f"(e.g. {shown_text(os.path.join(text, 'my_kernel.cu'))})")
+    name = os.path.basename(text)
+    odd = next((ch for ch in name if shown_text(ch) != ch), None)
+    if odd is not None:
+        raise NewKernelError(f"the file name {shown_text(name)} holds {shown_text(odd)}, a control "
+                             "character, a direction mark or a byte that is not text; choose a "
+                             "plain name")
+    return Path(text)
+
+
+def _missing_folder(folder: Path) -> str | None:
+    """Why ``folder`` cannot be made: the first part of it that exists and is not a folder."""
+    for part in [folder, *folder.parents]:
+        if os.path.lexists(part):
+            return None if part.is_dir() else f"{part} is not a folder"
+    return None
+
+
+def _prepare(variant: str, path: Path, name: str | None, force: bool
+             ) -> tuple[Path, str, KernelHeader]:
+    """(the file to write, its text, its header), every check done before anything is written."""
     header = template_header(variant, Path(path).suffix or None)
     if not path.suffix:
         path = path.with_suffix(header.path.suffix)
     elif path.suffix != header.path.suffix:
-        raise ValueError(f"{path.name}: a {header.backend} kernel file ends in {header.path.suffix}")
-    name = name or name_from_path(path)
+        raise ValueError(f"{shown_text(path.name)}: a {header.backend} kernel file ends in "
+                         f"{header.path.suffix}")
+    if name is None:
+        name = name_from_path(path)
+        if not NAME_RE.fullmatch(name):
+            raise NewKernelError(f"no kernel name can be made from the file name "
+                                 f"{shown_text(path.name)} (lower-case letters, digits and _, not "
+                                 "starting with a digit): give one with --name")
     try:
         check_new_name(name)
     except ValueError as exc:
         raise ValueError(f"{exc} with --name" if "taken" in str(exc) else str(exc)) from None
-    if path.exists() and not force:
-        raise ValueError(f"{path} exists (--force to replace it)")
+    if os.path.lexists(path) and not force:       # a dangling link exists too
+        raise NewKernelError(f"{shown_text(str(path))} exists (--force to replace it)")
     text = copy_text(variant, name, path.suffix)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    parse_header(path)                                  # the copy must read back
-    return path
+    new = parse_header(path, text)                      # the copy must read back
+    return path, text, new
+
+
+def make_copy(variant: str, path: Path, name: str | None = None, force: bool = False) -> Path:
+    """Write ``variant``'s kernel file to ``path`` as a user kernel named ``name``.
+
+    The file is written whole or not at all (:func:`engine.files.write_atomic`); with
+    ``force`` a regular file is replaced, but a symbolic link is refused, never written
+    through (its target is some other file of the user's), and so are folders, pipes and
+    devices."""
+    return _make_copy(variant, Path(path), name, force)[0]
+
+
+def _make_copy(variant: str, path: Path, name: str | None, force: bool
+               ) -> tuple[Path, KernelHeader]:
+    path, text, header = _prepare(variant, path, name, force)
+    why = _missing_folder(path.parent)
+    if why:
+        raise NewKernelError(f"the folder {shown_text(str(path.parent))} cannot be made: {shown_text(why)}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise NewKernelError(f"the folder {shown_text(str(path.parent))} cannot be made: "
+                             f"{exc.strerror or exc}") from None
+    write_atomic(path, text, shown_text(str(path)), NewKernelError)
+    return path, header
 
 
 def run_new_kernel(argv: Sequence[str]) -> int:
-    ap = argparse.ArgumentParser(prog="main.py new-kernel", description=__doc__.split("\n\n")[0])
+    ap = Parser(prog="main.py new-kernel", description=__doc__.split("\n\n")[0])
     ap.add_argument("--from", dest="source", required=True, metavar="VARIANT",
                     help="the built-in variant to start from (python main.py bench --list)")
     ap.add_argument("path", help="where to write it (.cu for CUDA, .cl for OpenCL)")
     ap.add_argument("--name", default=None, help="the new kernel's name (default: from the file name)")
-    ap.add_argument("--force", action="store_true", help="replace an existing file")
-    args = ap.parse_args(argv)
+    ap.add_argument("--force", action="store_true",
+                    help="replace an existing file (never through a symbolic link)")
     try:
-        out = make_copy(args.source, Path(args.path), args.name, force=args.force)
-    except (KeyError, ValueError, KernelFileError, OSError) as exc:
+        args = ap.parse_args(argv)
+    except SystemExit as exc:              # argparse printed why
+        return EXIT_OK if exc.code == 0 else EXIT_BAD_INPUT
+    try:
+        out, h = _make_copy(args.source, check_new_path(args.path), args.name, force=args.force)
+    except (KeyError, ValueError) as exc:           # KernelFileError, NewKernelError too
         msg = exc.args[0] if isinstance(exc, KeyError) else str(exc)
-        print(f"error: {msg}", file=sys.stderr)
+        print(f"error: {shown_text(str(msg))}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    h = parse_header(out)
-    print(f"wrote {out} (kernel '{h.name}', from {args.source}); run it with:\n"
-          f"  python main.py bench --backend {h.backend} --kernel {out} --variants {args.source}")
+    command = shown_text(shlex.quote(str(out)))        # pasted into a shell as it is shown
+    print(f"wrote {shown_text(str(out))} (kernel '{h.name}', from {args.source}); run it with:\n"
+          f"  python main.py bench --backend {h.backend} --kernel {command} --variants {args.source}")
     return EXIT_OK
