@@ -33,6 +33,8 @@ from PySide6.QtGui import (QColor, QFont, QFontDatabase, QKeySequence, QPainter,
 from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit,
                                QPushButton, QTextEdit, QToolTip, QVBoxLayout, QWidget)
 
+from engine.kernel_check import read_kernel_text
+
 #: A problem to mark: (1-based line or None for the whole file, severity, message).
 Problem = tuple["int | None", str, str]
 SEVERITIES = ("error", "warning")
@@ -509,10 +511,13 @@ class CodeEditor(QPlainTextEdit):
 
     def load_file(self, path: str | Path) -> None:
         """Show a file's text (UTF-8), coloured by its suffix, as an unmodified document
-        with an empty undo history."""
+        with an empty undo history. A file that is no kernel text (a pipe, a device, a
+        folder, a link loop, a huge, binary or non-UTF-8 file) raises
+        :class:`engine.kernel_file.KernelFileError` and leaves the editor as it was."""
         path = Path(path)
+        text = read_kernel_text(path)        # first: a failure changes nothing here
         self.set_language(language_for(path))
-        self.setPlainText(path.read_text(encoding="utf-8"))
+        self.setPlainText(text)
         self.document().setModified(False)
 
     # -- fonts and gutter ------------------------------------------------------------

@@ -15,6 +15,7 @@ another editor is reloaded, recompiled and its last comparison run again.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -30,7 +31,8 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFileDialog
                                QVBoxLayout, QWidget)
 
 from engine import registry
-from engine.kernel_check import CheckReport
+from engine.files import write_atomic
+from engine.kernel_check import CheckReport, read_kernel_text
 from engine.kernel_file import KernelFileError, parse_header
 from engine.new_kernel import check_new_name, copy_text
 from engine.registry import params_to_str
@@ -311,12 +313,16 @@ class KernelEditor(QWidget):
         if not self.maybe_discard():
             return False
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            dialogs.show_error(self, "Cannot open the kernel", f"{path}: {exc}")
+            # Guarded: a pipe, a device, a folder or a link loop is a message, never a hang.
+            text = read_kernel_text(path)
+        except KernelFileError as exc:
+            dialogs.show_error(self, "Cannot open the kernel", str(exc))
+            self.status.setText(f"Not opened: {exc}")
             return False
         self._watch(None)
-        self.path, self.suggested_path = path.resolve(), None
+        # Opened through a symbolic link: the editor works on the file it points to, so
+        # Save replaces that file (the user's choice) and the link stays a link.
+        self.path, self.suggested_path = Path(os.path.realpath(path)), None
         self._disk_text = text
         self.report, self.compile_problems, self.last_run = None, [], None
         self._set_text(text)
@@ -367,7 +373,7 @@ class KernelEditor(QWidget):
             return self.save_as_dialog()
         if self.path is None:
             target = self.suggested_path
-            if target is None or target.exists():
+            if target is None or os.path.lexists(target):   # a dangling link is taken too
                 return self.save_as_dialog()
             return self.save_to(target)
         return self.save_to(self.path)
@@ -376,19 +382,32 @@ class KernelEditor(QWidget):
         start = str(self.display_path())
         path, _ = QFileDialog.getSaveFileName(self, "Save the kernel", start,
                                               "Kernel files (*.cu *.cl)")
-        return bool(path) and self.save_to(Path(path))
+        # A name picked in the dialog (which asked before replacing it) may be a link:
+        # the user chose it, so its target is written.
+        return bool(path) and self.save_to(Path(path), follow_links=True)
 
-    def save_to(self, path: Path) -> bool:
+    def save_to(self, path: Path, follow_links: bool = False) -> bool:
+        """Write the editor's text to ``path`` whole or not at all (a full disk, a
+        read-only folder leave the earlier file as it was, and the text stays here, still
+        unsaved). A symbolic link is written through only with ``follow_links`` (the user
+        picked it); otherwise it is refused, since its target may be any file."""
         text = self.text()
         self._watch(None)
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise OSError(f"the folder {path.parent} cannot be made "
+                              f"({exc.strerror or exc}).") from None
+            written = write_atomic(path, text, str(path), OSError, follow_links=follow_links)
         except OSError as exc:
-            dialogs.show_error(self, "Cannot save the kernel", f"{path}: {exc}")
+            why = str(exc)
+            dialogs.show_error(self, "Cannot save the kernel", why)
+            self.status.setText(f"Not saved: {why} Your text is still here, unsaved.")
+            self.log.emit("error", f"kernel not saved: {why}")
             self._watch(self.path)
             return False
-        self.path, self.suggested_path = path.resolve(), None
+        self.path, self.suggested_path = Path(os.path.realpath(written)), None
         self._disk_text = text
         self.editor.document().setModified(False)
         self.editor.set_language(language_for(self.path))
@@ -438,8 +457,11 @@ class KernelEditor(QWidget):
         self._missing_checks = 0
         self._watch(self.path)       # re-arm: a rename drops the watch
         try:
-            text = self.path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            text = read_kernel_text(self.path)   # replaced by a pipe or a device: no hang
+        except KernelFileError as exc:
+            self.status.setText(f"{self.path.name} changed on disk and cannot be read: "
+                                f"{exc.message} The editor keeps its text.")
+            self.log.emit("warning", f"kernel changed on disk and cannot be read: {exc}")
             return
         if text == self._disk_text or text == self.text():
             self._disk_text = text
