@@ -506,7 +506,7 @@ class KernelEditor(QWidget):
         backend that is not the file's, geometry that fails for every combination."""
         out = []
         old = registry.REGISTRY.get(h.name)
-        own = old is not None and any(hh.path.resolve() == path.resolve() for hh in old.headers)
+        own = old is not None and any(_same(hh.path, path) for hh in old.headers)
         if own and old.role != "user":
             out.append(Problem("header", h.first_line, None, "note",
                                "a built-in kernel: Save as… keeps your changes as a kernel of "
@@ -516,7 +516,7 @@ class KernelEditor(QWidget):
                                f"the name '{h.name}' is taken by a built-in variant; choose another",
                                path=str(path)))
         elif old is not None and self.path is not None and not any(
-                hh.path.resolve() == self.path for hh in old.headers if hh.backend == h.backend):
+                _same(hh.path, self.path) for hh in old.headers if hh.backend == h.backend):
             where = ", ".join(str(hh.path) for hh in old.headers)
             out.append(Problem("header", h.first_line, None, "error",
                                f"the name '{h.name}' is taken by {where}", path=str(path)))
@@ -633,7 +633,7 @@ class KernelEditor(QWidget):
                 combos = d.combos if isinstance(d.combos, list) else []
                 shown = ("all" if report.combos and len(combos) == len(report.combos)
                          else ", ".join(combos[:4]) + (f" +{len(combos) - 4}" if len(combos) > 4 else ""))
-                mine = Path(d.path).resolve() == self.display_path().resolve() if d.path else False
+                mine = _same(d.path, self.display_path()) if d.path else False
                 self.compile_problems.append(Problem(
                     "compiler", d.line if mine else None, d.column if mine else None, d.severity,
                     d.message if mine or not d.path else f"{d.path}:{d.line}: {d.message}",
@@ -778,7 +778,7 @@ class KernelEditor(QWidget):
             return False
         name = self.variant_name()
         v = registry.REGISTRY.get(name)
-        if v is None or not any(h.path.resolve() == self.path for h in v.headers):
+        if v is None or not any(_same(h.path, self.path) for h in v.headers):
             problem = self.folders.loaded.problem_of(self.path) if self.path else None
             self.status.setText(problem or f"{name} is not registered")
             return False
@@ -834,6 +834,12 @@ class KernelEditor(QWidget):
         text = "; ".join(parts) + "."
         self.status.setText(text)
         return text
+
+
+def _same(a, b) -> bool:
+    """Whether two paths name one file (realpath: a loop of links is no error here, unlike
+    Path.resolve, which raises RuntimeError)."""
+    return os.path.realpath(a) == os.path.realpath(b)
 
 
 def _bytes(n) -> str | None:
