@@ -384,11 +384,12 @@ def _option_name(dest: str) -> str:
 def _say_error(err, exc: BaseException) -> None:
     """``error: ...`` on stderr; the message's user text (file names, variant names,
     Ray's words) printed as written."""
-    err.print(f"[red]error:[/red] {literal(str(exc), keep_newlines=True)}")
+    # soft_wrap: one message stays one line (a long path is not broken for a grep)
+    err.print(f"[red]error:[/red] {literal(str(exc), keep_newlines=True)}", soft_wrap=True)
 
 
 def _say_warning(err, text: str) -> None:
-    err.print(f"[yellow]warning:[/yellow] {literal(text, keep_newlines=True)}")
+    err.print(f"[yellow]warning:[/yellow] {literal(text, keep_newlines=True)}", soft_wrap=True)
 
 
 def run_bench(argv: Sequence[str]) -> int:
@@ -551,6 +552,8 @@ def run_bench(argv: Sequence[str]) -> int:
         return EXIT_INTERRUPTED
     if any(r.extra.get("build_failed") and registry.role_of(r.variant) == "user" for r in recs):
         return EXIT_BAD_INPUT            # a kernel file of the user's did not compile
+    if not recs:                         # the run could not start: its reason is printed above
+        return EXIT_FAILED
     bad = [r for r in recs if r.passed is False or r.status == "error"]
     not_cached = any(p.lost for p in cache_problems)
     if not_cached:

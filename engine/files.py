@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import errno
 import os
+import secrets
 import stat
-import tempfile
 from pathlib import Path
 
 from .units import format_bytes
@@ -138,20 +138,27 @@ def write_atomic(path: Path | str, data: bytes | str, label: str,
         raise error(f"{label} cannot be written: {err.strerror or err}.") from None
     folder = path.parent
     existed = mode is not None
-    if mode is None:        # a new file gets what open() would give it, not mkstemp's 0600
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=folder)
-    except OSError as err:
-        raise error(f"{label} cannot be written in {folder}: {err.strerror or err}.") from None
+    # The temporary name is short (a name near the 255-byte limit still fits) and opened
+    # with 0666, which the umask trims as open() would: no process-wide umask change.
+    for _ in range(100):
+        tmp = str(folder / f".{path.name[:32]}.{secrets.token_hex(6)}.tmp")
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                         0o666 if mode is None else mode)
+            break
+        except FileExistsError:
+            continue
+        except OSError as err:
+            raise error(f"{label} cannot be written in {folder}: {err.strerror or err}.") from None
+    else:
+        raise error(f"{label} cannot be written in {folder}: no free temporary name.")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
+        if mode is not None:
+            os.chmod(tmp, mode)         # the earlier file's mode, whatever the umask
         os.replace(tmp, path)
     except OSError as err:
         Path(tmp).unlink(missing_ok=True)

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from . import files
+from . import files, sources
 from .cli_args import Number, Parser, WholeNumber
 from .kernel_file import (BACKEND_OF_SUFFIX, KERNEL_FILE_LIMIT, ExpressionError, KernelFileError,
                           parse_header, shown_text)
@@ -133,55 +133,32 @@ def check_kernel_text(text: str, shown: str | Path) -> str:
     return text
 
 
-#: ``#include "file"`` and ``#include <file>`` (a computed ``#include MACRO`` is left to the
-#: compiler).
-_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)', re.MULTILINE)
-#: Nested includes followed this deep at most (a header that includes itself stops at once).
-MAX_INCLUDE_DEPTH = 32
-
-
 def check_includes(text: str, shown: str | Path, folder: Path | None,
                    include_dirs: Sequence[Path] = ()) -> None:
     """Raise :class:`KernelFileError` (``file:line`` of the ``#include``) when a file the
-    compiler would open for one of ``text``'s includes, or theirs, is not a regular file:
-    a compiler opening a named pipe waits for ever, a device never ends, a link loop or a
-    folder fails without saying which include.
+    compiler would open for one of ``text``'s includes, or theirs, is not a readable
+    regular file: a compiler opening a named pipe waits for ever, a device never ends, a
+    link loop or a folder fails without saying which include.
 
-    Each include is looked for as the compiler looks: an absolute name as it is, a quoted
-    name in ``folder`` (the including file's; None: the kernel came from memory), then
-    ``include_dirs`` in order. Only the first name found is checked; a name found nowhere
-    is the compiler's to report (a system header, or a real mistake)."""
-    seen: set[str] = set()
-    todo = [(text, Path(shown), folder, 0)]
-    while todo:
-        src, where, here, depth = todo.pop()
-        for m in _INCLUDE.finditer(src):
-            name = m.group(1) or m.group(2)
-            places = ([here] if m.group(1) and here is not None else []) + list(include_dirs)
-            candidates = [Path(name)] if os.path.isabs(name) else [Path(d) / name for d in places]
-            found = next((c for c in candidates if _lexists(c)), None)
-            if found is None:
-                continue
-            line = src.count("\n", 0, m.start()) + 1
-            label = f"#include {m.group(0).split('include', 1)[1].strip()} ({found})"
-            try:
-                data = files.read_bytes(found, label, _Refused)
-            except _Refused as exc:
-                raise KernelFileError(where, line, str(exc)) from None
-            real = os.path.realpath(found)
-            if real in seen or depth + 1 > MAX_INCLUDE_DEPTH:
-                continue
-            seen.add(real)
-            # Not decoded strictly: a header in another encoding compiles; only its
-            # includes matter here.
-            todo.append((data.decode("utf-8", "replace"), found, found.parent, depth + 1))
-
-
-def _lexists(path: Path) -> bool:
+    ``text`` is the kernel ``shown`` (in messages) whose folder is ``folder`` (None:
+    ``shown``'s); names are looked for as :func:`engine.sources.find_includes` does (the one
+    scanner of includes, which the builds use too), then in ``include_dirs``."""
+    main = os.path.join(folder, os.path.basename(shown)) if folder is not None else str(shown)
+    main = os.path.abspath(main)
     try:
-        return os.path.lexists(path)
-    except (OSError, ValueError):       # a NUL or an over-long name: nothing the compiler opens
-        return False
+        sources.find_includes(main, text, tuple(include_dirs))
+    except sources.SourceError as exc:
+        where = shown if exc.path in (None, main) else exc.path
+        raise KernelFileError(Path(where), exc.line, exc.message) from None
+
+
+def working_dirs() -> list[Path]:
+    """The process's working folder, where an OpenCL compiler may also look for a quoted
+    include of a program built from memory; none when it was removed (a Ray worker's)."""
+    try:
+        return [Path.cwd()]
+    except OSError:
+        return []
 
 
 # --- the report -------------------------------------------------------------------------
@@ -908,15 +885,15 @@ def _check(report: CheckReport, path: Path, shown_path: Path, text: str | None,
         if rep.problems and rep.skipped is None:
             rep.ok = False                      # a combination not in the space
     # What the file includes is checked before any compiler opens it (a pipe would hold a
-    # build until its timeout, for ever in OpenCL); includes resolve as the builds do: CUDA
-    # from the file's folder, then the lab's cuda/; OpenCL, built from memory, from here.
+    # build until its timeout, for ever in OpenCL); includes resolve as the builds do: from
+    # the file's folder, then the lab's cuda/ (CUDA) or the working folder (OpenCL).
     home = Path(os.path.realpath(path)).parent
     try:
         if backend == "cuda":
             from .registry import ROOT  # noqa: PLC0415
-            check_includes(text, shown_path, home, [home, ROOT / "cuda"])
+            check_includes(text, shown_path, home, [ROOT / "cuda"])
         else:
-            check_includes(text, shown_path, None, [Path.cwd()])
+            check_includes(text, shown_path, home, working_dirs())
     except KernelFileError as exc:
         report.problem = "nothing was built: a file it includes cannot be read (see Diagnostics)"
         report.diagnostics = [Diagnostic(str(exc.path), exc.line, None, "error", exc.message)]

@@ -188,11 +188,11 @@ CONSTRAINT_KEYS = {"check", "reason"}
 SHAPE_NAMES = ("M", "N", "K")
 #: Names the device fills in (see ``SMS`` above).
 DEVICE_NAMES = ("SMS",)
-NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
+NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*\Z")
 #: A kernel's entry point (and a pre-pass's): a C identifier.
-ENTRY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ENTRY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 #: A ``[defaults]`` key: ``sm_XY`` (compute capability X.Y) or ``sm_Xx`` (every X.Y).
-ARCH_RE = re.compile(r"^sm_(\d+)(\d|x)$")
+ARCH_RE = re.compile(r"^sm_(\d+)(\d|x)\Z")
 
 # --- limits (the module docstring lists them, and what the built-ins use) ------------------
 

@@ -153,9 +153,10 @@ class Plan:
             raise ValueError(f"tune must be 'search' or 'guess', not '{self.tune}'")
         if not self.items:
             raise ValueError("no variants selected")
-        problems = self.load_kernels()
+        sourced = self.with_sources()       # the texts this run would build, read once
+        problems = sourced.load_kernels()
         # A variant registered earlier (the window's) whose file the run could not read.
-        unread = {os.path.realpath(u.path): u.problem for u in self.kernel_problems}
+        unread = {os.path.realpath(u.path): u.problem for u in sourced.kernel_problems}
         for name, _ in self.items:
             if name not in registry.REGISTRY and problems:
                 raise ValueError(f"'{name}' is not a usable kernel: " + "; ".join(problems))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from .files import TEXT_FILE_LIMIT, read_text
+from .files import TEXT_FILE_LIMIT, read_bytes, read_text
 
 #: ``#include "name"`` or ``#include <name>`` at the start of a line.
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*(?:"([^"\n]+)"|<([^>\n]+)>)', re.MULTILINE)
@@ -34,7 +34,12 @@ MAX_INCLUDE_BYTES = 4 * TEXT_FILE_LIMIT
 
 
 class SourceError(ValueError):
-    """A kernel file that cannot be read (the message names it and says why)."""
+    """A kernel file that cannot be read (the message names it and says why); ``path`` and
+    ``line`` say where, when it is an ``#include`` (``path:line: message``)."""
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None):
+        self.message, self.path, self.line = message, path, line
+        super().__init__(f"{path}:{line}: {message}" if path and line else message)
 
 
 @dataclass(frozen=True)
@@ -109,43 +114,57 @@ def _exists(path: str) -> bool:
         return False
 
 
-def find_includes(path: str | Path, text: str) -> tuple[SourceFile, ...]:
+def find_includes(path: str | Path, text: str,
+                  extra_dirs: tuple[str | Path, ...] = ()) -> tuple[SourceFile, ...]:
     """The files ``text`` (the kernel at ``path``) includes, and those they include, read
     now: a quoted name is looked up beside the file that includes it, then in the
     kernel's folder (a build's include path); ``<name>`` in the kernel's folder only.
-    Names not found there (system headers, the lab's own ``cuda/*.cuh``) are left to the
-    compiler. A name found there that is no readable text file (a pipe, a folder, a loop
-    of links) is a :class:`SourceError` at the ``#include``'s file and line: a compiler
-    would wait for ever on the pipe, or fail without saying which include."""
+    Those are returned (a build stages them). Names found only in ``extra_dirs`` (the
+    lab's own ``cuda/``, a compiler's working folder) and absolute names are checked but
+    not returned: the compiler opens them where they are. Names found nowhere (system
+    headers) are left to the compiler. A name found that is no readable text file (a
+    pipe, a folder, a loop of links) is a :class:`SourceError` at the ``#include``'s file
+    and line: a compiler would wait for ever on the pipe, or fail without saying which."""
     main = os.path.abspath(path)
     folder = os.path.dirname(main)
     found: dict[str, SourceFile] = {}
+    checked: set[str] = set()
     total = 0
-    todo = [(main, text)]
+    todo = [(main, text, True)]
     while todo:
-        current, body = todo.pop(0)
+        current, body, staging = todo.pop(0)
         for m in INCLUDE.finditer(body):
             name = m.group(1) or m.group(2)
+            spelled = m.group(0).split("include", 1)[1].strip()
+            line = body.count("\n", 0, m.start()) + 1
             if os.path.isabs(name):
-                continue
-            dirs = ([os.path.dirname(current)] if m.group(1) else []) + [folder]
-            for d in dict.fromkeys(dirs):
-                candidate = os.path.normpath(os.path.join(d, name))
-                if candidate == main or candidate in found:
+                dirs, staged_here = [""], False
+            else:
+                dirs = ([os.path.dirname(current)] if m.group(1) else []) + [folder]
+                staged_here = staging
+            candidates = [(os.path.normpath(os.path.join(d, name)), staged_here)
+                          for d in dict.fromkeys(dirs)]
+            candidates += [(os.path.normpath(os.path.join(str(d), name)), False)
+                           for d in extra_dirs if not os.path.isabs(name)]
+            for candidate, keep in candidates:
+                if candidate == main or candidate in found or candidate in checked:
                     break
-                if len(found) >= MAX_INCLUDES or total >= MAX_INCLUDE_BYTES:
+                if len(found) + len(checked) >= MAX_INCLUDES or total >= MAX_INCLUDE_BYTES:
                     return tuple(found.values())
                 if not _exists(candidate):
                     continue
-                spelled = m.group(0).split("include", 1)[1].strip()
-                try:
-                    f = _read(candidate, f"#include {spelled} ({candidate})")
+                label = f"#include {spelled} ({candidate})"
+                try:     # a file only checked may be in any encoding: only its includes matter
+                    f = _read(candidate, label) if keep else SourceFile(candidate, read_bytes(
+                        candidate, label, SourceError).decode("utf-8", "replace"))
                 except SourceError as exc:
-                    line = body.count("\n", 0, m.start()) + 1
-                    raise SourceError(f"{current}:{line}: {exc}") from None
-                found[candidate] = f
+                    raise SourceError(str(exc), current, line) from None
                 total += len(f.text)
-                todo.append((candidate, f.text))
+                if keep:
+                    found[candidate] = f
+                else:
+                    checked.add(candidate)
+                todo.append((candidate, f.text, keep))
                 break
     return tuple(found.values())
 

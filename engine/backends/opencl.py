@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..kernel_check import check_includes
+from ..kernel_check import check_includes, working_dirs
 from ..kernel_file import KernelFileError
 from .. import memory, sources
 from ..registry import Variant
@@ -257,7 +257,7 @@ class OpenCLBackend(Backend):
         if key in self._programs:
             return self._programs[key]
         try:     # built from memory, its includes resolve from here: a pipe among them would hang
-            check_includes(src, path, None, [Path.cwd()])
+            check_includes(src, path, path.parent, working_dirs())
         except KernelFileError as exc:
             raise BuildError(str(exc)) from None
         prog, _log = build_program(cl, self.ctx, self.dev, src, options, path, includes)
