@@ -127,8 +127,8 @@ def test_some_bad_records_load_the_good_ones_and_the_log_says_which(qtbot, make_
     assert win.open_results_in_background(path)
     qtbot.waitUntil(lambda: len(win.store) == 2, timeout=10_000)
     log = win.log.plain_text()
-    assert "mixed.json: skipped 3 records: record 2: m=0 is not a positive size" in log
-    assert "record 4: dtype 'float128'" in log and "record 5: not a record" in log
+    assert "mixed.json: skipped 3 records: record 2: field 'm' is 0, not a whole number" in log
+    assert "record 4: field 'dtype' is 'float128'" in log and "record 5: not a record" in log
     assert "3 skipped" in win.statusBar().currentMessage()
     assert error_dialogs == []
 
@@ -143,7 +143,7 @@ def test_a_file_of_only_bad_records_gives_a_clear_dialog(qtbot, make_window, tmp
     qtbot.waitUntil(lambda: bool(error_dialogs), timeout=10_000)
     title, text = error_dialogs[-1]
     assert title == "Cannot open results"
-    assert "bad.csv" in text and "no valid record" in text and "m=-1" in text
+    assert "bad.csv" in text and "no valid record" in text and "field 'm' is '-1'" in text
     assert len(win.store) == 0 and not win.files.loading
 
 
