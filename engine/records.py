@@ -405,12 +405,18 @@ _EXTRA_KEYS: dict[str, Callable[[Any, str], Any]] = {
 }
 
 
-def _extra(value: Any, name: str) -> dict[str, Any]:
-    out = dict(_json_mapping(value, name))
-    for key, parse in _EXTRA_KEYS.items():
-        if key in out:
-            out[key] = parse(out[key], f"{name}.{key}")
-    return out
+def _keyed(parsers: Mapping[str, Callable[[Any, str], Any]]) -> Callable[[Any, str], dict[str, Any]]:
+    """A parser of a mapping whose known keys each have a parser (others kept as they are)."""
+    def parse(value: Any, name: str) -> dict[str, Any]:
+        out = dict(_json_mapping(value, name))
+        for key, parse_value in parsers.items():
+            if key in out:
+                out[key] = parse_value(out[key], f"{name}.{key}")
+        return out
+    return parse
+
+
+_extra = _keyed(_EXTRA_KEYS)
 
 
 def _counters(value: Any, name: str) -> dict[str, float]:
@@ -463,12 +469,7 @@ _PROFILE_KEYS: dict[str, Callable[[Any, str], Any]] = {
 }
 
 
-def _profile(value: Any, name: str) -> dict[str, Any]:
-    out = dict(_json_mapping(value, name))
-    for key, parse in _PROFILE_KEYS.items():
-        if key in out:
-            out[key] = parse(out[key], f"{name}.{key}")
-    return out
+_profile = _keyed(_PROFILE_KEYS)
 
 
 def _field_parsers() -> dict[str, Callable[[Any, str], Any]]:
@@ -648,8 +649,11 @@ def load_report(path: str | Path) -> tuple[list[ResultRecord], list[str]]:
             rows = [(f"record {i}", row) for i, row in enumerate(data, 1)]
         else:
             reader = csv.DictReader(io.StringIO(text.removeprefix("\ufeff"), newline=""))
+            ended = 1                         # the header's last line
             for i, row in enumerate(reader, 1):
-                rows.append((f"row {i} (line {reader.line_num})", row))
+                # a row's first line: a quoted cell may hold line breaks
+                rows.append((f"row {i} (line {ended + 1})", row))
+                ended = reader.line_num
     except ResultsFileError:
         raise
     except RecursionError:

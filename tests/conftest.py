@@ -3,6 +3,7 @@ import os
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+import contextlib  # noqa: E402
 import gc  # noqa: E402
 import importlib.util  # noqa: E402
 import stat  # noqa: E402
@@ -26,6 +27,14 @@ def _collect_garbage_between_gui_tests(request):
     if "test_gui" not in request.module.__name__:
         yield
         return
+    with gc_only_between_tests():
+        yield
+
+
+@contextlib.contextmanager
+def gc_only_between_tests():
+    """Python's cyclic GC off for one test, a collection before and after (see above):
+    for window tests in files not named test_gui*."""
     gc.collect()
     gc.disable()
     try:

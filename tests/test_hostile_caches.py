@@ -8,7 +8,6 @@ the work and when a write fails, and the work's results are kept all the same.
 """
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
@@ -27,6 +26,7 @@ from engine import autotune as at
 from engine import profile, records
 from engine.records import ResultRecord
 from engine.runner import Plan, Sweep
+from tests.conftest import gc_only_between_tests
 from tests.helpers import require_backend
 
 REPO = Path(__file__).resolve().parent.parent
@@ -282,13 +282,8 @@ def gui():
     """For the window tests in this file: Qt present, and Python's cyclic GC only between
     tests (as tests/conftest.py does for test_gui* files)."""
     pytest.importorskip("PySide6")
-    gc.collect()
-    gc.disable()
-    try:
+    with gc_only_between_tests():
         yield
-    finally:
-        gc.enable()
-        gc.collect()
 
 
 def _record(i: int, **kw) -> ResultRecord:
