@@ -5,6 +5,7 @@ title = "Shared-memory tiles of A and B (BLOCK×BLOCK), two barriers per tile; s
 source = "seed 000/001: shared-memory matrixMul (CUDA sample style, no bounds checks)"
 role = "seed"
 order = 2
+newcomer = true
 
 [params]
 block = [16, 8, 32]

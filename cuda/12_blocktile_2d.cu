@@ -5,6 +5,7 @@ title = "2-D blocktiling: each thread a TM×TN sub-tile, an outer product of reg
 source = "siboehm's SGEMM_CUDA worklog (https://siboehm.com/articles/22/CUDA-MMM), kernel 5"
 role = "rung"
 order = 12
+newcomer = true
 
 [params]
 bm = [128, 64]

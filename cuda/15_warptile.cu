@@ -5,6 +5,7 @@ title = "Warptiling: block tile → warp tiles → per-thread TM×TN pieces of W
 source = "siboehm's SGEMM_CUDA worklog (https://siboehm.com/articles/22/CUDA-MMM), kernel 10; CUTLASS hierarchy"
 role = "rung"
 order = 15
+newcomer = true
 
 [params]
 bm = [128]

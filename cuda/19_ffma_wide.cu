@@ -5,6 +5,7 @@ title = "FP32 SIMT with cuBLAS's shape: 256×128 tiles, 256 threads of 8×16 (12
 source = "cuBLAS sm80 256x128x8 FFMA kernel shape (ncu, v4 notes); register double buffering of hand-tuned SGEMMs; Triton grouped block order; CUTLASS multistage mainloop and serial split-K; stream-K's data-parallel + split-K hybrid for the last wave (Osama et al., 2023)"
 role = "rung"
 order = 19
+newcomer = true
 
 [params]             # see the v5 notes
 bm = [256]

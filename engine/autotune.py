@@ -929,17 +929,22 @@ def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str
     spaces: dict[str, list[dict[str, int]]] = {}
     for vname, params in plan.items:
         spaces.setdefault(vname, []).append(dict(params))
-    total = len(spaces) * len(plan.shapes)
+    total = sum(len({n for n, _ in plan.items_at(s)}) for s in plan.shapes)
     if frame:
         how = "" if mode == "search" else f" ({mode})"
         emit(Event("started", f"autotune{how}: {total} (variant, shape) pairs", total=total))
+        for note in plan.unfit_notes():
+            emit(Event("log", note))
     done = 0
     kw = dict(warmup=plan.warmup, repeats=plan.repeats, time_budget_s=plan.time_budget_s,
               cold=plan.cold, verify=plan.verify, seed=plan.seed, dist=plan.dist)
     for shape in plan.shapes:
+        fitting = {n for n, _ in plan.items_at(shape)}    # only_fitting: the others said above
         for vname, combos in spaces.items():
             if cancel.cancelled:
                 break
+            if vname not in fitting:
+                continue
             label = f"autotune {vname} @ {shape[0]}×{shape[1]}×{shape[2]}"
             emit(Event("progress", label, done=done, total=total, current=label))
             try:

@@ -44,8 +44,8 @@ from .backends.base import BackendError
 from .engines import BuildTimedOut, EngineHandle, EngineLost
 from .records import ResultRecord
 from . import registry
-from .runner import (CancelToken, Emit, Event, FailedBuild, Plan, final_records, input_sets,
-                     make_record)
+from .runner import (CancelToken, Emit, Event, FailedBuild, Plan, final_records,
+                     fitting_count, input_sets, make_record)
 
 MODES = ("compare", "share")
 #: How often a share-mode run asks its ``joiners`` for new engines.
@@ -78,8 +78,10 @@ def split_plan(plan: Plan, pieces: int) -> list[Task]:
     size = max(1, -(-len(plan.items) // max(pieces, 1)))
     tasks = []
     for si, shape in enumerate(sets):
-        for start in range(0, len(plan.items), size):
-            sub = dataclasses.replace(plan, items=list(plan.items[start:start + size]),
+        # only_fitting: the items that do not fit the shape make no task (no record)
+        items = plan.items_at(plan.input_shapes()[0] if shape is None else shape)
+        for start in range(0, len(items), size):
+            sub = dataclasses.replace(plan, items=list(items[start:start + size]),
                                       shapes=[] if shape is None else [shape], autotune=False,
                                       retune=False)
             tasks.append(Task(sub, (si, start)))
@@ -193,13 +195,14 @@ class Dispatcher:
             self._emit(Event("finished", msg))
             return []
         devices = [e.info for e in self._live]
-        n_sets = 1 if plan.matrices is not None else len(plan.shapes)
-        per_device = (len({name for name, _ in plan.items}) if plan.autotune else len(plan.items))
-        self._total = per_device * n_sets * (len(self._live) if self.mode == "compare" else 1)
+        per_device = fitting_count(plan)
+        self._total = per_device * (len(self._live) if self.mode == "compare" else 1)
         where = (devices[0].name if len(devices) == 1
                  else f"{len(devices)} devices ({self.mode})")
         self._emit(Event("started", f"{self._total} runs on {where}", total=self._total,
                          device=devices[0], devices=devices))
+        for note in plan.unfit_notes():
+            self._emit(Event("log", note))
         if self.mode == "compare":
             threads = [threading.Thread(target=self._guard, args=(self._device_run, eng),
                                         name=f"run-{eng.label}", daemon=True)

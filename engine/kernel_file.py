@@ -37,9 +37,9 @@ ROLES = ("baseline", "seed", "rung", "experiment", "user")
 KINDS = ("gemm", "aat")
 PRECISIONS = ("fp32", "tf32")
 DTYPES = ("float32", "int32")
-TOP_KEYS = {"name", "title", "source", "role", "order", "backend", "entry", "kind", "dtypes",
-            "precision", "arch_suffix", "params", "derived", "chosen", "constraints", "launch",
-            "prepass", "model", "defaults"}
+TOP_KEYS = {"name", "title", "source", "role", "order", "newcomer", "backend", "entry", "kind",
+            "dtypes", "precision", "arch_suffix", "params", "derived", "chosen", "constraints",
+            "launch", "prepass", "model", "defaults"}
 LAUNCH_KEYS = {"grid", "block", "shared", "workspace"}
 PREPASS_KEYS = {"entry", "grid", "block", "scratch", "tensor_maps"}
 MAP_KEYS = {"at", "base", "offset", "dims", "stride", "box", "elem", "swizzle"}
@@ -509,6 +509,9 @@ class KernelHeader:
     workspace: Expr | None = None
     #: ``[chosen]``: parameter → the expression that picks its value from the shape.
     chosen: dict[str, Expr] = dataclasses.field(default_factory=dict)
+    #: ``newcomer = true``: ticked in the window on this file's backend before the user
+    #: chooses (a short first run; see engine.registry.ticked_by_default).
+    newcomer: bool = False
 
     def semantics(self) -> tuple:
         """What must agree between the .cu and .cl files of one variant."""
@@ -771,6 +774,9 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
     order = data.get("order")
     if order is not None and (isinstance(order, bool) or not isinstance(order, int)):
         err(f"order must be a whole number, not {order!r}", "order")
+    newcomer = data.get("newcomer", False)
+    if not isinstance(newcomer, bool):
+        err(f"newcomer must be true or false, not {newcomer!r}", "newcomer")
     kind = data.get("kind", "gemm")
     if kind not in KINDS:
         err(f"kind must be gemm or aat, not {kind!r}", "kind")
@@ -992,7 +998,8 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
     return KernelHeader(path, backend, name, data["title"].strip(), data["source"].strip(), role,
                         order, entry, kind, tuple(dtypes), precision, suffix, space, derived,
                         constraints, grid, block_, shared, prepass, flops, bytes_, first,
-                        arch_defaults=arch_defaults, workspace=workspace, chosen=chosen)
+                        arch_defaults=arch_defaults, workspace=workspace, chosen=chosen,
+                        newcomer=newcomer)
 
 
 def _arch_defaults(raw: Any, space: Mapping[str, tuple[int, ...]], err: Callable,

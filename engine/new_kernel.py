@@ -61,7 +61,7 @@ def copy_text(variant: str, name: str, suffix: str | None = None) -> str:
     end = next(i for i in range(start, len(lines)) if lines[i].strip() == FENCE)
     body = []
     for line in lines[start:end]:
-        if re.match(r"\s*(role|order)\s*=", line):
+        if re.match(r"\s*(role|order|newcomer)\s*=", line):
             continue                                    # a user kernel is no rung of the ladder
         if re.match(r"\s*name\s*=", line):
             body += [f'name = "{name}"', f"# Copied from {variant} ({header.path.name}): edit freely.",

@@ -24,6 +24,7 @@ import itertools
 import os
 import re
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
@@ -155,6 +156,9 @@ class Variant:
     #: ``[defaults]`` of the kernel files: architecture (``sm_90``, ``sm_9x``) → the
     #: parameters whose default differs there (see :meth:`default_params`).
     arch_defaults: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    #: Backends on which the window ticks this variant before the user chooses (the kernel
+    #: files' ``newcomer = true``; see :func:`ticked_by_default`).
+    newcomer: frozenset[str] = frozenset()
 
     @property
     def backends(self) -> tuple[str, ...]:
@@ -346,7 +350,7 @@ REFERENCES: tuple[Variant, ...] = (
                       "the CPU row of the seed tables.",
             seed="seed 000: the CPU row of the timing table",
             sources={"cpu": "numpy.matmul"}, space={}, geometry=_one_launch, role="seed",
-            order=8),
+            order=8, newcomer=frozenset({"cpu"})),
     Variant(name="cublas_fp32",
             technique="cuBLAS SGEMM reference (gemmEx, CUBLAS_COMPUTE_32F, default math: strict "
                       "FP32), via nvmath-python on the engine's context.",
@@ -467,7 +471,8 @@ def variant_from_headers(headers: list[KernelHeader], role: str | None = None) -
         dynamic_shared=first.shared_bytes if first.shared is not None else None,
         arch_suffix=first.arch_suffix, prepass=first.prepass, headers=tuple(headers),
         workspace=first.workspace_bytes if first.workspace is not None else None,
-        arch_defaults=_merged_defaults(headers, first))
+        arch_defaults=_merged_defaults(headers, first),
+        newcomer=frozenset(h.backend for h in headers if h.newcomer))
 
 
 def _merged_defaults(headers: list[KernelHeader], first: KernelHeader) -> dict[str, dict[str, int]]:
@@ -613,6 +618,45 @@ def variants_for(backend: str) -> list[Variant]:
 def default_variants(backend: str) -> list[Variant]:
     """What a sweep runs when no variant is named: all but the experiments."""
     return [v for v in variants_for(backend) if v.role != "experiment"]
+
+
+class Ticks(str, Enum):
+    """Which variants the window ticks before the user chooses one way or the other."""
+
+    #: A short first run: the kernel files' ``newcomer = true`` on the backend, the
+    #: library lines, a dispatch line and the user's own kernels (:data:`NEWCOMER_ROLES`).
+    NEWCOMER = "newcomer"
+    #: Every variant but the experiments: what settings saved before the newcomer
+    #: defaults saw, so that their choices stay as they were.
+    ALL = "all"
+
+
+#: Roles ticked at first start whatever the kernel files say: the library lines (cuBLAS),
+#: a dispatch line (one variant per precision that picks kernel and parameters by shape)
+#: and the user's own kernel files.
+NEWCOMER_ROLES = ("reference", "dispatch", "user")
+
+
+def ticked_by_default(v: Variant, backend: str, ticks: Ticks = Ticks.NEWCOMER,
+                      arch: str | None = None) -> bool:
+    """Whether the window ticks ``v`` on ``backend`` before the user chooses: with
+    :attr:`Ticks.NEWCOMER` a variant of :data:`NEWCOMER_ROLES` or one whose file on
+    ``backend`` says ``newcomer = true``, unless it cannot build for the device's
+    architecture ``arch`` (wgmma on a GPU other than sm_90: a skip, not a curve)."""
+    if v.role == "experiment":
+        return False
+    if ticks is Ticks.ALL:
+        return True
+    if not builds_for(v, arch):
+        return False
+    return v.role in NEWCOMER_ROLES or backend in v.newcomer
+
+
+def builds_for(v: Variant, arch: str | None) -> bool:
+    """Whether ``v`` builds for a CUDA device of ``arch`` (None: not known, taken as yes):
+    a kernel with an ``arch_suffix`` (sm_90a: wgmma) only for sm_90, as
+    :func:`engine.backends.cuda.target_arch` builds it."""
+    return not v.arch_suffix or arch_name(arch) in (None, "sm_90")
 
 
 def get(name: str) -> Variant:

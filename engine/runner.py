@@ -24,6 +24,7 @@ from .backends import get_backend
 from .backends.base import (BUILD_TIMEOUT_S, Backend, BackendError, BuildError, DeviceInfo,
                             DeviceLost, Workspace)
 from .records import ResultRecord, now_stamp, ratio_to_best_baseline
+from .sizes import format_shape
 from .verify import Reference
 
 Shape = tuple[int, int, int]
@@ -101,6 +102,11 @@ class Plan:
     build_timeout_s: float | None = None
     #: Builds that could not finish earlier in this run: recorded, not tried again.
     failed_builds: tuple[FailedBuild, ...] = ()
+    #: Leave out the (item, shape) pairs that :meth:`Variant.check
+    #: <engine.registry.Variant.check>` refuses (a constraint, the dtype): no run and no
+    #: record, one log line per item says where and why (the window's runs: its tree marks
+    #: them "not for these sizes"). False: each is a "skipped" record with the reason (bench).
+    only_fitting: bool = False
 
     def with_sources(self) -> "Plan":
         """This plan with :attr:`kernel_sources` read now (itself when already read)."""
@@ -132,6 +138,35 @@ class Plan:
         for src in plan.kernel_sources:
             sources.remember(src)
         return problems
+
+    def items_at(self, shape: Shape) -> list[tuple[str, dict[str, int]]]:
+        """The items that run at ``shape``: every one, or with :attr:`only_fitting` those
+        that fit there (:func:`refusal`)."""
+        if not self.only_fitting:
+            return list(self.items)
+        return [(n, p) for n, p in self.items
+                if refusal(self.backend, n, p, shape, self.dtype) is None]
+
+    def input_shapes(self) -> list[Shape]:
+        """The shape of each input set: the given matrices' one, else :attr:`shapes` (the
+        files of :attr:`a_path` are not read here: none for them)."""
+        if self.matrices is not None:
+            a, b = self.matrices
+            return [(a.shape[0], a.shape[0] if b is None else b.shape[1], a.shape[1])]
+        return [] if self.a_path is not None else list(self.shapes)
+
+    def unfit_notes(self, shapes: list[Shape] | None = None) -> list[str]:
+        """With :attr:`only_fitting`: one line per item left out at some of ``shapes``
+        (default :meth:`input_shapes`), saying where and why; empty otherwise."""
+        if not self.only_fitting:
+            return []
+        shapes = self.input_shapes() if shapes is None else shapes
+        out = []
+        for name, params in self.items:
+            fit = item_fit(self.backend, name, params, shapes, self.dtype)
+            if fit.left_out:
+                out.append(fit.note(registry.get(name).label(params)))
+        return out
 
     def build_timeout(self) -> float:
         """Seconds one kernel build may take (:attr:`build_timeout_s` or the default)."""
@@ -194,6 +229,64 @@ def expand_items(backend: str, variant_names: Iterable[str] | None = None,
         for params in registry.iter_plan_params(v, ov):
             items.append((name, params))
     return items
+
+
+def refusal(backend: str, name: str, params: Mapping[str, int], shape: Shape,
+            dtype: str) -> str | None:
+    """Why ``name`` with ``params`` cannot run at ``shape`` (:meth:`Variant.check
+    <engine.registry.Variant.check>`: its constraints, the dtype), or None where it can."""
+    return registry.get(name).check(backend, params, *shape, dtype)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Where one item (variant, params) runs among a run's shapes, and why not elsewhere."""
+
+    runs: tuple[Shape, ...]
+    left_out: tuple[Shape, ...]
+    #: Why not, at the first shape left out (None: it runs at every shape).
+    reason: str | None = None
+
+    @property
+    def nowhere(self) -> bool:
+        """It runs at none of the shapes (there were some)."""
+        return not self.runs and bool(self.left_out)
+
+    def note(self, label: str, shown: int = 3) -> str:
+        """``skinny[bm=64]: not for these sizes (M or N must be ...)`` or, where it runs at
+        some, the sizes it leaves out (the first ``shown`` of them)."""
+        if self.nowhere:
+            return f"{label}: not for these sizes ({self.reason})"
+        names = [format_shape(s) for s in self.left_out[:shown]]
+        more = len(self.left_out) - len(names)
+        where = ", ".join(names) + (f" and {more} more" if more else "")
+        return f"{label}: not run at {where} ({self.reason})"
+
+
+def item_fit(backend: str, name: str, params: Mapping[str, int], shapes: Iterable[Shape],
+             dtype: str) -> Fit:
+    """Which of ``shapes`` the item runs at (:func:`refusal`)."""
+    runs, left, reason = [], [], None
+    for shape in shapes:
+        why = refusal(backend, name, params, shape, dtype)
+        if why is None:
+            runs.append(shape)
+        else:
+            left.append(shape)
+            reason = reason or why
+    return Fit(tuple(runs), tuple(left), reason)
+
+
+def fitting_count(plan: Plan, shapes: list[Shape] | None = None) -> int:
+    """Runs of ``plan`` over ``shapes`` (default :meth:`Plan.input_shapes`) on one device:
+    (item, shape) pairs, or (variant, shape) pairs when it autotunes, only the fitting
+    ones with :attr:`Plan.only_fitting`."""
+    shapes = plan.input_shapes() if shapes is None else shapes
+    count = 0
+    for shape in shapes:
+        items = plan.items_at(shape)
+        count += len({n for n, _ in items}) if plan.autotune else len(items)
+    return count
 
 
 # --- events ---------------------------------------------------------------------------
@@ -393,9 +486,12 @@ class Sweep:
             return results
         backend = self.backend
         backend.build_timeout_s = plan.build_timeout()
-        total = len(sets) * len(plan.items)
+        shapes = [shape for shape, _ in sets]
+        total = fitting_count(dataclasses.replace(plan, autotune=False), shapes)
         emit(Event("started", f"{total} runs on {device.name}", total=total, device=device))
-        self._precompile(plan, [shape for shape, _ in sets], emit)
+        for note in plan.unfit_notes(shapes):
+            emit(Event("log", note))
+        self._precompile(plan, shapes, emit)
         newer = _NewerSources(plan, emit)
         done = 0
         t_start = time.perf_counter()
@@ -404,13 +500,16 @@ class Sweep:
             if cancel.cancelled:
                 break
             m, n, k = shape
+            items = plan.items_at(shape)
+            if not items:           # nothing fits this shape (only_fitting): no inputs made
+                continue
             try:
                 # Sized before anything is allocated: a refusal costs nothing. The device
                 # needs A, B (unless every variant is C = A·Aᵀ) and the largest C.
                 itemsize = registry.ITEMSIZE[plan.dtype]
                 memory.check_host_fit(shape, itemsize, plan.verify)
-                needs_b = any(registry.get(nm).kind == "gemm" for nm, _ in plan.items)
-                out_elems = max(m * registry.get(nm).effective_n(m, n) for nm, _ in plan.items)
+                needs_b = any(registry.get(nm).kind == "gemm" for nm, _ in items)
+                out_elems = max(m * registry.get(nm).effective_n(m, n) for nm, _ in items)
                 need = (m * k + (k * n if needs_b else 0) + out_elems) * itemsize
                 matrices.check_device_fit(need, backend.free_memory(), f"the {m}×{n}×{k} problem")
                 largest = max(m * k, k * n if needs_b else 0, out_elems) * itemsize
@@ -422,8 +521,8 @@ class Sweep:
                         f"{device.name} allocates in one buffer ({limit / 2**20:,.1f} MiB); the "
                         f"largest square size that fits is {side}")
             except matrices.MatrixInputError as exc:
-                done = self._fail_input_set(plan, device, versions, shape, exc, results, emit,
-                                            done, total)
+                done = self._fail_input_set(plan, items, device, versions, shape, exc, results,
+                                            emit, done, total)
                 continue
             try:
                 a, b = load()
@@ -436,11 +535,11 @@ class Sweep:
                 ws = backend.prepare(a, b if needs_b else None)
                 emit(Event("log", f"{m}×{n}×{k} {plan.dtype}: inputs uploaded in {ws.upload_ms:.3f} ms"))
             except (matrices.MatrixInputError, BackendError) as exc:
-                done = self._fail_input_set(plan, device, versions, shape, exc, results, emit,
-                                            done, total)
+                done = self._fail_input_set(plan, items, device, versions, shape, exc, results,
+                                            emit, done, total)
                 continue
             try:
-                for name, item_params in plan.items:
+                for name, item_params in items:
                     if cancel.cancelled:
                         break
                     # values left to the shape (registry.AUTO) resolved here, so that the
@@ -479,10 +578,11 @@ class Sweep:
                    cancelled=cancel.cancelled, started=True, records=final))
         return final
 
-    def _fail_input_set(self, plan, device, versions, shape, exc, results, emit, done, total) -> int:
+    def _fail_input_set(self, plan, items, device, versions, shape, exc, results, emit, done,
+                        total) -> int:
         """Every item of an input set that cannot run gets a record saying why; the count
         of items done after them."""
-        for name, params in plan.items:
+        for name, params in items:
             rec = self._record(plan, device, versions, name, params, shape)
             rec.status, rec.error = "error", str(exc)
             results.append(rec)

@@ -352,8 +352,18 @@ class ConfigPanel(QWidget):
     # --- validity and the plan ----------------------------------------------------------
 
     def _changed(self, *_) -> None:
+        # the tree marks what fits none of the sizes a run would take
+        self.variants.set_context(self.run_shapes(), self.dtype.currentText())
         self.variant_hint.setText(self._variant_summary())
         self.changed.emit()
+
+    def run_shapes(self) -> list[tuple[int, int, int]]:
+        """The sizes a run would take: the loaded matrices' one, or the sizes (none while
+        either is not known yet)."""
+        if self.inputs.mode == "files":
+            shape = self.inputs.shape()
+            return [shape] if shape is not None else []
+        return [] if self.sizes.error() else self.sizes.shapes()
 
     def _variant_summary(self) -> str:
         names = self.variants.checked_variants()
@@ -381,14 +391,19 @@ class ConfigPanel(QWidget):
         return out
 
     def run_count(self) -> int:
-        """Runs of the configured sweep: items × sizes, per device when comparing (a Ray
-        cluster's devices are not known before it runs: counted once)."""
-        items = len(self.variants.plan_items()) if self.variants.checked_variants() else 0
-        shapes = 1 if self.inputs.mode == "files" else len(self.sizes.shapes())
+        """Runs of the configured sweep: the (item, size) pairs that fit (a run leaves the
+        others out), per device when comparing (a Ray cluster's devices are not known
+        before it runs: counted once)."""
+        shapes = self.run_shapes()
+        if shapes:
+            runs = self.variants.fitting_runs()
+        else:
+            items = len(self.variants.plan_items()) if self.variants.checked_variants() else 0
+            runs = items * (1 if self.inputs.mode == "files" else 0)
         copies = 1
         if self.picker.mode() == "compare" and not self.picker.ray_chosen():
             copies = max(1, len(self.device_indices()))
-        return items * shapes * copies
+        return runs * copies
 
     def build_plan(self, items: list[tuple[str, dict[str, int]]] | None = None) -> Plan:
         """The sweep these settings describe (``items``: these variants and parameters
@@ -421,6 +436,7 @@ class ConfigPanel(QWidget):
             autotune=files is None and self.autotune.isChecked(),
             tune="guess" if self.guess.isChecked() else "search",
             kernel_files=user_kernels.kernel_files_of(n for n, _ in items),
+            only_fitting=True,
         )
         plan.validate()
         return plan

@@ -356,7 +356,8 @@ def clean_config_inputs(state: dict) -> tuple[dict, list[str]]:
 
 def _clean_variants(state: Any, problems: list[str]) -> dict | None:
     """Variant choices: ``{"checked": {name: bool}, "values": {name: {param: [int]}}}``
-    (and ``"explicit": true``: the values are the user's own choices, see
+    (``"ticks"``: what the variants not named show, :class:`engine.registry.Ticks`;
+    and ``"explicit": true``: the values are the user's own choices, see
     :meth:`gui.variant_tree.VariantTree.set_state`) with unknown variants, parameters and
     values dropped (said once, with a count); None when there are none at all."""
     if not isinstance(state, dict):
@@ -401,6 +402,13 @@ def _clean_variants(state: Any, problems: list[str]) -> dict | None:
     out: dict[str, Any] = {"checked": checked, "values": values}
     if state.get("explicit") is True:      # values hold the user's own choices only
         out["explicit"] = True
+    ticks = state.get("ticks")      # absent: saved before the newcomer defaults
+    if isinstance(ticks, str) and ticks in {t.value for t in registry.Ticks}:
+        out["ticks"] = ticks
+    elif ticks is not None:
+        problems.append(f"settings: config variants.ticks = {_show(ticks)} is not one of "
+                        f"{', '.join(t.value for t in registry.Ticks)}; ticking every variant "
+                        "but the experiments")
     return out
 
 

@@ -5,10 +5,17 @@ per parameter with its values as checkboxes.  Choices are remembered per variant
 name, so switching backend and back keeps them.  A parameter the user has not chosen
 values for shows its default on the chosen device's architecture
 (:meth:`engine.registry.Variant.default_params`), and follows the device when it changes.
+
+Before the user chooses, a short first run is ticked (:func:`engine.registry.ticked_by_default`:
+the kernel files' ``newcomer`` flag, cuBLAS, a dispatch line, the user's kernels).  A ticked
+variant or parameter value that fits none of the chosen sizes (its constraints, the dtype)
+is marked "not for these sizes" with the reason; a run leaves such pairs out
+(:attr:`engine.runner.Plan.only_fitting`), so it makes no "skipped" rows.
 """
 from __future__ import annotations
 
 import html
+import itertools
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal
@@ -18,7 +25,7 @@ from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QTreeWidget,
 
 from engine import registry
 from engine.kernel_file import shown_text
-from engine.runner import expand_items
+from engine.runner import Fit, expand_items, item_fit
 
 NAME_COL, INFO_COL = 0, 1
 #: Item data: a heading row's role, a problem row's file path.
@@ -31,6 +38,9 @@ HEADINGS = {
 }
 BACKEND_SUFFIX = {"cuda": ".cu", "opencl": ".cl"}
 ERROR_COLOR = "#d03030"
+#: A ticked variant that fits none of the chosen sizes: said, not run.
+NOT_FOR_SIZES = "not for these sizes"
+NOT_FOR_SIZES_COLOR = "#b36b00"
 
 
 class ParamValues(QWidget):
@@ -54,6 +64,23 @@ class ParamValues(QWidget):
             layout.addWidget(box)
             self.boxes[v] = box
         layout.addStretch(1)
+        self._tips = {v: b.toolTip() for v, b in self.boxes.items()}
+        #: value → why it fits none of the chosen sizes (marked: struck out, the reason shown)
+        self.marks: dict[int, str] = {}
+
+    def set_marks(self, marks: dict[int, str]) -> None:
+        """Strike out the values that fit none of the chosen sizes; ``marks``: value → why."""
+        self.marks = dict(marks)
+        for v, b in self.boxes.items():
+            why = marks.get(v)
+            font = b.font()
+            font.setStrikeOut(why is not None)
+            b.setFont(font)
+            tip = self._tips[v]
+            if why is not None:
+                tip = (f"{NOT_FOR_SIZES}: {html.escape(shown_text(why))}"
+                       + (f"<br>{tip}" if tip else ""))
+            b.setToolTip(tip)
 
     def checked(self) -> list[int]:
         return [v for v, b in self.boxes.items() if b.isChecked()]
@@ -97,6 +124,15 @@ class VariantTree(QTreeWidget):
         self._building = False
         self._user_folders: list[str] = []
         self._user_problems: list[tuple[str, str]] = []
+        #: What the variants tick before the user chooses (settings saved before the
+        #: newcomer defaults keep ``ALL``: their choices stay as they were).
+        self.ticks = registry.Ticks.NEWCOMER
+        #: The sizes and dtype a run would take: what the marks are worked out for.
+        self._shapes: list[tuple[int, int, int]] = []
+        self._dtype = registry.DTYPES[0]
+        #: variant → its items' fits at the chosen sizes (ticked variants only)
+        self._fits: dict[str, list[tuple[dict[str, int], Fit]]] = {}
+        self._tips: dict[str, str] = {}      # variant → its row's tooltip without a mark
         self.itemChanged.connect(self._item_changed)
 
     # --- building ----------------------------------------------------------------------
@@ -116,8 +152,9 @@ class VariantTree(QTreeWidget):
                 item = QTreeWidgetItem([v.name, v.technique])
                 item.setData(NAME_COL, Qt.ItemDataRole.UserRole, v.name)
                 item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-                item.setCheckState(NAME_COL, Qt.CheckState.Checked
-                                   if self._checked.get(v.name, v.role != "experiment")
+                ticked = self._checked.get(v.name, registry.ticked_by_default(
+                    v, backend, self.ticks, self.arch))
+                item.setCheckState(NAME_COL, Qt.CheckState.Checked if ticked
                                    else Qt.CheckState.Unchecked)
                 # a user's title is text, not HTML: "<b>" in it shows as written
                 tip = (f"<b>{v.name}</b> ({v.kind})<br>{html.escape(v.technique)}<br>"
@@ -126,6 +163,7 @@ class VariantTree(QTreeWidget):
                     tip += "<br>" + "<br>".join(html.escape(shown_text(h.path)) for h in v.headers)
                 item.setToolTip(NAME_COL, tip)
                 item.setToolTip(INFO_COL, tip)
+                self._tips[v.name] = tip
                 self.addTopLevelItem(item)
                 chosen = self._values.get(v.name, {})
                 defaults = v.default_params(self.arch)
@@ -170,7 +208,17 @@ class VariantTree(QTreeWidget):
                 self.addTopLevelItem(hint)
         finally:
             self._building = False
+        self._refresh_marks()
         self.choice_changed.emit()
+
+    def set_context(self, shapes, dtype: str) -> None:
+        """The sizes and dtype a run would take: ticked variants and values that fit none
+        of them are marked (:meth:`mark`)."""
+        shapes, dtype = [tuple(s) for s in shapes], str(dtype)
+        if (shapes, dtype) == (self._shapes, self._dtype):
+            return
+        self._shapes, self._dtype = shapes, dtype
+        self._refresh_marks()
 
     def set_arch(self, arch: str | None) -> None:
         """The chosen device's architecture (``sm_90``, or None): parameters the user has
@@ -223,13 +271,99 @@ class VariantTree(QTreeWidget):
         name = item.data(NAME_COL, Qt.ItemDataRole.UserRole)
         if name:
             self._checked[name] = item.checkState(NAME_COL) == Qt.CheckState.Checked
+            self._refresh_marks([name])
             self.choice_changed.emit()
 
     def _values_changed(self, name: str, pname: str) -> None:
         if self._building:
             return
         self._values.setdefault(name, {})[pname] = self._value_widgets[(name, pname)].checked()
+        self._refresh_marks([name])
         self.choice_changed.emit()
+
+    # --- fitting the chosen sizes ---------------------------------------------------------
+
+    def _refresh_marks(self, names=None) -> None:
+        """Work out again where the ticked variants ``names`` (default: all) run, and mark
+        the rows and values that fit none of the chosen sizes."""
+        if self._building:
+            return
+        checked = set(self.checked_variants())
+        rows = {it.data(NAME_COL, Qt.ItemDataRole.UserRole): it for it in self._top_items()}
+        if names is None:
+            self._fits.clear()
+        for name in (rows if names is None else names):
+            item = rows.get(name)
+            if item is None:
+                continue
+            self._fits.pop(name, None)
+            if name in checked and self._shapes:
+                self._fits[name] = [
+                    (p, item_fit(self.backend, name, p, self._shapes, self._dtype))
+                    for _, p in expand_items(self.backend, [name], self.chosen_values(name))]
+            self._show_mark(name, item)
+
+    def _show_mark(self, name: str, item: QTreeWidgetItem) -> None:
+        v = registry.get(name)
+        mark = self.mark(name)
+        nowhere = mark.startswith(NOT_FOR_SIZES)
+        # "not for these sizes: why" instead of the technique (in its tooltip still);
+        # "at 2 of 6 sizes" before it
+        item.setText(INFO_COL, mark if nowhere else f"{mark} · {v.technique}" if mark
+                     else v.technique)
+        if nowhere:
+            item.setForeground(INFO_COL, QBrush(QColor(NOT_FOR_SIZES_COLOR)))
+        else:
+            item.setData(INFO_COL, Qt.ItemDataRole.ForegroundRole, None)
+        tip = self._tips.get(name, "")
+        item.setToolTip(INFO_COL, tip + (f"<br><br>{html.escape(mark)}" if mark else ""))
+        fits = self._fits.get(name)
+        for pname in v.space:
+            w = self._value_widgets.get((name, pname))
+            if w is not None:
+                w.set_marks(self._value_marks(name, pname, fits) if fits is not None else {})
+
+    def _value_marks(self, name: str, pname: str, fits) -> dict[int, str]:
+        """Values of ``pname`` that, with the other parameters as chosen, fit none of the
+        sizes: value → why (at the first size)."""
+        chosen = self.chosen_values(name)
+        if any(not vals for p, vals in chosen.items() if p != pname):
+            return {}
+        out: dict[int, str] = {}
+        for value in self._value_widgets[(name, pname)].boxes:
+            if value in chosen[pname]:        # already worked out: its items' fits
+                mine = [f for p, f in fits if p[pname] == value]
+            else:
+                others = [[(p, x) for x in chosen[p]] if p != pname else [(p, value)]
+                          for p in chosen]
+                mine = [item_fit(self.backend, name, dict(c), self._shapes, self._dtype)
+                        for c in itertools.product(*others)]
+            if mine and all(f.nowhere for f in mine):
+                out[value] = mine[0].reason or ""
+        return out
+
+    def mark(self, name: str) -> str:
+        """What the row of a ticked variant says about the chosen sizes: ``not for these
+        sizes: why`` where none of its items fits any, ``at 2 of 6 sizes`` where they fit
+        some; empty where it runs at all of them (or is not ticked)."""
+        fits = self._fits.get(name)
+        if not fits:
+            return ""
+        if all(f.nowhere for _, f in fits):
+            return f"{NOT_FOR_SIZES}: {shown_text(fits[0][1].reason or '', 300)}"
+        runs = {s for _, f in fits for s in f.runs}
+        if len(runs) < len(self._shapes):
+            return f"at {len(runs)} of {len(self._shapes)} sizes"
+        return ""
+
+    def value_marks(self, name: str, pname: str) -> dict[int, str]:
+        """The values of ``pname`` marked as fitting none of the chosen sizes: value → why."""
+        w = self._value_widgets.get((name, pname))
+        return dict(w.marks) if w is not None else {}
+
+    def fitting_runs(self) -> int:
+        """Runs of the ticked items at the chosen sizes that fit (those a run makes)."""
+        return sum(len(f.runs) for fits in self._fits.values() for _, f in fits)
 
     # --- queries --------------------------------------------------------------------
 
@@ -263,6 +397,10 @@ class VariantTree(QTreeWidget):
             for p, vals in self.chosen_values(name).items():
                 if not vals:
                     out.append(f"{name}: choose at least one value of {p}.")
+        if not out and self._shapes and self._fits and not self.fitting_runs():
+            out.append(f"{names[0]}: {NOT_FOR_SIZES}; tick another variant or choose other sizes."
+                       if len(names) == 1 else
+                       f"None of the ticked variants is for these sizes ({self.mark(names[0])}).")
         return out
 
     def plan_items(self) -> list[tuple[str, dict[str, int]]]:
@@ -300,17 +438,26 @@ class VariantTree(QTreeWidget):
 
     def state(self) -> dict:
         """The checked variants and the values the user chose (``explicit``: parameters
-        left out take the device's defaults)."""
+        left out take the device's defaults; ``ticks``: what variants the user has not
+        (un)ticked show, :class:`engine.registry.Ticks`)."""
         return {"checked": dict(self._checked),
-                "values": {k: dict(v) for k, v in self._values.items() if v}, "explicit": True}
+                "values": {k: dict(v) for k, v in self._values.items() if v}, "explicit": True,
+                "ticks": self.ticks.value}
 
     def set_state(self, state: dict) -> None:
         """Restore choices saved by :meth:`state`; unknown names and values are dropped.
         A state saved before ``explicit`` held every parameter of every variant shown,
-        the untouched ones at their first value: those follow the device's defaults now."""
+        the untouched ones at their first value: those follow the device's defaults now.
+        A state saved before ``ticks`` ticked every variant but the experiments: the
+        variants it does not name still are (:attr:`Ticks.ALL <engine.registry.Ticks.ALL>`)."""
         checked = state.get("checked", {}) if isinstance(state, dict) else {}
         values = state.get("values", {}) if isinstance(state, dict) else {}
         explicit = isinstance(state, dict) and state.get("explicit") is True
+        ticks = state.get("ticks") if isinstance(state, dict) else None
+        self.ticks = (registry.Ticks(ticks) if isinstance(ticks, str)
+                      and ticks in {t.value for t in registry.Ticks}
+                      else registry.Ticks.ALL if isinstance(state, dict) and "checked" in state
+                      else registry.Ticks.NEWCOMER)
         self._checked = {k: bool(v) for k, v in checked.items() if k in registry.REGISTRY}
         self._values = {}
         for name, pv in values.items():

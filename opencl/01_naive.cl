@@ -5,6 +5,7 @@ title = "One thread per C element reading A and B straight from global memory; x
 source = "seed 000/004: the 'naive' kernel timed against the shared-memory one"
 role = "baseline"
 order = 1
+newcomer = true
 
 [params]
 block = [16, 8, 32]

@@ -5,6 +5,7 @@ title = "Shared-memory tiles with bounds-checked, zero-filled loads: any M, N, K
 source = "seed 003: matMul_SharedMem with guarded tile loads"
 role = "seed"
 order = 3
+newcomer = true
 
 [params]
 block = [16, 8, 32]

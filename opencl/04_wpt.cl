@@ -5,6 +5,7 @@ title = "Tiled with more work per thread: each thread computes WPT outputs of a 
 source = "seed 004: OpenCL submatrix + WPT kernel"
 role = "seed"
 order = 4
+newcomer = true
 
 [params]
 ts = [32, 16, 8]

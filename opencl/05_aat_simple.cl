@@ -5,6 +5,7 @@ title = "C = A·Aᵀ straight from global memory: the Aᵀ term is read with a s
 source = "seed 002: simpleMultiply (CUDA Best Practices, strided access)"
 role = "seed"
 order = 5
+newcomer = true
 kind = "aat"
 
 [params]

@@ -5,6 +5,7 @@ title = "C = A·Aᵀ with coalesced loads into a tile and a transposed tile in s
 source = "seed 002: coalescedMultiply"
 role = "seed"
 order = 6
+newcomer = true
 kind = "aat"
 
 [params]

@@ -5,6 +5,7 @@ title = "As aat_coalesced, the transposed tile padded to [T][T+1] so its column 
 source = "seed 002: coalescedMultiply with transposedTile[TILE_DIM][TILE_DIM+1]"
 role = "seed"
 order = 7
+newcomer = true
 kind = "aat"
 
 [params]

@@ -182,6 +182,10 @@ def test_the_app_ticks_auto_for_a_parameter_the_shape_picks(qtbot):
     assert len(items) == 1 and items[0][1]["crows"] == AUTO and items[0][1]["bk"] == 16
     boxes[AUTO].setChecked(False)
     boxes[0].setChecked(True)
+    # crows = 0 is refused where K ≤ 3072: marked, and the run needs a size it fits
+    assert 0 in cfg.variants.value_marks("ffma_wide_b4", "crows")
+    cfg.sizes.set_text("2048x2047x1024, 4097x4095x4093")
+    assert cfg.variants.mark("ffma_wide_b4") == "at 1 of 2 sizes"
     assert [p["crows"] for _, p in cfg.build_plan().items] == [0]
     # nothing at this shape is skipped for a value left to the shape
     v = registry.get("ffma_wide_b4")

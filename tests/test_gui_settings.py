@@ -43,6 +43,7 @@ VARIANTS = st.fixed_dictionaries({}, optional={
         st.dictionaries(st.sampled_from(["block", "tile", "ts", "wpt", "bm"]) | st.text(max_size=5),
                         st.lists(st.integers(-4, 300) | JSONISH, max_size=5) | JSONISH, max_size=3)
         | JSONISH, max_size=4) | JSONISH,
+    "ticks": st.sampled_from(["newcomer", "all"]) | JSONISH,
 })
 INPUTS = st.fixed_dictionaries({}, optional={
     "mode": st.sampled_from(["random", "files"]) | JSONISH,
