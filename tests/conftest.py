@@ -55,6 +55,41 @@ def _user_data_in_tmp(request, tmp_path_factory, monkeypatch):
     unload_user_kernels()
 
 
+#: The lab's kernel builds the GPU tests made this session: what nvcc read -> (cubin, log).
+_CUDA_BUILDS: dict[tuple, tuple[bytes, str]] = {}
+
+
+@pytest.fixture(autouse=True)
+def _share_cuda_builds(request, monkeypatch):
+    """GPU tests: each build of a lab kernel (cuda/) runs nvcc once a session, not once a
+    test (every sweep has a backend, and a cubin cache, of its own: the ladder's ~500
+    builds were made again by each test that runs it). The key is everything nvcc reads:
+    the file's text, every kernel file and header of cuda/, the options and the target.
+    Failed builds, builds of other files and builds under a shorter time limit (a test of
+    the limit) always run nvcc."""
+    if request.node.get_closest_marker("gpu") is None:
+        yield
+        return
+    from engine.backends import cuda
+    from engine.backends.base import BUILD_TIMEOUT_S
+    from engine.registry import ROOT
+
+    real, folder = cuda.nvcc_cubin, (ROOT / "cuda").resolve()
+
+    def nvcc_cubin(source, options, arch, timeout=BUILD_TIMEOUT_S):
+        path = Path(source).resolve()
+        if timeout < BUILD_TIMEOUT_S or folder not in path.parents:
+            return real(source, options, arch, timeout=timeout)
+        key = (str(path), path.read_bytes(), tuple(options), arch,
+               tuple((str(p), p.read_bytes()) for p in sorted(folder.rglob("*.cu*"))))
+        if key not in _CUDA_BUILDS:
+            _CUDA_BUILDS[key] = real(source, options, arch, timeout=timeout)
+        return _CUDA_BUILDS[key]
+
+    monkeypatch.setattr(cuda, "nvcc_cubin", nvcc_cubin)
+    yield
+
+
 @pytest.fixture
 def questions(monkeypatch):
     """Answer ``gui.dialogs.ask`` without a dialog: ``questions.asked`` collects (title,

@@ -233,22 +233,32 @@ def _run(plan):
     return run_plan(plan)[0]
 
 
+def _distinct(items, shapes, dtype, also=None):
+    """``items`` reduced to distinct code paths at each shape (tests.code_paths: every
+    value of every parameter on every path of the build, the defaults, at every shape they
+    can run at; ``also``: a feature of the parameters whose every value runs too)."""
+    from tests.code_paths import distinct_items
+    return distinct_items(items, shapes, dtype, also=also)
+
+
 def _assert_every_valid_combo_verifies(v, shapes):
-    """Run every combination of ``v``'s space that its constraints allow at ``shapes``
+    """Run every distinct build of ``v``'s space that its constraints allow at ``shapes``
     (float32, one launch each) and require every record verified."""
-    items = [(v.name, c) for c in v.combos() if v.check("cuda", c, 4096, 4096, 4096, "float32") is None]
+    items = _distinct([(v.name, c) for c in v.combos()
+                       if v.check("cuda", c, 4096, 4096, 4096, "float32") is None], shapes, "float32")
     plan = Plan(backend="cuda", items=items, shapes=shapes, dtype="float32", warmup=0, repeats=1)
     recs = _run(plan)
     bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
     assert not bad, bad
 
 
-def _verified_wherever_valid(v, shapes, dtype):
-    """Run every combination of ``v`` at ``shapes`` (two launches each, float32 or int32
-    inputs); require every record that ran verified and every shape run by some
-    combination. The records that ran (a combination its header gives another shape is
-    skipped)."""
-    plan = Plan(backend="cuda", items=[(v.name, c) for c in v.combos()], shapes=shapes, dtype=dtype,
+def _verified_wherever_valid(v, shapes, dtype, also=None):
+    """Run every distinct build of ``v`` (:func:`_distinct`) at ``shapes`` (two launches
+    each, float32 or int32 inputs); require every record that ran verified and every shape
+    run by some combination. The records that ran (a combination its header gives another
+    shape is skipped)."""
+    items = _distinct([(v.name, c) for c in v.combos()], shapes, dtype, also)
+    plan = Plan(backend="cuda", items=items, shapes=shapes, dtype=dtype,
                 warmup=0, repeats=2, dist="int" if dtype == "int32" else "uniform")
     ran = [r for r in _run(plan) if r.status != "skipped"]
     bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in ran if not r.passed]
@@ -280,8 +290,9 @@ def test_regdb_padb_is_regdb_with_padded_b():
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_regdb_padb_verifies_at_odd_shapes(dtype):
     _need_cuda()
-    items = [(RDP.name, c) for c in RDP.combos() if RDP.check("cuda", c, 1000, 3001, 2000, dtype) is None]
     shapes = [s for s in RD_SHAPES if s[1] % 4] + [(1000, 3001, 2000), (129, 1025, 77), (64, 301, 5000)]
+    items = _distinct([(RDP.name, c) for c in RDP.combos()
+                       if RDP.check("cuda", c, 1000, 3001, 2000, dtype) is None], shapes, dtype)
     plan = Plan(backend="cuda", items=items, shapes=shapes, dtype=dtype, warmup=0, repeats=2,
                 dist="int" if dtype == "int32" else "uniform")
     recs = _run(plan)
@@ -360,6 +371,7 @@ def test_ladder_verifies_at_odd_shapes(dtype):
              if registry.get(n).check("cuda", p, *home(registry.get(n)), dtype) is None
              or (n in CHOSEN_BY_SHAPE and any(registry.get(n).check("cuda", p, *s, dtype) is None
                                               for s in shapes))]
+    items = _distinct(items, shapes, dtype)     # every code path and value, at every shape
     plan = Plan(backend="cuda", items=items, shapes=shapes,
                 dtype=dtype, warmup=0, repeats=1, dist="int" if dtype == "int32" else "uniform")
     recs = _run(plan)
@@ -538,8 +550,8 @@ def test_regdb_space_and_shapes():
 def test_regdb_verifies_at_odd_shapes(dtype):
     _need_cuda()
     shapes = RD_SHAPES + HYBRID_SHAPES
-    items = [(RD.name, c) for c in RD.combos()
-             if any(RD.check("cuda", c, *s, dtype) is None for s in shapes)]
+    items = _distinct([(RD.name, c) for c in RD.combos()
+                       if any(RD.check("cuda", c, *s, dtype) is None for s in shapes)], shapes, dtype)
     plan = Plan(backend="cuda", items=items, shapes=shapes, dtype=dtype, warmup=0, repeats=2,
                 dist="int" if dtype == "int32" else "uniform")
     recs = _run(plan)
@@ -793,6 +805,7 @@ def test_wide_verifies_at_odd_shapes(dtype):
     # not, K % 4 or not); (529, 129, 33): 17 rows past 512, a row of tiles
     shapes = RD_SHAPES + [(513, 385, 129), (1300, 900, 77), (1000, 3001, 17), (257, 301, 77),
                           (528, 130, 203), (529, 129, 33)] + TAIL_SHAPES
+    items = _distinct(items, shapes, dtype)
     plan = Plan(backend="cuda", items=items, shapes=shapes, dtype=dtype, warmup=0, repeats=2,
                 dist="int" if dtype == "int32" else "uniform")
     recs = _run(plan)
@@ -1150,8 +1163,9 @@ def test_wgmma_rs_verifies_at_odd_shapes():
 @pytest.mark.gpu
 def test_wgmma_rs_and_cublas_tf32_verify_at_4096():
     _need_cuda()
-    items = [("cublas_tf32", {})] + [(RS.name, c) for c in RS.combos()
-                                     if RS.check("cuda", c, 4096, 4096, 4096, "float32") is None]
+    items = [("cublas_tf32", {})] + _distinct(
+        [(RS.name, c) for c in RS.combos() if RS.check("cuda", c, 4096, 4096, 4096, "float32") is None],
+        [(4096, 4096, 4096)], "float32")
     plan = Plan(backend="cuda", items=items, shapes=[(4096, 4096, 4096)], dtype="float32",
                 warmup=1, repeats=3)
     recs = _run(plan)
@@ -1375,7 +1389,8 @@ def test_small_is_a_rung_for_any_shape():
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_small_verifies_at_odd_and_small_shapes(dtype):
     _need_cuda()
-    ran = _verified_wherever_valid(SM32, SMALL_SHAPES + SPLIT_SHAPES, dtype)
+    ran = _verified_wherever_valid(SM32, SMALL_SHAPES + SPLIT_SHAPES, dtype,
+                                   also=lambda c: (c["bm"], c["kg"], c["ks"]))
     assert {(r.params["bm"], r.params["kg"], r.params["ks"]) for r in ran} == {
         tuple(c[p] for p in ("bm", "kg", "ks")) for c in SM32.combos()}
     assert {r.params["splitk"] for r in ran} == {1, 2, 4, 8, 16, 32}
@@ -1484,7 +1499,8 @@ def test_skinny_async_header():
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_skinny_async_verifies_at_odd_shapes(dtype):
     _need_cuda()
-    ran = _verified_wherever_valid(SA, ASYNC_SHAPES + ASYNC_SPLIT_SHAPES, dtype)
+    ran = _verified_wherever_valid(SA, ASYNC_SHAPES + ASYNC_SPLIT_SHAPES, dtype,
+                                   also=lambda c: (c["warps"], c["stages"]))
     assert {r.params["tn"] for r in ran} == {8, 16, 24, 32, 64}
     assert {(r.params["warps"], r.params["stages"]) for r in ran} == {
         (c["warps"], c["stages"]) for c in SA.combos()

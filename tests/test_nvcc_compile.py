@@ -1,12 +1,15 @@
 """Compile every CUDA kernel of the registry with nvcc and read ptxas's report.
 
-For every variant in :data:`engine.registry.REGISTRY` that has a ``cuda`` source,
-every combination of its parameter space, both dtypes and two architectures
-(sm_90, sm_80), the kernel file is compiled to a cubin with ``-Xptxas -v``; the test
-asserts that the compile succeeds, that the entry ``matmul`` is there and that it
-has no stack frame and no register spills (the registers are reported in the
-failure message). All compiles run once per session in a small thread pool; the
-parametrized tests only look their result up.
+For every variant in :data:`engine.registry.REGISTRY` that has a ``cuda`` source, both
+dtypes and two architectures (sm_90, sm_80), the kernel file is compiled to a cubin with
+``-Xptxas -v`` for the builds :mod:`tests.code_paths` selects, not for every product of
+its parameter values: the default parameters, then as few combinations as take every
+code path (each set of ``#if`` branches the preprocessor keeps) and every value of every
+parameter at least once (~500 builds instead of 1,612). The test asserts that every such
+compile succeeds, that the entry ``matmul`` is there and that it has no stack frame and
+no register spills (the registers are reported in the failure message). All preprocessor
+runs and compiles run once per session in a small thread pool; the parametrized tests
+(one per kernel, dtype and architecture) only look their results up.
 
 The compile-time constants of :meth:`Variant.defines` go in as ``-D`` flags, exactly as
 the cuda backend passes them to nvcc (the element type is ``ELEM``, not ``T``, which
@@ -35,6 +38,7 @@ if str(ROOT) not in sys.path:
 
 from engine.kernel_check import parse_ptxas  # noqa: E402
 from engine.registry import REGISTRY, Variant, params_to_str  # noqa: E402
+from tests.code_paths import distinct_builds, select  # noqa: E402
 
 NVCC = shutil.which("nvcc")
 #: Where the kernels' shared header (lab_ptx.cuh) lives; passed as -I, as the cuda backend does.
@@ -44,8 +48,8 @@ WORKERS = max(2, min(4, os.cpu_count() or 2))
 COMPILE_TIMEOUT_S = 120
 
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
-#: The session's compiles (~400 cubins, ~10 min on a 2-core CI machine) run in the setup of
-#: this module's first test: pytest.ini's 600 s per test would cut them off there.
+#: The session's preprocessor runs and compiles run in the setup of this module's first
+#: compile test: pytest.ini's 600 s per test could cut them off there on a slow machine.
 pytestmark = pytest.mark.timeout(1800)
 
 
@@ -87,25 +91,41 @@ def _param_reason(v: Variant, params: dict, dtype: str) -> str | None:
     return why
 
 
-def _cases() -> list[Case]:
+@dataclass(frozen=True)
+class Group:
+    """One kernel, dtype and architecture: every combination that can run (``combos``),
+    the defaults among them (``keep``: the portable ones and the architecture's)."""
+    variant: Variant
+    dtype: str
+    arch: str
+    combos: tuple
+    keep: tuple
+
+    @property
+    def id(self) -> str:
+        return f"{self.variant.name}-{self.dtype}-{self.arch}"
+
+
+def _groups() -> list[Group]:
     out = []
     for v in REGISTRY.values():
         if "cuda" not in v.sources or v.library:  # library lines (cuBLAS) compile nothing
             continue
-        for params in v.combos():
-            for dtype in v.dtypes:
-                if _param_reason(v, params, dtype):
-                    continue
-                for arch in ARCHES:
-                    # wgmma/setmaxnreg kernels build for real only for the exact target
-                    # (sm_90a); for plain sm_90 their body is a stub.
-                    if v.arch_suffix and arch == "sm_90":
-                        arch += v.arch_suffix
-                    out.append(Case(v, params, dtype, arch))
+        for dtype in v.dtypes:
+            combos = tuple(p for p in v.combos() if not _param_reason(v, p, dtype))
+            if not combos:
+                continue
+            for arch in ARCHES:
+                keep = tuple(p for p in (v.default_params(), v.default_params(arch)) if p in combos)
+                # wgmma/setmaxnreg kernels build for real only for the exact target
+                # (sm_90a); for plain sm_90 their body is a stub.
+                if v.arch_suffix and arch == "sm_90":
+                    arch += v.arch_suffix
+                out.append(Group(v, dtype, arch, combos, keep))
     return out
 
 
-CASES = _cases()
+GROUPS = _groups()
 
 
 # --- compiling and parsing -----------------------------------------------------------
@@ -136,43 +156,80 @@ def compile_case(case: Case, outdir: Path) -> Result:
 
 
 @pytest.fixture(scope="session")
-def compiled(request, tmp_path_factory) -> dict[str, Result]:
-    """Compile, once and in parallel, every case this session will look at."""
+def compiled(request, tmp_path_factory) -> dict[str, list[tuple[Case, Result]]]:
+    """Select the distinct builds of every group this session will look at, then
+    compile them, once and in parallel: group id -> [(case, result)]."""
     wanted = {item.callspec.id for item in request.session.items
               if getattr(item, "originalname", None) == "test_nvcc_compiles"
               and hasattr(item, "callspec")}
-    todo = [c for c in CASES if c.id in wanted] or CASES
+    todo = [g for g in GROUPS if g.id in wanted] or GROUPS
+    chosen = distinct_builds([(g.variant, list(g.combos), g.dtype, g.arch, list(g.keep))
+                              for g in todo])
+    cases = {g.id: [Case(g.variant, p, g.dtype, g.arch) for p in picked]
+             for g, picked in zip(todo, chosen)}
     outdir = tmp_path_factory.mktemp("nvcc")
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
-        futures = {c.id: pool.submit(compile_case, c, outdir) for c in todo}
-        return {cid: f.result() for cid, f in futures.items()}
+        futures = {gid: [(c, pool.submit(compile_case, c, outdir)) for c in cs]
+                   for gid, cs in cases.items()}
+        return {gid: [(c, f.result()) for c, f in fs] for gid, fs in futures.items()}
 
 
 # --- tests ---------------------------------------------------------------------------
 
 def test_registry_has_cuda_cases():
-    assert CASES, "no variant in the registry has a cuda source"
+    assert GROUPS, "no variant in the registry has a cuda source"
 
 
-@needs_nvcc
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_nvcc_compiles(case: Case, compiled: dict[str, Result]):
-    res = compiled[case.id]
+def _problem(case: Case, res: Result) -> str | None:
+    """What is wrong with one build (None: it built, no stack frame, no spills)."""
     cmd = " ".join(res.cmd)
-    assert res.returncode == 0, f"nvcc failed ({res.returncode}): {cmd}\n{res.output}"
-    assert res.cubin.is_file() and res.cubin.stat().st_size > 0, f"no cubin from {cmd}"
+    if res.returncode != 0:
+        return f"nvcc failed ({res.returncode}): {cmd}\n{res.output}"
+    if not (res.cubin.is_file() and res.cubin.stat().st_size > 0):
+        return f"no cubin from {cmd}"
+    info = res.report().get(case.variant.entry)
+    if info is None:
+        return f"ptxas reported no entry '{case.variant.entry}':\n{res.output}"
+    if info["arch"] != case.arch:
+        return f"{case.id}: built for {info['arch']}:\n{res.output}"
+    if not {"registers", "stack", "spill_stores", "spill_loads"} <= set(info):
+        return f"{case.id}: could not parse ptxas's report:\n{res.output}"
+    if info["spill_stores"] or info["spill_loads"] or info["stack"]:
+        return (f"{case.id}: {info['registers']} registers, {info['stack']} bytes stack frame, "
+                f"{info['spill_stores']} bytes spill stores, {info['spill_loads']} bytes spill loads")
+    return None
 
-    entries = res.report()
-    assert case.variant.entry in entries, f"ptxas reported no entry '{case.variant.entry}':\n{res.output}"
-    info = entries[case.variant.entry]
-    assert info["arch"] == case.arch, res.output
-    assert {"registers", "stack", "spill_stores", "spill_loads"} <= set(info), \
-        f"could not parse ptxas's report:\n{res.output}"
-    summary = (f"{case.id}: {info['registers']} registers, {info['stack']} bytes stack frame, "
-               f"{info['spill_stores']} bytes spill stores, {info['spill_loads']} bytes spill loads")
-    assert info["spill_stores"] == 0, summary
-    assert info["spill_loads"] == 0, summary
-    assert info["stack"] == 0, summary
+
+@pytest.mark.slow
+@needs_nvcc
+@pytest.mark.parametrize("group", GROUPS, ids=[g.id for g in GROUPS])
+def test_nvcc_compiles(group: Group, compiled: dict[str, list[tuple[Case, Result]]]):
+    """Every distinct build of a kernel (dtype, architecture) compiles, with its entry,
+    no stack frame and no spills; the defaults are among the builds."""
+    builds = compiled[group.id]
+    assert builds, f"{group.id}: no build selected"
+    params = [c.params for c, _res in builds]
+    assert all(p in params for p in group.keep), f"{group.id}: the defaults were not built"
+    problems = [why for why in (_problem(c, r) for c, r in builds) if why]
+    assert not problems, f"{len(problems)} of {len(builds)} builds:\n" + "\n".join(problems)
+
+
+def test_distinct_builds_cover_every_code_path_and_value():
+    """The selection of tests.code_paths on made-up preprocessor keys: one build per
+    distinct text, every code path and every (parameter, value) in some build (or in a
+    text built), the kept combinations (defaults) always built, fewer than all."""
+    combos = [dict(bm=bm, splitk=sk) for bm in (128, 96, 64) for sk in (1, 2, 4)]
+    # path: split-K or not (an #if SPLITK > 1); text: bm=96 and bm=64 build the same
+    keys = [("split" if c["splitk"] > 1 else "plain",
+             f"{'wide' if c['bm'] == 128 else 'narrow'}-{c['splitk']}") for c in combos]
+    keep = [dict(bm=64, splitk=4)]
+    got = select(keys, combos, keep)
+    texts = [keys[combos.index(c)][1] for c in got]
+    assert keep[0] in got and len(texts) == len(set(texts)) and len(got) < len(combos)
+    assert {keys[combos.index(c)][0] for c in got} == {"split", "plain"}
+    built = [c for c, k in zip(combos, keys) if k[1] in texts]
+    assert {kv for c in combos for kv in c.items()} <= {kv for c in built for kv in c.items()}
+    assert select([("p", "t")] * 3, combos[:3]) == combos[:1]     # one text: one build
 
 
 def _kernel_files() -> list[Path]:
@@ -275,6 +332,7 @@ def test_kernels_use_the_shared_helpers_not_copies(path: Path):
 
 @needs_nvcc
 @pytest.mark.parametrize("name", ["ffma_regdb", "tf32_wgmma_ws"])
+@pytest.mark.slow
 def test_a_copy_elsewhere_finds_the_shared_header(name: str, tmp_path: Path):
     """A kernel copied out of cuda/ (as main.py new-kernel does) still compiles: the
     include directory, not the file's own folder, finds lab_ptx.cuh. tf32_wgmma_ws is

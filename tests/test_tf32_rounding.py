@@ -21,6 +21,7 @@ from engine import registry
 from engine.backends import cuda as cuda_backend
 from engine.kernel_check import parse_ptxas
 from engine.runner import Plan, expand_items
+from tests.code_paths import distinct_builds, distinct_items
 from tests.helpers import backend_status, run_plan
 
 #: The TF32 kernels of the ladder whose threads round the inputs, with a TF32_RN switch (the
@@ -49,6 +50,7 @@ def _defines(name: str, extra: dict[str, str] | None = None) -> list[str]:
 @needs_nvcc
 @pytest.mark.parametrize("rn", [None, "0"], ids=["default", "TF32_RN=0"])
 @pytest.mark.parametrize("name", ROUNDED)
+@pytest.mark.slow
 def test_rounding_switch_builds_for_sm90a_without_spills(name, rn):
     v = registry.get(name)
     extra = {"TF32_RN": rn} if rn is not None else None
@@ -62,6 +64,7 @@ def test_rounding_switch_builds_for_sm90a_without_spills(name, rn):
 
 @needs_nvcc
 @pytest.mark.parametrize("name", ROUNDED)
+@pytest.mark.slow
 def test_rounding_is_compiled_in_by_default(name, tmp_path):
     """The default build converts with cvt.rna.tf32.f32 and TF32_RN = 0 does not (PTX)."""
     import subprocess
@@ -96,12 +99,14 @@ def test_the_copy_engine_rounds_every_operand(name, shape):
 
 @needs_nvcc
 @pytest.mark.parametrize("name", TMA_ROUNDED)
+@pytest.mark.slow
 def test_no_thread_rounds_what_the_copy_engine_rounds(name):
-    """No cvt.rna in the PTX (rounding twice would only cost time), and no spills."""
+    """No cvt.rna in the PTX (rounding twice would only cost time), and no spills: every
+    distinct build (tests.code_paths) of the combinations a constraint does not refuse."""
     v = registry.get(name)
-    for params in v.combos():
-        if v.check("cuda", params, 4096, 4096, 4096, "float32") is not None:
-            continue                                    # refused by a constraint: never built
+    combos = [c for c in v.combos() if v.check("cuda", c, 4096, 4096, 4096, "float32") is None]
+    [builds] = distinct_builds([(v, combos, "float32", "sm_90a", [v.default_params()])])
+    for params in builds:
         d = [f"-D{k}={val}" for k, val in v.defines(params, "float32").items()]
         _cubin, log = cuda_backend.nvcc_cubin(v.source_path("cuda"), d + ["-Xptxas", "-v"], "sm_90a")
         info = parse_ptxas(log)
@@ -118,7 +123,8 @@ def test_tf32_kernels_are_as_accurate_as_cublas_tf32():
     st = backend_status("cuda")
     if not st.available:
         pytest.skip(f"cuda backend unavailable: {st.reason}")
-    items = [("cublas_tf32", {})] + expand_items("cuda", TF32_KERNELS)
+    # every code path and parameter value of each kernel at both shapes (tests.code_paths)
+    items = [("cublas_tf32", {})] + distinct_items(expand_items("cuda", TF32_KERNELS), SHAPES, "float32")
     plan = Plan(backend="cuda", items=items, shapes=SHAPES, dtype="float32", dist="uniform",
                 warmup=0, repeats=1)
     recs, _ = run_plan(plan)
