@@ -54,6 +54,7 @@ def _key(d):
 
 
 @needs_ray
+@pytest.mark.slow
 def test_bench_ray_local_opencl_share(local_cluster, capsys, tmp_path):
     require_backend("opencl")
     out_file = tmp_path / "ray.json"
@@ -73,6 +74,7 @@ def test_bench_ray_local_opencl_share(local_cluster, capsys, tmp_path):
 
 
 @needs_ray
+@pytest.mark.slow
 def test_bench_ray_local_cpu_compare(local_cluster, capsys, tmp_path):
     out_file = tmp_path / "ray.csv"
     code, out, err = bench(capsys, "--ray", "local", "--backend", "cpu", "--sizes", "64,32x48x40",
@@ -91,6 +93,7 @@ def test_bench_ray_local_cpu_compare(local_cluster, capsys, tmp_path):
 
 
 @needs_ray
+@pytest.mark.slow
 def test_worker_killed_mid_sweep(local_cluster):
     """One worker's actor is killed while it times an item: that item is recorded as an
     error saying the worker was lost, the rest of its task runs elsewhere (a new actor or
@@ -149,6 +152,7 @@ def test_worker_killed_mid_sweep(local_cluster):
 
 
 @needs_ray
+@pytest.mark.slow
 def test_no_free_slot_is_engine_lost(local_cluster):
     """A third engine on a two-slot cluster cannot be placed: EngineLost, soon."""
     engines = cluster.ray_engines("local", "cpu")
@@ -188,6 +192,7 @@ def test_without_ray_the_app_says_why(monkeypatch, capsys):
 
 
 @needs_ray
+@pytest.mark.slow
 def test_worker_node_leaves_mid_sweep(local_cluster):
     """A worker node goes away in the middle of a sweep: the item its engine was running
     when the loss was seen is an error that says the worker was lost, no slot is left for a
@@ -277,6 +282,7 @@ def test_ray_error_texts_are_shortened():
 
 
 @needs_ray
+@pytest.mark.slow
 def test_worker_node_joins_mid_sweep(local_cluster, monkeypatch):
     """A worker node that joins the cluster in the middle of a share-mode sweep gets an
     engine (engine.cluster.FreeWorkers) and takes queued items: records come from both

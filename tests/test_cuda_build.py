@@ -44,6 +44,7 @@ def test_sm90a_variants_need_sm90():
     assert arch == "sm_90a"
 
 
+@pytest.mark.slow
 def test_precompile_builds_each_kernel_once_in_parallel(monkeypatch):
     calls = []
     real = cuda_backend.nvcc_cubin

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.slow
 def test_interrupt_keeps_finished_results(tmp_path, sig):
     require_backend("opencl")
     out = tmp_path / "r.json"

@@ -73,6 +73,7 @@ def _run(engines, joiners, mode="share"):
     return recs, logs, first
 
 
+@pytest.mark.slow
 def test_an_engine_that_joins_mid_run_takes_queued_items(quick_joins):
     items, _ = _plan()
     first = CountingEngine("first")
@@ -104,6 +105,7 @@ def test_an_engine_that_joins_mid_run_takes_queued_items(quick_joins):
     assert asked
 
 
+@pytest.mark.slow
 def test_a_joiner_that_cannot_open_is_said_and_the_run_goes_on(quick_joins):
     items, _ = _plan()
     broken = []
@@ -120,6 +122,7 @@ def test_a_joiner_that_cannot_open_is_said_and_the_run_goes_on(quick_joins):
     assert broken[0].tasks == 0
 
 
+@pytest.mark.slow
 def test_a_failing_joiner_query_is_a_warning_not_a_failed_run(quick_joins):
     items, _ = _plan()
     calls = []
@@ -134,6 +137,7 @@ def test_a_failing_joiner_query_is_a_warning_not_a_failed_run(quick_joins):
     assert calls
 
 
+@pytest.mark.slow
 def test_compare_mode_never_asks_for_joiners(quick_joins):
     def joiners():
         raise AssertionError("compare mode asked for engines to join")

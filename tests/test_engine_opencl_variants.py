@@ -88,6 +88,7 @@ def _rec(table, name, params, shape):
     return table[(name, params_to_str(params), shape)]
 
 
+@pytest.mark.slow
 def test_sweeps_complete_without_errors(results):
     tables, events = results
     for mode in MODES:

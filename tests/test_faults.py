@@ -75,6 +75,7 @@ def _by_variant(recs):
     return out
 
 
+@pytest.mark.slow
 def test_hanging_kernel_times_out_and_the_sweep_goes_on(faults):
     require_backend("opencl")
     plan = _hang_plan(1.0)
@@ -98,6 +99,7 @@ def test_hanging_kernel_times_out_and_the_sweep_goes_on(faults):
         assert eng.close(10)
 
 
+@pytest.mark.slow
 def test_engine_killed_mid_kernel_is_recorded_and_restarted(faults):
     require_backend("opencl")
     plan = _hang_plan(120.0)
@@ -117,6 +119,7 @@ def test_engine_killed_mid_kernel_is_recorded_and_restarted(faults):
         eng.close(10)
 
 
+@pytest.mark.slow
 def test_cancel_ends_a_kernel_that_never_returns_within_2_s(faults):
     require_backend("opencl")
     plan = _hang_plan(120.0)
@@ -147,6 +150,7 @@ def test_cancel_ends_a_kernel_that_never_returns_within_2_s(faults):
         eng.close(10)
 
 
+@pytest.mark.slow
 def test_share_mode_survives_a_lost_engine_and_counts_each_item_once(faults):
     """Two engines share the items; one is killed in a hanging kernel; the rest of its task
     goes to the queue, and every item has exactly one record."""
@@ -182,6 +186,7 @@ def _kill_hanging(engines, rec):
 
 
 @pytest.mark.parametrize("backend", ["opencl", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.slow
 def test_interpreter_exit_with_an_in_process_engine_in_a_hanging_kernel_exits_0(tmp_path, backend):
     """The exit path that aborted with pycuda ('context stack was not empty'): a script ends
     while its in-process engine is stuck in a kernel. The exit hook ends it with status 0."""

@@ -84,6 +84,7 @@ def test_matrix_loader_never_raises_anything_else(tmp_path_factory, ext, payload
 @FUZZ
 @given(st.lists(st.lists(st.floats(-1e6, 1e6, allow_nan=False, width=32), min_size=3, max_size=3),
                 min_size=1, max_size=5))
+@pytest.mark.slow
 def test_matrix_loader_reads_back_what_was_written(tmp_path_factory, rows):
     arr = np.array(rows, dtype=np.float32)
     buf = io.StringIO()
@@ -110,6 +111,7 @@ def record_like(draw):
 
 @FUZZ
 @given(st.lists(record_like(), max_size=5) | JSONISH)
+@pytest.mark.slow
 def test_results_reader_json_never_raises_anything_else(tmp_path_factory, data):
     try:
         payload = json.dumps(data).encode()

@@ -54,6 +54,7 @@ def _finish(qtbot, win, timeout=60_000):
 
 # --- the picker ---------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_device_picker_offers_several_devices_a_mode_and_ray(make_window, configure, gui_settings):
     win = configure(make_window(), "cpu", ("cpu_numpy",), "32,64")
     two_cpu_devices(win)
@@ -116,6 +117,7 @@ def test_device_panel_lists_every_device_of_every_backend(make_window):
 
 # --- runs on several devices ------------------------------------------------------------
 
+@pytest.mark.slow
 def test_compare_mode_runs_everything_on_each_engine(qtbot, make_window, configure):
     win = configure(make_window(engines=process_engine_on_cpu0), "cpu", ("cpu_numpy",),
                     "32,64,96", repeats=3)
@@ -176,6 +178,7 @@ def test_cancel_a_two_device_run_keeps_what_finished(qtbot, make_window, configu
     assert win.run_bar.run_button.isEnabled() and not win.running
 
 
+@pytest.mark.slow
 def test_engine_process_killed_mid_run_is_restarted(qtbot, make_window, configure):
     """The item in flight is recorded as an error ("engine restarted"); the rest runs."""
     win = configure(make_window(engines="process"), "cpu", ("cpu_numpy",), "64,128,192,256",

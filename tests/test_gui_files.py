@@ -36,6 +36,7 @@ def distinct_colours(img: QImage, step: int = 3) -> int:
     return len(seen)
 
 
+@pytest.mark.slow
 def test_export_png_and_svg_at_the_chosen_size(ran, tmp_path):
     png, = ran.export_charts(["runtime"], tmp_path / "runtime.png", 900, 560)
     img = QImage(str(png))
@@ -54,6 +55,7 @@ def test_export_png_and_svg_at_the_chosen_size(ran, tmp_path):
     assert "naive[block=16]" in text and "tiled_any[block=16]" in text
 
 
+@pytest.mark.slow
 def test_export_all_charts_and_dark_palette(ran, tmp_path):
     paths = ran.export_charts(list(CHARTS), tmp_path / "charts.png", 640, 400)
     assert [p.name for p in paths] == [f"charts-{k}.png" for k in CHARTS]
@@ -71,6 +73,7 @@ def test_export_all_charts_and_dark_palette(ran, tmp_path):
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".json"])
+@pytest.mark.slow
 def test_saved_results_reopen_with_the_same_curves(ran, make_window, tmp_path, suffix):
     path = tmp_path / f"run{suffix}"
     assert ran.save_results(path)
@@ -88,6 +91,7 @@ def test_saved_results_reopen_with_the_same_curves(ran, make_window, tmp_path, s
     assert str(path) in other.settings.recent_files()
 
 
+@pytest.mark.slow
 def test_second_file_overlays_and_source_tells_them_apart(ran, make_window, tmp_path, error_dialogs):
     a, b = tmp_path / "a" / "run.json", tmp_path / "b" / "run.json"
     for p in (a, b):
@@ -143,6 +147,7 @@ def test_table_sorts_numerically_and_copies_tsv(ran, qtbot):
     assert len(ran.table.tsv(all_rows=False).strip().split("\n")) == 2
 
 
+@pytest.mark.slow
 def test_failed_verification_is_marked_on_charts_and_in_the_table(ran, make_window, tmp_path):
     """A results file (e.g. from another machine) with a wrong kernel in it."""
     from PySide6.QtCore import QPointF
@@ -175,6 +180,7 @@ def test_failed_verification_is_marked_on_charts_and_in_the_table(ran, make_wind
     assert hit is not None and "verification FAILED" in hit[2] and bad.label() in hit[2]
 
 
+@pytest.mark.slow
 def test_export_dialog_choices(ran, tmp_path):
     from gui.export import ExportDialog
 
@@ -190,6 +196,7 @@ def test_export_dialog_choices(ran, tmp_path):
     assert all(p.suffix == ".svg" and p.stat().st_size > 1000 for p in written)
 
 
+@pytest.mark.slow
 def test_dropping_a_results_file_on_the_window_opens_it(qtbot, ran, make_window, tmp_path):
     from PySide6.QtCore import QMimeData, QPointF, QUrl
     from PySide6.QtGui import QDropEvent

@@ -55,6 +55,7 @@ def _compile(qtbot, ed):
     return done.args[0]
 
 
+@pytest.mark.slow
 def test_user_kernels_appear_under_their_heading_and_bad_files_say_why(qtbot, make_window, configure,
                                                                         user_kernel):
     bad = user_kernel.parent / "broken.cl"
@@ -79,6 +80,7 @@ def test_user_kernels_appear_under_their_heading_and_bad_files_say_why(qtbot, ma
     assert str(other.resolve()) in win.settings.kernel_folders()
 
 
+@pytest.mark.slow
 def test_edit_compile_jump_fix_run_and_see_the_curve(qtbot, make_window, configure, user_kernel):
     win = _window(make_window, configure)
     assert win.open_kernel(user_kernel)
@@ -155,6 +157,7 @@ def test_a_kernel_with_wrong_results_is_caught_and_the_app_goes_on(qtbot, make_w
     assert win.run_bar.run_button.isEnabled()
 
 
+@pytest.mark.slow
 def test_the_header_is_checked_as_you_type(qtbot, make_window, configure, user_kernel):
     win = _window(make_window, configure)
     win.open_kernel(user_kernel)
@@ -191,6 +194,7 @@ def test_a_new_kernel_from_a_template_is_saved_into_the_user_folder(qtbot, make_
     assert registry.get("fresh_wpt").role == "user"
 
 
+@pytest.mark.slow
 def test_a_file_changed_on_disk_is_reloaded_recompiled_and_rerun(qtbot, make_window, configure,
                                                                  user_kernel):
     win = _window(make_window, configure)

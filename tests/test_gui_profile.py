@@ -122,6 +122,7 @@ def profile_anywhere(monkeypatch, fake_ncu):
     return picked
 
 
+@pytest.mark.slow
 def test_profile_times_one_size_then_shows_the_counters(qtbot, make_window, configure,
                                                         profile_anywhere):
     win = configure(make_window(), sizes="32,64", variants=("naive", "tiled_any"),
@@ -144,6 +145,7 @@ def test_profile_times_one_size_then_shows_the_counters(qtbot, make_window, conf
     assert "profiled naive[block=16] at 64×64×64" in win.log.plain_text()
 
 
+@pytest.mark.slow
 def test_a_profile_can_be_cancelled(qtbot, make_window, configure, profile_anywhere,
                                     monkeypatch):
     monkeypatch.setenv("FAKE_NCU_MODE", "hang")
@@ -171,6 +173,7 @@ def test_a_failed_profile_is_reported(qtbot, make_window, configure, profile_any
     assert "ERR_NVGPUCTRPERM" in rec.profile["error"] and not rec.profile["counters"]
 
 
+@pytest.mark.slow
 def test_the_runner_is_idle_when_the_window_hears_it_finished(qtbot, monkeypatch, tmp_path):
     """The window's finished slot asks whether anything still runs before it enables Run
     again; the worker thread is still alive while it emits, so the runner must already say

@@ -124,6 +124,7 @@ def _largest_event_loop_gap(qtbot, win) -> float:
     return max(gaps)
 
 
+@pytest.mark.slow
 def test_live_results_import_no_module_in_the_window_process():
     """A module first imported mid-sweep is imported in the GUI thread (numpy's lazy
     numpy.ma, on a first np.median, held the window 60-90 ms on a GPU machine): results
@@ -138,6 +139,7 @@ def test_live_results_import_no_module_in_the_window_process():
     assert lines["IMPORTED"].split() == []
 
 
+@pytest.mark.slow
 def test_event_loop_never_blocks_during_a_sweep(qtbot, make_window, configure):
     win = configure(make_window(), "opencl", ("naive", "tiled_any"), "32,64,96", budget_s=0.08,
                     params={("naive", "block"): [16, 8], ("tiled_any", "block"): [16]})
@@ -152,6 +154,7 @@ def test_event_loop_never_blocks_during_a_sweep(qtbot, make_window, configure):
     assert min(worst) < 0.100, f"event loop blocked for {min(worst) * 1e3:.0f} ms in every sweep"
 
 
+@pytest.mark.slow
 def test_closing_mid_run_cancels_and_exits_zero(qtbot, tmp_path, error_dialogs):
     """main() with a window closed during a sweep (the app's own engine processes):
     cancel, close the engines, exit 0, within 5 s of the close."""
@@ -194,6 +197,7 @@ def test_closing_mid_run_cancels_and_exits_zero(qtbot, tmp_path, error_dialogs):
     assert error_dialogs == []
 
 
+@pytest.mark.slow
 def test_closing_while_a_kernel_runs_ends_its_engine_in_time(qtbot, make_window, configure):
     """A launch that takes far longer than the close deadline: the engine process is
     killed and the window is gone within 5 s."""
@@ -237,6 +241,7 @@ def _sweep_beats(qtbot, win, interval_ms: int):
     return gaps, done.args[0]
 
 
+@pytest.mark.slow
 def test_event_loop_stays_responsive_with_engine_processes(qtbot, make_window, configure):
     """The app's own set-up (an engine process per device) on a verified cpu sweep: the
     GUI thread only draws, so a 10 ms timer keeps its beat."""
@@ -286,6 +291,7 @@ class HangingEngine(EngineHandle):
         return self.killed.wait(timeout)
 
 
+@pytest.mark.slow
 def test_closing_while_an_engine_ignores_cancel_kills_it_within_5_s(qtbot, make_window, configure):
     win = configure(make_window(engines=HangingEngine), "cpu", ("cpu_numpy",), "64")
     with qtbot.waitSignal(win.controller.progress, timeout=10_000):

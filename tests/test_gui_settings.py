@@ -125,6 +125,7 @@ def assert_clean_config(state: dict) -> None:
 
 @FAST
 @given(CONFIG | JSONISH)
+@pytest.mark.slow
 def test_clean_config_keeps_only_usable_fields(state):
     clean, problems = clean_config(state)
     assert isinstance(clean, dict) and all(isinstance(p, str) for p in problems)
@@ -149,6 +150,7 @@ def panel():
 
 @QT
 @given(CONFIG | JSONISH)
+@pytest.mark.slow
 def test_the_panel_takes_any_cleaned_configuration(panel, state):
     clean, _ = clean_config(state)
     panel.set_state(clean)
@@ -161,6 +163,7 @@ def test_the_panel_takes_any_cleaned_configuration(panel, state):
 @FAST
 @given(st.dictionaries(st.sampled_from(["log", "error_bars", "best", "tab", "metric", "x"]), JSONISH)
        | JSONISH)
+@pytest.mark.slow
 def test_clean_chart_options(state):
     clean, problems = clean_chart_options(state)
     assert all(isinstance(clean[k], bool) for k in ("log", "error_bars", "best") if k in clean)
@@ -183,6 +186,7 @@ def read_everything(s: AppSettings) -> None:
 
 @QT
 @given(ini_files())
+@pytest.mark.slow
 def test_any_ini_file_reads_as_usable_settings(tmp_path_factory, text):
     path = tmp_path_factory.mktemp("ini") / "settings.ini"
     path.write_text(text, encoding="utf-8", errors="surrogatepass")
@@ -191,6 +195,7 @@ def test_any_ini_file_reads_as_usable_settings(tmp_path_factory, text):
 
 @WINDOWS
 @given(ini_files())
+@pytest.mark.slow
 def test_any_ini_file_starts_the_window_with_a_valid_configuration(make_window, tmp_path_factory,
                                                                    error_dialogs, text):
     path = tmp_path_factory.mktemp("ini") / "settings.ini"
@@ -215,6 +220,7 @@ def write_ini(path: Path, entries: dict[str, str]) -> None:
     path.write_text("".join(f"[{s}]\n" + "\n".join(lines) + "\n" for s, lines in sections.items()))
 
 
+@pytest.mark.slow
 def test_each_bad_setting_takes_its_default_with_a_log_line(make_window, tmp_path):
     config = {"backend": "quantum", "warmup": -5, "repeats": 10**12, "budget_s": math.inf,
               "dtype": "float16", "mode": "lukewarm", "verify": "yes please", "sizes": 256,
@@ -260,6 +266,7 @@ def test_each_bad_setting_takes_its_default_with_a_log_line(make_window, tmp_pat
     assert again.problems == []
 
 
+@pytest.mark.slow
 def test_garbage_json_and_wrong_shapes(make_window, tmp_path):
     ini = tmp_path / "settings.ini"
     write_ini(ini, {"config/state": ini_quote("[1, 2, 3]"),
@@ -304,6 +311,7 @@ def test_a_stored_python_object_is_removed_not_run(make_window, tmp_path):
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+@pytest.mark.slow
 def test_a_pipe_or_a_huge_file_as_settings_does_not_stop_the_start(make_window, tmp_path):
     pipe = tmp_path / "pipe.ini"
     os.mkfifo(pipe)

@@ -257,6 +257,7 @@ _shapes = st.sampled_from(["16x16x16", "32x32x32", "16x16", "x", "１６x1x1", "
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(entries=st.dictionaries(_shapes, _entry, max_size=5), top=_json)
+@pytest.mark.slow
 def test_any_cache_content_is_read_without_an_error(entries, top, tmp_path):
     """Hand-edited entries (any JSON in any field) never stop a lookup or a guess: what
     is not a cache entry is skipped."""
@@ -436,6 +437,7 @@ def test_a_line_with_a_field_of_the_wrong_type_is_skipped(line):
 @given(header=st.dictionaries(st.sampled_from(["journal", "started", "pid"]), _json),
        lines=st.lists(st.dictionaries(st.sampled_from(["run", "record", "final", "drop"]), _json),
                       max_size=4))
+@pytest.mark.slow
 def test_any_journal_fields_read_without_a_traceback(header, lines):
     from gui.journal import read_journal
 
@@ -479,6 +481,7 @@ def test_a_settings_file_that_is_no_settings_file_still_starts_the_window(gui, k
         assert _kind_of(path) == {"folder": "folder", "fifo": "fifo"}.get(kind, "link")
 
 
+@pytest.mark.slow
 def test_a_settings_file_reached_through_a_link_is_rewritten_through_it(gui, make_window, tmp_path):
     """Screening removes a stored object from the file; a settings file kept elsewhere and
     linked (dotfiles) stays linked: its target is rewritten."""

@@ -82,6 +82,7 @@ def test_every_number_option_refuses_a_bad_number_naming_it(capsys, option, valu
                                "--launch-timeout", "--device"]),
        text=st.text(max_size=30) | st.from_regex(r"[+-]?[0-9]{0,50}(\.[0-9]*)?(e[+-]?[0-9]+)?",
                                                    fullmatch=True))
+@pytest.mark.slow
 def test_number_options_accept_only_their_range(option, text):
     parser = cli.build_parser()
     action = next(a for a in parser._actions if option in a.option_strings)
@@ -345,6 +346,7 @@ def silent_port():
     srv.close()
 
 
+@pytest.mark.slow
 def test_a_port_where_no_ray_answers_is_said_without_rays_log(capsys, monkeypatch, silent_port):
     ok, _why = cluster.ray_status()
     if not ok:

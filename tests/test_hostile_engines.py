@@ -89,6 +89,7 @@ KINDS_OF_FILE = {"opencl": (NAIVE_CL, ".cl"), "cuda": (NAIVE_CU, ".cu")}
 
 
 @pytest.mark.parametrize("backend", ["opencl", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.slow
 def test_kernel_edited_mid_sweep_runs_the_start_text_and_says_so(tmp_path, backend):
     """The kernel and a file it includes are edited after the first item (the edit makes
     every element wrong), and the engine process is killed there too, so that a fresh
@@ -178,6 +179,7 @@ def test_macro_bomb_build_ends_within_the_limit_and_the_sweep_goes_on(tmp_path, 
 
 
 @needs_nvcc
+@pytest.mark.slow
 def test_nvcc_build_past_the_limit_is_stopped_and_not_run_again(tmp_path):
     from engine.backends import cuda as cuda_backend
 
@@ -308,6 +310,7 @@ def test_staged_includes_keep_their_places(rels, tmp_path_factory):
 
 # --- class 7: engines are bounded --------------------------------------------------------------
 
+@pytest.mark.slow
 def test_engine_dying_before_its_first_item_is_retried_a_few_times_then_fails(tmp_path):
     """An engine killed as it makes a sweep's inputs (the OOM killer of a memory-limited
     container) used to be restarted for ever; now each task is tried EARLY_DEATHS_MAX

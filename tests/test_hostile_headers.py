@@ -237,6 +237,7 @@ WHERE = st.sampled_from(["derived", "check", "grid", "reason", "flops"])
 
 @PROPERTY
 @given(headers(), st.sampled_from(["k.cl", "k.cu"]))
+@pytest.mark.slow
 def test_random_headers_give_a_kernel_file_error_or_a_working_variant(text, name):
     check_header_text(text, name)
 

@@ -136,6 +136,7 @@ def test_bench_list_starts_whatever_the_folder_holds(tmp_path):
     assert "😄" not in out
 
 
+@pytest.mark.slow
 def test_a_bench_run_starts_too_and_runs_the_good_kernels(tmp_path):
     bad, _good = hostile_folder(tmp_path / "data" / "kernels")
     out = tmp_path / "r.json"

@@ -102,6 +102,7 @@ def test_any_value_in_any_field_is_kept_valid_or_skipped_naming_the_field(tmp_pa
 
 @FUZZ
 @given(where=st.sampled_from(NESTED), value=HOSTILE)
+@pytest.mark.slow
 def test_profile_and_extra_fields_are_checked_by_shape(tmp_path_factory, where, value):
     outer, inner = where
     row = copy.deepcopy(GOOD)
@@ -245,6 +246,7 @@ def any_record(draw):
 @settings(max_examples=120, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(recs=st.lists(any_record(), min_size=1, max_size=4))
+@pytest.mark.slow
 def test_profile_view_shows_any_record_without_failing(qtbot, recs):
     pytest.importorskip("PySide6")
     from gui.profile_view import ProfileView  # noqa: PLC0415

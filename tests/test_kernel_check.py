@@ -170,6 +170,7 @@ def test_a_cuda_copy_reports_registers_and_launch_limits(tmp_path):
     assert "regs" in table and "block=32" in table
 
 
+@pytest.mark.slow
 def test_a_register_heavy_rung_fits_its_block(tmp_path):
     require_nvcc()
     path = make_copy("ffma_wide", tmp_path / "my_wide.cu")
@@ -275,6 +276,7 @@ def test_missing_tools_and_bad_combinations_are_reported_not_raised(tmp_path, mo
     assert not rep.ok and "not in the parameter space" in rep.combos[0].problems[0]
 
 
+@pytest.mark.slow
 def test_combinations_for_one_class_of_shapes_are_built_not_skipped():
     """A combination is built at the first shape its header allows: squares first, then
     skinny, odd and long-K shapes. skinny (M or N <= 64) and ffma_small's split-K values

@@ -213,6 +213,7 @@ def test_a_failed_profile_says_why(fake_ncu, tmp_path, monkeypatch, mode, says):
     assert not res.counters and not res.report
 
 
+@pytest.mark.slow
 def test_a_profile_that_hangs_is_ended(fake_ncu, tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_NCU_MODE", "hang")
     res = profile.run_profile(profile.ProfileRequest("naive", {}, 64, 64, 64), tmp_path,

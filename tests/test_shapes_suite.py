@@ -75,6 +75,7 @@ def test_window_size_preset_gives_the_suite(qtbot):
 
 
 @pytest.mark.skipif(not _opencl_available(), reason="no OpenCL device (install pocl-opencl-icd)")
+@pytest.mark.slow
 def test_shapes_script_runs_verifies_tunes_and_guesses(tmp_path):
     """Two shapes of one class and one of another on PoCL: every record verified, a lab
     best per shape, the winners in the autotune cache with their class, and the
@@ -218,6 +219,7 @@ def test_paired_pass_times_the_lab_best_and_its_line_in_turn(tmp_path):
 
 
 @pytest.mark.skipif(not _opencl_available(), reason="no OpenCL device (install pocl-opencl-icd)")
+@pytest.mark.slow
 def test_bench_prints_the_lab_best_table(tmp_path):
     """``bench`` with two lab kernels adds the lab best table: per shape the fastest
     verified one (checked against the saved records)."""

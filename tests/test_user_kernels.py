@@ -113,6 +113,7 @@ def _kept_builtin(res_path) -> list[dict]:
     return [r for r in recs if r["variant"] == "tiled_any"]
 
 
+@pytest.mark.slow
 def test_a_kernel_that_never_finishes_is_ended_and_the_other_results_kept(tmp_path, capsys):
     """A user kernel that spins forever: its isolated engine is ended at the launch time
     limit, the record says so, and the built-in measured in the same run is kept."""
@@ -136,6 +137,7 @@ def test_a_kernel_that_never_finishes_is_ended_and_the_other_results_kept(tmp_pa
     assert kept and all(r["status"] == "ok" and r["passed"] for r in kept)
 
 
+@pytest.mark.slow
 def test_a_kernel_that_writes_far_out_of_bounds_takes_only_its_engine(tmp_path, capsys):
     """Writes gigabytes past C: the engine process dies (or the result is wrong); either
     way the command ends with a clear record and the built-in's result is kept."""
