@@ -38,10 +38,13 @@ def _device_preprocessor(arch: str) -> tuple[list[str], list[str]]:
 
     proc = subprocess.run([find_nvcc(), "--dryrun", "-E", f"-gencode=arch=compute_{arch[3:]},code={arch}",
                            "-x", "cu", os.devnull], capture_output=True, text=True, timeout=60)
-    line = next(ln[3:] for ln in (proc.stdout + proc.stderr).splitlines()
-                if ln.startswith("#$ ") and "-D__CUDA_ARCH__=" in ln and " -E " in ln)
+    line = next((ln[3:] for ln in (proc.stdout + proc.stderr).splitlines()
+                 if ln.startswith("#$ ") and "-D__CUDA_ARCH__=" in ln and " -E " in ln), None)
+    if line is None:
+        raise RuntimeError(f"no device preprocessor in nvcc --dryrun for {arch}:\n"
+                           f"{proc.stdout}{proc.stderr}")
     full = [a for a in shlex.split(line) if a != os.devnull]
-    at = full.index("-include")
+    at = full.index("-include") if "-include" in full else len(full)
     return full[:at] + full[at + 2:], full
 
 
@@ -139,13 +142,13 @@ def device_arch() -> str:
 
 def distinct_items(items: list[tuple[str, dict]], shapes, dtype: str, also=None,
                    arch: str | None = None) -> list[tuple[str, dict]]:
-    """A GPU test's plan items reduced to distinct code paths: the defaults, then as few
-    items as run, at every shape, every code path and every value of every parameter on
-    each path that any item runs there (values the shape picks resolved; the build for
-    ``arch``, the device's, ``sm_90a`` for wgmma kernels), and every value of
-    ``also(params)`` (a feature a test asserts, e.g. a pair of values). Only products of
-    values on one path are not all run. Items that run nowhere (library lines, skips a
-    test looks at) are all kept; the items' order is kept."""
+    """A GPU test's plan items reduced to distinct code paths as :func:`select` reduces
+    builds, shape by shape: the defaults, then as few items as run, at every shape, every
+    code path and every value of every parameter that any item runs there (values the
+    shape picks resolved; the build for ``arch``, the device's, ``sm_90a`` for wgmma
+    kernels), and every value of ``also(params)`` (a feature a test asserts, e.g. a pair
+    of values). Items that run nowhere (library lines, skips a test looks at) are all
+    kept; the items' order is kept."""
     from engine import registry
 
     arch = arch or device_arch()
@@ -165,7 +168,7 @@ def distinct_items(items: list[tuple[str, dict]], shapes, dtype: str, also=None,
         name, out = items[i][0], set()
         for s, p in at:
             path = keys[(name, tuple(p.items()))][0]
-            out |= {(name, s, "path", path)} | {(name, s, "value", path, *kv) for kv in p.items()}
+            out |= {(name, s, "path", path)} | {(name, s, "value", *kv) for kv in p.items()}
             if also:
                 out.add((name, s, "also", also(p)))
         needs[i] = out

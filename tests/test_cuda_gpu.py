@@ -75,7 +75,8 @@ SKINNY_SHAPES = [(1, 253, 127), (61, 7, 1000), (3, 50, 701), (64, 300, 129), (33
 
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_skinny_verifies_at_skinny_odd_shapes(dtype):
-    plan = Plan(backend="cuda", items=expand_items("cuda", ["skinny"]), shapes=SKINNY_SHAPES,
+    items = distinct_items(expand_items("cuda", ["skinny"]), SKINNY_SHAPES, dtype)
+    plan = Plan(backend="cuda", items=items, shapes=SKINNY_SHAPES,
                 dtype=dtype, warmup=1, repeats=2, dist="int" if dtype == "int32" else "uniform")
     recs, _ = run_plan(plan)
     assert recs and all(r.status != "skipped" for r in recs), \
