@@ -368,7 +368,7 @@ REFERENCES: tuple[Variant, ...] = (
 # --- kernel files ------------------------------------------------------------------------
 
 #: Folders of the built-in kernels (``experiments``: kept and tested, not in default sweeps).
-BUILTIN_DIRS = ("cuda", "cuda/experiments", "opencl", "opencl/experiments")
+BUILTIN_DIRS = ("cuda/ladder", "cuda/lab", "cuda/experiments", "opencl", "opencl/experiments")
 KERNEL_SUFFIXES = (".cu", ".cl")
 
 

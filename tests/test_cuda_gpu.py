@@ -60,7 +60,7 @@ def _skips_are_the_registrys(recs, dtype):
             assert reason and reason == r.error, (r.label(), r.error, reason)
 
 
-#: skinny (24_skinny.cu) refuses min(M, N) > 64, so ODD_SHAPES reach it only at three shapes:
+#: skinny (skinny.cu) refuses min(M, N) > 64, so ODD_SHAPES reach it only at three shapes:
 #: here both paths at odd sizes, every TN of the rows path, N % 4 != 0, K % 4 != 0, a partial
 #: last chunk, and serial split-K (1x253x5000: 8 blocks, K split 9 ways, some slices empty);
 #: the columns path's full chunks of A (16-byte copies at K % 4 == 0, 4-byte ones else) at 16
@@ -108,7 +108,7 @@ def test_int32_wraps_modulo_2_32_on_gpu():
 
 def test_planted_faults_are_caught_on_gpu(tmp_path, monkeypatch):
     """A kernel that skips the last row, and one that writes NaN, must fail verification."""
-    src = (registry.ROOT / "cuda" / "01_naive.cu").read_text()
+    src = (registry.ROOT / "cuda" / "ladder" / "01_naive.cu").read_text()
     bad_row = tmp_path / "bad_row.cu"
     bad_row.write_text(src.replace("matmul(", "matmul_real(", 1) + """
 extern "C" __global__ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C, int M, int N, int K) {

@@ -82,7 +82,7 @@ def _col(ed, line, word) -> int:
 # -- helpers and gutter ---------------------------------------------------------------
 
 def test_language_for():
-    assert language_for("cuda/03_tiled_any.cu") == "cuda"
+    assert language_for("cuda/ladder/03_tiled_any.cu") == "cuda"
     assert language_for(Path("x/KERNEL.CU")) == "cuda"
     assert language_for("opencl/01_naive.cl") == "opencl"
     assert language_for("notes.txt") == "text"
@@ -448,7 +448,7 @@ def _shot(qtbot, path: Path) -> None:
     pane = EditorPane()
     qtbot.addWidget(pane)
     pane.resize(900, 600)
-    pane.load_file(ROOT / "cuda" / "03_tiled_any.cu")
+    pane.load_file(ROOT / "cuda" / "ladder" / "03_tiled_any.cu")
     text = pane.editor.toPlainText().split("\n")
     line = next(i for i, t in enumerate(text, 1) if "__global__" in t)
     shared = next(i for i, t in enumerate(text, 1) if "Bs[BLOCK]" in t)

@@ -38,7 +38,7 @@ from tests.helpers import require_backend
 
 ROOT = Path(__file__).resolve().parent.parent
 NAIVE_CL = (ROOT / "opencl" / "01_naive.cl").read_text()
-NAIVE_CU = (ROOT / "cuda" / "01_naive.cu").read_text()
+NAIVE_CU = (ROOT / "cuda" / "ladder" / "01_naive.cu").read_text()
 #: A line of the kernel body whose change gives a wrong result (every element off by one).
 STORE = "C[row * N + col] = (ELEM)acc;"
 OFF_BY_ONE = "C[row * N + col] = (ELEM)acc + (ELEM)1;"

@@ -88,9 +88,14 @@ def test_ladder_registered_in_order():
 def test_kernel_source_exists_with_header(v):
     path = v.source_path("cuda")
     assert path.is_file(), path
-    # numbered in the order taught (10..33); experiments keep their name in experiments/
-    assert (re.fullmatch(r"([12]\d|3[0-3])_[a-z0-9_]+\.cu", path.name) if v.role == "rung"
-            else path.parent.name == "experiments"), path
+    # the teaching steps are numbered in ladder/; the production techniques are named in
+    # lab/; experiments keep their name in experiments/
+    folder = path.parent.name
+    assert folder in ("ladder", "lab", "experiments"), path
+    if folder == "ladder":
+        assert re.fullmatch(r"[0-2]\d_[a-z0-9_]+\.cu", path.name), path
+    else:
+        assert path.name == f"{v.name}.cu", path
     text = path.read_text()
     assert text.lstrip().startswith("/*")
     # the header (TOML) first, then the prose: what the technique is, in words
@@ -276,7 +281,7 @@ def test_regdb_padb_is_regdb_with_padded_b():
     ffma_regdb's."""
     assert RDP.role == "rung" and RDP.space == RD.space and RDP.prepass is not None
     text = RDP.source_path("cuda").read_text()
-    assert "#define PAD_B 1" in text and '#include "18_ffma_regdb.cu"' in text
+    assert "#define PAD_B 1" in text and '#include "ffma_regdb.cu"' in text
     for c in RD.combos():
         assert "runs the same" in RDP.check("cuda", c, 1000, 3000, 2000, "float32")
         want, got = RD.check("cuda", c, 1000, 3001, 2000, "float32"), RDP.check("cuda", c, 1000, 3001, 2000, "float32")
@@ -313,7 +318,7 @@ def test_regdb_b4_is_regdb_reading_b_in_place():
         k: v for k, v in RB4.space.items() if k not in ("bm", "crows")}
     assert set(RB4.space["bm"]) == set(RD.space["bm"]) - {128} and set(RB4.space["crows"]) == {0, 1}
     text = RB4.source_path("cuda").read_text()
-    assert "#define B4 1" in text and '#include "18_ffma_regdb.cu"' in text and "#define PAD_B" not in text
+    assert "#define B4 1" in text and '#include "ffma_regdb.cu"' in text and "#define PAD_B" not in text
     for shape in [(1000, 1001, 1000), (80, 4099, 999), (2047, 2049, 1023), (1, 5, 7), (97, 4099, 4096),
                   (300, 2561, 2561)]:
         n = shape[1]
@@ -423,7 +428,7 @@ def test_cublas_on_engine_thread_context():
     assert all(r.passed for r in recs), [(r.variant, r.error) for r in recs]
 
 
-# --- ladder v4, TF32: tf32_wgmma_ws (cuda/21_tf32_wgmma_ws.cu) ---------------------------
+# --- ladder v4, TF32: tf32_wgmma_ws (cuda/ladder/22_tf32_wgmma_ws.cu) ---------------------------
 
 WS = registry.get("tf32_wgmma_ws")
 #: odd shapes plus K % 4 == 0 ones (no A pre-pass copy) and several 32-deep k-tiles
@@ -492,7 +497,7 @@ def test_wgmma_ws_and_cublas_tf32_verify_at_4096():
         assert math.isfinite(byname[WS.name].pct_of_cublas)
 
 
-# --- ladder v4, FP32: ffma_regdb (cuda/20_ffma_regdb.cu) -----------------------------------
+# --- ladder v4, FP32: ffma_regdb (cuda/lab/ffma_regdb.cu) -----------------------------------
 
 RD = registry.get("ffma_regdb")
 #: odd shapes, N % 4 != 0 (4-byte B copies), several k-tiles, split-K with uneven slices
@@ -634,7 +639,7 @@ def test_regdb_b4_splitk_is_deterministic_and_leaves_its_counters_zero(shape, pa
     _assert_bitwise_repeatable(RB4, c, shape, tiles if tiles <= wave else tiles % wave, "fp32", seed=14)
 
 
-# --- FP32 rung 28: ffma_narrow (cuda/28_ffma_narrow.cu) -------------------------------------
+# --- FP32 rung 28: ffma_narrow (cuda/lab/ffma_narrow.cu) -------------------------------------
 
 NW = registry.get("ffma_narrow")
 #: narrow N at every tile width (16, 32, 48, 64 columns) and N % 4 != 0 (4-byte B copies); partial
@@ -650,7 +655,7 @@ def test_narrow_is_regdb_with_narrow_tiles():
     runs at every N of the class."""
     assert NW.role == "rung" and NW.precision == "fp32"
     text = NW.source_path("cuda").read_text()
-    assert '#include "18_ffma_regdb.cu"' in text
+    assert '#include "ffma_regdb.cu"' in text
     assert "use ffma_regdb" in NW.check("cuda", NW.default_params(), 8192, 65, 8192, "float32")
     for n in range(1, 65):
         ok = [c for c in NW.combos() if NW.check("cuda", c, 4096, n, 4096, "float32") is None]
@@ -675,7 +680,7 @@ def test_narrow_verifies_at_odd_shapes(dtype):
         (bn, sk) for bn in (16, 32, 48, 64) for sk in (False, True)}
 
 
-# --- FP32 rung 29: ffma_narrow_padb (cuda/29_ffma_narrow_padb.cu) ---------------------------
+# --- FP32 rung 29: ffma_narrow_padb (cuda/lab/ffma_narrow_padb.cu) ---------------------------
 
 NWP = registry.get("ffma_narrow_padb")
 
@@ -685,7 +690,7 @@ def test_narrow_padb_is_narrow_with_padded_b():
     copy a pre-pass makes (one thread per 16-byte vector of a K × roundup(N, 4) scratch)."""
     assert NWP.role == "rung" and NWP.space == NW.space and NWP.prepass is not None
     text = NWP.source_path("cuda").read_text()
-    assert "#define PAD_B 1" in text and '#include "28_ffma_narrow.cu"' in text
+    assert "#define PAD_B 1" in text and '#include "ffma_narrow.cu"' in text
     for c in NW.combos():
         assert "runs the same" in NWP.check("cuda", c, 4096, 48, 4096, "float32")
         assert "use ffma_regdb_padb" in NWP.check("cuda", c, 4096, 65, 4096, "float32")
@@ -721,7 +726,7 @@ def test_narrow_splitk_is_deterministic_and_leaves_its_counters_zero(shape, para
     _assert_bitwise_repeatable(NW, params, shape, tiles, "fp32", seed=12)
 
 
-# --- ladder v5, FP32: ffma_wide (cuda/23_ffma_wide.cu) --------------------------------------
+# --- ladder v5, FP32: ffma_wide (cuda/lab/ffma_wide.cu) --------------------------------------
 
 WD = registry.get("ffma_wide")
 #: ffma_wide_b4 stores C by rows through shared memory where K is at most this (its header)
@@ -828,7 +833,7 @@ def test_wide_b4_is_wide_reading_b_in_place():
     assert {k: set(v) for k, v in WB4.space.items() if k != "crows"} == {k: set(v) for k, v in WD.space.items()}
     assert set(WB4.space["crows"]) == {0, 1} and WB4.default_params("sm_90")["bk"] == 16
     text = WB4.source_path("cuda").read_text()
-    assert "#define B4 1" in text and '#include "19_ffma_wide.cu"' in text and "#define PAD_B" not in text
+    assert "#define B4 1" in text and '#include "ffma_wide.cu"' in text and "#define PAD_B" not in text
     for shape in [(2048, 2047, 1024), (4097, 4095, 4093), (300, 2561, 2561), (4100, 4090, 95),
                   (2300, 1999, 301), (1, 5, 7)]:
         m, n, k = shape
@@ -863,7 +868,7 @@ def test_wide_b4_verifies_at_odd_shapes(dtype):
         (cr, split) for cr in (0, 1) for split in (False, True)}
 
 
-# --- TF32 rung 26: tf32_wgmma_rs (cuda/26_tf32_wgmma_rs.cu) ---------------------------------
+# --- TF32 rung 26: tf32_wgmma_rs (cuda/lab/tf32_wgmma_rs.cu) ---------------------------------
 
 RS = registry.get("tf32_wgmma_rs")
 #: odd shapes; K % 4 != 0 and N % 4 != 0 (4-byte copy paths) next to aligned ones; several
@@ -1250,7 +1255,7 @@ def test_wgmma_fused_verifies_at_odd_shapes():
     _assert_every_valid_combo_verifies(FUSED, RS_SHAPES)
 
 
-# --- ladder v5, TF32: tf32_wgmma_tp (cuda/22_tf32_wgmma_tp.cu) -----------------------------
+# --- ladder v5, TF32: tf32_wgmma_tp (cuda/experiments/tf32_wgmma_tp.cu) -----------------------------
 
 TP = registry.get("tf32_wgmma_tp")
 
@@ -1284,7 +1289,7 @@ def test_wgmma_tp_verifies_at_odd_shapes_and_4096():
     assert not bad, bad
 
 
-# --- ladder v6, TF32: tf32_wgmma_tma (cuda/24_tf32_wgmma_tma.cu) ---------------------------
+# --- ladder v6, TF32: tf32_wgmma_tma (cuda/ladder/23_tf32_wgmma_tma.cu) ---------------------------
 
 TMA = registry.get("tf32_wgmma_tma")
 
@@ -1338,7 +1343,7 @@ def test_wgmma_tma_verifies_at_odd_shapes_and_4096():
     assert not bad, bad
 
 
-# --- rung 32: ffma_small (cuda/32_ffma_small.cu) -----------------------------------------------
+# --- rung 32: ffma_small (cuda/lab/ffma_small.cu) -----------------------------------------------
 
 SM32 = registry.get("ffma_small")
 #: odd shapes (4-byte copies where K or N % 4 != 0), one stage and many, tiles past M and N, each group's k slice
@@ -1397,7 +1402,7 @@ def test_small_verifies_at_odd_and_small_shapes(dtype):
     assert {r.params["splitk"] for r in ran} == {1, 2, 4, 8, 16, 32}
 
 
-# --- rung 33: skinny_async (cuda/33_skinny_async.cu) ---------------------------------------------
+# --- rung 33: skinny_async (cuda/lab/skinny_async.cu) ---------------------------------------------
 
 SA = registry.get("skinny_async")
 #: N <= 64 at every tile width (8, 16, 24, 32, 64 columns, one tile or two), K % 4 != 0 (4-byte A

@@ -2,7 +2,7 @@
 +++
 name = "tf32_wgmma_fused"
 title = "TF32 wgmma with B transposed in shared memory, no pre-pass (slower than tf32_wgmma_tma: the transposing warps are the limit): TMA lands B as it lies (N-major, eight 32 × 32 boxes in the 128B swizzle) in a raw ring; the producer warpgroup's warps 1-3 round A in place and transpose B into a K-major swizzled ring (4 × 4 register transposes, rounded to TF32), three decoupled rings (A, Bt, raw B); 128×256 tiles, 2 consumer warpgroups × wgmma.m64n256k8, persistent rasterised grid. One launch per GEMM where K and N are multiples of 4."
-source = "PTX ISA cp.async.bulk.tensor, mbarrier expect_tx, fence.proxy.async, cvt.rna.tf32.f32, wgmma.mma_async; CUTLASS sm90 TMA warp-specialized persistent GMMA kernels (rings of mbarrier-guarded stages); cuda/23_tf32_wgmma_tma.cu"
+source = "PTX ISA cp.async.bulk.tensor, mbarrier expect_tx, fence.proxy.async, cvt.rna.tf32.f32, wgmma.mma_async; CUTLASS sm90 TMA warp-specialized persistent GMMA kernels (rings of mbarrier-guarded stages); cuda/ladder/23_tf32_wgmma_tma.cu"
 role = "experiment"
 order = 91
 dtypes = ["float32"]
@@ -126,7 +126,7 @@ box = [32, 32]
  * fence.proxy.async, cvt.rna.tf32.f32, wgmma.mma_async); the CUTLASS sm90
  * warp-specialized GMMA kernels (mbarrier-guarded rings);
  * written anew for this lab on top of 23_tf32_wgmma_tma.cu (consumers, epilogue, A rounding)
- * and 26_tf32_wgmma_rs.cu (padding pre-pass, B boxes).
+ * and tf32_wgmma_rs.cu (padding pre-pass, B boxes).
  *
  * Any M, N, K (TMA zero-fill, guarded stores). Precision "tf32": A and B rounded to nearest
  * TF32 as cuBLAS does, FP32 accumulation. sm_90a only; elsewhere matmul traps.

@@ -2,7 +2,7 @@
 +++
 name = "tf32_wgmma_tma"
 title = "tf32_wgmma_ws with its producer replaced by TMA: one elected thread issues cp.async.bulk.tensor.2d loads (128B-swizzle tensor maps for A and the pre-transposed Bt, encoded on the host with cuTensorMapEncodeTiled and stored in the scratch tail) completing as tx bytes on the stage's full mbarrier; inputs rounded to TF32 to nearest like cuBLAS by the copy engine itself (TFLOAT32 tensor maps: TMA rounds each float as it lands in shared memory); 2 consumer warpgroups × wgmma.m64n256k8, 128×256 tiles; persist=1: persistent grid of #SMs CTAs looping over tiles rasterised in groups of 8 tile rows, the stage ring running on across tiles."
-source = "PTX ISA cp.async.bulk.tensor, mbarrier expect_tx, fence.proxy.tensormap, wgmma.mma_async; CUDA driver cuTensorMapEncodeTiled and its CU_TENSOR_MAP_DATA_TYPE_TFLOAT32; CUTLASS sm90 TMA warp-specialized persistent GMMA kernels; cuda/22_tf32_wgmma_ws.cu"
+source = "PTX ISA cp.async.bulk.tensor, mbarrier expect_tx, fence.proxy.tensormap, wgmma.mma_async; CUDA driver cuTensorMapEncodeTiled and its CU_TENSOR_MAP_DATA_TYPE_TFLOAT32; CUTLASS sm90 TMA warp-specialized persistent GMMA kernels; cuda/ladder/22_tf32_wgmma_ws.cu"
 role = "rung"
 order = 23
 dtypes = ["float32"]

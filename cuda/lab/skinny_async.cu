@@ -99,7 +99,7 @@ scratch = "4 * np * ldk"
 +++
 */
 /*
- * 33_skinny_async.cu -- C (M x N) = A (M x K) . B (K x N), row-major, N <= 64 (the tall,
+ * skinny_async.cu -- C (M x N) = A (M x K) . B (K x N), row-major, N <= 64 (the tall,
  * narrow class: A is the large operand and the product is a copy of A with a little
  * arithmetic on the way). FP32 and int32 (wrapping).
  *

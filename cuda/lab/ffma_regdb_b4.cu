@@ -2,7 +2,7 @@
 +++
 name = "ffma_regdb_b4"
 title = "ffma_regdb for N not a multiple of 4 without a pre-pass: B's k-tiles come as 4-byte cp.async copies laid out along the warps' rows (each instruction 32 consecutive columns of one B row, coalesced; columns past N predicated off), so every full k-tile of every tile takes the bounds-free path on the unpadded B; C by rows through shared memory where K is short; split-K only for the tiles of a last partial wave (whole tiles in the full waves before it); for the mid sizes where ffma_regdb_padb's copy of B is a tenth of the time."
-source = "cuda/18_ffma_regdb.cu (included, B4 = 1); coalesced scalar global-to-shared copies of a misaligned operand, as CUTLASS's 4-byte-alignment SIMT GEMMs and cp.async with a per-copy source size"
+source = "cuda/lab/ffma_regdb.cu (included, B4 = 1); coalesced scalar global-to-shared copies of a misaligned operand, as CUTLASS's 4-byte-alignment SIMT GEMMs and cp.async with a per-copy source size"
 role = "rung"
 order = 30
 
@@ -65,10 +65,10 @@ workspace = "workspace"
 +++
 */
 /*
- * 30_ffma_regdb_b4.cu -- 18_ffma_regdb.cu for N % 4 != 0 with B read where it lies.
+ * ffma_regdb_b4.cu -- ffma_regdb.cu for N % 4 != 0 with B read where it lies.
  *
  * Why: with N % 4 != 0 B's rows start at N * 4-byte strides, so no 16-byte copy of B is
- * aligned. 27_ffma_regdb_padb.cu pads B in a pre-pass (K * N * 4 bytes read, K *
+ * aligned. ffma_regdb_padb.cu pads B in a pre-pass (K * N * 4 bytes read, K *
  * roundup(N, 4) * 4 written, plus a launch): at 1000 x 1001 x 1000 that copy is ~5 us of a
  * ~50 us GEMM, and the padded rung ran 86% of cuBLAS FP32 where ffma_regdb at 1000^3 runs
  * 95% (benchmarks/NOTES.md, issue 11 rounds 13 and 14). Round 13 tried ffma_regdb's own
@@ -95,10 +95,10 @@ workspace = "workspace"
  * is split, as ffma_regdb's split-K (hybrid = 0). Everything else is ffma_regdb: tiles, fragments,
  * register double buffering, the split-K fix-up.
  *
- * Compile-time constants (ELEM, ACC, BM, TN, BK, SPLITK): as 18_ffma_regdb.cu (BM 64, 80
+ * Compile-time constants (ELEM, ACC, BM, TN, BK, SPLITK): as ffma_regdb.cu (BM 64, 80
  * or 96); CROWS and HYBRID (0 or 1) as above. Workspace (SPLITK > 1): counters and partial
  * tiles for the rem split tiles, laid out as 18's. Launch: block (BM / 8 * 16, 1), grid
  * (tiles - rem + rem * SPLITK, 1) with HYBRID, else as 18. Arguments: matmul(A, B, C, M, N, K, workspace).
  */
 #define B4 1
-#include "18_ffma_regdb.cu"
+#include "ffma_regdb.cu"

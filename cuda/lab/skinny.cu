@@ -2,7 +2,7 @@
 +++
 name = "skinny"
 title = "Skinny GEMM (M or N ≤ 64) as a stream of its large operand: 16-byte loads kept in flight by a rolling register prefetch, the small operand staged by cp.async (A transposed, or a swizzled B) and read as broadcasts, K split over the warps of a block, serial split-K across blocks only where the grid is short."
-source = "cuBLAS gemv / split-K GEMV kernels (one pass over the matrix, K split over threads and reduced in a fixed order); CUTLASS serial split-K (as in 19_ffma_wide.cu); the seeds' effective-bandwidth lesson: a GEMM with M or N small is a copy of its large operand"
+source = "cuBLAS gemv / split-K GEMV kernels (one pass over the matrix, K split over threads and reduced in a fixed order); CUTLASS serial split-K (as in ffma_wide.cu); the seeds' effective-bandwidth lesson: a GEMM with M or N small is a copy of its large operand"
 role = "rung"
 order = 24
 dtypes = ["float32", "int32"]
@@ -57,7 +57,7 @@ shared = "smem"
 +++
 */
 /*
- * 24_skinny.cu -- C (M x N) = A (M x K) . B (K x N), row-major, for the memory-bound regime
+ * skinny.cu -- C (M x N) = A (M x K) . B (K x N), row-major, for the memory-bound regime
  * where M or N is at most 64 (matrix-vector and skinny products). FP32 and int32 (wrapping).
  *
  * Technique: such a product is a copy of its large operand with a little arithmetic on the
@@ -67,7 +67,7 @@ shared = "smem"
  * flight, ~23 KB per SM). The small operand is staged in shared memory once per block and read
  * as broadcasts. K is split over the warps of a block (reduced through shared memory) and over
  * blocks only where the grid would leave SMs idle (serial split-K, deterministic). Sources:
- * cuBLAS's gemv and split-K GEMV kernels, CUTLASS serial split-K (19_ffma_wide.cu), the
+ * cuBLAS's gemv and split-K GEMV kernels, CUTLASS serial split-K (ffma_wide.cu), the
  * rolling (modulo-scheduled) prefetch of streaming kernels. Written anew here.
  *
  * Why not 19's tiles: at M = 1 a 256x128 tile is 255/256 padding, and at M = 16 or N = 7 any

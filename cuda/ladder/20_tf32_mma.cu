@@ -53,7 +53,7 @@ workspace = "workspace"
  *
  * Split-K (SPLITK > 1): at 1024^3 the 128x128 tiles are 64 blocks on a 132-SM H100, so
  * each tile's K range is cut into S slices run by separate blocks (grid.y = tiles * S,
- * slice z = blockIdx.y / ceil(M/128)), all at once. Parallel, as 18_ffma_regdb.cu: each
+ * slice z = blockIdx.y / ceil(M/128)), all at once. Parallel, as ffma_regdb.cu: each
  * slice writes its partial tile to the workspace, and the tile's last CTA to arrive sums
  * the S partials in slice order and stores C (splitk_fixup in lab_ptx.cuh: deterministic,
  * no slice waits for another). The serial split-K it replaces (slice z adds into C after

@@ -2,7 +2,7 @@
 +++
 name = "tf32_wgmma_rs"
 title = "TF32 wgmma without transposing B (tf32_wgmma_tma minus its pre-pass): computes each tile as Cᵀ = Bᵀ·Aᵀ, so that A (row-major, K-major already) is wgmma's shared-memory operand and B, loaded by TMA as it lies (N-major, 4 boxes of 32 × 32 in the 128B swizzle), is the register operand, its fragments read with conflict-free LDS.64 (permuted rows, a0/a1 and a2/a3 as word pairs); both rounded to TF32 by the copy engine (TFLOAT32 tensor maps); 256×128 tiles (bm=128, 64: narrower, for shapes with few tiles; bn=64: one consumer warpgroup, twice the CTAs; ks=2, 4: a cluster of CTAs per tile, each part of K, summed through distributed shared memory), 2 consumer warpgroups × wgmma.m64n{bm}k8 with A from registers, setmaxnreg, persistent rasterised grid; C leaves by TMA stores from a double-buffered staging area, so that writing one tile overlaps the next tile's main loop; streamk=1: a last partial wave's tiles are shared along K with the SMs that would idle (heads in lock step, tails on the spare SMs, partials summed in k order by the last to arrive)."
-source = "PTX ISA wgmma.mma_async with the A operand in registers and its .tf32 register fragment layout, setmaxnreg, cp.async.bulk.tensor (loads and shared-to-global stores), cp.async.bulk.wait_group.read; the operand swap Cᵀ = Bᵀ·Aᵀ of column-major BLAS; CUTLASS sm90 register-sourced (RS) GMMA mainloops and TMA-store epilogues; cuda/23_tf32_wgmma_tma.cu"
+source = "PTX ISA wgmma.mma_async with the A operand in registers and its .tf32 register fragment layout, setmaxnreg, cp.async.bulk.tensor (loads and shared-to-global stores), cp.async.bulk.wait_group.read; the operand swap Cᵀ = Bᵀ·Aᵀ of column-major BLAS; CUTLASS sm90 register-sourced (RS) GMMA mainloops and TMA-store epilogues; cuda/ladder/23_tf32_wgmma_tma.cu"
 role = "rung"
 order = 26
 newcomer = true
@@ -114,7 +114,7 @@ box = [32, 64]
 +++
 */
 /*
- * 26_tf32_wgmma_rs.cu -- TF32 GEMM on Hopper without transposing B (sm_90a).
+ * tf32_wgmma_rs.cu -- TF32 GEMM on Hopper without transposing B (sm_90a).
  *
  * Why: wgmma reads a .tf32 operand from shared memory only K-major. A (M x K, row-major) is
  * K-major; B (K x N, row-major) is N-major, so 21-23 transpose B into a scratch buffer in a

@@ -2,7 +2,7 @@
 +++
 name = "ffma_regdb_padb"
 title = "ffma_regdb for N not a multiple of 4: a pre-pass copies B into rows padded to roundup(N, 4) with zeros, so every B copy is one 16-byte cp.async and interior tiles take the bounds-free path (unpadded, each B element costs a 4-byte copy with a bounds check on every tile); what ffma_wide_padb is to ffma_wide, for the shapes where ffma_regdb's smaller tiles win."
-source = "cuda/18_ffma_regdb.cu (included, PAD_B = 1); the pre-pass of cuda/25_ffma_wide_padb.cu (pad_b_rows in lab_ptx.cuh); operand padding as cuBLAS/CUTLASS do for misaligned leading dimensions"
+source = "cuda/lab/ffma_regdb.cu (included, PAD_B = 1); the pre-pass of cuda/lab/ffma_wide_padb.cu (pad_b_rows in lab_ptx.cuh); operand padding as cuBLAS/CUTLASS do for misaligned leading dimensions"
 role = "rung"
 order = 27
 
@@ -77,9 +77,9 @@ scratch = "4 * K * ldb"
 +++
 */
 /*
- * 27_ffma_regdb_padb.cu -- 18_ffma_regdb.cu for shapes whose N is not a multiple of 4.
+ * ffma_regdb_padb.cu -- ffma_regdb.cu for shapes whose N is not a multiple of 4.
  *
- * Why: as in 25_ffma_wide_padb.cu. With N % 4 != 0 the rows of B start at N * 4-byte strides,
+ * Why: as in ffma_wide_padb.cu. With N % 4 != 0 the rows of B start at N * 4-byte strides,
  * so ffma_regdb copies B 4 bytes at a time with a bounds check per element, on every tile,
  * and no tile takes the bounds-free path. On an H100 ffma_regdb ran 1000x3000x2000 and
  * 1000x3004x2000 at 102% of cuBLAS FP32 and 1000x3001x2000 at 87.5% (benchmarks/NOTES.md,
@@ -96,14 +96,14 @@ scratch = "4 * K * ldb"
  * read and K * ldb * 4 written.
  *
  * Compile-time constants (ELEM, ACC, BM, TN, BK, SPLITK, HYBRID), split-K and its workspace:
- * as 18_ffma_regdb.cu (HYBRID, the header's hybrid: split-K for a last partial wave's tiles
+ * as ffma_regdb.cu (HYBRID, the header's hybrid: split-K for a last partial wave's tiles
  * only where the tiles make more than a wave). Pre-pass: block
  * (128, 1), grid (ceil(ldb / 512), min(K, 65535)). Arguments: pad_b(A, B, S, M, N, K),
  * matmul(A, S, C, M, N, K, workspace).
  */
 #define PAD_B 1                       /* before lab_ptx.cuh: LDB_OF pads */
 #include "lab_ptx.cuh"
-#include "18_ffma_regdb.cu"
+#include "ffma_regdb.cu"
 
 extern "C" __global__ __launch_bounds__(128)
 void pad_b(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,

@@ -2,7 +2,7 @@
 +++
 name = "ffma_wide_b4"
 title = "ffma_wide for N not a multiple of 4 without a pre-pass: B's k-tiles come as 4-byte cp.async copies laid out along the warps' rows (each instruction 32 consecutive columns of one B row, coalesced), the shifted edge tiles keeping every copy inside N, so interior tiles copy without a bounds check; C by rows through shared memory where K is short; for the large shapes where the padded rung's copy of B and its scattered 4-byte C stores cost 3-10%."
-source = "cuda/19_ffma_wide.cu (included, B4 = 1); the warp-row B copies of cuda/30_ffma_regdb_b4.cu; coalesced scalar copies of a misaligned operand, as CUTLASS's 4-byte-alignment SIMT GEMMs"
+source = "cuda/lab/ffma_wide.cu (included, B4 = 1); the warp-row B copies of cuda/lab/ffma_regdb_b4.cu; coalesced scalar copies of a misaligned operand, as CUTLASS's 4-byte-alignment SIMT GEMMs"
 role = "rung"
 order = 31
 
@@ -59,9 +59,9 @@ shared = "smem"
 +++
 */
 /*
- * 31_ffma_wide_b4.cu -- 19_ffma_wide.cu for N % 4 != 0 with B read where it lies.
+ * ffma_wide_b4.cu -- ffma_wide.cu for N % 4 != 0 with B read where it lies.
  *
- * Why: with N % 4 != 0 no 16-byte copy of B is aligned. 25_ffma_wide_padb.cu pads B in a
+ * Why: with N % 4 != 0 no 16-byte copy of B is aligned. ffma_wide_padb.cu pads B in a
  * pre-pass (K * N * 4 bytes read, K * roundup(N, 4) * 4 written, and a second launch: 7 us
  * under ncu at 2048 x 2047 x 1024), and stores C from the fragments 4 bytes at a time, each
  * store instruction 32 values 16 bytes apart, so that every 32-byte sector of C is written
@@ -71,7 +71,7 @@ shared = "smem"
  * cuBLAS's FFMA kernels copy with 4-byte alignment at every N (their names say aligna4) and
  * lose nothing to N % 4.
  *
- * Technique: 30_ffma_regdb_b4.cu's copies on ffma_wide's tiles. The B k-tile (BK rows x 128
+ * Technique: ffma_regdb_b4.cu's copies on ffma_wide's tiles. The B k-tile (BK rows x 128
  * columns) is copied by whole warps: warp w takes rows w, w + 8 (BK = 16), lane l columns
  * l, l + 32, l + 64, l + 96 of each, so one cp.async.ca instruction moves 32 consecutive
  * floats (128 bytes, 4-5 sectors) into 32 consecutive shared words (no bank conflict), from
@@ -86,9 +86,9 @@ shared = "smem"
  * where K is short (its stores a larger share of the time). Everything else is ffma_wide:
  * tiles, block order, the tail split of the last wave, split-K, the strip of the last rows.
  *
- * Compile-time constants (ELEM, ACC, BM, BK, STAGES, SW, SPLITK, TAILK): as 19_ffma_wide.cu
- * (BK 8 or 16); CROWS (0 or 1) as above. Launch geometry: as 19_ffma_wide.cu. Arguments:
+ * Compile-time constants (ELEM, ACC, BM, BK, STAGES, SW, SPLITK, TAILK): as ffma_wide.cu
+ * (BK 8 or 16); CROWS (0 or 1) as above. Launch geometry: as ffma_wide.cu. Arguments:
  * matmul(A, B, C, M, N, K).
  */
 #define B4 1
-#include "19_ffma_wide.cu"
+#include "ffma_wide.cu"

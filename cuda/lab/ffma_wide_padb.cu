@@ -2,7 +2,7 @@
 +++
 name = "ffma_wide_padb"
 title = "ffma_wide for N not a multiple of 4: a pre-pass copies B into rows padded to roundup(N, 4) with zeros, so every B copy is one 16-byte cp.async and interior tiles take the bounds-free path (unpadded, each B element costs a 4-byte copy on every tile)."
-source = "cuda/19_ffma_wide.cu (included, PAD_B = 1); operand padding as cuBLAS/CUTLASS do for misaligned leading dimensions (an aligned copy, or alignment-1 iterators); the seed on coalescing and padding"
+source = "cuda/lab/ffma_wide.cu (included, PAD_B = 1); operand padding as cuBLAS/CUTLASS do for misaligned leading dimensions (an aligned copy, or alignment-1 iterators); the seed on coalescing and padding"
 role = "rung"
 order = 25
 
@@ -58,7 +58,7 @@ scratch = "4 * K * ldb"
 +++
 */
 /*
- * 25_ffma_wide_padb.cu -- 19_ffma_wide.cu for shapes whose N is not a multiple of 4.
+ * ffma_wide_padb.cu -- ffma_wide.cu for shapes whose N is not a multiple of 4.
  *
  * Why: cp.async moves 16 bytes only from a 16-byte-aligned address. With N % 4 != 0 the rows
  * of B (K x N, row-major) start at N * 4-byte strides, so ffma_wide copies B 4 bytes at a
@@ -80,13 +80,13 @@ scratch = "4 * K * ldb"
  *
  * Compile-time constants (ELEM and ACC for the element and accumulator types, BM, BK,
  * STAGES, SW, SPLITK, TAILK), launch geometry, split-K and the split last wave: as
- * 19_ffma_wide.cu. Pre-pass: block
+ * ffma_wide.cu. Pre-pass: block
  * (128, 1), grid (ceil(ldb / 512), min(K, 65535)), each thread one 16-byte group of a padded
  * row, rows strided by gridDim.y. Arguments: pad_b(A, B, S, M, N, K), matmul(A, S, C, M, N, K).
  */
 #define PAD_B 1                       /* before lab_ptx.cuh: LDB_OF pads */
 #include "lab_ptx.cuh"
-#include "19_ffma_wide.cu"
+#include "ffma_wide.cu"
 
 extern "C" __global__ __launch_bounds__(128)
 void pad_b(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,

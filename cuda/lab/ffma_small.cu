@@ -58,7 +58,7 @@ workspace = "workspace"
 +++
 */
 /*
- * 32_ffma_small.cu -- C (M x N) = A (M x K) . B (K x N), row-major, FP32 (int32 wrapping), for
+ * ffma_small.cu -- C (M x N) = A (M x K) . B (K x N), row-major, FP32 (int32 wrapping), for
  * shapes too small to fill the GPU with the big-tile rungs.
  *
  * Technique: latency first. At 256^3 the whole product is ~1 us of FFMA on 132 SMs, yet every

@@ -2,7 +2,7 @@
 +++
 name = "ffma_narrow"
 title = "ffma_regdb for narrow N (≤ 64: A tall, B a strip of 16–64 columns): 64-, 48-, 32- and 16-column block tiles 64–256 rows tall, so a tile holds few empty columns; edge copies clamped, parallel split-K over the few row tiles."
-source = "cuda/18_ffma_regdb.cu (included, BN = bn, EDGE_CLAMP = 1); tall-and-narrow SIMT tiles as cuBLAS and CUTLASS pick per shape (CUTLASS's 128x32 and 256x32 SIMT threadblock shapes); parallel split-K as rung 18"
+source = "cuda/lab/ffma_regdb.cu (included, BN = bn, EDGE_CLAMP = 1); tall-and-narrow SIMT tiles as cuBLAS and CUTLASS pick per shape (CUTLASS's 128x32 and 256x32 SIMT threadblock shapes); parallel split-K as rung 18"
 role = "rung"
 order = 28
 
@@ -51,7 +51,7 @@ workspace = "workspace"
 +++
 */
 /*
- * 28_ffma_narrow.cu -- 18_ffma_regdb.cu with narrow block tiles, for C = A . B where N is at
+ * ffma_narrow.cu -- ffma_regdb.cu with narrow block tiles, for C = A . B where N is at
  * most 64 and M (and K) large: 8192 x 64 x 8192, 4096 x 32 x 4096, a tall matrix times a
  * few columns.
  *
@@ -84,9 +84,9 @@ workspace = "workspace"
  * like interior ones, rows and columns clamped into the matrix (N < BN is the common case).
  *
  * Compile-time constants: ELEM and ACC (float, or int and unsigned for int32), BN (64, 48,
- * 32, 16), BM (64, 128, 256) and SPLITK as 18_ffma_regdb.cu (BK 8, STAGES 4);
+ * 32, 16), BM (64, 128, 256) and SPLITK as ffma_regdb.cu (BK 8, STAGES 4);
  * TN = BM * BN / 1024 (128 threads). Entry: matmul(A, B, C, M, N, K, workspace). Workspace
- * and launch geometry as 18_ffma_regdb.cu with BN in place of 128: block (128, 1), grid
+ * and launch geometry as ffma_regdb.cu with BN in place of 128: block (128, 1), grid
  * (ceil(N/BN), ceil(M/BM)*SPLITK).
  */
 #ifndef BN
@@ -100,4 +100,4 @@ workspace = "workspace"
 #define EDGE_CLAMP 1
 #endif
 #include "lab_ptx.cuh"
-#include "18_ffma_regdb.cu"
+#include "ffma_regdb.cu"

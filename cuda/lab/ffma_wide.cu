@@ -57,8 +57,8 @@ shared = "smem"
 +++
 */
 /*
- * 19_ffma_wide.cu -- FP32 (and int32) SIMT GEMM, 256 threads, cuBLAS-like 256x128 tiles:
- * 18_ffma_regdb.cu's register double buffering and LDS.128 fragments, with three changes
+ * ffma_wide.cu -- FP32 (and int32) SIMT GEMM, 256 threads, cuBLAS-like 256x128 tiles:
+ * ffma_regdb.cu's register double buffering and LDS.128 fragments, with three changes
  * aimed at issue efficiency (the v4 gap to cuBLAS: 17 % non-FFMA instructions per k-tile
  * on the interior path against cuBLAS's 12 %, see benchmarks/NOTES.md):
  *  1. BM = 256 (TN = 16: 8x16 = 128 accumulators per thread, 1 block per SM at <= 255
@@ -158,7 +158,7 @@ shared = "smem"
 #endif
 #endif
 #define APAD 4
-#ifndef B4            /* 31_ffma_wide_b4.cu: N % 4 != 0, B's k-tiles copied by warp rows, 4 bytes a copy */
+#ifndef B4            /* ffma_wide_b4.cu: N % 4 != 0, B's k-tiles copied by warp rows, 4 bytes a copy */
 #define B4 0
 #endif
 #ifndef CROWS         /* B4: C stored by rows through shared memory (1) or from the fragments (0) */
@@ -169,8 +169,8 @@ shared = "smem"
 #endif
 #define STRIP_U 8                    /* k rows per warp and trip of the strip */
 #define STRIP_KC 256                 /* k per chunk of the strip's A rows in shared memory */
-/* PAD_B, LDB_OF: lab_ptx.cuh (25_ffma_wide_padb.cu sets PAD_B = 1) */
-#ifndef FASTCOPY               /* bounds-free copies of interior tiles (sm_90; see 18_ffma_regdb.cu) */
+/* PAD_B, LDB_OF: lab_ptx.cuh (ffma_wide_padb.cu sets PAD_B = 1) */
+#ifndef FASTCOPY               /* bounds-free copies of interior tiles (sm_90; see ffma_regdb.cu) */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define FASTCOPY 1
 #else
@@ -330,7 +330,7 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
 #if B4
     /* B4: warp w copies B rows w, w + NT/32, .. of the k-tile, lane l columns col0 + l + 32j
        (j < 4): each copy instruction 32 consecutive floats into 32 consecutive shared words,
-       as 30_ffma_regdb_b4.cu; the shifted edge tiles keep every column inside N, so no copy
+       as ffma_regdb_b4.cu; the shifted edge tiles keep every column inside N, so no copy
        of an interior tile is predicated */
     const ELEM* gb = B + (size_t)(kbeg + tid / 32) * ldb + col0 + tid % 32;
     const size_t a_rstride = (size_t)A_RSTEP * K;
@@ -441,14 +441,14 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
     }
     const bool add = splits > 1 && z > 0;
 #if B4 && CROWS
-    /* CROWS (31_ffma_wide_b4.cu's crows): C's rows are not 16-byte aligned (N % 4 != 0), so
+    /* CROWS (ffma_wide_b4.cu's crows): C's rows are not 16-byte aligned (N % 4 != 0), so
        from the fragments each 4-byte store instruction writes 32 values 16 bytes apart, and
        every 32-byte sector of C is written in four pieces by four instructions: at
        2048 x 2047 x 1024 (one wave, every tile storing at once) the padded rung's GEMM took
        256.6 us under ncu against ffma_wide's 232.7 at 2048^2 x 1024 with the same tiles.
        Instead the tile goes through shared memory, a thread's 4-row piece (or half of it where
        the stages hold less: bk = 8) at a time, and warps
-       store whole rows, 32 consecutive columns per instruction (18_ffma_regdb.cu's CROWS);
+       store whole rows, 32 consecutive columns per instruction (ffma_regdb.cu's CROWS);
        split-K slices after the first add what is there (benchmarks/NOTES.md, issue 11
        round 15). */
     static_assert(TY * C_IPS * (BN + 4) <= STAGES * STAGE_WORDS, "C's staged rows must fit the pipeline's shared memory");

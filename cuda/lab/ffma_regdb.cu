@@ -68,14 +68,14 @@ workspace = "workspace"
 +++
 */
 /*
- * 18_ffma_regdb.cu -- FP32 (and int32) SIMT GEMM with register double buffering: while
+ * ffma_regdb.cu -- FP32 (and int32) SIMT GEMM with register double buffering: while
  * the FFMAs of k-step k run, the A and B fragments of step k+1 are already being read
  * from shared memory into the second register buffer, so the LDS latency hides behind
  * 64-128 independent FFMAs of the same warp (the 4-8 warps per SM sub-partition alone
  * are too few to hide it). One barrier per k-tile, placed in the tile's last k-step:
  * after it the next tile's first fragments are read and the freed stage is refilled.
  *
- * Layout: BM x BN block tile (BN = 128 here; 16-64 in 28_ffma_narrow.cu), each thread
+ * Layout: BM x BN block tile (BN = 128 here; 16-64 in ffma_narrow.cu), each thread
  * TM x TN (TM = 8) made of 4x4 pieces strided by BM/(TM/4) rows and BN/(TN/4) columns;
  * A is stored transposed (As[k][m], padded by 4: conflict-free 4-byte cp.async stores)
  * so that both fragments are LDS.128:
@@ -108,7 +108,7 @@ workspace = "workspace"
  * bounds (with EDGE_CLAMP: of every tile) take a copy path without bounds logic where
  * N % 4 == 0. (The same for 4-byte B copies won 1-2% at N % 4 != 0 and cost 3-4% at
  * N % 4 == 0, the test on N then sitting in the copy path: not kept; see ffma_regdb_padb.
- * The narrow tiles of 28_ffma_narrow.cu (BN < 128) do take it: there B is at most one copy
+ * The narrow tiles of ffma_narrow.cu (BN < 128) do take it: there B is at most one copy
  * per thread per k-tile against 8-16 of A.)
  *
  * Tile heights 80 and 96 (160 and 192 threads) are for M in (64, 96]: 80 x 4096 x 4096 ran
@@ -143,7 +143,7 @@ workspace = "workspace"
 #define BM 128
 #endif
 #ifndef BN
-#define BN 128          /* 16-64: 28_ffma_narrow.cu */
+#define BN 128          /* 16-64: ffma_narrow.cu */
 #endif
 #define TM 8
 #ifndef TN
@@ -174,7 +174,7 @@ workspace = "workspace"
 #ifndef EDGE_CLAMP
 #define EDGE_CLAMP (BM < 128)
 #endif
-/* B4 (30_ffma_regdb_b4.cu): where N % 4 != 0, B's fast path is 4-byte copies laid out as
+/* B4 (ffma_regdb_b4.cu): where N % 4 != 0, B's fast path is 4-byte copies laid out as
  * the warps' rows, a warp copying 32 consecutive columns of one B row per instruction
  * (coalesced, conflict-free stores), the columns past N predicated off; each B row's source
  * is one pointer per CTA, its 4 copies immediate offsets from it. No pre-pass pads B. Needs
@@ -531,7 +531,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
        shared memory, half the rows (one 4-row piece per thread) at a time, and warps store
        whole rows, 32 consecutive columns per instruction, as B4 copies B; stored from the
        fragments, each 4-byte store instruction writes 32 values 16 bytes apart. A parameter
-       (30_ffma_regdb_b4.cu takes it where K <= 2560): the extra code moves ptxas's
+       (ffma_regdb_b4.cu takes it where K <= 2560): the extra code moves ptxas's
        allocation of the main loop (157 -> 167 registers at BM = 64, split-K 3), H100:
        1025^3 91.8 -> 93.9% of cuBLAS FP32, 127x4099x999 94.9 -> 96.9%, but 97x4099x4096
        103.7 -> 99.9%, 3000x3001x3000 102.0 -> 100.0% (benchmarks/NOTES.md, issue 11

@@ -2,7 +2,7 @@
 +++
 name = "ffma_narrow_padb"
 title = "ffma_narrow for N not a multiple of 4 (N ≤ 64): a pre-pass copies the narrow B into rows padded to roundup(N, 4) with zeros, so each thread's B copy per k-tile is one 16-byte cp.async instead of four 4-byte ones; what ffma_regdb_padb is to ffma_regdb, for the tall-and-narrow class."
-source = "cuda/28_ffma_narrow.cu (included, PAD_B = 1); operand padding as cuBLAS/CUTLASS do for misaligned leading dimensions (the pre-pass of cuda/27_ffma_regdb_padb.cu, one thread per 16-byte vector of the padded B)"
+source = "cuda/lab/ffma_narrow.cu (included, PAD_B = 1); operand padding as cuBLAS/CUTLASS do for misaligned leading dimensions (the pre-pass of cuda/lab/ffma_regdb_padb.cu, one thread per 16-byte vector of the padded B)"
 role = "rung"
 order = 29
 
@@ -60,14 +60,14 @@ scratch = "4 * K * ldb"
 +++
 */
 /*
- * 29_ffma_narrow_padb.cu -- 28_ffma_narrow.cu for narrow N that is not a multiple of 4.
+ * ffma_narrow_padb.cu -- ffma_narrow.cu for narrow N that is not a multiple of 4.
  *
  * Why: with N % 4 != 0 the rows of B are not 16-byte aligned, so ffma_narrow copies each
  * thread's B vector of a k-tile as four 4-byte copies (columns clamped). On an H100
  * 8192x50x8192 took 236.7 us against 224.4 us at N = 52, with 3.17 M global load requests
  * against 2.38 M (benchmarks/NOTES.md, issue 11 round 12, section 3).
  *
- * Technique: operand padding, as 27_ffma_regdb_padb.cu does for ffma_regdb. The pre-pass
+ * Technique: operand padding, as ffma_regdb_padb.cu does for ffma_regdb. The pre-pass
  * (timed with the GEMM) copies B into a scratch buffer Bp of K rows of ldb = roundup(N, 4)
  * floats, the last ldb - N zero; matmul is ffma_narrow compiled with PAD_B = 1, reading B
  * from Bp with row stride ldb: one 16-byte cp.async a thread a k-tile. A narrow B is small
@@ -75,13 +75,13 @@ scratch = "4 * K * ldb"
  * Bp over the whole of it, where 27's pre-pass runs a block per row of a wide B.
  *
  * Compile-time constants (ELEM, ACC, BN, BM, SPLITK), split-K and its workspace: as
- * 28_ffma_narrow.cu. Pre-pass: block
+ * ffma_narrow.cu. Pre-pass: block
  * (128, 1), grid (ceil(K * ldb / 4 / 128), 1). Arguments: pad_b(A, B, S, M, N, K),
  * matmul(A, S, C, M, N, K, workspace).
  */
 #define PAD_B 1                       /* before lab_ptx.cuh: LDB_OF pads */
 #include "lab_ptx.cuh"
-#include "28_ffma_narrow.cu"
+#include "ffma_narrow.cu"
 
 extern "C" __global__ __launch_bounds__(128)
 void pad_b(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
