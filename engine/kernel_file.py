@@ -41,7 +41,7 @@ TOP_KEYS = {"name", "title", "source", "role", "order", "newcomer", "backend", "
             "dtypes", "precision", "arch_suffix", "params", "derived", "chosen", "constraints",
             "launch", "prepass", "model", "defaults"}
 LAUNCH_KEYS = {"grid", "block", "shared", "workspace"}
-PREPASS_KEYS = {"entry", "grid", "block", "scratch", "tensor_maps"}
+PREPASS_KEYS = {"entry", "grid", "block", "scratch", "tensor_maps", "when"}
 MAP_KEYS = {"at", "base", "offset", "dims", "stride", "box", "elem", "swizzle"}
 #: Element types of a tensor map: "float32" copies floats as they are; "tf32" has TMA round
 #: each one to TF32 (to nearest, ties to even; the low 13 mantissa bits cleared) on the way.
@@ -424,9 +424,16 @@ class Prepass:
     maps_at: Expr | None = None
     maps: tuple[TensorMap, ...] = ()
     derived: Mapping[str, Expr] = dataclasses.field(default_factory=dict)
+    #: Whether the pre-pass runs at all (parameters and shape); where it does not, the main
+    #: kernel gets B itself, as a file without a pre-pass does. None: always.
+    when: Expr | None = None
 
     def _env(self, params, m, n, k, sms: int | None = None) -> Env:
         return Env({**params, "M": m, "N": n, "K": k, "SMS": sms or DEFAULT_SMS}, self.derived)
+
+    def applies(self, params, m: int, n: int, k: int) -> bool:
+        """Whether this pre-pass runs (and the main kernel reads the scratch instead of B)."""
+        return self.when is None or bool(self.when(self._env(params, m, n, k)))
 
     def geometry(self, params, m: int, n: int, k: int, sms: int | None = None):
         env = self._env(params, m, n, k, sms)
@@ -983,7 +990,9 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
         prepass = Prepass(pre["entry"], pair(pre.get("grid"), "prepass.grid", "prepass", "grid"),
                           pair(pre.get("block"), "prepass.block", "prepass", "block"),
                           expr(pre.get("scratch", 0), "prepass.scratch", "prepass", "scratch"),
-                          maps_at, tuple(maps), derived)
+                          maps_at, tuple(maps), derived,
+                          expr(pre["when"], "prepass.when", "prepass", "when")
+                          if "when" in pre else None)
 
     model = data.get("model", {})
     if not isinstance(model, dict):

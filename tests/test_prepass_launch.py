@@ -247,3 +247,24 @@ def test_map_swizzles_and_boxes_are_checked(tmp_path):
                        'box = [32, 32]\nelem = "tf32"\nswizzle = 64')
     with pytest.raises(ExpressionError, match="wider than the map's 64-byte swizzle span"):
         h.prepass.tensor_maps({"persist": 1, "streamk": 0, "bm": 256, "bn": 128, "ks": 1}, 256, 128, 64)
+
+
+def test_a_prepass_whose_when_is_false_leaves_b_to_the_kernel(backend, tmp_path):
+    """``[prepass] when``: where it is false the pre-pass neither runs nor takes B's place
+    (no scratch), as if the file had none; where it is true, the scratch replaces B."""
+    from engine.kernel_file import parse_header
+    header = parse_header(tmp_path / "k.cu", '/*\n+++\nname = "padded"\ntitle = "t"\n'
+                          'source = "s"\n[params]\npad = [0, 1]\n[launch]\ngrid = [1, 1]\n'
+                          'block = [32, 1]\n[prepass]\nentry = "prepass"\nwhen = "pad and N % 4"\n'
+                          'grid = [1, 1]\nblock = [32, 1]\nscratch = "4 * K * roundup(N, 4)"\n+++\n*/\n')
+    variant = registry.variant_from_headers([header], "user")
+    for pad, n, runs in ((0, 7, False), (1, 8, False), (1, 7, True)):
+        log: list = []
+        kernel = CompiledKernel(variant, {"pad": pad}, "float32",
+                                (None, Entry("matmul", log), Entry("prepass", log)), "")
+        ws = Workspace(np.ones((5, 3), np.float32), np.ones((3, n), np.float32))
+        ws.a, ws.b, ws.c = (backend.drv.mem_alloc(4 * x) for x in (15, 3 * n, 5 * n))
+        backend._launch(kernel, ws, 5, n, 3)
+        assert [e[0] for e in log] == (["prepass", "matmul"] if runs else ["matmul"])
+        args = log[-1][3]
+        assert (args[1] is not ws.b) if runs else (args[1] is ws.b), (pad, n)

@@ -662,7 +662,7 @@ class CudaBackend(Backend):
         else:
             args = (ws.a, ws.b, ws.c, np.int32(m), np.int32(n), np.int32(k))
         pre = v.prepass
-        if pre:
+        if pre and pre.applies(kernel.params, m, n, k):
             scratch_bytes, ((px, py), (pbx, pby)), maps = self._prepass_plan(kernel, m, n, k)
             scratch = self._scratch(ws, scratch_bytes)
             if px > 0 and py > 0:    # a grid of no blocks: nothing to prepare at this shape
