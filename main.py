@@ -16,16 +16,16 @@ import sys
 
 def main(argv: list[str]) -> int:
     if argv and argv[0] == "bench":
-        from engine.cli import run_bench  # noqa: PLC0415
+        from cli.bench import run_bench  # noqa: PLC0415
         return run_bench(argv[1:])
     if argv and argv[0] == "new-kernel":
-        from engine.new_kernel import run_new_kernel  # noqa: PLC0415
+        from cli.new_kernel import run_new_kernel  # noqa: PLC0415
         return run_new_kernel(argv[1:])
     if argv and argv[0] == "check-kernel":
-        from engine.kernel_check import run_check_kernel  # noqa: PLC0415
+        from cli.check_kernel import run_check_kernel  # noqa: PLC0415
         return run_check_kernel(argv[1:])
     if argv and argv[0] == "profile-target":
-        from engine.profile import target_main  # noqa: PLC0415
+        from cli.profile_target import target_main  # noqa: PLC0415
         return target_main(argv[1:])
     if argv and argv[0] in ("-h", "--help"):
         print(__doc__.strip())

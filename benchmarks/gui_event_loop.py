@@ -62,8 +62,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gui_event_loop: needs the GUI requirements (pip install -r requirements.txt): {exc}",
               file=sys.stderr)
         return 2
-    from engine import registry
-    from engine.engines import LocalEngine
+    from engine.kernels import registry
+    from engine.run.engines import LocalEngine
     from gui.main_window import MainWindow
     from gui.settings import ini_settings
 

@@ -3,7 +3,7 @@
     python3 benchmarks/ladder.py [--sizes 1024,2048,4096,8192] [--variants a,b]
                                  [--params 'bk=16;stages=3'] [--defaults] [--out DIR]
 
-Through the engine (engine.runner.Sweep on the cuda backend, verification on): the two
+Through the engine (engine.run.runner.Sweep on the cuda backend, verification on): the two
 cuBLAS lines, then every ladder kernel with every combination of its parameter space
 (or only its default with ``--defaults``, or restricted with ``--params``). For each
 variant and size the table shows the best combination: TFLOP/s, % of cuBLAS (strict
@@ -26,10 +26,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engine import records, registry  # noqa: E402
-from engine.cli import parse_param_overrides  # noqa: E402
-from engine.registry import params_to_str  # noqa: E402
-from engine.runner import Plan, Sweep, expand_items  # noqa: E402
+from engine.results import records  # noqa: E402
+from engine.kernels import registry  # noqa: E402
+from cli.bench import parse_param_overrides  # noqa: E402
+from engine.kernels.registry import params_to_str  # noqa: E402
+from engine.run.runner import Plan, Sweep, expand_items  # noqa: E402
 
 SLOW = ("naive_uncoalesced", "blocktile_1d")
 #: The library lines every run includes (the registry's ``reference`` role).

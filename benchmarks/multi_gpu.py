@@ -23,12 +23,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine import records  # noqa: E402
-from engine.backends import probe_all  # noqa: E402
-from engine.dispatch import start_run  # noqa: E402
-from engine.process import ProcessEngine  # noqa: E402
-from engine.runner import Plan, expand_items  # noqa: E402
-from engine.sizes import parse_sizes  # noqa: E402
+from engine.results import records  # noqa: E402
+from engine.measure.backends import probe_all  # noqa: E402
+from engine.run.dispatch import start_run  # noqa: E402
+from engine.run.process import ProcessEngine  # noqa: E402
+from engine.run.runner import Plan, expand_items  # noqa: E402
+from engine.inputs.sizes import parse_sizes  # noqa: E402
 
 
 class Timeline:

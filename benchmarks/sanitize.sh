@@ -28,7 +28,7 @@ SAN=$(command -v compute-sanitizer || echo "${CUDA_ROOT:-/usr/local/cuda}/bin/co
 [ -x "$SAN" ] || { echo "compute-sanitizer not found"; exit 2; }
 variants() {  # every CUDA kernel of the registry (cuBLAS lines excluded) that supports dtype $1
   python3 -c "
-from engine import registry
+from engine.kernels import registry
 only = set(filter(None, '${VARIANTS:-}'.split(',')))
 print(','.join(n for n, v in registry.REGISTRY.items()
                if 'cuda' in v.sources and not v.library and '$1' in v.dtypes

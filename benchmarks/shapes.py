@@ -3,20 +3,20 @@
     python3 benchmarks/shapes.py [--backend cuda] [--device 0] [--sizes SUITE_OR_SIZES]
                                  [--variants a,b] [--params 'bk=16'] [--out DIR]
 
-For each shape of the suite (``engine.sizes.SHAPE_SUITE``: square and odd sizes, flat K,
+For each shape of the suite (``engine.inputs.sizes.SHAPE_SUITE``: square and odd sizes, flat K,
 tall and wide panels, skinny panels and matrix-vector products; or ``--sizes``), every
 parameter combination of every contender valid at that shape is compiled, verified and
 timed through the engine (``Sweep``), with the library references (cuBLAS strict FP32 and
 TF32) in the same run. The winners are stored in the autotune cache (``--cache``), so the
 window's and the CLI's autotune start from them.
 
-Per shape the table gives the lab best (engine.records.lab_best: the fastest verified
+Per shape the table gives the lab best (engine.results.records.lab_best: the fastest verified
 kernel of the lab, what dispatching by shape gives) of each precision with its % of the
 same-precision cuBLAS line and % of the precision's peak, and, for memory-bound shapes
 (arithmetic intensity under the FP32 ridge of the measured copy bandwidth), the
 effective bandwidth as % of the measured device-to-device copy bandwidth. Below it, for
 each variant: how close the parameters guessed from the other shapes of its shape class
-(``engine.autotune.guess``, leave-one-out) come to the full search at each shape.
+(``engine.run.autotune.guess``, leave-one-out) come to the full search at each shape.
 
 Paired rounds (``--paired N``, default 3): after a shape's sweep, each precision's lab best
 and its cuBLAS line are timed again in turn, on the same inputs, N times each (best, cuBLAS,
@@ -46,13 +46,15 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engine import autotune, records, registry  # noqa: E402
-from engine.cli import parse_param_overrides  # noqa: E402
-from engine.records import (ResultRecord, is_reference_record, lab_best, problem_key,  # noqa: E402
-                            record_precision, reference_times)
-from engine.registry import params_to_str  # noqa: E402
-from engine.runner import Plan, Sweep, expand_items  # noqa: E402
-from engine.sizes import SHAPE_SUITE, format_shape, parse_sizes  # noqa: E402
+from engine.run import autotune  # noqa: E402
+from engine.results import records  # noqa: E402
+from engine.kernels import registry  # noqa: E402
+from cli.bench import parse_param_overrides  # noqa: E402
+from engine.results.records import (ResultRecord, is_reference_record, lab_best, problem_key,
+                                    record_precision, reference_times)  # noqa: E402
+from engine.kernels.registry import params_to_str  # noqa: E402
+from engine.run.runner import Plan, Sweep, expand_items  # noqa: E402
+from engine.inputs.sizes import SHAPE_SUITE, format_shape, parse_sizes  # noqa: E402
 
 #: The lowest rung of each precision that runs by default, with every rung above it: FP32's
 #: ffma_regdb (18) is the lab best on square and flat shapes of a few thousand (1000³-3000³,
@@ -313,7 +315,7 @@ def guess_table(rows: list[dict]) -> str:
 def device_of(recs: list[ResultRecord]):
     """The device line of a saved run, from what its records carry (name, the peak of each
     precision, the measured copy bandwidth): a DeviceInfo for :func:`summary_table`."""
-    from engine.backends.base import DeviceInfo  # noqa: PLC0415
+    from engine.measure.backends.base import DeviceInfo  # noqa: PLC0415
     first = recs[0]
     peaks: dict[str, float] = {}
     copy = None

@@ -14,10 +14,11 @@ from typing import Callable, Iterable
 import numpy as np
 from PySide6.QtGui import QColor
 
-from engine import metrics, registry
-from engine.records import (ResultRecord, is_reference_record, lab_best, ratio_to_best_baseline,
-                            record_precision)
-from engine.sizes import format_shape
+from engine.measure import metrics
+from engine.kernels import registry
+from engine.results.records import (ResultRecord, is_reference_record, lab_best,
+                                    ratio_to_best_baseline, record_precision)
+from engine.inputs.sizes import format_shape
 
 from .results_store import is_plottable, source_name
 from .theme import SOURCE_STYLES, assign_styles, is_reference
@@ -89,7 +90,7 @@ class Series:
     color: QColor = field(default_factory=QColor)
     style_round: int = 0            # > 0 once the colours came round again: another marker
     short: str = ""                 # legend text: the label without parameters all its kin share
-    #: A "lab best" line: per shape the fastest verified lab kernel (engine.records.lab_best)
+    #: A "lab best" line: per shape the fastest verified lab kernel (engine.results.records.lab_best)
     lab: bool = False
 
     @property
@@ -267,7 +268,7 @@ def peak_precision(r: ResultRecord) -> str:
 def record_ceilings(records: Iterable[ResultRecord]) -> dict[str, dict[str, float]]:
     """Per device model, the ceilings the records carry besides the FP32 peak: ``tf32``
     and ``int32`` peaks and the measured copy bandwidth ``copy`` (GB/s), each the median
-    over that model's records (:func:`engine.runner.fill_ceilings` writes them)."""
+    over that model's records (:func:`engine.run.runner.fill_ceilings` writes them)."""
     found: dict[str, dict[str, list[float]]] = {}
     for r in records:
         per = found.setdefault(r.device, {})

@@ -17,7 +17,7 @@ from PySide6.QtCore import QEvent, Qt, QTimer, Signal
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel,
                                QPushButton, QTabWidget, QVBoxLayout, QWidget)
 
-from engine.backends import DeviceInfo
+from engine.measure.backends import DeviceInfo
 
 from .chart_data import (Series, best_per_variant, build_series, derived_peaks, peaks_by_model,
                          record_ceilings, shape_text, shapes_in)

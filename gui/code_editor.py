@@ -7,7 +7,7 @@ gutter and the message as a tooltip, and :meth:`CodeEditor.go_to` jumps to a lin
 
 :class:`KernelHighlighter` colours the code with pygments' C-family lexers and the
 kernel header (the TOML between two ``+++`` lines in the file's first comment, see
-:mod:`engine.kernel_file`) with pygments' TOML lexer.
+:mod:`engine.kernels.kernel_file`) with pygments' TOML lexer.
 
 :class:`EditorPane` puts an editor and its :class:`FindBar` (Ctrl+F) together.
 
@@ -33,12 +33,12 @@ from PySide6.QtGui import (QColor, QFont, QFontDatabase, QKeySequence, QPainter,
 from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit,
                                QPushButton, QTextEdit, QToolTip, QVBoxLayout, QWidget)
 
-from engine.kernel_check import read_kernel_text
+from engine.kernels.sources import read_kernel_text
 
 #: A problem to mark: (1-based line or None for the whole file, severity, message).
 Problem = tuple["int | None", str, str]
 SEVERITIES = ("error", "warning")
-#: The header's fences, as :mod:`engine.kernel_file` reads them (alone on a line).
+#: The header's fences, as :mod:`engine.kernels.kernel_file` reads them (alone on a line).
 FENCE = "+++"
 LANGUAGES = ("cuda", "opencl", "text")
 _LANGUAGE_OF_SUFFIX = {".cu": "cuda", ".cuh": "cuda", ".cl": "opencl"}
@@ -513,7 +513,7 @@ class CodeEditor(QPlainTextEdit):
         """Show a file's text (UTF-8), coloured by its suffix, as an unmodified document
         with an empty undo history. A file that is no kernel text (a pipe, a device, a
         folder, a link loop, a huge, binary or non-UTF-8 file) raises
-        :class:`engine.kernel_file.KernelFileError` and leaves the editor as it was."""
+        :class:`engine.kernels.kernel_file.KernelFileError` and leaves the editor as it was."""
         path = Path(path)
         text = read_kernel_text(path)        # first: a failure changes nothing here
         self.set_language(language_for(path))

@@ -1,11 +1,11 @@
 """The Configure panel: everything a sweep needs, built from the engine's own tables.
 
-Backends come from :func:`engine.backends.probe_all`, variants and their parameter
+Backends come from :func:`engine.measure.backends.probe_all`, variants and their parameter
 spaces (with the defaults of the chosen CUDA device's architecture, its kernel files'
-``[defaults]``) from :data:`engine.registry.REGISTRY`, size presets from
-:data:`engine.sizes.PRESETS`, dtypes from :data:`engine.registry.DTYPES` and
-distributions from :data:`engine.matrices.DISTRIBUTIONS`; nothing is listed twice.
-:meth:`ConfigPanel.build_plan` turns the widgets into an :class:`engine.runner.Plan`.
+``[defaults]``) from :data:`engine.kernels.registry.REGISTRY`, size presets from
+:data:`engine.inputs.sizes.PRESETS`, dtypes from :data:`engine.kernels.registry.DTYPES` and
+distributions from :data:`engine.inputs.matrices.DISTRIBUTIONS`; nothing is listed twice.
+:meth:`ConfigPanel.build_plan` turns the widgets into an :class:`engine.run.runner.Plan`.
 """
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDoubleSpinBo
                                QGroupBox, QHBoxLayout, QLabel, QPushButton, QRadioButton,
                                QSpinBox, QVBoxLayout, QWidget)
 
-from engine import registry, user_kernels
-from engine.backends import BACKENDS, BackendStatus, DeviceInfo
-from engine.records import ResultRecord
-from engine.runner import BUDGET_RANGE, REPEATS_RANGE, WARMUP_RANGE, Plan
+from engine.kernels import registry, user_kernels
+from engine.measure.backends import BACKENDS, BackendStatus, DeviceInfo
+from engine.results.records import ResultRecord
+from engine.run.runner import BUDGET_RANGE, REPEATS_RANGE, WARMUP_RANGE, Plan
 
 from .device_picker import DevicePicker
 from .labels import WrapLabel

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
                                QTableWidget, QTableWidgetItem, QTreeWidget, QTreeWidgetItem,
                                QVBoxLayout, QWidget)
 
-from engine.backends import BACKENDS, BackendStatus, DeviceInfo
+from engine.measure.backends import BACKENDS, BackendStatus, DeviceInfo
 
 OK_COLOR, NO_COLOR = QColor("#2e9d4f"), QColor("#d0453a")
 

@@ -2,9 +2,9 @@
 
 One device checked is the plain case.  With several, the run either compares them
 (every device runs every item) or shares the work (idle devices take the next task);
-see :mod:`engine.dispatch`.  "Ray cluster" sends the run to every GPU worker of a
+see :mod:`engine.run.dispatch`.  "Ray cluster" sends the run to every GPU worker of a
 cluster (``local`` starts one on this machine); it is offered only where
-:func:`engine.cluster.ray_status` says Ray can be used, and says why not otherwise.
+:func:`engine.run.cluster.ray_status` says Ray can be used, and says why not otherwise.
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QFrame, QHBoxLayout, QLa
                                QRadioButton, QScrollArea, QSizePolicy, QStyle, QStyleOptionButton,
                                QVBoxLayout, QWidget)
 
-from engine.backends import DeviceInfo
+from engine.measure.backends import DeviceInfo
 
 from .labels import WrapLabel
 

@@ -13,7 +13,7 @@ torn: line 1 is a header, then one JSON object per line, ``{"run": N, "record":
 final copies (speed-ups and % of cuBLAS filled in), which replace that run's records,
 and ``{"run": N, "drop": true}`` for a run whose results left the window (replaced by
 the next run).
-A line that does not parse, or a record that fails :func:`engine.records.validate`,
+A line that does not parse, or a record that fails :func:`engine.results.records.validate`,
 is skipped.  Files are named ``session-<pid>-<process start>.jsonl``: a journal whose
 process is still alive (another window, another instance of the app) is never offered.
 
@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Iterable
 
-from engine import records
-from engine.files import read_bytes
-from engine.records import ResultRecord
+from engine.results import records
+from engine.common.files import read_bytes
+from engine.results.records import ResultRecord
 # The user-data folder (``$MATMUL_LAB_DATA`` in tests) holds the journal and user kernels.
-from engine.user_kernels import DATA_DIR_ENV, data_dir  # noqa: F401  (re-exported)
+from engine.kernels.user_kernels import DATA_DIR_ENV, data_dir  # noqa: F401  (re-exported)
 
 JOURNAL_SUFFIX = ".jsonl"
 JOURNAL_FORMAT = 1

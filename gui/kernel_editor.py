@@ -9,7 +9,7 @@ library reference; the results join the charts and table like any other run) →
 Compiling runs ``python main.py check-kernel --stdin --json`` in a :class:`QProcess`:
 the unsaved text is compiled, a compiler that crashes takes only that process, and the
 window's event loop never waits.  The header is checked as you type
-(:func:`engine.kernel_file.parse_header`, a few milliseconds).  A file changed on disk by
+(:func:`engine.kernels.kernel_file.parse_header`, a few milliseconds).  A file changed on disk by
 another editor is reloaded, recompiled and its last comparison run again.
 """
 from __future__ import annotations
@@ -30,12 +30,13 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QFileDialog
                                QTabWidget, QToolBar, QToolButton, QTreeWidget, QTreeWidgetItem,
                                QVBoxLayout, QWidget)
 
-from engine import registry
-from engine.files import write_atomic
-from engine.kernel_check import CheckReport, read_kernel_text
-from engine.kernel_file import KernelFileError, parse_header
-from engine.new_kernel import check_new_name, copy_text
-from engine.registry import params_to_str
+from engine.kernels import registry
+from engine.common.files import write_atomic
+from engine.measure.kernel_check import CheckReport
+from engine.kernels.sources import read_kernel_text
+from engine.kernels.kernel_file import KernelFileError, parse_header
+from engine.kernels.new_kernel import check_new_name, copy_text
+from engine.kernels.registry import params_to_str
 
 from . import dialogs
 from .code_editor import EditorPane, language_for
@@ -136,7 +137,7 @@ class KernelEditor(QWidget):
         ``[(variant, params), ...]``: the kernel and its baselines, for the window to run
         with the configured sizes.
     compiled(object)
-        The :class:`engine.kernel_check.CheckReport` of a finished compile.
+        The :class:`engine.measure.kernel_check.CheckReport` of a finished compile.
     log(str, str)
         ``(level, message)`` for the window's Log.
     """

@@ -1,6 +1,6 @@
 """The user's kernel folders in the window: read them, watch them, say what is wrong.
 
-The engine side (:mod:`engine.user_kernels`) registers the files; this object keeps the
+The engine side (:mod:`engine.kernels.user_kernels`) registers the files; this object keeps the
 list of folders (the user kernel folder plus the ones added, remembered in the
 settings), re-reads them when a file appears, changes or goes (``QFileSystemWatcher``),
 and tells the window through :attr:`KernelFolders.changed`.  While a run is going the
@@ -12,8 +12,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QFileSystemWatcher, QObject, QTimer, Signal
 
-from engine import registry, user_kernels
-from engine.user_kernels import Loaded
+from engine.kernels import registry, user_kernels
+from engine.kernels.user_kernels import Loaded
 
 from .settings import AppSettings
 

@@ -26,11 +26,12 @@ from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, Q
                                QMessageBox, QScrollArea, QSizePolicy, QSplitter, QStyle,
                                QTabWidget, QToolBar, QToolButton, QWidget)
 
-from engine import profile, user_kernels
-from engine.backends import BackendStatus
-from engine.records import ResultRecord
-from engine.runner import HOST, Event
-from engine.sizes import format_shape
+from engine.profile import nsight as profile
+from engine.kernels import user_kernels
+from engine.measure.backends import BackendStatus
+from engine.results.records import ResultRecord
+from engine.run.runner import HOST, Event
+from engine.inputs.sizes import format_shape
 
 from . import dialogs
 from .charts import ChartsPanel
@@ -112,8 +113,8 @@ class MainWindow(QMainWindow):
         store.  Tests pass an ini file in a temporary directory.
     engine_factory
         Makes one device's engine, ``factory(backend, index)``; by default each device
-        gets its own process (:class:`engine.process.ProcessEngine`).  Tests pass
-        :class:`engine.engines.LocalEngine` for speed.
+        gets its own process (:class:`engine.run.process.ProcessEngine`).  Tests pass
+        :class:`engine.run.engines.LocalEngine` for speed.
     cluster_factory
         Makes a Ray cluster's engines, ``factory(address, backend)``.
     """
@@ -139,7 +140,7 @@ class MainWindow(QMainWindow):
         self._restyling = False
         self._palette_key: tuple | None = None
         self._run_t0 = 0.0
-        #: The run's autotune cache problems (engine.autotune.CacheProblem), for its summary.
+        #: The run's autotune cache problems (engine.run.autotune.CacheProblem), for its summary.
         self._run_cache_problems: list = []
         self.setWindowTitle(APPLICATION)
         self.setAcceptDrops(True)

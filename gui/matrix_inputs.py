@@ -1,6 +1,6 @@
 """Where A and B come from: random (distribution, seed) or files, loaded off the GUI thread.
 
-Files are read by :func:`engine.matrices.load_matrix` / :func:`load_pair` on a
+Files are read by :func:`engine.inputs.matrices.load_matrix` / :func:`load_pair` on a
 background thread (a large ``.mtx`` can take seconds); the result comes back as a
 queued signal.  What can be told without reading (a missing file, a folder, a named
 pipe, a device) is refused at once, in the GUI thread.  Any problem becomes a dialog
@@ -18,9 +18,9 @@ from PySide6.QtWidgets import (QButtonGroup, QComboBox, QFileDialog, QFormLayout
                                QHBoxLayout, QLabel, QLineEdit, QRadioButton, QSpinBox,
                                QToolButton, QVBoxLayout, QWidget)
 
-from engine import matrices
-from engine.files import check_regular_file
-from engine.records import ResultRecord
+from engine.inputs import matrices
+from engine.common.files import check_regular_file
+from engine.results.records import ResultRecord
 
 from . import dialogs
 from .labels import WrapLabel
@@ -61,7 +61,7 @@ def load_inputs(a_path: str, b_path: str, dtype: str) -> tuple[np.ndarray | None
 
     Raises
     ------
-    engine.matrices.MatrixInputError
+    engine.inputs.matrices.MatrixInputError
         Any problem with a file or with the pair's shapes.
     """
     if a_path and b_path:

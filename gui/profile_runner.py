@@ -1,6 +1,6 @@
 """Profiles records under Nsight Compute off the GUI thread.
 
-:func:`engine.profile.profile_records` runs in a Python thread (each profile is an
+:func:`engine.profile.nsight.profile_records` runs in a Python thread (each profile is an
 ``ncu`` process around a process of its own, so the window never waits on the GPU); its
 progress and log lines arrive as Qt signals, queued to the GUI thread.
 """
@@ -12,8 +12,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from engine import profile
-from engine.records import ResultRecord
+from engine.profile import nsight as profile
+from engine.results.records import ResultRecord
 
 
 class ProfileRunner(QObject):
@@ -24,7 +24,7 @@ class ProfileRunner(QObject):
     log(level, text)
         A line for the Log.
     finished(results, seconds, cancelled)
-        The :class:`engine.profile.ProfileResult` list; the records carry the counters.
+        The :class:`engine.profile.nsight.ProfileResult` list; the records carry the counters.
     """
 
     progress = Signal(int, int, str)

@@ -2,7 +2,7 @@
 
 A table (a row per curated metric, a column per profiled record of one shape) and a bar
 chart of the metric selected in it, with a line saying what the metric means and which
-technique moves it (:mod:`engine.profile_metrics`). The records come from the shared
+technique moves it (:mod:`engine.profile.metrics`). The records come from the shared
 :class:`gui.results_store.ResultStore` — a profile is part of a record (``profile``), so
 saved and reopened results show here too. The raw ``.ncu-rep`` of a column opens in
 Nsight Compute's own GUI where it is installed.
@@ -22,9 +22,9 @@ from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QHBoxLayout, QHeade
                                QPushButton, QSizePolicy, QSplitter, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
-from engine import profile_metrics as pm
-from engine.records import ProfileData, ResultRecord, is_valid, profile_data
-from engine.sizes import format_shape
+from engine.profile import metrics as pm
+from engine.results.records import ProfileData, ResultRecord, is_valid, profile_data
+from engine.inputs.sizes import format_shape
 
 from . import theme
 from .results_store import ResultStore
@@ -39,7 +39,7 @@ def find_ncu_ui() -> str | None:
     found = shutil.which("ncu-ui")
     if found:
         return found
-    from engine.profile import find_ncu  # noqa: PLC0415
+    from engine.profile.nsight import find_ncu  # noqa: PLC0415
 
     ncu = find_ncu()
     if ncu:

@@ -5,10 +5,10 @@ run's records (source ``""``, renamed ``run N (hh:mm)`` when the next run keeps 
 each opened results file under a short unique name (the overlay source), results
 restored from a crashed session, saving, the recent-files list and the last directories
 used.  Every live record is journaled (:mod:`gui.journal`) until it is safe.  It shows
-no dialogs: problems come back as :class:`engine.records.ResultsFileError` (or the
+no dialogs: problems come back as :class:`engine.results.records.ResultsFileError` (or the
 ``open_failed`` signal) with a message the window shows verbatim.
 
-Results files are read with :func:`engine.records.load_report`: only regular files
+Results files are read with :func:`engine.results.records.load_report`: only regular files
 (a named pipe is refused at once, before any thread is involved), each record checked
 field by field, bad records skipped with their reasons.  The window reads them on a
 thread of their own (:meth:`ResultsFiles.open_in_background`), one per file, so a slow
@@ -24,9 +24,9 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from engine import records
-from engine.files import check_regular_file
-from engine.records import ResultRecord, ResultsFileError
+from engine.results import records
+from engine.common.files import check_regular_file
+from engine.results.records import ResultRecord, ResultsFileError
 
 from .journal import OrphanJournal, SessionJournal
 from .results_store import ResultStore

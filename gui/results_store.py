@@ -11,7 +11,7 @@ from typing import Iterable
 
 from PySide6.QtCore import QObject, Signal
 
-from engine.records import ResultRecord
+from engine.results.records import ResultRecord
 
 #: What a live run's records are called in labels (their ``source`` is empty).
 LIVE_SOURCE_NAME = "this session"

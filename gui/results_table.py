@@ -10,8 +10,8 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyMod
 from PySide6.QtGui import QAction, QColor, QKeySequence
 from PySide6.QtWidgets import QAbstractItemView, QApplication, QHeaderView, QMenu, QTableView
 
-from engine.records import ResultRecord, lab_best
-from engine.registry import params_to_str
+from engine.results.records import ResultRecord, lab_best
+from engine.kernels.registry import params_to_str
 
 from .chart_data import rate_text
 from .results_store import ResultStore, source_name

@@ -1,10 +1,10 @@
 """The run lifecycle for the window: engines, runs, progress, cancel, faults, shutdown.
 
 :class:`RunController` keeps one engine handle per device (a
-:class:`~engine.process.ProcessEngine` by default: a kernel that crashes or hangs takes
+:class:`~engine.run.process.ProcessEngine` by default: a kernel that crashes or hangs takes
 only its own process down, and the window's process never holds a CUDA context),
 reuses them from run to run, and starts each run with
-:func:`engine.dispatch.start_run`.  The dispatcher calls back from its worker threads;
+:func:`engine.run.dispatch.start_run`.  The dispatcher calls back from its worker threads;
 the controller posts every event through one internal queued signal to itself, and
 re-emits it as a public signal in the GUI thread.  So every slot connected to the
 controller (a window method, a lambda, a test's waiter) runs in the GUI thread, and no
@@ -22,13 +22,13 @@ from typing import Callable, Sequence
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 
-from engine import cluster  # Ray itself is imported only when a cluster is used
-from engine.autotune import CacheEvent
-from engine.backends import probe_all
-from engine.cpus import WINDOW_CPUS, engine_threads
-from engine.dispatch import MODES, Run, start_run
-from engine.engines import EngineHandle
-from engine.runner import Event, Plan
+from engine.run import cluster  # Ray itself is imported only when a cluster is used
+from engine.run.autotune import CacheEvent
+from engine.measure.backends import probe_all
+from engine.common.cpus import WINDOW_CPUS, engine_threads
+from engine.run.dispatch import MODES, Run, start_run
+from engine.run.engines import EngineHandle
+from engine.run.runner import Event, Plan
 
 #: Makes the engine of one device: ``factory(backend, device_index)``.
 EngineFactory = Callable[[str, int], EngineHandle]
@@ -36,7 +36,7 @@ EngineFactory = Callable[[str, int], EngineHandle]
 ClusterFactory = Callable[[str, str], list[EngineHandle]]
 
 #: On shutdown: how long a cancelled run may take to end (a remote engine's kernel is
-#: killed after engine.engines.CANCEL_KILL_S), then how long engines get to close.
+#: killed after engine.run.engines.CANCEL_KILL_S), then how long engines get to close.
 SHUTDOWN_RUN_WAIT_S = 2.5
 SHUTDOWN_CLOSE_S = 1.5
 #: Engines retired between runs (another backend, devices no longer chosen) may take
@@ -71,7 +71,7 @@ class RunTarget:
 
 def process_engine(backend: str, device: int) -> EngineHandle:
     """The default engine: the device's own child process."""
-    from engine.process import ProcessEngine  # noqa: PLC0415  (multiprocessing only when used)
+    from engine.run.process import ProcessEngine  # noqa: PLC0415  (multiprocessing only when used)
     return ProcessEngine(backend, device)
 
 
@@ -90,7 +90,7 @@ def _prepare_engine_processes() -> None:
         import multiprocessing.popen_spawn_posix  # noqa: F401, PLC0415
         from multiprocessing import resource_tracker  # noqa: PLC0415
 
-        import engine.process  # noqa: F401, PLC0415
+        import engine.run.process  # noqa: F401, PLC0415
         resource_tracker.ensure_running()
     except Exception:  # noqa: BLE001  (an optimisation only; a run does the same work)
         pass
@@ -142,7 +142,7 @@ class RunController(QObject):
     ----------
     engine_factory
         Makes one device's engine; by default :func:`process_engine`.  Tests pass
-        :class:`engine.engines.LocalEngine` (in-process: fast, no isolation).
+        :class:`engine.run.engines.LocalEngine` (in-process: fast, no isolation).
     cluster_factory
         Makes a Ray cluster's engines; by default :func:`ray_engines`.
 
@@ -157,13 +157,13 @@ class RunController(QObject):
     result(ResultRecord)
         One finished item (from any device).
     cache_problem(CacheProblem)
-        The autotune cache could not be read or written (:mod:`engine.autotune`); its
+        The autotune cache could not be read or written (:mod:`engine.run.autotune`); its
         message also comes as a ``warning`` log line.
     finished(Event)
         The run ended: ``event.cancelled``, ``event.started``, ``event.records`` (the
         final copies with speed-ups).  :attr:`running` is already False here.
     backends_probed(dict)
-        ``{name: BackendStatus}`` from :func:`engine.backends.probe_all`.
+        ``{name: BackendStatus}`` from :func:`engine.measure.backends.probe_all`.
     probe_failed(str)
         The probe itself raised (it should not; the text is shown verbatim).
     ray_probed(bool, str)
@@ -320,7 +320,7 @@ class RunController(QObject):
                     eng = self._engines[key] = self.engine_factory(target.backend, key[1])
                 out.append(eng)
             # The engines share the machine's cores, less the window's own: a reference
-            # product on every core starved the window's repaints (engine.cpus).
+            # product on every core starved the window's repaints (engine.common.cpus).
             threads = engine_threads(len(out), WINDOW_CPUS)
             for eng in out:
                 eng.cpu_threads = threads

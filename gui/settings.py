@@ -27,12 +27,12 @@ from typing import Any
 
 from PySide6.QtCore import QByteArray, QSettings, QStandardPaths
 
-from engine import registry
-from engine.backends import BACKENDS
-from engine.files import check_regular_file, read_bytes, write_atomic
-from engine.dispatch import MODES as DEVICE_MODES
-from engine.matrices import DISTRIBUTIONS
-from engine.runner import BUDGET_RANGE, REPEATS_RANGE, SEED_RANGE, WARMUP_RANGE
+from engine.kernels import registry
+from engine.measure.backends import BACKENDS
+from engine.common.files import check_regular_file, read_bytes, write_atomic
+from engine.run.dispatch import MODES as DEVICE_MODES
+from engine.inputs.matrices import DISTRIBUTIONS
+from engine.run.runner import BUDGET_RANGE, REPEATS_RANGE, SEED_RANGE, WARMUP_RANGE
 
 ORGANIZATION = "matmul-lab"
 APPLICATION = "Matmul Lab"
@@ -168,7 +168,7 @@ def screen_settings_file(path: Path) -> tuple[Path, list[str]]:
 
 
 class _Unreadable(Exception):
-    """engine.files' message for a settings file that cannot be read or rewritten."""
+    """engine.common.files' message for a settings file that cannot be read or rewritten."""
 
 
 def _scratch_settings(problem: str) -> tuple[Path, list[str]]:
@@ -356,7 +356,7 @@ def clean_config_inputs(state: dict) -> tuple[dict, list[str]]:
 
 def _clean_variants(state: Any, problems: list[str]) -> dict | None:
     """Variant choices: ``{"checked": {name: bool}, "values": {name: {param: [int]}}}``
-    (``"ticks"``: what the variants not named show, :class:`engine.registry.Ticks`;
+    (``"ticks"``: what the variants not named show, :class:`engine.kernels.registry.Ticks`;
     and ``"explicit": true``: the values are the user's own choices, see
     :meth:`gui.variant_tree.VariantTree.set_state`) with unknown variants, parameters and
     values dropped (said once, with a count); None when there are none at all."""

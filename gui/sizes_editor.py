@@ -1,6 +1,6 @@
 """Problem sizes: the engine's presets plus free text, checked as you type.
 
-The text accepts whatever :func:`engine.sizes.parse_sizes` accepts (``256,512``,
+The text accepts whatever :func:`engine.inputs.sizes.parse_sizes` accepts (``256,512``,
 ``128:4096:x2``, ``64:256:64``, ``127x253x61``); a parse error is shown inline, in
 the engine's own words, and the field is framed in red.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QComboBox, QLineEdit, QVBoxLayout, QWidget
 
-from engine.sizes import PRESETS, Shape, SizeSpecError, format_shape, parse_sizes
+from engine.inputs.sizes import PRESETS, Shape, SizeSpecError, format_shape, parse_sizes
 
 from .labels import WrapLabel
 

@@ -37,7 +37,7 @@ def is_reference(variant: str) -> bool:
     """Library references (cuBLAS) are the bar to beat: drawn as reference lines, not as
     contenders. The registry's role says which; a name it does not know (a results file
     from elsewhere) is a reference when it is a cuBLAS line."""
-    from engine import registry  # noqa: PLC0415
+    from engine.kernels import registry  # noqa: PLC0415
     v = registry.REGISTRY.get(variant)
     return v.role == "reference" if v is not None else variant.lower().startswith("cublas")
 

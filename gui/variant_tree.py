@@ -4,13 +4,13 @@ Top-level rows are variants (checkbox, name, one-line technique); under each, on
 per parameter with its values as checkboxes.  Choices are remembered per variant
 name, so switching backend and back keeps them.  A parameter the user has not chosen
 values for shows its default on the chosen device's architecture
-(:meth:`engine.registry.Variant.default_params`), and follows the device when it changes.
+(:meth:`engine.kernels.registry.Variant.default_params`), and follows the device when it changes.
 
-Before the user chooses, a short first run is ticked (:func:`engine.registry.ticked_by_default`:
+Before the user chooses, a short first run is ticked (:func:`engine.kernels.registry.ticked_by_default`:
 the kernel files' ``newcomer`` flag, cuBLAS, a dispatch line, the user's kernels).  A ticked
 variant or parameter value that fits none of the chosen sizes (its constraints, the dtype)
 is marked "not for these sizes" with the reason; a run leaves such pairs out
-(:attr:`engine.runner.Plan.only_fitting`), so it makes no "skipped" rows.
+(:attr:`engine.run.runner.Plan.only_fitting`), so it makes no "skipped" rows.
 """
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QTreeWidget,
                                QTreeWidgetItem, QWidget)
 
-from engine import registry
-from engine.kernel_file import shown_text
-from engine.runner import Fit, expand_items, item_fit
+from engine.kernels import registry
+from engine.kernels.kernel_file import shown_text
+from engine.run.runner import Fit, expand_items, item_fit
 
 NAME_COL, INFO_COL = 0, 1
 #: Item data: a heading row's role, a problem row's file path.
@@ -439,7 +439,7 @@ class VariantTree(QTreeWidget):
     def state(self) -> dict:
         """The checked variants and the values the user chose (``explicit``: parameters
         left out take the device's defaults; ``ticks``: what variants the user has not
-        (un)ticked show, :class:`engine.registry.Ticks`)."""
+        (un)ticked show, :class:`engine.kernels.registry.Ticks`)."""
         return {"checked": dict(self._checked),
                 "values": {k: dict(v) for k, v in self._values.items() if v}, "explicit": True,
                 "ticks": self.ticks.value}
@@ -449,7 +449,7 @@ class VariantTree(QTreeWidget):
         A state saved before ``explicit`` held every parameter of every variant shown,
         the untouched ones at their first value: those follow the device's defaults now.
         A state saved before ``ticks`` ticked every variant but the experiments: the
-        variants it does not name still are (:attr:`Ticks.ALL <engine.registry.Ticks.ALL>`)."""
+        variants it does not name still are (:attr:`Ticks.ALL <engine.kernels.registry.Ticks.ALL>`)."""
         checked = state.get("checked", {}) if isinstance(state, dict) else {}
         values = state.get("values", {}) if isinstance(state, dict) else {}
         explicit = isinstance(state, dict) and state.get("explicit") is True

@@ -34,7 +34,7 @@ def _device_preprocessor(arch: str) -> tuple[list[str], list[str]]:
     """nvcc's device-side preprocessor command for ``arch`` as ``nvcc --dryrun -E`` prints
     it (gcc with __CUDA_ARCH__, __CUDA_ARCH_FEAT_SM90_ALL for sm_90a, ...), less its input:
     (the command without the forced ``-include cuda_runtime.h``, the one with it)."""
-    from engine.backends.cuda import find_nvcc     # CUDA_ROOT's, else PATH's: the backend's
+    from engine.measure.backends.cuda import find_nvcc     # CUDA_ROOT's, else PATH's: the backend's
 
     proc = subprocess.run([find_nvcc(), "--dryrun", "-E", f"-gencode=arch=compute_{arch[3:]},code={arch}",
                            "-x", "cu", os.devnull], capture_output=True, text=True, timeout=60)
@@ -149,7 +149,7 @@ def distinct_items(items: list[tuple[str, dict]], shapes, dtype: str, also=None,
     kernels), and every value of ``also(params)`` (a feature a test asserts, e.g. a pair
     of values). Items that run nowhere (library lines, skips a test looks at) are all
     kept; the items' order is kept."""
-    from engine import registry
+    from engine.kernels import registry
 
     arch = arch or device_arch()
     runs = {}                       # item index -> [(shape, resolved params)] it runs at

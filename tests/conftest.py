@@ -51,7 +51,7 @@ def _user_data_in_tmp(request, tmp_path_factory, monkeypatch):
     monkeypatch.setenv("MATMUL_LAB_DATA", str(tmp_path_factory.mktemp("user-data")))
     yield
     # User kernels a test registered (a window reads the user kernel folder) leave with it.
-    from engine.user_kernels import unload_user_kernels
+    from engine.kernels.user_kernels import unload_user_kernels
     unload_user_kernels()
 
 
@@ -70,9 +70,9 @@ def _share_cuda_builds(request, monkeypatch):
     if request.node.get_closest_marker("gpu") is None:
         yield
         return
-    from engine.backends import cuda
-    from engine.backends.base import BUILD_TIMEOUT_S
-    from engine.registry import ROOT
+    from engine.measure.backends import cuda
+    from engine.measure.backends.base import BUILD_TIMEOUT_S
+    from engine.kernels.registry import ROOT
 
     real, folder = cuda.nvcc_cubin, (ROOT / "cuda").resolve()
 
@@ -137,7 +137,7 @@ def make_window(qtbot, gui_settings, error_dialogs, questions):
     ``engines``: ``"local"`` (default: in-process engines, fast), ``"process"`` (the
     app's own default, one process per device), or an ``engine_factory``.
     """
-    from engine.engines import LocalEngine
+    from engine.run.engines import LocalEngine
     from gui.app import MainWindow
 
     made = []

@@ -4,7 +4,7 @@ in a memory-limited container."""
 import os
 import signal
 
-from engine import runner
+from engine.run import runner
 
 
 def _killed(*_args, **_kwargs):

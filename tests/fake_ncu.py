@@ -1,6 +1,6 @@
 """A stand-in for Nsight Compute's ``ncu`` on machines without a GPU.
 
-It checks nothing about counters: it lets the tests drive :mod:`engine.profile`'s
+It checks nothing about counters: it lets the tests drive :mod:`engine.profile.nsight`'s
 process handling (the command line it builds, a report kept, ncu's own errors, a
 profile that hangs) without a GPU. The counters it "reports" are a raw-page CSV
 recorded by the real ncu on a GPU (``FAKE_NCU_CSV``). ``FAKE_NCU_MODE`` picks the

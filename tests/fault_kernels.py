@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from engine import registry
+from engine.kernels import registry
 
 #: The module an engine process imports to register the fault kernels.
 PRELOAD = "tests.fault_kernels_preload"

@@ -1,5 +1,5 @@
 """Imported by an engine process (``preload``): registers the fault kernels there."""
-from engine import registry
+from engine.kernels import registry
 from tests.fault_kernels import variants
 
 for _v in variants():

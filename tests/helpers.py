@@ -5,8 +5,8 @@ import functools
 
 import pytest
 
-from engine.backends import probe_all
-from engine.runner import Plan, Sweep
+from engine.measure.backends import probe_all
+from engine.run.runner import Plan, Sweep
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,6 +1,6 @@
 """A recording stand-in for pycuda's driver, for the cuda backend's launch logic on a CPU.
 
-``recording_backend()`` is a :class:`engine.backends.cuda.CudaBackend` that was never opened
+``recording_backend()`` is a :class:`engine.measure.backends.cuda.CudaBackend` that was never opened
 (132 SMs), whose driver records allocations, host-to-device copies and memsets instead of
 making them; prepared kernel entries (:class:`Entry`) record each launch.
 """
@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from engine.backends import cuda as cuda_backend
+from engine.measure.backends import cuda as cuda_backend
 
 
 class Buf:

@@ -1,4 +1,4 @@
-"""engine.autotune on OpenCL (PoCL on CI) at tiny sizes: the cache is written, reused
+"""engine.run.autotune on OpenCL (PoCL on CI) at tiny sizes: the cache is written, reused
 without timing anything, --retune searches again, and the winner is the fastest record."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import math
 
 import pytest
 
-from engine import autotune as at
-from engine import registry
-from engine.runner import Plan, Sweep, expand_items
+from engine.run import autotune as at
+from engine.kernels import registry
+from engine.run.runner import Plan, Sweep, expand_items
 from tests.helpers import require_backend
 
 SHAPE = (16, 24, 8)
@@ -25,7 +25,7 @@ def cache(tmp_path, monkeypatch):
 def timed(monkeypatch):
     """Count time_launches calls of the opencl backend (one per timed series)."""
     require_backend("opencl")
-    from engine.backends.opencl import OpenCLBackend
+    from engine.measure.backends.opencl import OpenCLBackend
     calls = []
     orig = OpenCLBackend.time_launches
 
@@ -48,7 +48,7 @@ def test_cache_path_env_and_default(monkeypatch, tmp_path):
 
 
 def test_best_record_ignores_wrong_and_failed():
-    from engine.records import ResultRecord
+    from engine.results.records import ResultRecord
 
     def rec(ms, status="ok", passed=True):
         r = ResultRecord(backend="b", device="d", variant="naive", params={"block": int(ms)},
@@ -94,7 +94,7 @@ def test_autotune_cache_written_reused_and_retuned(cache, timed):
 
 
 def test_autotune_through_engine_thread(cache, timed):
-    from engine.worker import EngineThread
+    from engine.run.worker import EngineThread
     eng = EngineThread().start()
     try:
         best, recs = at.autotune(eng, "opencl", 0, "tiled_any", SHAPE, "float32",
@@ -145,7 +145,7 @@ def test_plan_autotune_in_sweep(cache, timed):
 
 
 def test_cli_autotune(cache, timed, capsys):
-    from engine.cli import run_bench
+    from cli.bench import run_bench
     args = ["--in-process", "--backend", "opencl", "--variants", "naive", "--sizes", "16x24x8", "--warmup", "0",
             "--repeats", "1", "--quiet", "--autotune"]
     assert run_bench(args) == 0
@@ -367,7 +367,7 @@ def test_search_records_relative_speeds_and_guess_mode_times_few(cache, timed):
 
 def test_plan_guess_mode_through_the_engine_thread(cache, timed):
     """The Plan path: ``plan.tune = "guess"`` (or run_autotuned's mode) on an engine thread."""
-    from engine.worker import EngineThread
+    from engine.run.worker import EngineThread
     items = expand_items("opencl", ["naive"])
     eng = EngineThread().start()
     try:

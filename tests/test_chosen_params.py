@@ -10,10 +10,10 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from engine import registry  # noqa: E402
-from engine.cli import parse_param_overrides  # noqa: E402
-from engine.kernel_file import KernelFileError, parse_header  # noqa: E402
-from engine.runner import Plan, Sweep, expand_items  # noqa: E402
+from engine.kernels import registry  # noqa: E402
+from cli.bench import parse_param_overrides  # noqa: E402
+from engine.kernels.kernel_file import KernelFileError, parse_header  # noqa: E402
+from engine.run.runner import Plan, Sweep, expand_items  # noqa: E402
 
 AUTO = registry.AUTO
 
@@ -161,7 +161,7 @@ def test_a_run_records_the_value_the_shape_picked(tmp_path):
 def test_the_app_ticks_auto_for_a_parameter_the_shape_picks(qtbot):
     """The kernel tree offers ``auto`` first for crows and hybrid, ticked, and the plan
     carries it; ticking a value instead runs that value."""
-    from engine.backends.base import BackendStatus, DeviceInfo
+    from engine.measure.backends.base import BackendStatus, DeviceInfo
     from gui.config_panel import ConfigPanel
 
     cfg = ConfigPanel()
@@ -216,7 +216,7 @@ def test_a_sweep_builds_each_shapes_value_once(monkeypatch):
 def test_autotune_searches_the_shapes_value_once():
     """A search over combinations left to the shape times each build once: ``auto`` and the
     value it resolves to are the same combination there."""
-    from engine.autotune import search_space
+    from engine.run.autotune import search_space
 
     v = registry.get("ffma_wide_b4")
     base = dict(v.default_params("9.0"))
@@ -275,7 +275,7 @@ def test_the_app_runs_the_small_rung_split_by_the_shape_on_the_gpu(qtbot, make_w
 def test_a_sweep_left_to_the_shape_is_one_curve():
     """Records whose crows the shape picked (1 at K = 1024, 0 at K = 3100) are one chart
     curve, labelled crows=auto; the table keeps what ran. Named values stay two curves."""
-    from engine.records import ResultRecord
+    from engine.results.records import ResultRecord
     from gui.chart_data import build_series
 
     def rec(k, crows, by_shape):

@@ -1,4 +1,4 @@
-"""Engines on a Ray cluster (engine.cluster): ``bench --ray local`` on a local cluster of
+"""Engines on a Ray cluster (engine.run.cluster): ``bench --ray local`` on a local cluster of
 two worker nodes (one engine slot each) with OpenCL (PoCL) and cpu sweeps, a worker
 killed in the middle of a sweep, and the app without Ray. The cluster starts once for
 the module; the Ray tests skip cleanly where Ray is not installed."""
@@ -12,11 +12,11 @@ import time
 import pytest
 
 import main
-from engine import cluster
-from engine.dispatch import start_run
-from engine.engines import EngineLost
-from engine.registry import params_to_str
-from engine.runner import Plan, expand_items
+from engine.run import cluster
+from engine.run.dispatch import start_run
+from engine.run.engines import EngineLost
+from engine.kernels.registry import params_to_str
+from engine.run.runner import Plan, expand_items
 from tests.helpers import require_backend
 
 RAY_OK, RAY_WHY = cluster.ray_status()
@@ -81,7 +81,7 @@ def test_bench_ray_local_cpu_compare(local_cluster, capsys, tmp_path):
                            "--mode", "compare", "--warmup", 0, "--repeats", 3, "--quiet",
                            "--out", out_file)
     assert code == 0, err
-    from engine import records
+    from engine.results import records
     recs = records.load(out_file)
     assert len(recs) == 4 and all(r.status == "ok" and r.passed for r in recs)
     by_worker: dict[str, list] = {}
@@ -247,9 +247,9 @@ def test_gpu_engines_take_one_gpu_and_report_its_index():
     on its host (Ray's id) instead of 0, the index inside its CUDA_VISIBLE_DEVICES."""
     import dataclasses
 
-    from engine.backends.base import DeviceInfo
-    from engine.records import ResultRecord
-    from engine.runner import Event
+    from engine.measure.backends.base import DeviceInfo
+    from engine.results.records import ResultRecord
+    from engine.run.runner import Event
 
     assert cluster.RayEngine("cuda")._options()["num_gpus"] == 1
     opts = cluster.RayEngine("opencl")._options()
@@ -285,13 +285,13 @@ def test_ray_error_texts_are_shortened():
 @pytest.mark.slow
 def test_worker_node_joins_mid_sweep(local_cluster, monkeypatch):
     """A worker node that joins the cluster in the middle of a share-mode sweep gets an
-    engine (engine.cluster.FreeWorkers) and takes queued items: records come from both
+    engine (engine.run.cluster.FreeWorkers) and takes queued items: records come from both
     workers, and every item has exactly one record. (After the leave test: it leaves
     the cluster one node larger.)"""
     require_backend("opencl")
     import ray
 
-    from engine import dispatch
+    from engine.run import dispatch
     monkeypatch.setattr(dispatch, "JOIN_POLL_S", 0.5)
     ray_cluster = cluster.local_cluster()
     cluster.connect("local")

@@ -6,10 +6,10 @@ import shutil
 
 import pytest
 
-from engine import registry
-from engine.backends.base import BackendError
-from engine.backends import cuda as cuda_backend
-from engine.runner import expand_items
+from engine.kernels import registry
+from engine.measure.backends.base import BackendError
+from engine.measure.backends import cuda as cuda_backend
+from engine.run.runner import expand_items
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 

@@ -11,9 +11,9 @@ import threading
 import numpy as np
 import pytest
 
-from engine import registry
-from engine.runner import Plan, expand_items
-from engine.worker import EngineThread
+from engine.kernels import registry
+from engine.run.runner import Plan, expand_items
+from engine.run.worker import EngineThread
 from tests.code_paths import distinct_items
 from tests.helpers import backend_status, run_plan
 
@@ -152,8 +152,8 @@ def test_reported_time_matches_bare_event_loop():
     event-timed loop's, the best of five alternating rounds of each."""
     import pycuda.driver as drv
 
-    from engine.backends.cuda import CudaBackend
-    from engine import matrices
+    from engine.measure.backends.cuda import CudaBackend
+    from engine.inputs import matrices
 
     n = 2048
     be = CudaBackend()

@@ -4,11 +4,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine import matrices, registry
-from engine.backends import BACKENDS, BackendError, get_backend, probe_all
-from engine.backends.base import FLOAT_POISON_BITS, INT_POISON, keep_timing
-from engine.backends.opencl import OpenCLBackend
-from engine.runner import Plan, expand_items
+from engine.inputs import matrices
+from engine.kernels import registry
+from engine.measure.backends import BACKENDS, BackendError, get_backend, probe_all
+from engine.measure.backends.base import FLOAT_POISON_BITS, INT_POISON, keep_timing
+from engine.measure.backends.opencl import OpenCLBackend
+from engine.run.runner import Plan, expand_items
 from tests.helpers import require_backend, run_plan
 
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import main
-from engine import registry
-from engine.cli import parse_param_overrides, UsageError
+from engine.kernels import registry
+from cli.bench import parse_param_overrides, UsageError
 from tests.helpers import require_backend
 from tests.test_engine_verify import planted_variant
 
@@ -57,7 +57,7 @@ def test_bench_csv_int32_with_progress_bar(capsys, tmp_path):
                            "ts=16;wpt=2,4", "--sizes", "31x45x17", "--dtype", "int32",
                            "--dist", "int", "--repeats", 1, "--warmup", 0, "--out", out_file)
     assert code == 0, err
-    from engine import records
+    from engine.results import records
     recs = records.load(out_file)
     assert [(r.params, r.passed, r.dtype) for r in recs] == \
         [({"ts": 16, "wpt": 2}, True, "int32"), ({"ts": 16, "wpt": 4}, True, "int32")]
@@ -219,8 +219,8 @@ def test_results_table_names_the_device_when_there_are_several():
 
     from rich.console import Console
 
-    from engine.cli import _results_table
-    from engine.records import ResultRecord
+    from cli.bench import _results_table
+    from engine.results.records import ResultRecord
     recs = [ResultRecord(backend="cuda", device="NVIDIA H200", variant="naive", params={}, m=64, n=64,
                          k=64, dtype="float32", median_ms=1.0, host="node", device_index=i,
                          worker=f"process {100 + i}") for i in (0, 1)]

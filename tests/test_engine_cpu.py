@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from engine import registry
-from engine.backends.base import MIN_BUDGET_LAUNCHES
-from engine.backends.cpu import CpuBackend
-from engine.runner import Plan, Sweep, expand_items
+from engine.kernels import registry
+from engine.measure.backends.base import MIN_BUDGET_LAUNCHES
+from engine.measure.backends.cpu import CpuBackend
+from engine.run.runner import Plan, Sweep, expand_items
 from tests.helpers import run_plan
 
 SEED = secrets.randbelow(2**31)
@@ -92,7 +92,7 @@ def test_time_launches_stops_when_asked():
     be = CpuBackend()
     be.open(0)
     try:
-        from engine import matrices
+        from engine.inputs import matrices
         a, b = matrices.generate_pair(16, 16, 16, "float32", seed=SEED)
         ws = be.prepare(a, b)
         kern = be.compile(registry.get("cpu_numpy"), {}, "float32")

@@ -1,4 +1,4 @@
-"""engine.cpus: an engine process's CPU thread budget (the window keeps its cores)."""
+"""engine.common.cpus: an engine process's CPU thread budget (the window keeps its cores)."""
 import os
 import subprocess
 import sys
@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from engine import cpus
-from engine.engines import LocalEngine
+from engine.common import cpus
+from engine.run.engines import LocalEngine
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -63,7 +63,7 @@ def test_a_budget_bounds_numpys_blas_pool_and_the_environment():
         os.environ.pop("OMP_NUM_THREADS", None); os.environ.pop("POCL_CPU_MAX_CU_COUNT", None)
         import numpy as np
         from threadpoolctl import threadpool_info
-        from engine import cpus
+        from engine.common import cpus
         said = cpus.set_thread_budget(1)
         pools = threadpool_info()
         assert pools, "numpy loaded no BLAS pool"
@@ -81,7 +81,7 @@ def test_a_budget_bounds_numpys_blas_pool_and_the_environment():
 
 def test_without_a_budget_builds_leave_one_core():
     out = _in_fresh_python("""
-        from engine import cpus
+        from engine.common import cpus
         print(cpus.build_workers(1000), cpus.usable_cpus(), cpus.thread_budget())
     """)
     workers, usable, budget = map(int, out.split())
@@ -89,7 +89,7 @@ def test_without_a_budget_builds_leave_one_core():
 
 
 def test_an_engine_process_runs_within_its_budget():
-    from engine.process import ProcessEngine
+    from engine.run.process import ProcessEngine
     eng = ProcessEngine("cpu", 0, cpu_threads=1)
     try:
         info = eng.open()
@@ -99,8 +99,8 @@ def test_an_engine_process_runs_within_its_budget():
 
 
 def test_a_changed_budget_is_sent_before_the_next_run(monkeypatch):
-    from engine.process import ProcessEngine
-    from engine.engines import RemoteEngine
+    from engine.run.process import ProcessEngine
+    from engine.run.engines import RemoteEngine
     eng = ProcessEngine("cpu", 0, cpu_threads=3)
     sent = []
     monkeypatch.setattr(eng, "alive", lambda: True)

@@ -1,4 +1,4 @@
-"""engine.dispatch: engines that join a share-mode run in progress (``joiners``).
+"""engine.run.dispatch: engines that join a share-mode run in progress (``joiners``).
 
 Runs real OpenCL/PoCL sweeps with in-process engines; the Ray flavour (a worker node
 that joins the cluster) is in test_cluster.py.
@@ -9,12 +9,12 @@ import threading
 
 import pytest
 
-from engine import dispatch
-from engine.backends.base import BackendError
-from engine.dispatch import start_run
-from engine.engines import LocalEngine
-from engine.registry import params_to_str
-from engine.runner import Plan, expand_items
+from engine.run import dispatch
+from engine.measure.backends.base import BackendError
+from engine.run.dispatch import start_run
+from engine.run.engines import LocalEngine
+from engine.kernels.registry import params_to_str
+from engine.run.runner import Plan, expand_items
 from tests.helpers import require_backend
 
 

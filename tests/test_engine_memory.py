@@ -7,9 +7,10 @@ import time
 
 import pytest
 
-from engine import memory
-from engine.matrices import MatrixInputError
-from engine.runner import Plan, Sweep
+from engine.common import host_memory
+from engine.inputs import memory
+from engine.inputs.matrices import MatrixInputError
+from engine.run.runner import Plan, Sweep
 
 
 @pytest.mark.parametrize("verify", [True, False])
@@ -35,7 +36,7 @@ def test_refusal_names_the_numbers_and_a_size_that_fits():
 
 def test_available_memory_is_positive_and_bounded():
     import psutil
-    avail = memory.host_available_bytes()
+    avail = host_memory.host_available_bytes()
     assert 0 < avail <= psutil.virtual_memory().total
 
 
@@ -60,7 +61,7 @@ def test_opencl_buffer_limit_is_checked_before_allocating(monkeypatch):
     """A matrix larger than the OpenCL device allocates in one buffer is refused at once."""
     from tests.helpers import require_backend
     require_backend("opencl")
-    from engine.backends.opencl import OpenCLBackend
+    from engine.measure.backends.opencl import OpenCLBackend
     monkeypatch.setattr(OpenCLBackend, "max_buffer_bytes", lambda self: 64 * 64 * 4)
     s = Sweep()
     try:

@@ -7,7 +7,8 @@ import statistics
 import numpy as np
 import pytest
 
-from engine import metrics, registry
+from engine.measure import metrics
+from engine.kernels import registry
 
 
 def test_summarize_known_data():

@@ -1,5 +1,5 @@
 """Every OpenCL variant × every parameter combination of the registry, run for real on
-PoCL (the CPU OpenCL driver) through :class:`engine.runner.Sweep`, at odd and even
+PoCL (the CPU OpenCL driver) through :class:`engine.run.runner.Sweep`, at odd and even
 shapes, for float32, small int32 values and full-range int32 values (whose products
 wrap modulo 2³²).
 
@@ -16,10 +16,10 @@ import secrets
 import numpy as np
 import pytest
 
-from engine import registry
-from engine.registry import params_to_str
-from engine.runner import Plan, Sweep
-from engine.verify import float32_tolerance
+from engine.kernels import registry
+from engine.kernels.registry import params_to_str
+from engine.run.runner import Plan, Sweep
+from engine.measure.verify import float32_tolerance
 from tests.helpers import require_backend
 
 SHAPES = [(127, 253, 61), (61, 127, 253), (64, 64, 64), (1, 1, 1)]

@@ -1,12 +1,12 @@
-"""Per-precision peaks and the measured copy bandwidth (engine.peaks, runner.fill_ceilings)."""
+"""Per-precision peaks and the measured copy bandwidth (engine.measure.peaks, runner.fill_ceilings)."""
 import math
 
 import pytest
 
-from engine import peaks
-from engine.backends.base import DeviceInfo
-from engine.records import ResultRecord
-from engine.runner import Plan, Sweep, fill_ceilings
+from engine.measure import peaks
+from engine.measure.backends.base import DeviceInfo
+from engine.results.records import ResultRecord
+from engine.run.runner import Plan, Sweep, fill_ceilings
 
 
 def test_h100_peaks_from_units_and_clock():

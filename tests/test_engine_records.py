@@ -9,9 +9,9 @@ import secrets
 
 import pytest
 
-from engine import records
-from engine.records import FIELDS, ResultRecord
-from engine.runner import Plan, expand_items
+from engine.results import records
+from engine.results.records import FIELDS, ResultRecord
+from engine.run.runner import Plan, expand_items
 from tests.helpers import backend_status, run_plan
 
 SEED = secrets.randbelow(2**31)
@@ -159,7 +159,7 @@ def test_save_is_atomic_and_refuses_folders(tmp_path, realistic, monkeypatch):
 
     def boom(*a, **k):
         raise OSError("disk full")
-    from engine import files               # save() writes through files.write_atomic
+    from engine.common import files               # save() writes through files.write_atomic
     monkeypatch.setattr(files.os, "fsync", boom)
     with pytest.raises(OSError, match="disk full"):
         records.save(realistic[:1], p)

@@ -10,9 +10,9 @@ import re
 import numpy as np
 import pytest
 
-from engine import registry
-from engine.registry import params_from_str, params_to_str
-from engine.runner import expand_items
+from engine.kernels import registry
+from engine.kernels.registry import params_from_str, params_to_str
+from engine.run.runner import expand_items
 
 VARIANTS = list(registry.REGISTRY.values())
 IDS = [v.name for v in VARIANTS]
@@ -236,7 +236,7 @@ __global__ void matmul() {}
 
 
 def _arch_variant(tmp_path, text=ARCH_KERNEL, name="arch.cu"):
-    from engine.kernel_file import parse_header
+    from engine.kernels.kernel_file import parse_header
     path = tmp_path / name
     path.write_text(text)
     return registry.variant_from_headers([parse_header(path)])
@@ -287,7 +287,7 @@ def test_default_params_per_architecture(tmp_path):
      "[defaults] must hold one table per architecture", 6),
 ])
 def test_bad_defaults_say_what_and_where(tmp_path, mutate, words, line):
-    from engine.kernel_file import KernelFileError, parse_header
+    from engine.kernels.kernel_file import KernelFileError, parse_header
     path = tmp_path / "arch.cu"
     text = mutate(ARCH_KERNEL)
     assert text != ARCH_KERNEL
@@ -324,7 +324,7 @@ def test_builtin_sm90_defaults_are_the_h200_winners():
 
 
 def test_cuda_files_defaults_win_over_the_opencl_files(tmp_path):
-    from engine.kernel_file import parse_header
+    from engine.kernels.kernel_file import parse_header
     cu = tmp_path / "k.cu"
     cl = tmp_path / "k.cl"
     cu.write_text(ARCH_KERNEL)

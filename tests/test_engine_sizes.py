@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.sizes import MAX_DIM, PRESETS, SizeSpecError, format_shape, parse_sizes
+from engine.inputs.sizes import MAX_DIM, PRESETS, SizeSpecError, format_shape, parse_sizes
 
 
 @pytest.mark.parametrize("text,expected", [

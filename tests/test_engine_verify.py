@@ -12,9 +12,11 @@ import time
 import numpy as np
 import pytest
 
-from engine import registry, runner, verify
-from engine.runner import Plan, Sweep
-from engine.verify import Reference, float32_tolerance
+from engine.kernels import registry
+from engine.run import runner
+from engine.measure import verify
+from engine.run.runner import Plan, Sweep
+from engine.measure.verify import Reference, float32_tolerance
 from tests.helpers import require_backend
 
 SEED = secrets.randbelow(2**31)

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from engine.runner import Plan, expand_items
-from engine.worker import EngineThread
+from engine.run.runner import Plan, expand_items
+from engine.run.worker import EngineThread
 from tests.helpers import require_backend
 
 

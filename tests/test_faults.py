@@ -16,10 +16,10 @@ import time
 
 import pytest
 
-from engine import registry
-from engine.dispatch import start_run
-from engine.process import ProcessEngine
-from engine.runner import Plan
+from engine.kernels import registry
+from engine.run.dispatch import start_run
+from engine.run.process import ProcessEngine
+from engine.run.runner import Plan
 from tests import fault_kernels
 from tests.helpers import require_backend
 
@@ -196,8 +196,8 @@ def test_interpreter_exit_with_an_in_process_engine_in_a_hanging_kernel_exits_0(
         import sys, time
         sys.path.insert(0, {str(os.getcwd())!r})
         import tests.fault_kernels_preload
-        from engine.runner import Plan
-        from engine.worker import EngineThread
+        from engine.run.runner import Plan
+        from engine.run.worker import EngineThread
         eng = EngineThread().start()
         started = []
         eng.submit(Plan(backend={backend!r}, items=[("fault_hang", {{"block": 16}})],
@@ -254,8 +254,8 @@ def test_cuda_illegal_address_in_process_is_recorded_not_fatal(tmp_path):
         import sys
         sys.path.insert(0, {str(os.getcwd())!r})
         import tests.fault_kernels_preload
-        from engine.runner import Plan
-        from engine.worker import EngineThread
+        from engine.run.runner import Plan
+        from engine.run.worker import EngineThread
         eng = EngineThread().start()
         events = []
         plan = Plan(backend="cuda", items=[(n, {{"block": 16}}) for n in

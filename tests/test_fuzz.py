@@ -12,9 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import matrices, records
-from engine.cli import UsageError, parse_devices, parse_param_overrides
-from engine.sizes import MAX_DIM, SizeSpecError, parse_sizes
+from engine.inputs import matrices
+from engine.results import records
+from cli.bench import UsageError, parse_devices, parse_param_overrides
+from engine.inputs.sizes import MAX_DIM, SizeSpecError, parse_sizes
 
 FUZZ = settings(max_examples=300, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

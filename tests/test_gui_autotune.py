@@ -5,7 +5,7 @@ import json
 
 from PySide6.QtCore import Qt
 
-from engine import autotune
+from engine.run import autotune
 
 
 def test_autotune_reports_the_best_parameters_and_caches_them(qtbot, make_window, configure,

@@ -13,8 +13,8 @@ import pytest  # noqa: E402
 import pyqtgraph as pg  # noqa: E402
 from PySide6.QtCore import Qt  # noqa: E402
 
-from engine import records  # noqa: E402
-from engine.records import ResultRecord  # noqa: E402
+from engine.results import records  # noqa: E402
+from engine.results.records import ResultRecord  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 LADDER = ROOT / "tests" / "data" / "h200_ladder_v2.json"   # a real H200 ladder run
@@ -240,7 +240,7 @@ def test_roofline_draws_each_precisions_ceiling_and_the_measured_copy_roof(qtbot
 
 
 def test_live_device_estimates_are_kept(make_window):
-    from engine.backends import DeviceInfo
+    from engine.measure.backends import DeviceInfo
 
     win = make_window()
     info = DeviceInfo(backend="cuda", index=0, name="Some GPU", peak_gflops_fp32=12_345.0, peak_gbps=678.0)
@@ -356,7 +356,7 @@ def test_one_size_chart_has_a_tick_and_short_bars(qtbot, tmp_path):
     """One size: the x axis is labelled at it and the min–max bars' caps are short, not
     full-width lines (the view does not zoom onto a zero-width range)."""
     import math
-    from engine.records import ResultRecord
+    from engine.results.records import ResultRecord
     from gui.chart_data import build_series
     from gui.chart_render import ChartOptions, render
     from gui.chart_view import ChartView
@@ -389,7 +389,7 @@ def dataclasses_replace(rec, **kw):
 
 
 def test_roofline_without_peaks_spans_two_decades_and_exports_without_hints(qtbot):
-    from engine.records import ResultRecord
+    from engine.results.records import ResultRecord
     from gui.chart_data import build_series
     from gui.chart_render import ChartOptions, render
     from gui.chart_view import ChartView
@@ -413,7 +413,7 @@ def test_roofline_without_peaks_spans_two_decades_and_exports_without_hints(qtbo
 def test_a_live_redraw_builds_a_few_new_curves_at_a_time(qtbot):
     """With ``max_new_curves`` a drawing builds at most that many new curves and says more
     are pending; the next drawings finish the job, and every curve ends up drawn."""
-    from engine.records import ResultRecord
+    from engine.results.records import ResultRecord
     from gui.chart_data import build_series
     from gui.chart_render import ChartOptions, render
     from gui.chart_view import ChartView

@@ -6,9 +6,10 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtCore import Qt  # noqa: E402
 
-from engine import matrices, registry  # noqa: E402
-from engine.backends import BACKENDS  # noqa: E402
-from engine.sizes import PRESETS  # noqa: E402
+from engine.inputs import matrices  # noqa: E402
+from engine.kernels import registry  # noqa: E402
+from engine.measure.backends import BACKENDS  # noqa: E402
+from engine.inputs.sizes import PRESETS  # noqa: E402
 
 
 def test_choices_come_from_the_engine(make_window):
@@ -177,7 +178,7 @@ def test_parameter_defaults_follow_the_devices_architecture(qtbot):
     """A CUDA device of compute capability 9.0 shows its kernels' [defaults.sm_90]
     values checked (ffma_wide bk=16); another GPU, or another backend, the first values;
     values the user chose stay chosen whatever the device."""
-    from engine.backends.base import BackendStatus, DeviceInfo
+    from engine.measure.backends.base import BackendStatus, DeviceInfo
     from gui.config_panel import ConfigPanel
 
     cfg = ConfigPanel()

@@ -10,8 +10,8 @@ import pytest  # noqa: E402
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtWidgets import QGroupBox  # noqa: E402
 
-from engine.engines import LocalEngine  # noqa: E402
-from engine.records import ResultRecord  # noqa: E402
+from engine.run.engines import LocalEngine  # noqa: E402
+from engine.results.records import ResultRecord  # noqa: E402
 from gui.run_controller import RunTarget  # noqa: E402
 
 
@@ -26,7 +26,7 @@ def two_cpu_devices(win):
 
 
 def process_engine_on_cpu0(backend, device):
-    from engine.process import ProcessEngine
+    from engine.run.process import ProcessEngine
 
     return ProcessEngine(backend, 0)
 

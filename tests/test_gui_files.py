@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QImage  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from engine import records  # noqa: E402
+from engine.results import records  # noqa: E402
 from gui.charts import CHARTS  # noqa: E402
 
 SIZES = "32,64,96"

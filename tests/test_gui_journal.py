@@ -10,8 +10,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
 
-from engine import records  # noqa: E402
-from engine.records import ResultRecord  # noqa: E402
+from engine.results import records  # noqa: E402
+from engine.results.records import ResultRecord  # noqa: E402
 from gui.journal import SessionJournal, find_orphans, journal_dir, read_journal  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent

@@ -15,9 +15,9 @@ import pytest  # noqa: E402
 from PySide6.QtCore import Qt  # noqa: E402
 from PySide6.QtGui import QTextCursor  # noqa: E402
 
-from engine import registry  # noqa: E402
-from engine.new_kernel import make_copy  # noqa: E402
-from engine.user_kernels import user_kernel_dir  # noqa: E402
+from engine.kernels import registry  # noqa: E402
+from engine.kernels.new_kernel import make_copy  # noqa: E402
+from engine.kernels.user_kernels import user_kernel_dir  # noqa: E402
 from tests.helpers import require_backend  # noqa: E402
 
 COMPILE_MS = 180_000
@@ -234,7 +234,7 @@ def test_unsaved_changes_are_asked_about_on_close(qtbot, make_window, configure,
 
 def test_a_builtin_opened_in_the_editor_stays_a_builtin(qtbot, make_window, configure):
     require_backend("opencl")
-    from engine.registry import ROOT
+    from engine.kernels.registry import ROOT
     win = _window(make_window, configure)
     assert win.open_kernel(ROOT / "opencl" / "03_tiled_any.cl")
     ed = win.kernel_editor

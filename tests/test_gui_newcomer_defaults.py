@@ -18,9 +18,9 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
 
-from engine import registry  # noqa: E402
-from engine.runner import Plan, Sweep, item_fit  # noqa: E402
-from engine.sizes import PRESETS  # noqa: E402
+from engine.kernels import registry  # noqa: E402
+from engine.run.runner import Plan, Sweep, item_fit  # noqa: E402
+from engine.inputs.sizes import PRESETS  # noqa: E402
 from gui.settings import ini_settings  # noqa: E402
 
 DEFAULT_SIZES = PRESETS["powers of two 128–4096"]

@@ -15,7 +15,8 @@ from pathlib import Path  # noqa: E402
 import pytest  # noqa: E402
 from PySide6.QtGui import QImage  # noqa: E402
 
-from engine import profile, profile_metrics as pm, records  # noqa: E402
+from engine.profile import nsight as profile, metrics as pm  # noqa: E402
+from engine.results import records  # noqa: E402
 from gui.main_window import MainWindow  # noqa: E402
 from gui.profile_view import ProfileView, header_text, short_labels  # noqa: E402
 from gui.results_store import ResultStore  # noqa: E402

@@ -13,9 +13,9 @@ import pytest  # noqa: E402
 from PySide6.QtCore import Qt, QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication, QGroupBox  # noqa: E402
 
-from engine.backends import get_backend  # noqa: E402
-from engine.engines import EngineHandle, EngineLost  # noqa: E402
-from engine.runner import Event  # noqa: E402
+from engine.measure.backends import get_backend  # noqa: E402
+from engine.run.engines import EngineHandle, EngineLost  # noqa: E402
+from engine.run.runner import Event  # noqa: E402
 from gui.charts import CHARTS  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -6,8 +6,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
 
-from engine.engines import LocalEngine  # noqa: E402
-from engine.runner import Plan, expand_items  # noqa: E402
+from engine.run.engines import LocalEngine  # noqa: E402
+from engine.run.runner import Plan, expand_items  # noqa: E402
 from gui.run_controller import RunController, RunTarget  # noqa: E402
 
 

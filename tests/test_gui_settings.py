@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from PySide6.QtCore import QByteArray  # noqa: E402
 
-from engine import registry  # noqa: E402
-from engine.backends import BACKENDS  # noqa: E402
-from engine.runner import BUDGET_RANGE, REPEATS_RANGE, WARMUP_RANGE  # noqa: E402
+from engine.kernels import registry  # noqa: E402
+from engine.measure.backends import BACKENDS  # noqa: E402
+from engine.run.runner import BUDGET_RANGE, REPEATS_RANGE, WARMUP_RANGE  # noqa: E402
 from gui.settings import (MAX_BLOB_BYTES, MAX_RECENT, AppSettings, clean_chart_options,  # noqa: E402
                           clean_config, ini_settings)
 

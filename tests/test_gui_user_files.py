@@ -11,8 +11,8 @@ import pytest  # noqa: E402
 from PySide6.QtCore import QTimer  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
-from engine import records  # noqa: E402
-from engine.records import ResultRecord  # noqa: E402
+from engine.results import records  # noqa: E402
+from engine.results.records import ResultRecord  # noqa: E402
 
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
 

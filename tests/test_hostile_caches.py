@@ -22,10 +22,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import autotune as at
-from engine import profile, records
-from engine.records import ResultRecord
-from engine.runner import Plan, Sweep
+from engine.run import autotune as at
+from cli import profile_target
+from engine.profile import nsight as profile
+from engine.results import records
+from engine.results.records import ResultRecord
+from engine.run.runner import Plan, Sweep
 from tests.conftest import gc_only_between_tests
 from tests.helpers import require_backend
 
@@ -65,7 +67,7 @@ def _kind_of(path: Path) -> str:
 
 
 def _bench(args: list[str], capsys) -> tuple[int, str, str]:
-    from engine.cli import run_bench
+    from cli.bench import run_bench
 
     rc = run_bench(args)
     got = capsys.readouterr()
@@ -218,7 +220,7 @@ def test_a_whole_search_keeps_every_record_when_the_cache_cannot_be_written(tmp_
                                  cache=blocker / "autotune.json", emit=events.append)
     finally:
         sweep.close()
-    from engine import registry
+    from engine.kernels import registry
     assert best is not None
     assert len(recs) == len(registry.get("naive").combos())       # every measurement
     (problem,) = [e.problem for e in events if isinstance(e, at.CacheEvent)]
@@ -334,7 +336,7 @@ JOURNAL_FILLS_UP = textwrap.dedent(r"""
     import json, resource, sys
     from pathlib import Path
     from gui.journal import SessionJournal
-    from engine.records import ResultRecord
+    from engine.results.records import ResultRecord
 
     said = []
     journal = SessionJournal(folder=Path(sys.argv[1]), on_problem=said.append)
@@ -528,7 +530,7 @@ def test_a_csv_copy_that_cannot_be_written_keeps_the_counters(fake_ncu, tmp_path
 
 
 def profile_host() -> str:
-    from engine.runner import HOST
+    from engine.run.runner import HOST
     return HOST
 
 
@@ -548,7 +550,7 @@ def test_the_profiled_process_report_is_read_guarded(kind, tmp_path):
 def test_the_profiled_process_says_when_it_cannot_write_its_report(tmp_path, capsys):
     folder = tmp_path / "said.json"
     folder.mkdir()
-    assert profile.target_main(["--variant", "no_such_variant", "--shape", "8x8x8",
+    assert profile_target.target_main(["--variant", "no_such_variant", "--shape", "8x8x8",
                                 "--json", str(folder)]) == 1
     assert "the profile target's report" in capsys.readouterr().err
 
@@ -566,8 +568,8 @@ def test_driver_params_that_are_no_file_do_not_hang(kind, tmp_path):
 
 SAVE_WHEN_FULL = textwrap.dedent(r"""
     import resource, sys
-    from engine import records
-    from engine.records import ResultRecord
+    from engine.results import records
+    from engine.results.records import ResultRecord
 
     recs = [ResultRecord(backend="cpu", device="CPU", variant="cpu_numpy", params={}, m=i, n=i,
                          k=i, dtype="float32", median_ms=0.1, status="ok") for i in range(1, 200)]

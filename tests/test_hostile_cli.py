@@ -26,8 +26,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import main
-from engine import cli, cluster, records, terminal
-from engine.cli_args import Number, WholeNumber
+from cli import bench as cli
+from engine.run import cluster
+from engine.results import records
+from engine.common import terminal
+from cli.args import Number, WholeNumber
 
 ESC = "\x1b"
 HOSTILE_TEXT = ["\x1b[2J\x1b[H", ":smile:", "[bold]loud[/bold]", "tab\there", "cr\rhidden",
@@ -187,8 +190,9 @@ def test_npz_of_other_arrays_is_refused_saying_what_it_holds(capsys, tmp_path):
 
 
 def test_cached_winner_outside_params_is_said(capsys, tmp_path, monkeypatch):
-    from engine import autotune, registry  # noqa: PLC0415
-    from engine.backends import probe_all  # noqa: PLC0415
+    from engine.run import autotune  # noqa: PLC0415
+    from engine.kernels import registry  # noqa: PLC0415
+    from engine.measure.backends import probe_all  # noqa: PLC0415
     from tests.helpers import require_backend  # noqa: PLC0415
 
     require_backend("opencl")

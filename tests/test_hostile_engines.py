@@ -29,11 +29,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import memory, registry, sources
-from engine.backends.base import BuildError
-from engine.dispatch import EARLY_DEATHS_MAX, start_run
-from engine.process import ProcessEngine
-from engine.runner import Plan, Sweep
+from engine.common import host_memory
+from engine.inputs import memory
+from engine.kernels import registry, sources
+from engine.measure.backends.base import BuildError
+from engine.run.dispatch import EARLY_DEATHS_MAX, start_run
+from engine.run.process import ProcessEngine
+from engine.run.runner import Plan, Sweep
 from tests.helpers import require_backend
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -181,7 +183,7 @@ def test_macro_bomb_build_ends_within_the_limit_and_the_sweep_goes_on(tmp_path, 
 @needs_nvcc
 @pytest.mark.slow
 def test_nvcc_build_past_the_limit_is_stopped_and_not_run_again(tmp_path):
-    from engine.backends import cuda as cuda_backend
+    from engine.measure.backends import cuda as cuda_backend
 
     path = user_kernel(tmp_path, "cu_bomb", NAIVE_CU, ".cu", before_body=MACRO_BOMB)
     names, problems = registry.load_kernel_files([str(path)])
@@ -246,7 +248,7 @@ def test_opencl_include_of_a_named_pipe_does_not_hang(tmp_path):
     line = path.read_text().split("\n").index('#include "pipe.h"') + 1
     assert any(f"{path}:{line}: #include \"pipe.h\"" in m and "named pipe" in m
                for m in logs(events, "error"))
-    from engine.backends.opencl import OpenCLBackend
+    from engine.measure.backends.opencl import OpenCLBackend
 
     be = OpenCLBackend()
     be.open(0)
@@ -259,7 +261,7 @@ def test_opencl_include_of_a_named_pipe_does_not_hang(tmp_path):
 
 @needs_nvcc
 def test_cuda_include_beside_the_kernel_and_errors_in_it(tmp_path):
-    from engine.backends import cuda as cuda_backend
+    from engine.measure.backends import cuda as cuda_backend
 
     (tmp_path / "helper.cuh").write_text("#define ZERO 0\n")
     (tmp_path / "bad.cuh").write_text("// fine\n\nint broken = ;\n")
@@ -361,7 +363,7 @@ def test_memory_limit_is_read_from_the_process_own_cgroup_v1(tmp_path):
         "sys/fs/cgroup/memory/process_api/abc/memory.stat":
             f"cache 1\ntotal_inactive_file {128 << 20}\n",
     })
-    limits = memory.cgroup_limits(root)
+    limits = host_memory.cgroup_limits(root)
     assert [(lim.what, lim.room) for lim in limits] == [
         ("the memory limit of cgroup /process_api/abc", (2 << 30) - (384 << 20))]
 
@@ -377,27 +379,27 @@ def test_memory_limit_v2_takes_the_tightest_ancestor_and_a_mount_of_a_subtree(tm
         "sys/fs/cgroup/app/memory.max": "max\n",
         "sys/fs/cgroup/app/memory.current": str(300 << 20),
     })
-    assert memory.cgroup_limits(root) == []                     # nothing limits it
+    assert host_memory.cgroup_limits(root) == []                     # nothing limits it
     (root / "sys/fs/cgroup/memory.max").write_text(str(1 << 30))
     (root / "sys/fs/cgroup/memory.current").write_text(str(700 << 20))
     (root / "sys/fs/cgroup/app/memory.max").write_text(str(4 << 30))
-    rooms = {lim.what: lim.room for lim in memory.cgroup_limits(root)}
+    rooms = {lim.what: lim.room for lim in host_memory.cgroup_limits(root)}
     assert rooms == {"the memory limit of cgroup /app": (4 << 30) - (300 << 20),
                      "the memory limit of cgroup /": (1 << 30) - (700 << 20)}
     # The path of another namespace's view (not under this mount): the mount's own files.
     (root / "proc/self/cgroup").write_text("0::/elsewhere\n")
-    assert [lim.what for lim in memory.cgroup_limits(root)] == ["the memory limit of cgroup /"]
+    assert [lim.what for lim in host_memory.cgroup_limits(root)] == ["the memory limit of cgroup /"]
 
 
 def test_memory_limits_never_fail_on_strange_files(tmp_path):
     """Missing, empty, garbled or pipe-shaped cgroup files: no limit, never an error or a hang."""
-    assert memory.cgroup_limits(tmp_path) == []
+    assert host_memory.cgroup_limits(tmp_path) == []
     root = _tree(tmp_path, {"proc/self/cgroup": "garbage\n::\n0::/x\n",
                             "proc/self/mountinfo": "nonsense - \n"})
     (root / "sys/fs/cgroup/x").mkdir(parents=True)
     os.mkfifo(root / "sys/fs/cgroup/x/memory.max")
     (root / "sys/fs/cgroup/x/memory.current").write_text("12abc")
-    assert memory.cgroup_limits(root) == []
+    assert host_memory.cgroup_limits(root) == []
 
 
 def test_rlimit_bounds_what_this_process_may_allocate(tmp_path):
@@ -406,7 +408,7 @@ def test_rlimit_bounds_what_this_process_may_allocate(tmp_path):
 
     fake = {resource.RLIMIT_AS: (10 << 20, resource.RLIM_INFINITY),
             resource.RLIMIT_DATA: (resource.RLIM_INFINITY, resource.RLIM_INFINITY)}
-    limits = memory.rlimit_limits(root, lambda which: fake[which])
+    limits = host_memory.rlimit_limits(root, lambda which: fake[which])
     assert [(lim.what, lim.room) for lim in limits] == [
         ("this process's RLIMIT_AS limit", (10 << 20) - (1024 << 10))]
     # For real, in a child with an address-space limit: a size the machine could hold but
@@ -415,9 +417,9 @@ def test_rlimit_bounds_what_this_process_may_allocate(tmp_path):
     code = textwrap.dedent("""
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (3 << 30, resource.RLIM_INFINITY))
-        from engine import memory
-        from engine.runner import Plan, Sweep
-        assert memory.host_limit().what == "this process's RLIMIT_AS limit", memory.host_limit()
+        from engine.common import host_memory
+        from engine.run.runner import Plan, Sweep
+        assert host_memory.host_limit().what == "this process's RLIMIT_AS limit", host_memory.host_limit()
         recs = Sweep().run(Plan(backend="cpu", items=[("cpu_numpy", {})], warmup=0, repeats=1,
                                 shapes=[(16000, 16000, 16000), (16, 16, 16)]), lambda ev: None)
         print([r.status for r in recs])
@@ -471,7 +473,7 @@ def test_opencl_kind_that_does_not_match_the_kernel_is_said(tmp_path):
     (lambda t: t.replace('role = "user"', 'role = "user"\nkind = "aat"'), "set kind = \"gemm\""),
 ])
 def test_cuda_entry_point_and_kind_are_checked_on_the_build(tmp_path, edit, expected):
-    from engine.backends import cuda as cuda_backend
+    from engine.measure.backends import cuda as cuda_backend
 
     path = user_kernel(tmp_path, "cu_checked", NAIVE_CU, ".cu", edit=edit)
     assert registry.load_kernel_files([str(path)])[1] == []
@@ -487,7 +489,7 @@ def test_cuda_entry_point_and_kind_are_checked_on_the_build(tmp_path, edit, expe
 @settings(max_examples=200, deadline=None)
 @given(st.binary(max_size=512))
 def test_cubin_reader_never_fails_on_garbage(data):
-    from engine.backends.cuda import cubin_kernels
+    from engine.measure.backends.cuda import cubin_kernels
 
     out = cubin_kernels(b"\x7fELF\x02" + data)
     assert out is None or isinstance(out, dict)

@@ -22,11 +22,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engine import registry
-from engine.kernel_file import (INT_LIMIT, KERNEL_FILE_LIMIT, MAX_COMBOS, MAX_CONSTRAINTS,
-                                MAX_DERIVED, MAX_EXPR_CHARS, MAX_EXPR_DEPTH, MAX_HEADER_CHARS,
-                                MAX_HEADER_NODES, MAX_MESSAGE_CHARS, MAX_PARAMS, MAX_VALUES,
-                                ExpressionError, KernelFileError, parse_header)
+from engine.kernels import registry
+from engine.kernels.kernel_file import (INT_LIMIT, KERNEL_FILE_LIMIT, MAX_COMBOS, MAX_CONSTRAINTS,
+                                        MAX_DERIVED, MAX_EXPR_CHARS, MAX_EXPR_DEPTH,
+                                        MAX_HEADER_CHARS, MAX_HEADER_NODES, MAX_MESSAGE_CHARS,
+                                        MAX_PARAMS, MAX_VALUES, ExpressionError, KernelFileError,
+                                        parse_header)
 
 ROOT = Path(__file__).resolve().parent.parent
 #: What one header (parse, variant, a few checks) may take, in seconds: each takes

@@ -27,10 +27,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import main
-from engine import registry
-from engine.kernel_check import CheckReport, check_includes, check_kernel, read_kernel_text
-from engine.kernel_file import KERNEL_FILE_LIMIT, KernelFileError, parse_header
-from engine.new_kernel import make_copy
+from engine.kernels import registry
+from engine.measure.kernel_check import CheckReport, check_kernel
+from engine.kernels.sources import check_includes, read_kernel_text
+from engine.kernels.kernel_file import KERNEL_FILE_LIMIT, KernelFileError, parse_header
+from engine.kernels.new_kernel import make_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Seconds any one of these may take before it counts as a hang (each takes well under one).

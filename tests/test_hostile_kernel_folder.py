@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import registry, user_kernels
-from engine.kernel_file import KernelFileError
+from engine.kernels import registry, user_kernels
+from engine.kernels.kernel_file import KernelFileError
 from tests.helpers import require_backend
 
 ROOT = Path(__file__).resolve().parent.parent

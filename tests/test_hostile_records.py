@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from engine import records
-from engine.records import FIELDS, RecordFieldError, ResultRecord
+from engine.results import records
+from engine.results.records import FIELDS, RecordFieldError, ResultRecord
 
 FUZZ = settings(max_examples=200, deadline=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

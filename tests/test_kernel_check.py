@@ -1,4 +1,4 @@
-"""The kernel editor's *Compile* check (engine.kernel_check, ``main.py check-kernel``):
+"""The kernel editor's *Compile* check (engine.measure.kernel_check, ``main.py check-kernel``):
 every parameter combination of a user's kernel file built as the backend builds it, the
 compiler's messages at the user's own lines, the resources and launch limits per
 combination. CUDA checks need only nvcc (no GPU); OpenCL checks run on PoCL in CI."""
@@ -13,13 +13,14 @@ from pathlib import Path
 import pytest
 
 import main
-from engine import registry
-from engine.backends import cuda as cuda_backend
-from engine.backends import opencl as opencl_backend
-from engine.backends.base import BackendError
-from engine.kernel_check import (CheckReport, _plan, check_kernel, max_threads_for_registers,
-                                 parse_diagnostics, parse_ptxas, probe_shapes)
-from engine.new_kernel import make_copy
+from engine.kernels import registry
+from engine.measure.backends import cuda as cuda_backend
+from engine.measure.backends import opencl as opencl_backend
+from engine.measure.backends.base import BackendError
+from engine.measure.kernel_check import (CheckReport, _plan, check_kernel,
+                                         max_threads_for_registers, parse_diagnostics, parse_ptxas,
+                                         probe_shapes)
+from engine.kernels.new_kernel import make_copy
 from tests.helpers import require_backend
 
 ROOT = Path(__file__).resolve().parent.parent

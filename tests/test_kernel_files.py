@@ -1,4 +1,4 @@
-"""Kernel files that describe themselves (engine.kernel_file) and the registry built from
+"""Kernel files that describe themselves (engine.kernels.kernel_file) and the registry built from
 them: every built-in discovered with its parameter space, bad headers refused with the
 file and line, value-dependent failures turned into skips with a reason, user kernels
 registered next to the built-ins."""
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import registry
-from engine.kernel_file import KernelFileError, parse_header
+from engine.kernels import registry
+from engine.kernels.kernel_file import KernelFileError, parse_header
 
 ROOT = Path(__file__).resolve().parent.parent
 SPACES = json.loads((Path(__file__).parent / "data" / "builtin_spaces.json").read_text())
@@ -104,7 +104,7 @@ def test_a_good_header_builds_a_working_variant(tmp_path):
 def test_grids_can_be_sized_to_the_devices_multiprocessors(tmp_path):
     """SMS in an expression is the device's multiprocessor count where a backend works the
     launch out (DEFAULT_SMS where no device is known: checks, listings)."""
-    from engine.kernel_file import DEFAULT_SMS
+    from engine.kernels.kernel_file import DEFAULT_SMS
     text = GOOD.replace('grid = ["cdiv(N, block)", "cdiv(M, block)"]',
                         'grid = ["min(cdiv(N, block) * cdiv(M, block), SMS)", 1]')
     h = parse_header(write(tmp_path, text))

@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine import registry
-from engine.backends.base import CompiledKernel, Workspace
-from engine.kernel_file import KernelFileError, parse_header
+from engine.kernels import registry
+from engine.measure.backends.base import CompiledKernel, Workspace
+from engine.kernels.kernel_file import KernelFileError, parse_header
 from tests.recording_driver import Entry, recording_backend
 
 RD = registry.get("ffma_regdb")

@@ -14,10 +14,10 @@ import re
 import numpy as np
 import pytest
 
-from engine import registry
-from engine.records import ResultRecord
-from engine.runner import Plan, _fill_pct_of_cublas, expand_items
-from engine.verify import Reference, float32_tolerance, tf32_tolerance
+from engine.kernels import registry
+from engine.results.records import ResultRecord
+from engine.run.runner import Plan, _fill_pct_of_cublas, expand_items
+from engine.measure.verify import Reference, float32_tolerance, tf32_tolerance
 
 #: The ladder's rungs in the order taught, then the experiments (kept and tested).
 LADDER = tuple(registry.ladder_names(include_experiments=True))
@@ -172,7 +172,7 @@ def test_cublas_variants_are_library_lines():
     for n in CUBLAS:
         v = registry.get(n)
         assert v.library == "cublas" and v.space == {} and v.dtypes == ("float32",)
-        from engine.backends.cublas import CublasGemm
+        from engine.measure.backends.cublas import CublasGemm
         assert v.sources["cuda"] in CublasGemm.ROUTINES
 
 
@@ -417,7 +417,7 @@ def test_ladder_and_cublas_verify_at_4096():
 def test_cublas_on_engine_thread_context():
     """cuBLAS handle made lazily on the engine thread and destroyed in close()."""
     _need_cuda()
-    from engine.worker import EngineThread
+    from engine.run.worker import EngineThread
     eng = EngineThread().start()
     plan = Plan(backend="cuda", items=[("cublas_fp32", {}), ("cublas_tf32", {})],
                 shapes=[(300, 257, 129)], warmup=1, repeats=2)
@@ -589,9 +589,9 @@ def _assert_bitwise_repeatable(v, params, shape, tiles, precision, seed):
     first run verifies; then, three times, timed launches (no zeroing between) leave every
     per-tile arrival counter of the workspace at zero (tiles = 0: none to check), and one
     more launch into a poisoned C gives C bitwise again."""
-    from engine import matrices
-    from engine.backends.cuda import CudaBackend
-    from engine.verify import Reference
+    from engine.inputs import matrices
+    from engine.measure.backends.cuda import CudaBackend
+    from engine.measure.verify import Reference
 
     m, n, k = shape
     be = CudaBackend()
@@ -627,7 +627,7 @@ def _assert_bitwise_repeatable(v, params, shape, tiles, precision, seed):
                                           ((90, 4099, 4001), dict(bm=96, splitk=8))])
 def test_regdb_b4_splitk_is_deterministic_and_leaves_its_counters_zero(shape, params):
     _need_cuda()
-    from engine.backends.cuda import CudaBackend
+    from engine.measure.backends.cuda import CudaBackend
     c = dict(RB4.default_params(), **params)
     c["crows"] = int(shape[2] <= 2560)
     be = CudaBackend()

@@ -1,4 +1,4 @@
-"""Tests for engine.matrices: generation, loading and every user-facing error."""
+"""Tests for engine.inputs.matrices: generation, loading and every user-facing error."""
 
 from __future__ import annotations
 
@@ -10,19 +10,10 @@ import pytest
 import scipy.io
 import scipy.sparse
 
-from engine import matrices
-from engine.matrices import (
-    DTYPES,
-    SUPPORTED_EXTENSIONS,
-    MatrixInputError,
-    check_device_fit,
-    describe,
-    generate,
-    generate_pair,
-    load_matrix,
-    load_pair,
-    matmul_bytes,
-)
+from engine.inputs import matrices
+from engine.inputs.matrices import (DTYPES, SUPPORTED_EXTENSIONS, MatrixInputError,
+                                    check_device_fit, describe, generate, generate_pair,
+                                    load_matrix, load_pair, matmul_bytes)
 
 DTYPE_NAMES = list(DTYPES)
 
@@ -704,7 +695,7 @@ def test_special_files_are_refused_without_blocking(tmp_path):
 
 
 def test_a_file_larger_than_memory_allows_is_refused(tmp_path, monkeypatch):
-    from engine import memory
+    from engine.common import host_memory as memory
     p = tmp_path / "big.npy"
     np.save(p, np.ones((64, 64), np.float32))
     monkeypatch.setattr(memory, "host_available_bytes", lambda: 4096)

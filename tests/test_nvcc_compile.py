@@ -1,6 +1,6 @@
 """Compile every CUDA kernel of the registry with nvcc and read ptxas's report.
 
-For every variant in :data:`engine.registry.REGISTRY` that has a ``cuda`` source, both
+For every variant in :data:`engine.kernels.registry.REGISTRY` that has a ``cuda`` source, both
 dtypes and two architectures (sm_90, sm_80), the kernel file is compiled to a cubin with
 ``-Xptxas -v`` for the builds :mod:`tests.code_paths` selects, not for every product of
 its parameter values: the default parameters, then as few combinations as take every
@@ -36,8 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engine.kernel_check import parse_ptxas  # noqa: E402
-from engine.registry import REGISTRY, Variant, params_to_str  # noqa: E402
+from engine.measure.kernel_check import parse_ptxas  # noqa: E402
+from engine.kernels.registry import REGISTRY, Variant, params_to_str  # noqa: E402
 from tests.code_paths import distinct_builds, select  # noqa: E402
 
 NVCC = shutil.which("nvcc")

@@ -14,10 +14,10 @@ import struct
 import numpy as np
 import pytest
 
-from engine import registry
-from engine.backends import cuda as cuda_backend
-from engine.backends.base import BackendError, CompiledKernel, Workspace
-from engine.kernel_file import MAP_ELEMS, ExpressionError
+from engine.kernels import registry
+from engine.measure.backends import cuda as cuda_backend
+from engine.measure.backends.base import BackendError, CompiledKernel, Workspace
+from engine.kernels.kernel_file import MAP_ELEMS, ExpressionError
 from tests.recording_driver import Entry, recording_backend
 
 RS = registry.get("tf32_wgmma_rs")
@@ -185,7 +185,7 @@ def test_tma_maps_ask_the_copy_engine_to_round_to_tf32(backend, shape):
 
 
 def test_map_element_types_are_checked(tmp_path):
-    from engine.kernel_file import KernelFileError, parse_header
+    from engine.kernels.kernel_file import KernelFileError, parse_header
     src = TMA.source_path("cuda").read_text().replace('elem = "tf32"', 'elem = "bf16"', 1)
     path = tmp_path / "tma_bad_elem.cu"
     path.write_text(src.replace('name = "tf32_wgmma_tma"', 'name = "tma_bad_elem"'))
@@ -212,7 +212,7 @@ def test_a_map_from_b_without_b_is_refused(backend):
 def _rs_with_a_map(tmp_path, name: str, old: str, new: str):
     """The parsed header of a copy of rung 26 named ``name``, with ``old`` (once in its
     text) replaced by ``new``."""
-    from engine.kernel_file import parse_header
+    from engine.kernels.kernel_file import parse_header
     src = RS.source_path("cuda").read_text()
     assert src.count(old) == 1
     path = tmp_path / f"{name}.cu"
@@ -239,7 +239,7 @@ def test_a_map_may_ask_for_a_narrower_swizzle(backend, tmp_path, swizzle):
 
 
 def test_map_swizzles_and_boxes_are_checked(tmp_path):
-    from engine.kernel_file import KernelFileError
+    from engine.kernels.kernel_file import KernelFileError
     with pytest.raises(KernelFileError, match="swizzle must be one of 128, 64, 32"):
         _rs_with_a_map(tmp_path, "rs_sw48", 'box = [32, 32]\nelem = "tf32"',
                        'box = [32, 32]\nelem = "tf32"\nswizzle = 48')
@@ -252,7 +252,7 @@ def test_map_swizzles_and_boxes_are_checked(tmp_path):
 def test_a_prepass_whose_when_is_false_leaves_b_to_the_kernel(backend, tmp_path):
     """``[prepass] when``: where it is false the pre-pass neither runs nor takes B's place
     (no scratch), as if the file had none; where it is true, the scratch replaces B."""
-    from engine.kernel_file import parse_header
+    from engine.kernels.kernel_file import parse_header
     header = parse_header(tmp_path / "k.cu", '/*\n+++\nname = "padded"\ntitle = "t"\n'
                           'source = "s"\n[params]\npad = [0, 1]\n[launch]\ngrid = [1, 1]\n'
                           'block = [32, 1]\n[prepass]\nentry = "prepass"\nwhen = "pad and N % 4"\n'

@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from engine import cli, profile, profile_metrics as pm, records
-from engine.records import ResultRecord
-from engine.runner import HOST
+from cli import bench as cli
+from engine.profile import nsight as profile, metrics as pm
+from engine.results import records
+from engine.results.records import ResultRecord
+from engine.run.runner import HOST
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "data" / "ncu" / "h100_2048"

@@ -1,6 +1,6 @@
 """Hardware counters on a real GPU: the source documents' lessons, measured.
 
-From the lab's own profile records (a sweep, then :func:`engine.profile.profile_records`
+From the lab's own profile records (a sweep, then :func:`engine.profile.nsight.profile_records`
 under Nsight Compute), the physical facts the seeds teach:
 
 * coalescing — ``naive_uncoalesced`` touches ≥ 4× the sectors per global load of ``naive``;
@@ -22,8 +22,10 @@ from pathlib import Path
 
 import pytest
 
-from engine import profile, profile_metrics as pm, records, registry
-from engine.runner import Plan
+from engine.profile import nsight as profile, metrics as pm
+from engine.results import records
+from engine.kernels import registry
+from engine.run.runner import Plan
 from tests.helpers import backend_status, run_plan
 
 pytestmark = pytest.mark.gpu

@@ -12,8 +12,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
 
-from engine import records  # noqa: E402
-from engine.sizes import PRESETS, SHAPE_SUITE, format_shape, parse_sizes  # noqa: E402
+from engine.results import records  # noqa: E402
+from engine.inputs.sizes import PRESETS, SHAPE_SUITE, format_shape, parse_sizes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,7 +26,7 @@ def _shapes_module():
 
 
 def _opencl_available() -> bool:
-    from engine.backends import probe_all
+    from engine.measure.backends import probe_all
     return probe_all()["opencl"].available
 
 
@@ -43,7 +43,7 @@ def test_contenders_reach_down_to_the_floor_rung_whatever_the_rung_count():
     """Every CUDA rung of a precision from its floor up runs by default (ffma_regdb is the
     lab best of several suite shapes; a count of ten dropped it when rung 33 came), the
     cuBLAS lines first; a backend without the floor rung (OpenCL) keeps its seeds."""
-    from engine import registry
+    from engine.kernels import registry
     shapes = _shapes_module()
     names = shapes.contenders("cuda")
     assert names[:2] == ["cublas_fp32", "cublas_tf32"]
@@ -189,7 +189,7 @@ def test_paired_pass_times_the_lab_best_and_its_line_in_turn(tmp_path):
     """On PoCL (no library line: the sweep's other kernel stands in for cuBLAS), the paired pass runs
     the sweep's lab best and the line alternately, every record verified and marked with
     its round, and the summary's ratio is the rounds' median."""
-    from engine.runner import Plan, Sweep, expand_items
+    from engine.run.runner import Plan, Sweep, expand_items
 
     mod = _shapes_module()
     shape = (45, 37, 29)

@@ -13,9 +13,9 @@ import time
 import numpy as np
 import pytest
 
-from engine import registry
-from engine.backends.base import CompiledKernel, Workspace
-from engine.backends.stream_hold import HOLD_PTX
+from engine.kernels import registry
+from engine.measure.backends.base import CompiledKernel, Workspace
+from engine.measure.backends.stream_hold import HOLD_PTX
 from tests.helpers import require_backend
 from tests.recording_driver import Entry, recording_backend
 
@@ -117,8 +117,8 @@ def test_the_hold_kernel_is_ptx_with_a_timeout_and_a_report():
 @pytest.mark.gpu
 def test_the_hold_holds_until_released_and_times_out_otherwise():
     require_backend("cuda")
-    from engine.backends.cuda import CudaBackend
-    from engine.backends.stream_hold import StreamHold
+    from engine.measure.backends.cuda import CudaBackend
+    from engine.measure.backends.stream_hold import StreamHold
 
     be = CudaBackend()
     be.open(0)
@@ -151,8 +151,8 @@ def test_a_slow_host_no_longer_shows_in_the_timed_kernel():
     """Each launch issued 2 ms after its start event: held, the kernel's own time (far
     under 2 ms); without the hold, the 2 ms as well."""
     require_backend("cuda")
-    from engine import matrices
-    from engine.backends.cuda import CudaBackend
+    from engine.inputs import matrices
+    from engine.measure.backends.cuda import CudaBackend
 
     n = 256
     be = CudaBackend()

@@ -17,10 +17,10 @@ import shutil
 
 import pytest
 
-from engine import registry
-from engine.backends import cuda as cuda_backend
-from engine.kernel_check import parse_ptxas
-from engine.runner import Plan, expand_items
+from engine.kernels import registry
+from engine.measure.backends import cuda as cuda_backend
+from engine.measure.kernel_check import parse_ptxas
+from engine.run.runner import Plan, expand_items
 from tests.code_paths import distinct_builds, distinct_items
 from tests.helpers import backend_status, run_plan
 

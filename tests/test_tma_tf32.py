@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from engine.backends import cuda as cuda_backend
+from engine.measure.backends import cuda as cuda_backend
 
 PROBE = r"""
 #include "lab_ptx.cuh"

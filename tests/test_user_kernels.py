@@ -9,7 +9,7 @@ import re
 import pytest
 
 import main
-from engine import registry
+from engine.kernels import registry
 from tests.helpers import require_backend
 
 
@@ -163,7 +163,7 @@ def test_a_kernel_that_writes_far_out_of_bounds_takes_only_its_engine(tmp_path, 
 
 def test_the_user_kernel_folder_is_read_by_bench_and_a_bad_file_there_only_warns(tmp_path, capsys):
     require_backend("opencl")
-    from engine.user_kernels import user_kernel_dir
+    from engine.kernels.user_kernels import user_kernel_dir
 
     folder = user_kernel_dir()
     assert run(capsys, "new-kernel", "--from", "tiled_any", folder / "in_folder.cl")[0] == 0

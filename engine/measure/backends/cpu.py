@@ -1,0 +1,130 @@
+"""The cpu backend: numpy.matmul on the host, the CPU row of the seed timing tables."""
+from __future__ import annotations
+
+import os
+import platform
+import time
+
+import numpy as np
+
+from engine.common import cpus
+from engine.common import host_memory
+from engine.kernels.registry import Variant
+from engine.measure.backends.base import (COPY_BYTES, COPY_REPEATS, INT_POISON, Backend,
+                                          BackendError, BackendStatus, CompiledKernel, DeviceInfo,
+                                          Workspace, copy_bandwidth, keep_timing)
+
+#: Written before each cold launch: larger than any desktop CPU's last-level cache.
+FLUSH_BYTES = 256 * 2**20
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "CPU"
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+
+    def __init__(self):
+        self._flush: np.ndarray | None = None
+
+    def _info(self) -> DeviceInfo:
+        mem = None
+        try:
+            mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            pass
+        return DeviceInfo(backend="cpu", index=0, name=_cpu_name(),
+                          compute_units=cpus.thread_budget(), memory_bytes=mem,
+                          notes="numpy " + np.__version__ + "; peak figures are not derivable for a CPU here")
+
+    def probe(self) -> BackendStatus:
+        return BackendStatus("cpu", True, "", [self._info()], self.versions())
+
+    def open(self, device_index: int) -> DeviceInfo:
+        if device_index != 0:
+            raise BackendError(f"the cpu backend has one device (0), not {device_index}")
+        return self._info()
+
+    def close(self) -> None:
+        self._flush = None
+
+    def free_memory(self) -> int:
+        # The device is this process's host memory: what the OS, the engine's own cgroup
+        # and its resource limits leave it (engine.inputs.memory), not the machine's total.
+        return host_memory.host_available_bytes()
+
+    def measure_copy_gbps(self) -> float | None:
+        # numpy's copy of a buffer larger than the last-level cache: main-memory bandwidth
+        # as one thread sees it (what numpy's element-wise work gets).
+        nbytes = min(COPY_BYTES // 4, self.free_memory() // 8) // 4 * 4
+        if nbytes < 2**20:
+            return None
+        src = np.ones(nbytes // 4, dtype=np.float32)
+        dst = np.empty_like(src)
+
+        def copy_ms() -> float:
+            t0 = time.perf_counter()
+            np.copyto(dst, src)
+            return (time.perf_counter() - t0) * 1e3
+
+        return copy_bandwidth(nbytes, copy_ms, COPY_REPEATS // 2 + 1)
+
+    def compile(self, variant: Variant, params, dtype) -> CompiledKernel:
+        return CompiledKernel(variant, dict(params), dtype, handle=np.matmul,
+                              report=f"{variant.name}: numpy.matmul (no compilation)")
+
+    def prepare(self, a, b) -> Workspace:
+        ws = Workspace(a, b)
+        ws.a, ws.b = a, b
+        ws.upload_ms = 0.0
+        return ws
+
+    def ensure_output(self, ws, shape) -> None:
+        if ws.c_shape != tuple(shape):
+            ws.c = np.empty(shape, dtype=ws.dtype)
+            ws.c_shape = tuple(shape)
+
+    def poison_output(self, ws) -> None:
+        if np.issubdtype(ws.dtype, np.integer):
+            ws.c.fill(INT_POISON)
+        else:
+            ws.c.fill(np.nan)
+
+    def _launch(self, kernel: CompiledKernel, ws: Workspace) -> None:
+        b = ws.a.T if kernel.variant.kind == "aat" else ws.b
+        if b is None:
+            raise BackendError("B is missing for a C = A·B variant")
+        np.matmul(ws.a, b, out=ws.c)
+
+    def run_once(self, kernel, ws, m, n, k) -> np.ndarray:
+        self._launch(kernel, ws)
+        return ws.c.copy()
+
+    def time_launches(self, kernel, ws, m, n, k, warmup, repeats, cold, budget_s,
+                      should_stop=lambda: False) -> list[float]:
+        for _ in range(warmup):
+            self._launch(kernel, ws)
+        if cold and self._flush is None:
+            self._flush = np.empty(FLUSH_BYTES // 8)
+        times: list[float] = []
+        start = time.perf_counter()
+        while keep_timing(len(times), repeats, budget_s, time.perf_counter() - start):
+            if cold:
+                self._flush.fill(len(times))  # evicts A, B and C from the caches
+            t0 = time.perf_counter()
+            self._launch(kernel, ws)
+            times.append((time.perf_counter() - t0) * 1e3)
+            if should_stop():
+                break
+        return times
+
+    def release(self, ws) -> None:
+        ws.a = ws.b = ws.c = None

@@ -1,0 +1,814 @@
+"""The cuda backend (pycuda): the engine thread creates and owns the context.
+
+``open`` calls ``make_context()`` on the engine thread and ``close`` pops and detaches
+it there; pycuda's auto-initialising module is never imported. Kernels are compiled for the
+device's own architecture (``sm_XY``) with their parameters as ``-D`` constants, and
+the cubins are cached per (source, defines, arch). Each timed launch is bracketed by
+its own CUDA event pair; transfers are timed apart from kernels.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import struct
+import subprocess
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from engine.common import cpus
+from engine.kernels import sources
+from engine.common.files import read_text
+from engine.kernels.sources import check_includes, read_kernel_text
+from engine.kernels.kernel_file import KernelFileError
+from engine.measure.peaks import cuda_peaks
+from engine.kernels.registry import ROOT, Variant, is_builtin_file
+from engine.measure.backends.base import (BUILD_TIMEOUT_S, COPY_BYTES, FLOAT_POISON_BITS,
+                                          INT_POISON, Backend, BackendError, BackendStatus,
+                                          BuildError, CompiledKernel, DeviceInfo, Workspace,
+                                          argument_mismatch, copy_bandwidth, entry_line,
+                                          keep_timing, missing_entry)
+
+
+#: Timed launches queued behind one stream hold at most (without a time budget).
+HELD_BATCH = 32
+
+
+def find_nvcc() -> str:
+    """nvcc from CUDA_ROOT/CUDA_HOME, else from PATH."""
+    for env in ("CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"):
+        root = os.environ.get(env)
+        if root and (Path(root) / "bin" / "nvcc").is_file():
+            return str(Path(root) / "bin" / "nvcc")
+    found = shutil.which("nvcc")
+    if not found:
+        raise BackendError("nvcc was not found (install the CUDA toolkit, or set CUDA_ROOT)")
+    return found
+
+
+def nvcc_options(variant: Variant, params, dtype: str) -> list[str]:
+    """The nvcc options of one kernel build: its defines (:meth:`Variant.defines`), the
+    ptxas resource report (``-Xptxas -v``) and line info. The backend and the kernel
+    editor's check (:mod:`engine.measure.kernel_check`) build with exactly these."""
+    defines = variant.defines(params, dtype)
+    return [f"-D{k}={v}" for k, v in defines.items()] + ["-Xptxas", "-v", "-lineinfo"]
+
+
+def target_arch(variant: Variant, device_arch: str) -> str:
+    """The architecture to build ``variant`` for on a device of ``device_arch`` (``sm_XY``):
+    the device's own, or ``sm_90a`` for a kernel with ``arch_suffix = "a"`` (wgmma), which
+    only the exact architecture runs; raises :class:`ArchUnavailable` elsewhere."""
+    suffix = variant.arch_suffix
+    if not suffix:
+        return device_arch
+    if device_arch != "sm_90":
+        raise ArchUnavailable(f"{variant.name} needs sm_90{suffix} (wgmma); "
+                              f"this device is {device_arch}")
+    return device_arch + suffix
+
+
+def _helper_headers_text() -> str:
+    """The shared helper headers (``cuda/*.cuh``) as one text: part of a build's cache key,
+    so that editing ``lab_ptx.cuh`` while the app runs rebuilds what includes it."""
+    parts = []
+    for p in sorted((ROOT / "cuda").glob("*.cuh")):
+        try:
+            parts.append(read_text(p, p.name))     # a pipe or device there: skipped, not waited on
+        except ValueError:
+            pass
+    return "\n".join(parts)
+
+
+def nvcc_cubin(source: Path, options: list[str], arch: str,
+               timeout: float = BUILD_TIMEOUT_S) -> tuple[bytes, str]:
+    """Compile one kernel file to a cubin for ``arch``; returns (cubin, ptxas report).
+
+    A plain nvcc process (not pycuda's compiler, whose ptxas report arrives through
+    the process-global warnings machinery): builds can run in parallel threads, and
+    nvcc's messages name the real file. ``timeout``: seconds before nvcc (and the
+    compilers it started) is stopped: a :class:`BuildError` saying the build took longer.
+    """
+    target = (f"-gencode=arch=compute_{arch[3:]},code={arch}" if arch.endswith("a")
+              else f"-arch={arch}")
+    with tempfile.TemporaryDirectory(prefix="matmul-lab-") as tmp:
+        out = Path(tmp) / "kernel.cubin"
+        cmd = [find_nvcc(), "-cubin", target, *options, f"-I{ROOT / 'cuda'}", "-o", str(out),
+               str(source)]
+        try:
+            # A session of its own: on a timeout its whole group goes (cicc, ptxas too).
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, errors="replace", start_new_session=True)
+        except OSError as exc:
+            raise BackendError(f"nvcc could not run on {source.name}: {exc}") from None
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except OSError:
+                proc.kill()
+            proc.communicate()
+            raise BuildError(f"the build of {source.name} took longer than {timeout:g} s "
+                             "(nvcc was stopped)") from None
+        log = (stdout + stderr).strip()
+        if proc.returncode != 0:
+            raise BuildError(f"nvcc failed on {source.name}:\n{log}")
+        return out.read_bytes(), log
+
+
+#: ``.nv.info.<kernel>`` record of one kernel parameter (EIATTR_KPARAM_INFO).
+_EIATTR_KPARAM_INFO = 0x17
+#: ``.nv.info`` record formats: a 16-bit size and that many bytes follow (EIFMT_SVAL).
+_EIFMT_SVAL = 0x04
+
+
+def cubin_kernels(cubin: bytes) -> dict[str, int] | None:
+    """The kernels of a cubin (ELF) and how many parameters each takes, from the
+    ``.nv.info.<name>`` sections nvcc writes (one parameter record per argument); None
+    when the cubin cannot be read so (then nothing is checked)."""
+    try:
+        if cubin[:4] != b"\x7fELF" or cubin[4] != 2:          # 64-bit ELF only
+            return None
+        shoff = struct.unpack_from("<Q", cubin, 0x28)[0]
+        entsize, count, strndx = struct.unpack_from("<HHH", cubin, 0x3A)
+        sections = [struct.unpack_from("<I4xQ8xQQ", cubin, shoff + i * entsize)
+                    for i in range(count)]                   # name, flags, offset, size
+        names_at = sections[strndx][2]
+
+        def name(offset: int) -> str:
+            start = names_at + offset
+            return cubin[start:cubin.index(b"\0", start)].decode("utf-8", "replace")
+
+        out: dict[str, int] = {}
+        for name_off, _flags, offset, size in sections:
+            sec = name(name_off)
+            if not sec.startswith(".nv.info."):
+                continue
+            params, i = 0, offset
+            while i + 4 <= offset + size:
+                fmt, attr, value = struct.unpack_from("<BBH", cubin, i)
+                i += 4
+                if fmt == _EIFMT_SVAL:
+                    i += value
+                params += attr == _EIATTR_KPARAM_INFO
+            out[sec[len(".nv.info."):]] = params
+        return out
+    except (struct.error, IndexError, ValueError):
+        return None
+
+
+# --- TMA tensor maps (cuTensorMapEncodeTiled through ctypes) --------------------------------
+
+_TMAP_L2_256B = 3                                     # CUtensorMap* enums (cuda.h)
+#: CUtensorMapSwizzle per swizzle span in bytes (engine.kernels.kernel_file.MAP_SWIZZLES)
+_TMAP_SWIZZLE = {32: 1, 64: 2, 128: 3}
+#: CUtensorMapDataType per element type of a map (engine.kernels.kernel_file.MAP_ELEMS): FLOAT32
+#: copies the bits; TFLOAT32 has the copy engine round each float to TF32 to nearest even
+#: (low 13 mantissa bits cleared; measured bit for bit on an H100 by tests/test_tma_tf32.py).
+_TMAP_DATA_TYPE = {"float32": 7, "tf32": 11}
+_libcuda = None
+
+
+def encode_tensor_map_2d(addr: int, dim0: int, dim1: int, stride_bytes: int, box0: int,
+                         box1: int, elem: str = "float32", swizzle: int = 128) -> bytes:
+    """A 128-byte CUtensorMap of a row-major float32 matrix (dim1 rows of dim0 elements,
+    rows ``stride_bytes`` apart) at device address ``addr``, box ``box0`` x ``box1``,
+    a ``swizzle``-byte shared-memory swizzle, zero fill out of bounds (loads; stores clip at
+    the edges); encoded by libcuda's cuTensorMapEncodeTiled. ``elem`` "tf32": the copies
+    round to TF32 as they land (see ``_TMAP_DATA_TYPE``)."""
+    import ctypes  # noqa: PLC0415
+
+    global _libcuda
+    if _libcuda is None:
+        try:
+            _libcuda = ctypes.CDLL("libcuda.so.1")
+        except OSError as exc:
+            raise BackendError(f"libcuda cannot be loaded for cuTensorMapEncodeTiled: {exc}") from None
+    raw = (ctypes.c_uint8 * (128 + 64))()            # the map must be 64-byte aligned
+    addr_map = (ctypes.addressof(raw) + 63) & ~63
+    u64x2, u32x2 = ctypes.c_uint64 * 2, ctypes.c_uint32 * 2
+    res = _libcuda.cuTensorMapEncodeTiled(
+        ctypes.c_void_p(addr_map), ctypes.c_int(_TMAP_DATA_TYPE[elem]), ctypes.c_uint32(2), ctypes.c_void_p(addr),
+        u64x2(dim0, dim1), (ctypes.c_uint64 * 1)(stride_bytes), u32x2(box0, box1), u32x2(1, 1),
+        ctypes.c_int(0), ctypes.c_int(_TMAP_SWIZZLE[swizzle]), ctypes.c_int(_TMAP_L2_256B),
+        ctypes.c_int(0))
+    if res != 0:
+        raise BackendError(f"cuTensorMapEncodeTiled failed (CUresult {res}) for a {dim1} x {dim0} "
+                           f"float32 matrix, box {box1} x {box0}, element type {elem}, "
+                           f"{swizzle}-byte swizzle")
+    return ctypes.string_at(addr_map, 128)
+
+
+class ArchUnavailable(BackendError):
+    """The variant needs an architecture-specific target (e.g. sm_90a) this device lacks:
+    the run is skipped, not failed."""
+
+    skip = True
+
+
+def _import_cuda():
+    try:
+        import pycuda.driver as drv  # noqa: PLC0415  (lazy; the engine thread makes the context)
+    except ImportError as exc:
+        raise BackendError(f"pycuda is not installed ({exc})") from None
+    except Exception as exc:  # a broken install, e.g. libcuda missing  # noqa: BLE001
+        raise BackendError(f"pycuda cannot load: {exc}") from None
+    try:
+        drv.init()
+    except drv.Error as exc:
+        raise BackendError(f"the CUDA driver did not initialise ({exc})") from None
+    if drv.Device.count() == 0:
+        raise BackendError("no CUDA device")
+    return drv
+
+
+def _device_info(drv, index: int) -> DeviceInfo:
+    dev = drv.Device(index)
+    a = drv.device_attribute
+
+    def attr(name):
+        try:
+            return dev.get_attribute(getattr(a, name))
+        except (AttributeError, drv.Error):
+            return None
+
+    major, minor = dev.compute_capability()
+    sms = attr("MULTIPROCESSOR_COUNT")
+    clock_khz = attr("CLOCK_RATE")
+    mem_khz = attr("MEMORY_CLOCK_RATE")
+    bus = attr("GLOBAL_MEMORY_BUS_WIDTH")
+    info = DeviceInfo(backend="cuda", index=index, name=dev.name(), compute_units=sms,
+                      memory_bytes=dev.total_memory(),
+                      clock_mhz=clock_khz / 1e3 if clock_khz else None,
+                      memory_clock_mhz=mem_khz / 1e3 if mem_khz else None,
+                      bus_width_bits=bus, l2_bytes=attr("L2_CACHE_SIZE"),
+                      compute_capability=f"{major}.{minor}")
+    peaks, notes = cuda_peaks(major, minor, sms, clock_khz / 1e3 if clock_khz else None)
+    info.peak_gflops_fp32, info.peak_gflops_tf32 = peaks.get("fp32"), peaks.get("tf32")
+    info.peak_gops_int32 = peaks.get("int32")
+    if mem_khz and bus:
+        info.peak_gbps = 2 * mem_khz * 1e3 * bus / 8 / 1e9
+        notes.append("bandwidth = 2 × memory clock × bus width")
+    info.notes = "; ".join(notes)
+    info.extra["shared_per_block_optin"] = attr("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
+    return info
+
+
+class CudaBackend(Backend):
+    name = "cuda"
+
+    def __init__(self):
+        self.drv = None
+        self.ctx = None
+        self.info: DeviceInfo | None = None
+        self.arch = ""
+        self._cubins: dict[tuple, tuple[bytes, str]] = {}
+        self._kernels: dict[tuple, CompiledKernel] = {}
+        self._flush = None
+        self._flush_bytes = 0
+        self._events: list = []
+        self._cublas = None  # CublasGemm, made lazily on the engine thread (library variants)
+        self._hold = None    # StreamHold, made lazily on the engine thread; False: unavailable
+        self.hold_note = ""  # why timed launches cannot be held back to back, if so
+        self._timing_note = ""  # what the last time_launches could not do (timing_note)
+
+    # -- discovery --------------------------------------------------------------------
+
+    def probe(self) -> BackendStatus:
+        try:
+            drv = _import_cuda()
+            devices = [_device_info(drv, i) for i in range(drv.Device.count())]
+        except BackendError as exc:
+            return BackendStatus("cuda", False, str(exc))
+        return BackendStatus("cuda", True, "", devices, self.versions())
+
+    def versions(self) -> str:
+        try:
+            import pycuda  # noqa: PLC0415
+            import pycuda.driver as drv  # noqa: PLC0415
+            ver = ".".join(map(str, drv.get_version()))
+            return (f"numpy {np.__version__}; pycuda {pycuda.VERSION_TEXT}; CUDA {ver}; "
+                    f"driver {drv.get_driver_version()}")
+        except Exception:  # noqa: BLE001
+            return super().versions()
+
+    # -- context lifecycle (engine thread only) ----------------------------------------
+
+    def open(self, device_index: int) -> DeviceInfo:
+        drv = self.drv = _import_cuda()
+        if not 0 <= device_index < drv.Device.count():
+            raise BackendError(f"CUDA device {device_index} does not exist "
+                               f"(found {drv.Device.count()})")
+        dev = drv.Device(device_index)
+        self.ctx = dev.make_context()
+        major, minor = dev.compute_capability()
+        self.arch = f"sm_{major}{minor}"
+        self.info = _device_info(drv, device_index)
+        self._kernels.clear()
+        return self.info
+
+    def close(self) -> None:
+        if self.ctx is None:
+            return
+        try:
+            self.ctx.synchronize()
+        finally:
+            if self._cublas is not None:  # destroy the handle while its context is current
+                try:
+                    self._cublas.close()
+                finally:
+                    self._cublas = None
+            self._kernels.clear()
+            self._events.clear()
+            self._flush = None
+            if self._hold:
+                self._hold.close()
+            self._hold = None
+            # Pop and detach on the thread that made the context: no "context stack" abort.
+            self.ctx.pop()
+            self.ctx.detach()
+            self.ctx = None
+
+    def free_memory(self) -> int:
+        free, _total = self.drv.mem_get_info()
+        return int(free)
+
+    def context_lost(self) -> str | None:
+        """A sticky error (illegal address, trap, misaligned access, ...) makes every later
+        call on this context fail with it: a synchronize and a tiny allocation tell."""
+        if self.ctx is None:
+            return None
+        try:
+            self.ctx.synchronize()
+            self.drv.mem_alloc(4).free()
+        except self.drv.Error as exc:
+            return f"the CUDA context is lost: {exc}"
+        return None
+
+    # -- compile ------------------------------------------------------------------------
+
+    def _compile_library(self, variant: Variant, params, dtype) -> CompiledKernel:
+        """Library reference lines (cuBLAS): nothing to compile; the handle is made here."""
+        if variant.library != "cublas":
+            raise BackendError(f"the cuda backend knows no library '{variant.library}'")
+        if dtype != "float32":
+            raise BackendError(f"{variant.name} runs float32 only")
+        from engine.measure.backends.cublas import CublasGemm  # noqa: PLC0415
+
+        if self._cublas is None:
+            self._cublas = CublasGemm()
+        self._cublas.ensure()  # raises LibraryUnavailable (a skip) without nvmath/cuBLAS
+        routine = variant.sources["cuda"]
+        self._cublas.compute_type(routine)  # validates the routine name
+        report = f"{variant.label(params)} {dtype} on {self.arch}: {self._cublas.describe(routine)}"
+        return CompiledKernel(variant, dict(params), dtype, ("cublas", routine), report)
+
+    def _dynamic_shared(self, variant: Variant, params) -> int:
+        """Bytes of dynamic shared memory (the kernel file's ``launch.shared``), else 0."""
+        return int(variant.dynamic_shared(params)) if variant.dynamic_shared else 0
+
+    def _grow(self, buf, nbytes: int, what: str):
+        """A fresh device buffer of ``nbytes`` in place of ``buf`` (freed first, if any)."""
+        if buf is not None:
+            buf.free()
+        try:
+            return self.drv.mem_alloc(max(nbytes, 4))
+        except self.drv.Error as exc:
+            raise BackendError(f"allocating {what} ({nbytes / 2**20:.1f} MiB) failed: {exc}") from None
+
+    def _scratch(self, ws, nbytes: int):
+        """A device buffer of at least ``nbytes`` kept on the workspace (freed in release)."""
+        if getattr(ws, "scratch_bytes", 0) < nbytes:
+            old, ws.scratch, ws.scratch_bytes = getattr(ws, "scratch", None), None, 0
+            ws.scratch = self._grow(old, nbytes, "scratch")
+            ws.scratch_bytes = nbytes
+            ws.tma_key = None  # tensor maps written into the old scratch are gone
+        return ws.scratch
+
+    def _kernel_workspace(self, kernel: CompiledKernel, ws, m: int, n: int, k: int, zero: bool = False):
+        """The workspace argument of a kernel with ``launch.workspace`` at a shape: a device
+        pointer to at least that many bytes, zero when allocated or when another compiled
+        kernel used it last (or ``zero``: before a verified run, so that no earlier launch's
+        leftovers can decide it); a null pointer where the kernel asks for 0 bytes."""
+        nbytes = kernel.workspace_plans.get((m, n, k))
+        if nbytes is None:
+            nbytes = kernel.workspace_plans[(m, n, k)] = kernel.variant.workspace_bytes(
+                kernel.params, m, n, k, self.multiprocessors)
+        if nbytes == 0:
+            return np.intp(0)
+        if ws.kernel_workspace_bytes < nbytes:
+            old, ws.kernel_workspace, ws.kernel_workspace_bytes = ws.kernel_workspace, None, 0
+            ws.kernel_workspace = self._grow(old, nbytes, "the kernel's workspace")
+            ws.kernel_workspace_bytes = nbytes
+            ws.kernel_workspace_owner = None
+        if zero or ws.kernel_workspace_owner is not kernel:
+            self.drv.memset_d8(ws.kernel_workspace, 0, ws.kernel_workspace_bytes)
+            ws.kernel_workspace_owner = kernel
+        return ws.kernel_workspace
+
+    def _nvcc_job(self, variant: Variant, params, dtype) -> tuple[tuple, list[str], str]:
+        """(cache key, nvcc options, target arch) of one kernel build on this device.
+
+        The key's first two parts are the kernel's text and what it includes: a user's
+        kernel as its run read them (engine.kernels.sources), the lab's own file as it is now."""
+        path = variant.source_path("cuda")
+        options = nvcc_options(variant, params, dtype)
+        arch = target_arch(variant, self.arch)  # sm_90a for wgmma kernels, else the device's
+        try:     # never a hang: the file and what it includes are regular files, or a message
+            if is_builtin_file(path):
+                text, includes = read_kernel_text(path), None
+            else:
+                text = variant.source_text("cuda")
+                includes = tuple((f.path, f.text) for f in sources.includes_of(path, text))
+            check_includes(text, path, path.parent, [ROOT / "cuda"])
+        except (KernelFileError, sources.SourceError) as exc:
+            raise BuildError(str(exc)) from None
+        return (text, includes, _helper_headers_text(), tuple(options), arch), options, arch
+
+    def _build(self, variant: Variant, params, dtype) -> tuple[tuple, str]:
+        """Compile (or find in the cache) one kernel; returns (key, target arch). A build
+        that failed is not run again: its error is raised again.
+
+        Thread-safe apart from the dict store, which the GIL makes atomic: precompile
+        calls it from a pool, since each build is an nvcc process.
+        """
+        key, options, arch = self._nvcc_job(variant, params, dtype)
+        if key not in self._cubins:
+            try:
+                self._cubins[key] = self._nvcc(variant.source_path("cuda"), key, options, arch)
+            except BackendError as exc:
+                # The same text fails the same way at every size (a macro bomb would cost
+                # the whole time limit each time).
+                self._cubins[key] = exc
+        built = self._cubins[key]
+        if isinstance(built, BackendError):
+            raise built.with_traceback(None)
+        return key, arch
+
+    def _nvcc(self, path: Path, key: tuple, options: list[str], arch: str) -> tuple[bytes, str]:
+        """nvcc on the build ``key`` describes: the lab's own file where it is; a user's
+        kernel staged (engine.kernels.sources.staged) from the text and includes the run read, its
+        messages naming the user's files."""
+        text, includes = key[0], key[1]
+        if includes is None:
+            return nvcc_cubin(path, options, arch, timeout=self.build_timeout_s)
+        files = tuple(sources.SourceFile(p, t) for p, t in includes)
+        with sources.staged(path, text, files) as st:
+            try:
+                cubin, log = nvcc_cubin(st.main, [*options, f"-I{st.folder}"], arch,
+                                        timeout=self.build_timeout_s)
+            except BackendError as exc:
+                raise type(exc)(st.user_paths(str(exc))) from None
+            return cubin, st.user_paths(log)
+
+    def precompile(self, jobs, workers: int | None = None) -> tuple[int, float]:
+        """Build many kernels at once, one nvcc process per core (a sweep over the ladder
+        has ~100 of them). Failures are left for :meth:`compile` to report on their row.
+
+        Returns (kernels built, seconds).
+        """
+        todo = []
+        for variant, params, dtype in jobs:
+            if variant.library:
+                continue
+            try:
+                key, _options, _arch = self._nvcc_job(variant, params, dtype)
+            except BackendError:
+                continue
+            if key not in self._cubins and all(key != k for k, *_ in todo):
+                todo.append((key, variant, params, dtype))
+        if not todo:
+            return 0, 0.0
+        t0 = time.perf_counter()
+        # Within the engine's thread budget: the window keeps its cores.
+        workers = workers or cpus.build_workers(len(todo))
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(self._build, v, p, d) for _key, v, p, d in todo]
+            for fut in futures:
+                try:
+                    fut.result()
+                except BackendError:
+                    pass  # reported by compile() on the run's own row
+        return len(todo), time.perf_counter() - t0
+
+    @staticmethod
+    def _check_entries(variant: Variant, path: Path, text: str, cubin: bytes) -> None:
+        """:class:`BuildError` (at the file and line) when the cubin holds no kernel named
+        as the header's ``entry`` (or its pre-pass's), or one whose arguments are not
+        those of the header's ``kind``: said before the driver's "named symbol not found"
+        or a launch with the wrong arguments."""
+        kernels = cubin_kernels(cubin)
+        if kernels is None:
+            return
+        if variant.entry not in kernels:
+            raise BuildError(missing_entry(variant, path, text, list(kernels)))
+        wrong = argument_mismatch(variant, kernels[variant.entry], variant.workspace is not None)
+        if wrong:
+            raise BuildError(f"{path}:{entry_line(text, variant.entry)}: {wrong}")
+        pre = variant.prepass
+        if pre is not None and pre.entry not in kernels:
+            raise BuildError(f"{path}:{entry_line(text, pre.entry)}: the kernel file defines no "
+                             f"pre-pass kernel named '{pre.entry}' "
+                             f"(it defines: {', '.join(kernels) or 'no kernel at all'})")
+
+    def compile(self, variant: Variant, params, dtype) -> CompiledKernel:
+        if variant.library:
+            return self._compile_library(variant, params, dtype)
+        path = variant.source_path("cuda")
+        key, arch = self._build(variant, params, dtype)
+        if key in self._kernels:
+            return self._kernels[key]
+        cubin, ptxas = self._cubins[key]
+        self._check_entries(variant, path, key[0], cubin)
+        try:
+            module = self.drv.module_from_buffer(cubin)
+            fn = module.get_function(variant.entry)
+        except self.drv.Error as exc:
+            raise BackendError(f"loading {path.name} failed: {exc}") from None
+        fa = self.drv.function_attribute
+        dyn = self._dynamic_shared(variant, params)
+        if dyn > 48 * 1024:  # opt in above the default 48 KB per block
+            try:
+                fn.set_attribute(fa.MAX_DYNAMIC_SHARED_SIZE_BYTES, dyn)
+            except self.drv.Error as exc:
+                raise BackendError(f"{variant.label(params)} needs {dyn} B of dynamic shared "
+                                   f"memory, which this device refuses: {exc}") from None
+        regs = fn.get_attribute(fa.NUM_REGS)
+        shared = fn.get_attribute(fa.SHARED_SIZE_BYTES)
+        local = fn.get_attribute(fa.LOCAL_SIZE_BYTES)
+        max_threads = fn.get_attribute(fa.MAX_THREADS_PER_BLOCK)
+        sig = "PPii" if variant.kind == "aat" else "PPPiii"
+        fn.prepare(sig + "P" if variant.workspace is not None else sig)
+        handle = (module, fn)
+        pre = variant.prepass
+        if pre:  # a second entry of the same module, launched right before fn (_launch)
+            try:
+                pre_fn = module.get_function(pre.entry)
+            except self.drv.Error as exc:
+                raise BackendError(f"loading {path.name}:{pre.entry} failed: {exc}") from None
+            pre_fn.prepare("PPPiii")
+            handle = (module, fn, pre_fn)
+        report = (f"{variant.label(params)} {dtype} on {arch}: {regs} registers, "
+                  f"{shared} B shared, {local} B local (spills), max {max_threads} threads/block")
+        if dyn:
+            report += f", {dyn} B dynamic shared"
+        lines = [ln.strip() for ln in ptxas.splitlines() if "ptxas" in ln and ("Used" in ln or "spill" in ln)]
+        if lines:
+            report += "\n  " + "\n  ".join(lines)
+        ck = CompiledKernel(variant, dict(params), dtype, handle, report,
+                            registers=regs, shared_bytes=shared, local_bytes=local,
+                            max_threads=max_threads)
+        self._kernels[key] = ck
+        return ck
+
+    # -- memory -------------------------------------------------------------------------
+
+    def prepare(self, a, b) -> Workspace:
+        drv = self.drv
+        ws = Workspace(a, b)
+        start, end = drv.Event(), drv.Event()
+        try:
+            ws.a = drv.mem_alloc(a.nbytes)
+            if b is not None:
+                ws.b = drv.mem_alloc(b.nbytes)
+            start.record()
+            drv.memcpy_htod(ws.a, np.ascontiguousarray(a))
+            if b is not None:
+                drv.memcpy_htod(ws.b, np.ascontiguousarray(b))
+            end.record()
+            end.synchronize()
+        except drv.Error as exc:
+            self.release(ws)
+            raise BackendError(f"uploading the inputs failed: {exc}") from None
+        ws.upload_ms = start.time_till(end)
+        return ws
+
+    def ensure_output(self, ws, shape) -> None:
+        if ws.c_shape != tuple(shape):
+            if ws.c is not None:
+                ws.c.free()
+                ws.c = None
+            nbytes = int(np.prod(shape)) * ws.dtype.itemsize
+            try:
+                ws.c = self.drv.mem_alloc(nbytes)
+            except self.drv.Error as exc:
+                raise BackendError(f"allocating C ({nbytes / 2**20:.1f} MiB) failed: {exc}") from None
+            ws.c_shape = tuple(shape)
+
+    def measure_copy_gbps(self) -> float | None:
+        drv = self.drv
+        nbytes = min(COPY_BYTES, self.free_memory() // 8) // 4 * 4
+        if nbytes < 2**20:
+            return None
+        try:
+            src, dst = drv.mem_alloc(nbytes), drv.mem_alloc(nbytes)
+        except drv.Error:
+            return None
+        def copy_ms() -> float:
+            e0, e1 = drv.Event(), drv.Event()
+            e0.record()
+            drv.memcpy_dtod(dst, src, nbytes)
+            e1.record()
+            e1.synchronize()
+            return e0.time_till(e1)
+
+        try:
+            drv.memset_d32(src, 0x3F800000, nbytes // 4)
+            return copy_bandwidth(nbytes, copy_ms)
+        except drv.Error as exc:
+            raise BackendError(f"the copy-bandwidth probe failed: {exc}") from None
+        finally:
+            src.free()
+            dst.free()
+
+    def poison_output(self, ws) -> None:
+        count = int(np.prod(ws.c_shape))
+        pattern = int(np.uint32(INT_POISON.view(np.uint32))) if np.issubdtype(ws.dtype, np.integer) \
+            else FLOAT_POISON_BITS
+        self.drv.memset_d32(ws.c, pattern, count)
+        self.ctx.synchronize()
+
+    def release(self, ws) -> None:
+        for name in ("a", "b", "c"):
+            buf = getattr(ws, name)
+            if buf is not None:
+                buf.free()
+                setattr(ws, name, None)
+        if getattr(ws, "scratch", None) is not None:
+            ws.scratch.free()
+            ws.scratch, ws.scratch_bytes = None, 0
+            ws.tma_key = None
+        if ws.kernel_workspace is not None:
+            ws.kernel_workspace.free()
+            ws.kernel_workspace, ws.kernel_workspace_bytes = None, 0
+            ws.kernel_workspace_owner = None
+        ws.c_shape = None
+
+    # -- launches -----------------------------------------------------------------------
+
+    def _launch(self, kernel: CompiledKernel, ws: Workspace, m, n, k, stream=None,
+                zero_workspace: bool = False):
+        v = kernel.variant
+        if v.library:
+            self._cublas.gemm(kernel.handle[1], ws.a, ws.b, ws.c, m, n, k)
+            return
+        (gx, gy), (bx, by) = v.launch_geometry(kernel.params, m, n, k, self.multiprocessors)
+        if kernel.max_threads and bx * by > kernel.max_threads:
+            raise BackendError(f"block {bx}×{by} exceeds this kernel's limit of {kernel.max_threads}")
+        fn = kernel.handle[1]
+        if v.kind == "aat":
+            args = (ws.a, ws.c, np.int32(m), np.int32(k))
+        else:
+            args = (ws.a, ws.b, ws.c, np.int32(m), np.int32(n), np.int32(k))
+        pre = v.prepass
+        if pre and pre.applies(kernel.params, m, n, k):
+            scratch_bytes, ((px, py), (pbx, pby)), maps = self._prepass_plan(kernel, m, n, k)
+            scratch = self._scratch(ws, scratch_bytes)
+            if px > 0 and py > 0:    # a grid of no blocks: nothing to prepare at this shape
+                kernel.handle[2].prepared_async_call((px, py, 1), (pbx, pby, 1), stream, ws.a, ws.b,
+                                                     scratch, np.int32(m), np.int32(n), np.int32(k))
+            args = (ws.a, scratch, ws.c, np.int32(m), np.int32(n), np.int32(k))
+            if maps is not None:
+                self._write_tensor_maps(ws, scratch, maps)
+            elif px > 0 and py > 0:
+                ws.tma_key = None    # this pre-pass may write where another kernel's maps lie
+        if v.workspace is not None:
+            args = (*args, self._kernel_workspace(kernel, ws, m, n, k, zero_workspace))
+        dyn = self._dynamic_shared(v, kernel.params)
+        if dyn:
+            fn.prepared_async_call((gx, gy, 1), (bx, by, 1), stream, *args, shared_size=dyn)
+        else:
+            fn.prepared_async_call((gx, gy, 1), (bx, by, 1), stream, *args)
+
+    def _prepass_plan(self, kernel, m: int, n: int, k: int):
+        """(scratch bytes, geometry, tensor maps or None) of a kernel's pre-pass at a shape,
+        worked out from its header once (not on every timed launch)."""
+        plan = kernel.prepass_plans.get((m, n, k))
+        if plan is None:
+            pre, p = kernel.variant.prepass, kernel.params
+            plan = kernel.prepass_plans[(m, n, k)] = (
+                pre.scratch_bytes(p, m, n, k), pre.geometry(p, m, n, k, self.multiprocessors),
+                pre.tensor_maps(p, m, n, k))
+        return plan
+
+    def _write_tensor_maps(self, ws, scratch, spec) -> None:
+        """``spec``: the pre-pass's tensor maps at this shape (:meth:`Prepass.tensor_maps`):
+        (byte offset in the scratch, [MapSpec(base "a" | "b" | "c" | "scratch", byte offset,
+        dim0, dim1, row stride bytes, box0, box1, elem, swizzle), ...]); each map is encoded
+        (:func:`encode_tensor_map_2d`) and the 128-byte maps are copied, back to back, to
+        scratch + offset. Done only when the buffers or the maps differ from the last ones
+        written into this scratch (not on every timed launch). The maps themselves are the
+        key, not the kernel's parameters: two kernels with the same parameters
+        (``stages=4, persist=1``) at the same shape have different maps, and the second
+        once ran with the first's (an illegal instruction, or the wrong box, on the GPU)."""
+        offset, maps = spec
+        bases = {"a": int(ws.a), "b": int(ws.b) if ws.b is not None else 0,
+                 "c": int(ws.c) if ws.c is not None else 0, "scratch": int(scratch)}
+        key = (bases["a"], bases["b"], bases["c"], bases["scratch"], offset, tuple(maps))
+        if getattr(ws, "tma_key", None) == key:
+            return
+        if any(t.base == "b" for t in maps) and ws.b is None:
+            raise BackendError("a tensor map starts from B, but this run has no B (C = A·Aᵀ)")
+        if any(t.base == "c" for t in maps) and ws.c is None:
+            raise BackendError("a tensor map starts from C, but no output buffer is allocated yet")
+        blob = b"".join(
+            encode_tensor_map_2d(bases[t.base] + t.offset, t.dim0, t.dim1, t.stride, t.box0,
+                                 t.box1, t.elem, t.swizzle)
+            for t in maps)
+        self.drv.memcpy_htod(int(scratch) + offset, np.frombuffer(blob, dtype=np.uint8))
+        ws.tma_key = key
+
+    def _check(self, what: str) -> None:
+        try:
+            self.ctx.synchronize()
+        except self.drv.Error as exc:
+            raise BackendError(f"{what} failed: {exc}") from None
+
+    def run_once(self, kernel, ws, m, n, k) -> np.ndarray:
+        self._launch(kernel, ws, m, n, k, zero_workspace=True)
+        self._check(f"launch of {kernel.variant.label(kernel.params)}")
+        out = np.empty(ws.c_shape, dtype=ws.dtype)
+        self.drv.memcpy_dtoh(out, ws.c)
+        return out
+
+    def profile_launch(self, kernel, ws, m, n, k) -> None:
+        """One launch inside a profiler range (cuProfilerStart/Stop): what ``ncu
+        --profile-from-start off`` profiles, and nothing else of this process."""
+        self.drv.start_profiler()
+        try:
+            self._launch(kernel, ws, m, n, k)
+            self._check(f"the profiled launch of {kernel.variant.label(kernel.params)}")
+        finally:
+            self.drv.stop_profiler()
+
+    def _flush_l2(self) -> None:
+        if self._flush is None:
+            l2 = (self.info.l2_bytes if self.info else None) or 64 * 2**20
+            self._flush_bytes = 2 * l2  # writing twice the L2 evicts A, B and C from it
+            self._flush = self.drv.mem_alloc(self._flush_bytes)
+        self.drv.memset_d32_async(self._flush, 0, self._flush_bytes // 4)
+
+    def timing_note(self) -> str:
+        return self._timing_note
+
+    def _stream_hold(self):
+        """The :class:`StreamHold` of this context, or None where it cannot be made (then
+        ``hold_note`` says why and launches are timed as the host issues them)."""
+        if self._hold is None:
+            from engine.measure.backends.stream_hold import StreamHold  # noqa: PLC0415
+            try:
+                self._hold = StreamHold(self.drv)
+            except (self.drv.Error, AttributeError, TypeError) as exc:
+                self._hold = False
+                self.hold_note = f"timed launches are not held back to back: {exc}"
+        return self._hold or None
+
+    def time_launches(self, kernel, ws, m, n, k, warmup, repeats, cold, budget_s,
+                      should_stop=lambda: False) -> list[float]:
+        drv = self.drv
+        for _ in range(warmup):
+            self._launch(kernel, ws, m, n, k)
+        self._check("warm-up")
+        hold = self._stream_hold()
+        self._timing_note = self.hold_note
+        timeouts = hold.timeouts if hold is not None else 0
+        pairs = []
+        start = time.perf_counter()
+        # Batches between host syncs, so that a time budget can be honoured without a host
+        # sync between every pair of launches. Each batch is queued behind the stream hold
+        # (stream_hold.py) and released at once, so its launches run back to back and each
+        # event pair times its launch on the GPU, not the host's way of issuing it.
+        while keep_timing(len(pairs), repeats, budget_s, time.perf_counter() - start):
+            batch = []
+            if hold is not None:
+                hold.hold()
+            try:
+                for _ in range(8 if budget_s is not None else min(max(repeats, 1), HELD_BATCH)):
+                    if cold:
+                        self._flush_l2()
+                    e0, e1 = drv.Event(), drv.Event()
+                    e0.record()
+                    self._launch(kernel, ws, m, n, k)
+                    e1.record()
+                    batch.append((e0, e1))
+                    if budget_s is None and len(pairs) + len(batch) >= repeats:
+                        break
+            finally:
+                if hold is not None:
+                    hold.release()
+            try:
+                batch[-1][1].synchronize()
+            except drv.Error as exc:
+                raise BackendError(f"timed launches failed: {exc}") from None
+            if hold is not None and hold.timed_out():
+                self._timing_note = (f"the stream hold timed out in {hold.timeouts - timeouts} "
+                                     "batch(es): their first launches may include host time")
+            pairs.extend(batch)
+            if should_stop():
+                break
+        self._check("timed launches")
+        return [e0.time_till(e1) for e0, e1 in pairs]

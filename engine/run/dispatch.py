@@ -1,0 +1,546 @@
+"""A run over one or several engines: the run lifecycle in one place.
+
+:func:`start_run` takes a :class:`~engine.run.runner.Plan` and engine handles (one per device:
+:class:`~engine.run.engines.LocalEngine`, :class:`~engine.run.process.ProcessEngine`,
+:class:`~engine.run.cluster.RayEngine`) and runs it in one of two modes:
+
+* ``compare``: every device runs every item; records carry their device, so charts and
+  tables show the devices side by side;
+* ``share``: the items (and autotune candidates) are split into tasks that idle devices
+  pull from one queue; the result is the one table, sooner.
+
+In ``share`` mode, engines may also join a run in progress: given ``joiners`` (a callable
+that returns engines for devices that became free, e.g. a worker node that joined the
+Ray cluster), the run asks it every :data:`JOIN_POLL_S` seconds, opens what it returns,
+and the new engines take tasks from the queue like the others (the plan is then cut
+into one task per item and input set, so there is work left to take).
+
+It emits the same events as a single sweep (``started``, ``progress``, ``log``,
+``result``, ``finished``) from its own thread, counting over all devices. When an engine
+is lost (crash, sticky CUDA error, a launch past its timeout, a cluster worker gone), the
+item in flight is recorded with status ``error`` and the reason, the engine is restarted,
+and the rest of its task goes back to the queue; nothing measured is lost and nothing is
+counted twice. An engine that dies before a task's first item (nothing in flight to
+blame) gets :data:`EARLY_DEATHS_MAX` tries at it; then the task's items fail with the
+reason. A build past the time limit (:class:`~engine.run.engines.BuildTimedOut`) fails its
+item, and the run's later tasks record that build without trying it again.
+
+The kernel files are read once, when the run starts (:meth:`Plan.with_sources
+<engine.run.runner.Plan.with_sources>`): every engine gets those texts with its tasks.
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from engine.inputs import matrices
+from engine.run.autotune import run_autotuned
+from engine.measure.backends.base import BackendError
+from engine.run.engines import BuildTimedOut, EngineHandle, EngineLost
+from engine.results.records import ResultRecord
+from engine.kernels import registry
+from engine.run.runner import (CancelToken, Emit, Event, FailedBuild, Plan, final_records,
+                               fitting_count, input_sets, make_record)
+
+MODES = ("compare", "share")
+#: How often a share-mode run asks its ``joiners`` for new engines.
+JOIN_POLL_S = 2.0
+#: After an engine that offered to join could not open, the next ask waits this long.
+JOIN_RETRY_S = 20.0
+#: Times a task may see its engine die before its first item (a memory-limited container
+#: killing the engine while it sets up) before the task fails instead of being retried.
+EARLY_DEATHS_MAX = 3
+
+#: Engines that can join a run now (devices that became free); [] when none.
+Joiners = Callable[[], list[EngineHandle]]
+
+
+@dataclass
+class Task:
+    """A piece of a plan for one engine: some items at one input set."""
+
+    plan: Plan
+    #: Position of the task's shape and items in the whole plan, to order the final table.
+    order: tuple[int, int]
+    #: Engine deaths so far before the task's first item (each one restarts the engine).
+    early_deaths: int = 0
+
+
+def split_plan(plan: Plan, pieces: int) -> list[Task]:
+    """One task per shape (or per loaded matrix pair), its items cut in about ``pieces``
+    chunks so several devices can share one shape's items."""
+    sets = [None] if plan.matrices is not None else list(plan.shapes)
+    size = max(1, -(-len(plan.items) // max(pieces, 1)))
+    tasks = []
+    for si, shape in enumerate(sets):
+        # only_fitting: the items that do not fit the shape make no task (no record)
+        items = plan.items_at(plan.input_shapes()[0] if shape is None else shape)
+        for start in range(0, len(items), size):
+            sub = dataclasses.replace(plan, items=list(items[start:start + size]),
+                                      shapes=[] if shape is None else [shape], autotune=False,
+                                      retune=False)
+            tasks.append(Task(sub, (si, start)))
+    return tasks
+
+
+class Run:
+    """A started run: cancel it, wait for its records, or ask whether it is done."""
+
+    def __init__(self):
+        self.cancel_token = CancelToken()
+        self.future: Future[list[ResultRecord]] = Future()
+        self.thread: threading.Thread | None = None
+
+    def cancel(self) -> None:
+        self.cancel_token.cancel()
+
+    def result(self, timeout: float | None = None) -> list[ResultRecord]:
+        return self.future.result(timeout)
+
+    def done(self) -> bool:
+        return self.future.done()
+
+
+class Dispatcher:
+    """Runs one plan over ``engines`` (see the module docstring); use :func:`start_run`."""
+
+    def __init__(self, plan: Plan, engines: Sequence[EngineHandle], emit: Emit,
+                 mode: str = "compare", run: Run | None = None, joiners: Joiners | None = None):
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not '{mode}'")
+        if not engines:
+            raise ValueError("no engines to run on")
+        wrong = [e.label for e in engines if e.backend != plan.backend]
+        if wrong:
+            raise ValueError(f"engines {', '.join(wrong)} do not run the {plan.backend} backend")
+        self.plan, self.engines, self.mode = plan, list(engines), mode
+        #: Where engines that join mid-run come from (share mode only).
+        self.joiners = joiners if mode == "share" else None
+        self.run_handle = run or Run()
+        self.cancel = self.run_handle.cancel_token
+        self._emit_lock = threading.Lock()
+        self._user_emit = emit
+        self._done = 0
+        self._total = 0
+        self._t0 = time.perf_counter()
+        self._results: list[tuple[tuple, int, ResultRecord]] = []
+        self._live: list[EngineHandle] = []
+        #: Builds whose engine was ended past the build time limit: later tasks record
+        #: them instead of building them again (each try would cost the whole limit).
+        self._failed_builds: dict[tuple, FailedBuild] = {}
+
+    # --- events --------------------------------------------------------------------
+
+    def _emit(self, ev: Event) -> None:
+        with self._emit_lock:
+            self._user_emit(ev)
+
+    def _tag(self, engine: EngineHandle) -> str:
+        return f"[{engine.label}] " if len(self.engines) > 1 else ""
+
+    def _forward(self, engine: EngineHandle, order: tuple, got: list[ResultRecord]) -> Emit:
+        """Events of one engine's task, re-counted over the whole run."""
+        tag = self._tag(engine)
+        eng_index = self.engines.index(engine)
+
+        def inner(ev: Event) -> None:
+            if ev.kind == "result" and ev.record is not None:
+                got.append(ev.record)
+                self._add_result(order, eng_index, ev.record)
+            elif ev.kind == "progress":
+                with self._emit_lock:
+                    done, total = self._done, self._total
+                elapsed = time.perf_counter() - self._t0
+                eta = elapsed / done * (total - done) if done else None
+                current = tag + (ev.current or ev.message)
+                self._emit(Event("progress", current, done=done, total=total, current=current,
+                                 eta_s=eta, item=ev.item))
+            elif ev.kind == "log":
+                self._emit(dataclasses.replace(ev, message=tag + ev.message))
+        return inner
+
+    def _add_result(self, order: tuple, eng_index: int, rec: ResultRecord) -> None:
+        with self._emit_lock:
+            self._results.append((order, eng_index, rec))
+            self._done += 1
+            self._user_emit(Event("result", record=rec, done=self._done, total=self._total))
+
+    # --- the run ---------------------------------------------------------------------
+
+    def run(self) -> list[ResultRecord]:
+        # The kernel files are read here, once: every engine (a restarted one too) registers
+        # and builds these texts, whatever happens to the files during the run.
+        plan = self.plan = self.plan.with_sources()
+        try:
+            plan.validate()
+            if plan.a_path is not None:      # read the files once, here, not in every engine
+                a, b = matrices.load_pair(plan.a_path, plan.b_path, plan.dtype)
+                plan = self.plan = dataclasses.replace(plan, matrices=(a, b), a_path=None,
+                                                       b_path=None)
+            if plan.autotune and not plan.shapes:
+                raise ValueError("autotune needs sizes (not loaded matrices)")
+        except (ValueError, KeyError, matrices.MatrixInputError) as exc:
+            msg = str(exc.args[0]) if isinstance(exc, KeyError) else str(exc)
+            self._emit(Event("log", msg, level="error"))
+            self._emit(Event("finished", msg))
+            return []
+        infos = self._open_all()
+        if not self._live:
+            msg = "; ".join(infos) or "no engine could start"
+            self._emit(Event("finished", msg))
+            return []
+        devices = [e.info for e in self._live]
+        per_device = fitting_count(plan)
+        self._total = per_device * (len(self._live) if self.mode == "compare" else 1)
+        where = (devices[0].name if len(devices) == 1
+                 else f"{len(devices)} devices ({self.mode})")
+        self._emit(Event("started", f"{self._total} runs on {where}", total=self._total,
+                         device=devices[0], devices=devices))
+        for note in plan.unfit_notes():
+            self._emit(Event("log", note))
+        if self.mode == "compare":
+            threads = [threading.Thread(target=self._guard, args=(self._device_run, eng),
+                                        name=f"run-{eng.label}", daemon=True)
+                       for eng in self._live]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        else:
+            self._guard(self._shared_run)
+        ordered = sorted(self._results, key=lambda t: (t[0], t[1]))
+        final = final_records([r for _o, _e, r in ordered])
+        self._emit(Event("finished", f"{self._done} of {self._total} runs", done=self._done,
+                         total=self._total, cancelled=self.cancel.cancelled, started=True,
+                         records=final))
+        return final
+
+    def _guard(self, fn: Callable, *args) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:  # noqa: BLE001  (a bug must not hang the run: say it)
+            self._emit(Event("log", f"internal error: {type(exc).__name__}: {exc}", level="error"))
+
+    def _open_one(self, eng: EngineHandle, joined: bool = False) -> str | None:
+        """Open ``eng``'s device; None when it is ready, else why not."""
+        try:
+            info = eng.open()
+            self._emit(Event("log", f"{eng.label}: {info.name} "
+                                    + ("joined the run" if joined else "ready")
+                                    + (f" on {eng.host}" if eng.host else "")))
+            return None
+        except Exception as exc:  # noqa: BLE001  (BackendError, EngineLost, a failed start)
+            return f"{eng.label}: {exc}"
+
+    def _open_all(self) -> list[str]:
+        """Open every engine's device at once; the ones that open join the run."""
+        problems: list[str] = []
+        results: list[str | None] = ["not opened"] * len(self.engines)
+        threads = [threading.Thread(target=lambda i=i, e=e: results.__setitem__(i, self._open_one(e)),
+                                    daemon=True) for i, e in enumerate(self.engines)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for eng, problem in zip(self.engines, results):
+            if problem is None:
+                self._live.append(eng)
+            else:
+                problems.append(problem)
+                self._emit(Event("log", problem, level="error"))
+        return problems
+
+    def _device_run(self, engine: EngineHandle) -> None:
+        """compare mode: this device runs the whole plan (or tunes it) on its own."""
+        plan = dataclasses.replace(self.plan, device=engine.device)
+        if plan.autotune:
+            run_autotuned(lambda p, e, c: self._execute(p, [engine], e, c), plan,
+                          self._counted_winners(engine), self.cancel, device_name=engine.info.name,
+                          frame=False)
+        else:
+            self._execute(plan, [engine], None, self.cancel)
+
+    def _shared_run(self) -> None:
+        """share mode: the tasks (or autotune candidates) go to whichever device is idle."""
+        if self.plan.autotune:
+            names = {e.info.name for e in self._live}
+            if len(names) > 1:
+                self._emit(Event("log", "autotune across different device models: the winner "
+                                        f"is remembered for {self._live[0].info.name}",
+                                 level="warning"))
+            run_autotuned(lambda p, e, c: self._execute(p, self._live, e, c), self.plan,
+                          self._counted_winners(None), self.cancel,
+                          device_name=self._live[0].info.name, frame=False)
+        else:
+            self._execute(self.plan, self._live, None, self.cancel)
+
+    def _counted_winners(self, engine: EngineHandle | None) -> Emit:
+        """Autotune's events: winners are the run's results; the search stays in the log."""
+        eng_index = self.engines.index(engine) if engine is not None else 0
+        tag = self._tag(engine) if engine is not None else ""
+        counter = iter(range(1 << 30))
+
+        def inner(ev: Event) -> None:
+            if ev.kind == "result" and ev.record is not None:
+                self._add_result((next(counter), 0), eng_index, ev.record)
+            elif ev.kind == "progress":
+                self._emit(Event("progress", tag + ev.message, done=self._done, total=self._total,
+                                 current=tag + (ev.current or ev.message)))
+            elif ev.kind == "log":
+                self._emit(dataclasses.replace(ev, message=tag + ev.message))
+        return inner
+
+    def _execute(self, plan: Plan, engines: list[EngineHandle], emit: Emit | None,
+                 cancel: CancelToken) -> list[ResultRecord]:
+        """Run a plain plan's tasks on ``engines`` (idle ones pull the next task).
+
+        ``emit`` None: results are the run's own (counted and shown). Otherwise (an
+        autotune search) results go only into the returned list and ``emit`` sees logs.
+        """
+        joinable = self.joiners is not None and engines is self._live
+        # With engines that may join, every item is a task of its own: work to take.
+        pieces = len(plan.items) if joinable else 2 * len(engines) if len(engines) > 1 else 1
+        tasks = deque(split_plan(plan, pieces))
+        # Guards tasks, out, live and busy; idle engines wait on it while another engine
+        # may still put the rest of a task back (its engine lost), so nothing is stranded.
+        lock = threading.Condition()
+        out: list[tuple[tuple, int, ResultRecord]] = []
+        live = list(engines)
+        busy = [0]          # engines running a task now
+
+        def next_task() -> Task | None:
+            """The next task; None once the queue is empty and no engine can refill it."""
+            with lock:
+                while not cancel.cancelled:
+                    if tasks:
+                        busy[0] += 1
+                        return tasks.popleft()
+                    if busy[0] == 0:
+                        return None
+                    lock.wait(0.2)
+                return None
+
+        def work(engine: EngineHandle) -> None:
+            while True:
+                task = next_task()
+                if task is None:
+                    return
+                try:
+                    if not run_task(engine, task):
+                        return
+                finally:
+                    with lock:
+                        busy[0] -= 1
+                        lock.notify_all()
+
+        def run_task(engine: EngineHandle, task: Task) -> bool:
+            """One task on ``engine``; False when the engine left the run."""
+            eng_index = self.engines.index(engine)
+            got: list[ResultRecord] = []
+            if emit is None:
+                fwd = self._forward(engine, task.order, got)
+            else:
+                def fwd(ev, got=got):
+                    if ev.kind == "result" and ev.record is not None:
+                        got.append(ev.record)
+                    elif ev.kind == "log":
+                        emit(dataclasses.replace(ev, message=self._tag(engine) + ev.message))
+            try:
+                engine.run(self._for_engine(task.plan, engine), fwd, cancel)
+                with lock:
+                    out.extend((task.order, eng_index, r) for r in got)
+            except EngineLost as lost:
+                with lock:
+                    out.extend((task.order, eng_index, r) for r in got)
+                rest = self._recover(engine, task, got, lost, emit)
+                with lock:
+                    if rest is not None:
+                        tasks.appendleft(rest)     # an idle engine may take it now
+                        lock.notify_all()
+                # Restarting may take a while: the other engines go on meanwhile.
+                if not lost.restartable or not self._restarted(engine, lost):
+                    with lock:
+                        live.remove(engine)
+                        if not live:        # nobody left to run what remains
+                            self._abandon(tasks, engine, lost, emit)
+                    return False
+            return True
+
+        def queue_done() -> bool:
+            with lock:
+                return cancel.cancelled or (not tasks and busy[0] == 0) or not live
+
+        def watch_for_joiners() -> None:
+            """Ask for new engines while work is queued; each one that opens takes tasks."""
+            wait_s = JOIN_POLL_S
+            while not stop_watching.wait(wait_s) and not queue_done():
+                wait_s = JOIN_POLL_S
+                try:
+                    offered = self.joiners()
+                except Exception as exc:  # noqa: BLE001  (a cluster query failed: say it)
+                    self._emit(Event("log", f"looking for new engines failed: {exc}",
+                                     level="warning"))
+                    wait_s = JOIN_RETRY_S
+                    continue
+                for eng in offered:
+                    problem = self._open_one(eng, joined=True)
+                    if problem is not None or queue_done():
+                        if problem is not None:
+                            self._emit(Event("log", f"a new engine could not join: {problem}",
+                                             level="warning"))
+                            wait_s = JOIN_RETRY_S
+                        eng.close()
+                        continue
+                    with lock:
+                        self.engines.append(eng)
+                        self._live.append(eng)
+                        live.append(eng)
+                        t = threading.Thread(target=self._guard, args=(work, eng), daemon=True,
+                                             name=f"task-{eng.label}")
+                        joined.append(t)
+                    t.start()
+
+        threads = [threading.Thread(target=self._guard, args=(work, e), daemon=True,
+                                    name=f"task-{e.label}") for e in engines]
+        joined: list[threading.Thread] = []
+        stop_watching = threading.Event()
+        watcher = (threading.Thread(target=self._guard, args=(watch_for_joiners,), daemon=True,
+                                    name="join-watch") if joinable else None)
+        for t in threads:
+            t.start()
+        if watcher is not None:
+            watcher.start()
+        for t in threads:
+            t.join()
+        stop_watching.set()
+        if watcher is not None:
+            watcher.join()
+        for t in list(joined):
+            t.join()
+        out.sort(key=lambda t: (t[0], t[1]))
+        return [r for _o, _e, r in out]
+
+    def _for_engine(self, plan: Plan, engine: EngineHandle) -> Plan:
+        """``plan`` (a task's, or an autotune search's) as ``engine`` runs it: with the run's
+        kernel sources and build limit, and the builds known to fail."""
+        run = self.plan
+        with self._emit_lock:
+            failed = tuple(self._failed_builds.values())
+        return dataclasses.replace(plan, device=engine.device, kernel_files=run.kernel_files,
+                                   kernel_sources=run.kernel_sources,
+                                   kernel_problems=run.kernel_problems,
+                                   build_timeout_s=run.build_timeout_s, failed_builds=failed)
+
+    def _recover(self, engine: EngineHandle, task: Task, got: list[ResultRecord],
+                 lost: EngineLost, emit: Emit | None) -> Task | None:
+        """Record the item the engine died on; the task's items not yet run, as a task."""
+        rec = lost.record
+        if rec is None and lost.item is not None and engine.info is not None:
+            name, params, shape = lost.item
+            rec = make_record(task.plan, engine.info, engine.versions, name, params, shape,
+                              worker=engine.label)
+            rec.host = engine.host or rec.host
+        what = lost.reason
+        if isinstance(lost, BuildTimedOut) and lost.item is not None:
+            name, params, shape = lost.item
+            m, n, k = shape
+            fb = FailedBuild(name, tuple(sorted(params.items())), task.plan.dtype,
+                             f"the build took longer than {lost.limit_s:g} s at {m}×{n}×{k}")
+            with self._emit_lock:
+                self._failed_builds[(fb.variant, fb.params, fb.dtype)] = fb
+        if rec is None and not got:
+            # Nothing of the task ran: without a bound the same death would repeat forever.
+            deaths = task.early_deaths + 1
+            if deaths >= EARLY_DEATHS_MAX:
+                self._fail_task(engine, task, f"the engine process died before its first item "
+                                              f"{deaths} times: {what}", emit)
+                return None
+            self._emit(Event("log", f"{engine.label}: {what} (before the task's first item; "
+                                    f"try {deaths + 1} of {EARLY_DEATHS_MAX})", level="error"))
+            return dataclasses.replace(task, early_deaths=deaths)
+        if rec is not None:
+            rec = dataclasses.replace(rec, status="error", passed=None,
+                                      error=what + (" — engine restarted" if lost.restartable
+                                                    else ""))
+        self._emit(Event("log", f"{engine.label}: {what}", level="error"))
+        if rec is not None:
+            got.append(rec)
+            if emit is None:
+                self._add_result(task.order, self.engines.index(engine), rec)
+        def done(n, p) -> bool:     # a value left to the shape (auto) ran as the shape's
+            v = registry.get(n)
+            return any(r.variant == n and r.params == v.resolve(p, r.m, r.n, r.k) for r in got)
+        remaining = [(n, p) for n, p in task.plan.items if not done(n, p)]
+        if not remaining:
+            return None
+        self._emit(Event("log", f"{engine.label}: {len(remaining)} item(s) of that task go "
+                                "back to the queue", level="warning"))
+        return Task(dataclasses.replace(task.plan, items=remaining), task.order)
+
+    def _fail_task(self, engine: EngineHandle, task: Task, why: str, emit: Emit | None) -> None:
+        """Every item of ``task`` is recorded as an error saying ``why``; it is not retried."""
+        self._emit(Event("log", f"{engine.label}: {why}; its {len(task.plan.items)} item(s) "
+                                "are recorded as failed", level="error"))
+        for shape, _load in input_sets(task.plan):
+            for name, params in task.plan.items:
+                rec = make_record(task.plan, engine.info, engine.versions, name, params, shape,
+                                  worker=engine.label)
+                rec.host = engine.host or rec.host
+                rec.status, rec.error = "error", why
+                if emit is None:
+                    self._add_result(task.order, self.engines.index(engine), rec)
+
+    def _restarted(self, engine: EngineHandle, lost: EngineLost) -> bool:
+        if self.cancel.cancelled:
+            return True              # restarted lazily by the next run that needs it
+        try:
+            engine.restart()
+            self._emit(Event("log", f"{engine.label}: engine restarted after: {lost.reason}",
+                             level="warning"))
+            return True
+        except (BackendError, EngineLost) as exc:
+            self._emit(Event("log", f"{engine.label}: the engine could not restart: {exc}",
+                             level="error"))
+            return False
+
+    def _abandon(self, tasks: deque, engine: EngineHandle, lost: EngineLost,
+                 emit: Emit | None) -> None:
+        """No engine is left: every item still queued is recorded as an error."""
+        while tasks:
+            task = tasks.popleft()
+            for shape, _load in input_sets(task.plan):
+                for name, params in task.plan.items:
+                    rec = make_record(task.plan, engine.info, engine.versions, name, params,
+                                      shape, worker=engine.label)
+                    rec.status, rec.error = "error", f"not run: no engine left ({lost.reason})"
+                    if emit is None:
+                        self._add_result(task.order, self.engines.index(engine), rec)
+
+
+def start_run(plan: Plan, engines: Sequence[EngineHandle], emit: Emit,
+              mode: str = "compare", joiners: Joiners | None = None) -> Run:
+    """Run ``plan`` on ``engines`` from a new thread; returns the :class:`Run`.
+
+    ``joiners`` (share mode): asked during the run for engines that can join it.
+    """
+    run = Run()
+    dispatcher = Dispatcher(plan, engines, emit, mode, run, joiners)
+
+    def body():
+        try:
+            run.future.set_result(dispatcher.run())
+        except BaseException as exc:  # noqa: BLE001
+            try:
+                emit(Event("log", f"internal error: {exc!r}", level="error"))
+                emit(Event("finished", f"internal error: {exc}"))
+            finally:
+                run.future.set_exception(exc)
+
+    run.thread = threading.Thread(target=body, name="run", daemon=True)
+    run.thread.start()
+    return run

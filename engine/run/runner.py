@@ -1,0 +1,785 @@
+"""Plans and the sweep that runs them.
+
+A :class:`Plan` is variants × parameter choices × shapes × one dtype on one backend
+device. :func:`run_plan` executes it on the calling thread (the engine thread, see
+:mod:`engine.run.worker`), streaming :class:`Event` objects to a callback: progress, a
+log line per compile (its resource report), one :class:`ResultRecord` per item, and a
+final ``finished`` event. A failure is recorded on its row and the sweep goes on.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Mapping
+
+import numpy as np
+
+from engine.inputs import matrices, memory
+from engine.measure import metrics, peaks
+from engine.kernels import registry, sources
+from engine.measure.backends import get_backend
+from engine.measure.backends.base import (BUILD_TIMEOUT_S, Backend, BackendError, BuildError,
+                                          DeviceInfo, DeviceLost, Workspace)
+from engine.results.records import ResultRecord, now_stamp, ratio_to_best_baseline
+from engine.inputs.sizes import format_shape
+from engine.measure.verify import Reference
+
+Shape = tuple[int, int, int]
+
+
+@dataclass(frozen=True)
+class FailedBuild:
+    """A build that could not finish earlier in a run (its engine was ended to stop it):
+    the run's later sweeps record it as failed instead of building it again."""
+
+    variant: str
+    #: The parameters as built (values left to the shape resolved), sorted by name.
+    params: tuple[tuple[str, int], ...]
+    dtype: str
+    reason: str
+
+    def matches(self, name: str, params: Mapping[str, int], dtype: str) -> bool:
+        return (name, tuple(sorted(params.items())), dtype) == (
+            self.variant, self.params, self.dtype)
+
+
+#: Limits of the measurement settings, shared by the window's controls and ``bench``.
+WARMUP_RANGE = (0, 10_000)
+REPEATS_RANGE = (1, 100_000)
+BUDGET_RANGE = (0.01, 3600.0)
+SEED_RANGE = (0, 2**31 - 1)
+
+
+@dataclass
+class Plan:
+    """Everything one sweep needs.
+
+    ``items`` are (variant name, params) pairs; build them with :func:`expand_items`.
+    When ``a_path`` (and ``b_path``, or a .npz holding both) is set, the loaded
+    matrices replace ``shapes``: the sweep runs their one shape.
+    """
+
+    backend: str
+    items: list[tuple[str, dict[str, int]]]
+    shapes: list[Shape] = field(default_factory=list)
+    dtype: str = "float32"
+    device: int = 0
+    warmup: int = 3
+    repeats: int = 20
+    time_budget_s: float | None = None
+    cold: bool = False
+    verify: bool = True
+    seed: int = 0
+    dist: str = "uniform"
+    a_path: str | None = None
+    b_path: str | None = None
+    #: Host matrices given directly (the GUI's loaded files): (A, B or None).
+    matrices: tuple[np.ndarray, np.ndarray | None] | None = None
+    #: Search each variant's items for the best parameters per shape (engine.run.autotune),
+    #: remembered in the autotune cache; ``retune`` ignores the cache.
+    autotune: bool = False
+    retune: bool = False
+    #: With ``autotune``: ``search`` the whole space, or ``guess`` (time only what the
+    #: searched shapes of the same class suggest, engine.run.autotune.guess_candidates).
+    tune: str = "search"
+    #: Longest one kernel launch may take before an isolated engine is ended (seconds);
+    #: None: :func:`launch_timeout_s` derives it from the FLOPs and the device's peak.
+    launch_timeout_s: float | None = None
+    #: The user's kernel files (or folders of them) the items may name: every engine
+    #: that runs the plan registers them first (engine.kernels.registry.load_kernel_files).
+    kernel_files: tuple[str, ...] = ()
+    #: ``kernel_files`` (folders expanded) and what they include, as the run read them when
+    #: it started (:meth:`with_sources`); None: not read yet. Engines register and build
+    #: these texts, so that a file edited during the run changes nothing in it.
+    kernel_sources: tuple[sources.KernelSource, ...] | None = None
+    #: Kernel files that could not be read when the run started (their items cannot run).
+    kernel_problems: tuple[sources.Unreadable, ...] = ()
+    #: Longest one kernel build may take (seconds) before its engine is ended and the item
+    #: fails; None: :data:`~engine.measure.backends.base.BUILD_TIMEOUT_S`.
+    build_timeout_s: float | None = None
+    #: Builds that could not finish earlier in this run: recorded, not tried again.
+    failed_builds: tuple[FailedBuild, ...] = ()
+    #: Leave out the (item, shape) pairs that :meth:`Variant.check
+    #: <engine.kernels.registry.Variant.check>` refuses (a constraint, the dtype): no run and no
+    #: record, one log line per item says where and why (the window's runs: its tree marks
+    #: them "not for these sizes"). False: each is a "skipped" record with the reason (bench).
+    only_fitting: bool = False
+
+    def with_sources(self) -> "Plan":
+        """This plan with :attr:`kernel_sources` read now (itself when already read)."""
+        if self.kernel_sources is not None:
+            return self
+        found: list[sources.KernelSource] = []
+        problems: list[sources.Unreadable] = []
+        for entry in self.kernel_files:
+            p = Path(entry)
+            for f in (registry.kernel_files_in(p) if p.is_dir() else [p]):
+                try:
+                    found.append(sources.read_kernel_source(f))
+                except sources.SourceError as exc:
+                    problems.append(sources.Unreadable(os.path.abspath(f), str(exc)))
+        return dataclasses.replace(self, kernel_sources=tuple(found),
+                                   kernel_problems=tuple(problems))
+
+    def load_kernels(self) -> list[str]:
+        """Register the user's kernels here, from :attr:`kernel_sources` (read now if not
+        yet); returns their problems (``path:line: why``)."""
+        if not self.kernel_files:
+            return []
+        plan = self.with_sources()
+        texts = {s.path: s.text for s in plan.kernel_sources}
+        problems = [u.problem for u in plan.kernel_problems]
+        if texts:
+            _names, found = registry.load_kernel_files(list(texts), texts=texts)
+            problems += found
+        for src in plan.kernel_sources:
+            sources.remember(src)
+        return problems
+
+    def items_at(self, shape: Shape) -> list[tuple[str, dict[str, int]]]:
+        """The items that run at ``shape``: every one, or with :attr:`only_fitting` those
+        that fit there (:func:`refusal`)."""
+        if not self.only_fitting:
+            return list(self.items)
+        return [(n, p) for n, p in self.items
+                if refusal(self.backend, n, p, shape, self.dtype) is None]
+
+    def input_shapes(self) -> list[Shape]:
+        """The shape of each input set: the given matrices' one, else :attr:`shapes` (the
+        files of :attr:`a_path` are not read here: none for them)."""
+        if self.matrices is not None:
+            a, b = self.matrices
+            return [(a.shape[0], a.shape[0] if b is None else b.shape[1], a.shape[1])]
+        return [] if self.a_path is not None else list(self.shapes)
+
+    def unfit_notes(self, shapes: list[Shape] | None = None) -> list[str]:
+        """With :attr:`only_fitting`: one line per item left out at some of ``shapes``
+        (default :meth:`input_shapes`), saying where and why; empty otherwise."""
+        if not self.only_fitting:
+            return []
+        shapes = self.input_shapes() if shapes is None else shapes
+        out = []
+        for name, params in self.items:
+            fit = item_fit(self.backend, name, params, shapes, self.dtype)
+            if fit.left_out:
+                out.append(fit.note(registry.get(name).label(params)))
+        return out
+
+    def build_timeout(self) -> float:
+        """Seconds one kernel build may take (:attr:`build_timeout_s` or the default)."""
+        return float(self.build_timeout_s or BUILD_TIMEOUT_S)
+
+    def source_of(self, name: str) -> list[sources.KernelSource]:
+        """The run's read sources of the user variant ``name`` (none for a built-in)."""
+        v = registry.REGISTRY.get(name)
+        if v is None or not self.kernel_sources:
+            return []
+        mine = {os.path.abspath(h.path) for h in v.headers}
+        return [s for s in self.kernel_sources if s.path in mine]
+
+    def validate(self) -> None:
+        """Raise ValueError with a clear message for a plan that cannot start."""
+        if self.dtype not in registry.DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(registry.DTYPES)}, not '{self.dtype}'")
+        if self.tune not in ("search", "guess"):
+            raise ValueError(f"tune must be 'search' or 'guess', not '{self.tune}'")
+        if not self.items:
+            raise ValueError("no variants selected")
+        sourced = self.with_sources()       # the texts this run would build, read once
+        problems = sourced.load_kernels()
+        # A variant registered earlier (the window's) whose file the run could not read.
+        unread = {os.path.realpath(u.path): u.problem for u in sourced.kernel_problems}
+        for name, _ in self.items:
+            if name not in registry.REGISTRY and problems:
+                raise ValueError(f"'{name}' is not a usable kernel: " + "; ".join(problems))
+            v = registry.get(name)
+            paths = [os.path.realpath(h.path) for h in v.headers] if v.role == "user" else []
+            why = [unread[p] for p in paths if p in unread]
+            if why:
+                raise ValueError(f"'{name}' is not a usable kernel: " + "; ".join(why))
+        if not self.shapes and self.a_path is None and self.matrices is None:
+            raise ValueError("no sizes given")
+        for what, value, (low, high) in (("warm-up", self.warmup, WARMUP_RANGE),
+                                          ("repeats", self.repeats, REPEATS_RANGE),
+                                          ("the seed", self.seed, SEED_RANGE)):
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ValueError(f"{what} must be a whole number from {low} to {high}, not {value!r}")
+        if self.time_budget_s is not None and not (
+                BUDGET_RANGE[0] <= self.time_budget_s <= BUDGET_RANGE[1]):   # NaN fails too
+            raise ValueError(f"the time budget must be from {BUDGET_RANGE[0]} to {BUDGET_RANGE[1]} s, "
+                             f"not {self.time_budget_s}")
+        if self.launch_timeout_s is not None and not (0 < self.launch_timeout_s <= 86400):
+            raise ValueError(f"the launch timeout must be from 0 to 86400 s, not {self.launch_timeout_s}")
+        if self.build_timeout_s is not None and not (0 < self.build_timeout_s <= 86400):
+            raise ValueError(f"the build time limit must be from 0 to 86400 s, not {self.build_timeout_s}")
+
+
+def expand_items(backend: str, variant_names: Iterable[str] | None = None,
+                 overrides: Mapping[str, Iterable[int]] | None = None) -> list[tuple[str, dict]]:
+    """(variant, params) pairs for ``backend``: every combination unless restricted."""
+    names = (list(variant_names) if variant_names
+             else [v.name for v in registry.default_variants(backend)])
+    ov = {k: tuple(v) for k, v in (overrides or {}).items()}
+    items = []
+    for name in names:
+        v = registry.get(name)
+        for params in registry.iter_plan_params(v, ov):
+            items.append((name, params))
+    return items
+
+
+def refusal(backend: str, name: str, params: Mapping[str, int], shape: Shape,
+            dtype: str) -> str | None:
+    """Why ``name`` with ``params`` cannot run at ``shape`` (:meth:`Variant.check
+    <engine.kernels.registry.Variant.check>`: its constraints, the dtype), or None where it can."""
+    return registry.get(name).check(backend, params, *shape, dtype)
+
+
+@dataclass(frozen=True)
+class Fit:
+    """Where one item (variant, params) runs among a run's shapes, and why not elsewhere."""
+
+    runs: tuple[Shape, ...]
+    left_out: tuple[Shape, ...]
+    #: Why not, at the first shape left out (None: it runs at every shape).
+    reason: str | None = None
+
+    @property
+    def nowhere(self) -> bool:
+        """It runs at none of the shapes (there were some)."""
+        return not self.runs and bool(self.left_out)
+
+    def note(self, label: str, shown: int = 3) -> str:
+        """``skinny[bm=64]: not for these sizes (M or N must be ...)`` or, where it runs at
+        some, the sizes it leaves out (the first ``shown`` of them)."""
+        if self.nowhere:
+            return f"{label}: not for these sizes ({self.reason})"
+        names = [format_shape(s) for s in self.left_out[:shown]]
+        more = len(self.left_out) - len(names)
+        where = ", ".join(names) + (f" and {more} more" if more else "")
+        return f"{label}: not run at {where} ({self.reason})"
+
+
+def item_fit(backend: str, name: str, params: Mapping[str, int], shapes: Iterable[Shape],
+             dtype: str) -> Fit:
+    """Which of ``shapes`` the item runs at (:func:`refusal`)."""
+    runs, left, reason = [], [], None
+    for shape in shapes:
+        why = refusal(backend, name, params, shape, dtype)
+        if why is None:
+            runs.append(shape)
+        else:
+            left.append(shape)
+            reason = reason or why
+    return Fit(tuple(runs), tuple(left), reason)
+
+
+def fitting_count(plan: Plan, shapes: list[Shape] | None = None) -> int:
+    """Runs of ``plan`` over ``shapes`` (default :meth:`Plan.input_shapes`) on one device:
+    (item, shape) pairs, or (variant, shape) pairs when it autotunes, only the fitting
+    ones with :attr:`Plan.only_fitting`."""
+    shapes = plan.input_shapes() if shapes is None else shapes
+    count = 0
+    for shape in shapes:
+        items = plan.items_at(shape)
+        count += len({n for n, _ in items}) if plan.autotune else len(items)
+    return count
+
+
+# --- events ---------------------------------------------------------------------------
+
+@dataclass
+class Event:
+    """Something the sweep reports. ``kind`` is one of: ``started``, ``progress``,
+    ``log``, ``result``, ``finished``, and ``phase`` (what the engine is doing to the
+    item in flight: ``compile``, ``verify``, ``check`` or ``time``, with ``expected_s``
+    the longest the device part may take; a supervisor uses it as a watchdog)."""
+
+    kind: str
+    message: str = ""
+    record: ResultRecord | None = None
+    done: int = 0
+    total: int = 0
+    current: str = ""
+    eta_s: float | None = None
+    device: DeviceInfo | None = None
+    cancelled: bool = False
+    level: str = "info"       # for log events: info | warning | error
+    #: finished: whether the sweep got as far as opening the device and starting.
+    started: bool = False
+    #: finished: the final records, with speed-ups and % of cuBLAS filled in. They are
+    #: new objects: records sent earlier in result events are never changed afterwards.
+    records: list[ResultRecord] | None = None
+    #: progress and phase: the item in flight, ``(variant, params, (m, n, k))``.
+    item: tuple | None = None
+    #: phase: seconds the device part of this phase may take (None: no limit).
+    expected_s: float | None = None
+    #: started: every device of the run (one per engine).
+    devices: list[DeviceInfo] | None = None
+
+
+Emit = Callable[[Event], None]
+
+
+class CancelToken:
+    """Set from any thread; the sweep checks it before each launch series."""
+
+    def __init__(self):
+        self._ev = threading.Event()
+
+    def cancel(self) -> None:
+        self._ev.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._ev.is_set()
+
+
+# --- the sweep ------------------------------------------------------------------------
+
+def input_sets(plan: Plan) -> list[tuple[Shape, Callable[[], tuple[np.ndarray, np.ndarray]]]]:
+    """(shape, loader) per input set; loaders run lazily, inside the sweep."""
+    if plan.matrices is not None:
+        a, b = plan.matrices
+        a = np.ascontiguousarray(a, dtype=matrices.DTYPES[plan.dtype])
+        b = a.T.copy() if b is None else np.ascontiguousarray(b, dtype=matrices.DTYPES[plan.dtype])
+        return [((a.shape[0], b.shape[1], a.shape[1]), lambda: (a, b))]
+    if plan.a_path is not None:
+        a, b = matrices.load_pair(plan.a_path, plan.b_path, plan.dtype)
+        return [((a.shape[0], b.shape[1], a.shape[1]), lambda: (a, b))]
+    out = []
+    for shape in plan.shapes:
+        m, n, k = shape
+        out.append((shape, lambda m=m, n=n, k=k: _generated_pair(
+            (m, n, k, plan.dtype, plan.dist, plan.seed))))
+    return out
+
+
+#: The last generated input set and its references: a multi-device run hands an engine
+#: several pieces of one shape in a row, and generating 8192² inputs and their float64
+#: reference again for each piece would cost more than timing the kernels.
+_LAST_INPUTS: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+_LAST_REFS: dict[tuple, dict[str, Reference]] = {}
+_INPUTS_LOCK = threading.Lock()
+
+
+def _generated_pair(key: tuple) -> tuple[np.ndarray, np.ndarray]:
+    with _INPUTS_LOCK:
+        if key not in _LAST_INPUTS:
+            _LAST_INPUTS.clear()
+            _LAST_REFS.clear()
+            m, n, k, dtype, dist, seed = key
+            _LAST_INPUTS[key] = matrices.generate_pair(m, n, k, dtype, dist=dist, seed=seed)
+        return _LAST_INPUTS[key]
+
+
+def _references_for(plan: Plan, shape: Shape) -> dict[str, "Reference"]:
+    """The reference cache of a generated input set (shared by the pieces of one shape);
+    a fresh dict for loaded matrices."""
+    if plan.matrices is not None or plan.a_path is not None:
+        return {}
+    key = (*shape, plan.dtype, plan.dist, plan.seed)
+    with _INPUTS_LOCK:
+        if key not in _LAST_INPUTS:
+            return {}
+        return _LAST_REFS.setdefault(key, {})
+
+
+HOST = socket.gethostname()
+#: A launch is never ended sooner than this (seconds), whatever the estimate says.
+LAUNCH_TIMEOUT_MIN_S = 10.0
+#: The slowest rate (share of the device's peak) a correct kernel is assumed to reach;
+#: the default launch timeout is 10× the time of a kernel running that slowly.
+SLOWEST_SHARE_OF_PEAK = 0.002
+#: GFLOP/s assumed when the device's peak is unknown (a CPU OpenCL driver, say).
+SLOWEST_GFLOPS_UNKNOWN_PEAK = 0.5
+
+
+def launch_timeout_s(plan: Plan, device: DeviceInfo | None, flops: int) -> float:
+    """The per-launch timeout: ``plan.launch_timeout_s``, or 10× a very slow kernel's time."""
+    if plan.launch_timeout_s:
+        return float(plan.launch_timeout_s)
+    peak = device.peak_gflops_fp32 if device is not None else None
+    slowest = peak * SLOWEST_SHARE_OF_PEAK if peak else SLOWEST_GFLOPS_UNKNOWN_PEAK
+    return max(LAUNCH_TIMEOUT_MIN_S, 10.0 * flops / (max(slowest, 1e-3) * 1e9))
+
+
+def make_record(plan: Plan, device: DeviceInfo, versions: str, name: str, params,
+                shape: Shape, worker: str = "") -> ResultRecord:
+    """The record of one item before it runs: what, where, the FLOP and byte models."""
+    v = registry.get(name)
+    m, n, k = shape
+    n_eff = v.effective_n(m, n)
+    itemsize = registry.ITEMSIZE[plan.dtype]
+    return ResultRecord(backend=plan.backend, device=device.name, variant=name,
+                        params=dict(params), m=m, n=n_eff, k=k, dtype=plan.dtype,
+                        mode="cold" if plan.cold else "hot", warmup=plan.warmup,
+                        repeats=plan.repeats, timestamp=now_stamp(), versions=versions,
+                        flops=v.flops(m, n_eff, k), bytes=v.bytes_moved(m, n_eff, k, itemsize),
+                        host=HOST, device_index=device.index, worker=worker)
+
+
+#: Measured copy bandwidth per (backend, device index, device name): one probe per process.
+_COPY_GBPS: dict[tuple, float | None] = {}
+
+
+def _copy_bandwidth(backend: Backend, device: DeviceInfo) -> float | None:
+    """The device's measured copy bandwidth (GB/s), probed once per process; a failed
+    probe is a missing roof, never a failed run."""
+    key = (backend.name, device.index, device.name)
+    if key not in _COPY_GBPS:
+        try:
+            _COPY_GBPS[key] = backend.measure_copy_gbps()
+        except BackendError:
+            _COPY_GBPS[key] = None
+    return _COPY_GBPS[key]
+
+
+class Sweep:
+    """Runs plans on one open backend device; kept open across plans by the engine thread."""
+
+    def __init__(self, worker: str = "local"):
+        self.backend: Backend | None = None
+        self.device_index: int | None = None
+        self.device: DeviceInfo | None = None
+        #: Written into every record: which engine ran it.
+        self.worker = worker
+
+    def ensure_open(self, name: str, index: int) -> DeviceInfo:
+        if self.backend is not None and self.backend.name == name and self.device_index == index:
+            return self.device
+        self.close()
+        backend = get_backend(name)
+        self.device = backend.open(index)
+        self.backend, self.device_index = backend, index
+        self.device.copy_gbps = _copy_bandwidth(backend, self.device)
+        return self.device
+
+    def close(self) -> None:
+        if self.backend is not None:
+            try:
+                self.backend.close()
+            finally:
+                self.backend = None
+                self.device_index = None
+                self.device = None
+
+    def run(self, plan: Plan, emit: Emit, cancel: CancelToken | None = None) -> list[ResultRecord]:
+        cancel = cancel or CancelToken()
+        results: list[ResultRecord] = []
+        plan = plan.with_sources()      # read once: every item runs the same text
+        try:
+            plan.validate()
+            sets = input_sets(plan)
+        except (ValueError, matrices.MatrixInputError) as exc:
+            emit(Event("log", str(exc), level="error"))
+            emit(Event("finished", str(exc), cancelled=False))
+            return results
+        try:
+            device = self.ensure_open(plan.backend, plan.device)
+        except BackendError as exc:
+            emit(Event("log", f"{plan.backend}: {exc}", level="error"))
+            emit(Event("finished", str(exc)))
+            return results
+        backend = self.backend
+        backend.build_timeout_s = plan.build_timeout()
+        shapes = [shape for shape, _ in sets]
+        total = fitting_count(dataclasses.replace(plan, autotune=False), shapes)
+        emit(Event("started", f"{total} runs on {device.name}", total=total, device=device))
+        for note in plan.unfit_notes(shapes):
+            emit(Event("log", note))
+        self._precompile(plan, shapes, emit)
+        newer = _NewerSources(plan, emit)
+        done = 0
+        t_start = time.perf_counter()
+        versions = backend.versions()
+        for shape, load in sets:
+            if cancel.cancelled:
+                break
+            m, n, k = shape
+            items = plan.items_at(shape)
+            if not items:           # nothing fits this shape (only_fitting): no inputs made
+                continue
+            try:
+                # Sized before anything is allocated: a refusal costs nothing. The device
+                # needs A, B (unless every variant is C = A·Aᵀ) and the largest C.
+                itemsize = registry.ITEMSIZE[plan.dtype]
+                memory.check_host_fit(shape, itemsize, plan.verify)
+                needs_b = any(registry.get(nm).kind == "gemm" for nm, _ in items)
+                out_elems = max(m * registry.get(nm).effective_n(m, n) for nm, _ in items)
+                need = (m * k + (k * n if needs_b else 0) + out_elems) * itemsize
+                matrices.check_device_fit(need, backend.free_memory(), f"the {m}×{n}×{k} problem")
+                largest = max(m * k, k * n if needs_b else 0, out_elems) * itemsize
+                limit = backend.max_buffer_bytes()
+                if limit is not None and largest > limit:
+                    side = int((limit // itemsize) ** 0.5)
+                    raise matrices.MatrixInputError(
+                        f"{m}×{n}×{k}: one matrix needs {largest / 2**20:,.1f} MiB, more than "
+                        f"{device.name} allocates in one buffer ({limit / 2**20:,.1f} MiB); the "
+                        f"largest square size that fits is {side}")
+            except matrices.MatrixInputError as exc:
+                done = self._fail_input_set(plan, items, device, versions, shape, exc, results,
+                                            emit, done, total)
+                continue
+            try:
+                a, b = load()
+            except (matrices.MatrixInputError, MemoryError) as exc:
+                emit(Event("log", str(exc) or "out of host memory", level="error"))
+                break
+            refs: dict[str, Reference] = _references_for(plan, shape)
+            ws: Workspace | None = None
+            try:
+                ws = backend.prepare(a, b if needs_b else None)
+                emit(Event("log", f"{m}×{n}×{k} {plan.dtype}: inputs uploaded in {ws.upload_ms:.3f} ms"))
+            except (matrices.MatrixInputError, BackendError) as exc:
+                done = self._fail_input_set(plan, items, device, versions, shape, exc, results,
+                                            emit, done, total)
+                continue
+            try:
+                for name, item_params in items:
+                    if cancel.cancelled:
+                        break
+                    # values left to the shape (registry.AUTO) resolved here, so that the
+                    # progress, a crash's record and the result all name the build that ran
+                    params = registry.get(name).resolve(item_params, m, n, k)
+                    label = f"{registry.get(name).label(params)} @ {m}×{n}×{k}"
+                    elapsed = time.perf_counter() - t_start
+                    eta = elapsed / done * (total - done) if done else None
+                    emit(Event("progress", label, done=done, total=total, current=label, eta_s=eta,
+                               item=(name, dict(params), shape)))
+                    try:
+                        rec = self._one(plan, device, versions, name, params, shape, ws, a, b,
+                                        refs, emit, cancel)
+                    except DeviceLost as exc:
+                        # The context is gone (a sticky CUDA error): nothing more can run in
+                        # this process. The caller decides (restart the engine, or stop).
+                        exc.record = exc.record or self._record(plan, device, versions, name,
+                                                                params, shape)
+                        exc.results = results
+                        ws = None
+                        raise
+                    by_shape = [p for p, x in item_params.items() if x == registry.AUTO]
+                    if by_shape:         # one curve for the sweep (ResultRecord.series_params)
+                        rec.extra["by_shape"] = by_shape
+                    note = newer.note(name)
+                    if note:
+                        rec.extra["newer_source"] = note
+                    results.append(rec)
+                    done += 1
+                    emit(Event("result", record=rec, done=done, total=total))
+            finally:
+                if ws is not None:
+                    backend.release(ws)  # device memory goes back between shapes
+        final = final_records(results)
+        emit(Event("finished", f"{done} of {total} runs", done=done, total=total,
+                   cancelled=cancel.cancelled, started=True, records=final))
+        return final
+
+    def _fail_input_set(self, plan, items, device, versions, shape, exc, results, emit, done,
+                        total) -> int:
+        """Every item of an input set that cannot run gets a record saying why; the count
+        of items done after them."""
+        for name, params in items:
+            rec = self._record(plan, device, versions, name, params, shape)
+            rec.status, rec.error = "error", str(exc)
+            results.append(rec)
+            done += 1
+            emit(Event("result", record=rec, done=done, total=total))
+        emit(Event("log", str(exc), level="error"))
+        return done
+
+    def _precompile(self, plan: Plan, shapes: list[Shape], emit: Emit) -> None:
+        """Build every kernel the plan will run at once (a backend that can: cuda runs one
+        nvcc per core), instead of one at a time in the middle of the timings."""
+        precompile = getattr(self.backend, "precompile", None)
+        if precompile is None:
+            return
+        jobs, seen = [], set()
+        for name, params in plan.items:
+            v = registry.get(name)
+            for shape in shapes:      # a value left to the shape may build differently per shape
+                run = v.resolve(params, *shape)
+                key = (name, tuple(sorted(run.items())))
+                if key not in seen and v.check(plan.backend, run, *shape, plan.dtype) is None:
+                    seen.add(key)
+                    jobs.append((v, run, plan.dtype))
+        built, seconds = precompile(jobs)
+        if built:
+            emit(Event("log", f"compiled {built} kernels in {seconds:.1f} s (in parallel)"))
+
+    def _record(self, plan, device, versions, name, params, shape) -> ResultRecord:
+        return make_record(plan, device, versions, name, params, shape, self.worker)
+
+    def _one(self, plan, device, versions, name, params, shape, ws, a, b, refs, emit,
+             cancel) -> ResultRecord:
+        v = registry.get(name)
+        m, n, k = shape
+        rec = self._record(plan, device, versions, name, params, shape)
+        rec.upload_ms = ws.upload_ms
+        reason = v.check(plan.backend, params, m, n, k, plan.dtype)
+        if reason:
+            rec.status, rec.error = "skipped", reason
+            emit(Event("log", f"skip {v.label(params)} at {m}×{n}×{k}: {reason}"))
+            return rec
+        item = (name, dict(params), shape)
+        per_launch = launch_timeout_s(plan, device, rec.flops)
+        failed = next((f for f in plan.failed_builds if f.matches(name, params, plan.dtype)), None)
+        if failed is not None:
+            rec.status, rec.error = "error", f"{failed.reason} (not built again)"
+            rec.extra["build_failed"] = True
+            emit(Event("log", f"{v.label(params)} at {m}×{n}×{k}: {rec.error}", level="error"))
+            return rec
+        try:
+            # The build's own limit: an engine process is ended past it (engine.run.engines).
+            emit(Event("phase", "compile", item=item, expected_s=plan.build_timeout()))
+            kernel = self.backend.compile(v, params, plan.dtype)
+            emit(Event("log", kernel.report))
+            self.backend.ensure_output(ws, v.output_shape(m, n, k))
+            if plan.verify:
+                self.backend.poison_output(ws)
+                emit(Event("phase", "verify", item=item, expected_s=per_launch))
+                c = self.backend.run_once(kernel, ws, m, n, k)
+                emit(Event("phase", "check", item=item))
+                if v.kind not in refs:
+                    refs[v.kind] = Reference(a, None if v.kind == "aat" else b, kind=v.kind,
+                                             seed=plan.seed + 1)
+                verdict = refs[v.kind].check(c, precision=v.precision)
+                del c
+                rec.verify_method, rec.rel_l2, rec.max_abs, rec.passed = (
+                    verdict.method, verdict.rel_l2, verdict.max_abs, verdict.passed)
+                if not verdict.passed:
+                    rec.status = "failed"
+                    rec.error = f"wrong result: {verdict.detail}"
+                    emit(Event("log", f"{v.label(params)} at {m}×{n}×{k}: {rec.error}", level="error"))
+            else:
+                rec.status = "unverified"
+            if cancel.cancelled:
+                rec.error = (rec.error + "; " if rec.error else "") + "cancelled before timing"
+                return rec
+            launches = plan.warmup + (plan.repeats if plan.time_budget_s is None else 3)
+            emit(Event("phase", "time", item=item,
+                       expected_s=per_launch * launches + (plan.time_budget_s or 0.0)))
+            times = self.backend.time_launches(kernel, ws, m, n, k, plan.warmup, plan.repeats,
+                                               plan.cold, plan.time_budget_s,
+                                               should_stop=lambda: cancel.cancelled)
+            note = self.backend.timing_note()
+            if note:        # e.g. launches that could not be held back to back
+                rec.extra["timing_note"] = note
+            st = metrics.summarize(times)
+            rec.repeats = st.count
+            rec.median_ms, rec.min_ms, rec.max_ms = st.median_ms, st.min_ms, st.max_ms
+            rec.mean_ms, rec.noise_pct = st.mean_ms, st.noise_pct
+            rec.gflops = metrics.gflops(rec.flops, st.median_ms)
+            rec.gbps = metrics.gbps(rec.bytes, st.median_ms)
+            fill_ceilings(rec, v.precision, device)
+        except DeviceLost as exc:
+            rec.status, rec.error = "error", str(exc)
+            exc.record = rec
+            raise
+        except BackendError as exc:
+            # A library missing here (cuBLAS without nvmath) is a skip, not a failure.
+            rec.status, rec.error = "skipped" if getattr(exc, "skip", False) else "error", str(exc)
+            if isinstance(exc, BuildError):
+                rec.extra["build_failed"] = True     # the kernel file is at fault (CLI: exit 2)
+            emit(Event("log", f"{v.label(params)} at {m}×{n}×{k}: {exc}", level="error"))
+            self._raise_if_lost(rec)
+        except Exception as exc:  # noqa: BLE001  (a driver error no backend wrapped: its row)
+            rec.status, rec.error = "error", f"{type(exc).__name__}: {exc}"
+            emit(Event("log", f"{v.label(params)} at {m}×{n}×{k}: {rec.error}", level="error"))
+            self._raise_if_lost(rec)
+        return rec
+
+    def _raise_if_lost(self, rec: ResultRecord) -> None:
+        """After a failed item: a backend whose device context no longer works (CUDA's
+        sticky errors: illegal address, trap, misaligned access) raises DeviceLost."""
+        lost = self.backend.context_lost()
+        if lost:
+            raise DeviceLost(f"{rec.error} ({lost})" if rec.error else lost, record=rec)
+
+
+class _NewerSources:
+    """Which of a sweep's user kernels were edited on disk since the run read them: each
+    item of one says so on its record (``extra["newer_source"]``), and the sweep's log
+    says it once per file."""
+
+    def __init__(self, plan: Plan, emit: Emit):
+        self.plan, self.emit = plan, emit
+        self._said: set[str] = set()
+
+    def note(self, name: str) -> str:
+        """What the record of an item of ``name`` should say ("" when nothing changed)."""
+        changed = [p for src in self.plan.source_of(name) for p in src.changed()]
+        if not changed:
+            return ""
+        files = ", ".join(changed)
+        text = (f"{files} changed on disk after the run started; this run builds the "
+                f"version it read then (run again for the newer one)")
+        for p in changed:
+            if p not in self._said:
+                self._said.add(p)
+                self.emit(Event("log", f"{name}: {p} changed on disk after the run started; "
+                                       "the run goes on with the version it read then",
+                                level="warning"))
+        return text
+
+
+def fill_ceilings(rec: ResultRecord, variant_precision: str, device: DeviceInfo) -> None:
+    """% of the peak of the record's own arithmetic (FP32 SIMT, TF32 tensor cores or
+    int32; :mod:`engine.measure.peaks`), and the ceilings it was compared with in ``extra``:
+    ``precision``, ``peak_gflops`` and the device's measured ``copy_gbps``."""
+    precision = peaks.precision_of(variant_precision, rec.dtype)
+    rec.extra["precision"] = precision
+    peak = peaks.peak_for(device.peaks(), precision)
+    if peak:
+        rec.extra["peak_gflops"] = peak
+        rec.pct_of_peak = 100.0 * rec.gflops / peak
+    if device.copy_gbps:
+        rec.extra["copy_gbps"] = device.copy_gbps
+
+
+def _same_run_key(r: ResultRecord) -> tuple:
+    return (r.backend,) + r.device_key() + (r.m, r.n, r.k, r.dtype, r.mode)
+
+
+def _fill_speedups(results: list[ResultRecord]) -> None:
+    """Speed-up over the best run of the baseline (the ``baseline`` role: naive) of the
+    same shape, dtype, mode and device."""
+    base = registry.baseline_name()
+    ratios = ratio_to_best_baseline(
+        results, lambda r: _same_run_key(r) if r.variant == base else None, _same_run_key)
+    for r in results:
+        if id(r) in ratios:
+            r.speedup_vs_naive = ratios[id(r)]
+
+
+def _fill_pct_of_cublas(results: list[ResultRecord]) -> None:
+    """Per cent of the best run of the reference line (the ``reference`` role: cuBLAS) of
+    the same shape, dtype, mode, device and arithmetic (FP32 kernels against cublas_fp32,
+    TF32 ones against cublas_tf32), in this run."""
+    by_precision = registry.references_by_precision()
+    refs = set(by_precision.values())
+
+    def reference_of(r):
+        precision = getattr(registry.REGISTRY.get(r.variant), "precision", "fp32")
+        return (by_precision.get(precision),) + _same_run_key(r)
+
+    ratios = ratio_to_best_baseline(
+        results, lambda r: (r.variant,) + _same_run_key(r) if r.variant in refs else None,
+        reference_of)
+    for r in results:
+        if id(r) in ratios:
+            r.pct_of_cublas = 100.0 * ratios[id(r)]
+
+
+def final_records(results: list[ResultRecord]) -> list[ResultRecord]:
+    """New copies of a sweep's records with the post-run columns (speed-up over naive,
+    % of cuBLAS) filled in; the records already sent in result events stay unchanged."""
+    final = [dataclasses.replace(r, params=dict(r.params), extra=dict(r.extra)) for r in results]
+    _fill_speedups(final)
+    _fill_pct_of_cublas(final)
+    return final
