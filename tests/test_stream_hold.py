@@ -1,4 +1,4 @@
-"""Timed launches held back to back (engine/backends/stream_hold.py).
+"""Timed launches held back to back (engine/measure/backends/stream_hold.py).
 
 Without a GPU: the cuda backend's timing loop, on a recording driver, queues every batch
 behind the hold and releases it before waiting; a hold that cannot be made, or that timed
