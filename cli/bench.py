@@ -16,15 +16,17 @@ from typing import Sequence
 
 from engine.inputs import matrices
 from engine.results import records
+from engine.results.records import RecordStatus
+from engine.run.events import EventKind, LogLevel
 from engine.kernels import registry, user_kernels
 from engine.common import terminal
 from engine.measure.backends import BACKENDS, probe_all
 from cli.args import Number, Parser, WholeNumber
-from engine.common.cpus import engine_threads
-from engine.run.dispatch import MODES, Run, start_run
+from engine.run.dispatch import MODES, Run
 from engine.run.engines import EngineHandle, LocalEngine
 from engine.common.files import check_regular_file
 from engine.kernels.kernel_file import KERNEL_FILE_LIMIT, shown_text
+from engine.run.pool import EnginePool, RunTarget
 from engine.run.process import ProcessEngine
 from engine.run.runner import (BUDGET_RANGE, REPEATS_RANGE, SEED_RANGE, WARMUP_RANGE, Event, Plan,
                                expand_items)
@@ -89,7 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="main.py bench", description=(
         "Compile, time and verify matmul kernels without the GUI. Sizes: 256,512 | "
         "256:4096:x2 | 128:512:128 | MxNxK shapes such as 127x253x61 (A is MxK, B is KxN)."))
-    p.add_argument("--list", action="store_true", help="list backends, devices and variants, then exit")
+    p.add_argument("--list", action="store_true",
+                   help="list backends, devices and variants with their parameters, then exit "
+                        "(with --variants: those variants in full)")
     p.add_argument("--backend", choices=BACKENDS, default=None,
                    help="cuda, opencl or cpu (default: the first one available)")
     # None: not given (then 0); given beside --devices it is refused, not ignored.
@@ -164,11 +168,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _print_list(console) -> None:
+def _print_list(console, names: list[str] | None = None) -> None:
+    """``--list``: backends and devices, then every variant with its parameters (values,
+    default first, and one-line descriptions); ``names`` (``--list --variants``): only
+    those variants, each in full (:func:`_print_variant`)."""
     from rich.markup import escape  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
     from rich.text import Text  # noqa: PLC0415
 
+    if names:
+        for i, name in enumerate(names):
+            if i:
+                console.print()
+            _print_variant(console, registry.get(name))
+        return
     status = probe_all()
     t = Table(title="Backends and devices")
     for col in ("backend", "device", "name", "units", "memory", "peak FP32", "bandwidth"):
@@ -184,21 +197,93 @@ def _print_list(console) -> None:
                       f"{d.peak_gflops_fp32:,.0f} GFLOP/s" if d.peak_gflops_fp32 else "—",
                       f"{d.peak_gbps:,.0f} GB/s" if d.peak_gbps else "—")
     console.print(t)
-    v = Table(title="Variants")
-    for col in ("variant", "role", "backends", "parameters", "technique"):
-        v.add_column(col, overflow="fold")
+    console.print()
+    console.print(Text("Variants", style="bold"), Text("(--list --variants NAME: one in full)",
+                                                        style="dim"))
     for var in registry.REGISTRY.values():
-        space = " ".join(f"{k}={'/'.join(map(str, vals))}" for k, vals in var.space.items()) or "—"
-        where = (" (" + ", ".join(str(h.path) for h in var.headers) + ")"
-                 if var.role == "user" else "")
-        # Text cells, not markup strings: a title or file name is printed as written (no
-        # [bold], no :smile:, no escape code acting on the terminal).
-        v.add_row(*(Text(shown_text(cell)) for cell in (
-            var.name, var.role, ",".join(var.backends), space, var.technique + where)))
-    console.print(v)
+        console.print(_variant_head(var))
+        console.print(_indented(Text(shown_text(var.technique)), 4))
+        if var.role == "user":
+            for h in var.headers:
+                console.print(_indented(Text(shown_text(h.path), style="dim"), 4))
+        if var.space:
+            console.print(_indented(_params_grid(var), 4))
     from engine.run.cluster import ray_status  # noqa: PLC0415
     ok, why = ray_status()
     console.print(f"Ray cluster (--ray): {'available, ' if ok else 'unavailable: '}{escape(why)}")
+
+
+def _variant_head(var: registry.Variant):
+    """``name  role · backends``: a variant's first line in ``--list``."""
+    from rich.text import Text  # noqa: PLC0415
+
+    # Text, not markup: a user's name or title is printed as written (no [bold], no
+    # :smile:, no escape code acting on the terminal).
+    head = Text(shown_text(var.name), style="bold")
+    head.append(f"  {var.role} · {', '.join(var.backends)}", style="dim")
+    return head
+
+
+def _indented(renderable, left: int):
+    from rich.padding import Padding  # noqa: PLC0415
+
+    return Padding(renderable, (0, 0, 0, left), expand=False)    # no trailing blanks
+
+
+def _params_grid(var: registry.Variant, full: bool = False):
+    """A variant's parameters, one a row: name, values (default first; ``auto`` where the
+    shape picks it), description, folded under itself where it is long. ``full``: the
+    rule that picks the ``auto`` value too."""
+    from rich.table import Table  # noqa: PLC0415
+    from rich.text import Text  # noqa: PLC0415
+
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold", max_width=28)
+    grid.add_column(overflow="fold", ratio=1)
+    defaults = var.default_params()
+    for pname, values in var.space.items():
+        first = defaults.get(pname, values[0])
+        shown = [first, *(x for x in values if x != first)]
+        text = "/".join(map(registry.value_text, shown))
+        if pname in var.chosen:
+            text = "auto/" + text
+        about = Text(shown_text(var.descriptions.get(pname, "")))
+        if full and pname in var.chosen:
+            about.append(f"{' ' if about else ''}(auto: {shown_text(var.chosen[pname].text)})",
+                         style="dim")
+        grid.add_row(Text(shown_text(pname), style="cyan"), Text(text), about)
+    return grid
+
+
+def _print_variant(console, var: registry.Variant) -> None:
+    """One variant in full: title, summary, where it comes from, its files, parameters with
+    their descriptions, and the constraints with their reasons."""
+    from rich.text import Text  # noqa: PLC0415
+
+    console.print(_variant_head(var))
+    console.print(_indented(Text(shown_text(var.technique), style="bold"), 4))
+    if var.summary:
+        console.print(_indented(Text(shown_text(var.summary)), 4))
+    facts = [("kind", var.kind), ("dtypes", ", ".join(var.dtypes)),
+             ("precision", var.precision), ("from", var.seed)]
+    facts += [(f"{backend} file", source) for backend, source in var.sources.items()]
+    for label, value in facts:
+        line = Text(f"{label}: ", style="dim")
+        line.append(shown_text(value))
+        console.print(_indented(line, 4))
+    if var.space:
+        console.print(_indented(Text("parameters (default first)", style="bold"), 4))
+        console.print(_indented(_params_grid(var, full=True), 6))
+    header = next((h for h in var.headers if h.backend == "cuda"),
+                  var.headers[0] if var.headers else None)
+    if header is not None and header.constraints:
+        console.print(_indented(Text("constraints (each must hold; the reason is shown "
+                                     "where one fails)", style="bold"), 4))
+        for c in header.constraints:
+            line = Text(shown_text(c.reason))
+            line.append(f"  ({shown_text(c.check.text)})", style="dim")
+            console.print(_indented(line, 6))
 
 
 def _results_table(recs: list[records.ResultRecord]):
@@ -225,9 +310,9 @@ def _results_table(recs: list[records.ResultRecord]):
 
     notes: dict[str, list[str]] = {}
     for r, worker in zip(recs, workers):
-        if r.status == "skipped":
+        if r.status == RecordStatus.SKIPPED:
             verdict = "[dim]skipped[/dim]"
-        elif r.status == "error":
+        elif r.status == RecordStatus.ERROR:
             verdict = "[red]error[/red]"
         elif r.passed is True:
             how = literal(r.verify_method.split("+")[0])
@@ -318,6 +403,19 @@ def _load_user_kernels(args, err) -> None:
         raise UsageError("\n".join(fatal))
 
 
+def _list_names(text: str | None) -> list[str] | None:
+    """``--list --variants a,b``: the variants to print in full (None: list them all)."""
+    if text is None:
+        return None
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    if not names:
+        raise UsageError("--variants: no variant named (write e.g. naive,tiled_any)")
+    for name in names:
+        if name not in registry.REGISTRY:
+            raise UsageError(f"unknown variant '{name}'; known: {', '.join(registry.REGISTRY)}")
+    return names
+
+
 def given_options(argv: Sequence[str]) -> set[str]:
     """The options ``argv`` sets (their ``dest``), defaults left out: what the user asked
     for, as against what argparse filled in."""
@@ -340,7 +438,7 @@ def check_options(args: argparse.Namespace, given: set[str]) -> list[str]:
                              f"add --{what.replace('_', '-')} or drop {option}")
 
     if args.list:
-        unused = sorted(given - {"list", "kernel_dirs", "no_user_kernels"})
+        unused = sorted(given - {"list", "kernel_dirs", "no_user_kernels", "variants"})
         if unused:
             warnings.append("--list lists and exits; not used: "
                             + ", ".join(_option_name(d) for d in unused))
@@ -419,8 +517,13 @@ def run_bench(argv: Sequence[str]) -> int:
         _say_error(err, exc)
         return EXIT_BAD_INPUT
     if args.list:
-        _print_list(console)
+        try:
+            _print_list(console, _list_names(args.variants))
+        except UsageError as exc:
+            _say_error(err, exc)
+            return EXIT_BAD_INPUT
         return EXIT_OK
+    pool = _engine_pool(args)
     try:
         probed = probe_all()  # once: probing CUDA initialises the driver
         if args.ray is not None:    # the workers' backend, not this machine's
@@ -495,7 +598,7 @@ def run_bench(argv: Sequence[str]) -> int:
         profile_metrics, profile_dir = _profile_setup(args, backend) if args.profile else (None, None)
         if args.in_process and len(devices) > 1:
             raise UsageError("--in-process runs one device; drop --devices or --in-process")
-        ray_engs = _ray_engines(args.ray, backend, args.device) if args.ray is not None else None
+        ray_engs = _ray_engines(pool, args.ray, backend) if args.ray is not None else None
         if ray_engs:
             devices = [ray_engs[0].device]
         plan = Plan(backend=backend, items=items, shapes=shapes, dtype=args.dtype,
@@ -512,27 +615,18 @@ def run_bench(argv: Sequence[str]) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     except (UsageError, SizeSpecError, matrices.MatrixInputError) as exc:
+        pool.close(ENGINE_CLOSE_S)      # a cluster's engines may be open already
         _say_error(err, exc)
         return EXIT_BAD_INPUT
     # Before the search: a cache that cannot be read or written is said now, not after it.
     cache_problems = _autotune_cache_check(plan, err) if plan.autotune else []
-    engines: list[EngineHandle] = (list(ray_engs) if ray_engs else
-                                   [LocalEngine(backend, devices[0])] if args.in_process
-                                   else [ProcessEngine(backend, d,
-                                                       cpu_threads=engine_threads(len(devices), reserve=0))
-                                         for d in devices])
-    mode = args.mode or ("share" if ray_engs else "compare")
-    # Sharing the work on a cluster: worker nodes that join mid-sweep get engines too.
-    joiners = None
-    if ray_engs and mode == "share":
-        from engine.run.cluster import FreeWorkers  # noqa: PLC0415
-        joiners = FreeWorkers(backend, ray_engs[0].device, first_slot=len(ray_engs))
+    target = RunTarget(backend, tuple(devices), args.mode or ("share" if ray_engs else "compare"),
+                       args.ray)
     try:
-        recs, interrupted = _run_with_progress(engines, plan, mode, err, quiet=args.quiet,
-                                               joiners=joiners, cache_problems=cache_problems)
+        recs, interrupted = _run_with_progress(pool, target, plan, err, quiet=args.quiet,
+                                               cache_problems=cache_problems)
     finally:
-        for eng in engines + (joiners.made if joiners is not None else []):
-            eng.close()
+        pool.close(ENGINE_CLOSE_S)
     console.print(_results_table(recs))
     lab = lab_best_table(recs)
     if lab is not None:
@@ -558,7 +652,7 @@ def run_bench(argv: Sequence[str]) -> int:
         return EXIT_BAD_INPUT            # a kernel file of the user's did not compile
     if not recs:                         # the run could not start: its reason is printed above
         return EXIT_FAILED
-    bad = [r for r in recs if r.passed is False or r.status == "error"]
+    bad = [r for r in recs if r.passed is False or r.status == RecordStatus.ERROR]
     not_cached = any(p.lost for p in cache_problems)
     if not_cached:
         err.print("[yellow]warning: the autotune results above were not cached (exit code 1)"
@@ -679,12 +773,28 @@ def _ray_backend(args, probed) -> str:
         (b for b in BACKENDS if b != "cuda" and probed[b].available), "cpu")
 
 
-def _ray_engines(address: str, backend: str, device: int) -> list[EngineHandle]:
+#: How long each engine gets to close when the command ends (then it is ended).
+ENGINE_CLOSE_S = 10.0
+
+
+def _engine_pool(args) -> EnginePool:
+    """The command's engines: one per device in a process of its own (in this process
+    with --in-process), or one per GPU or slot of --ray's cluster.  The command keeps no
+    core for itself: the engines share them all."""
+    def cluster_engines(address: str, backend: str) -> list[EngineHandle]:
+        from engine.run.cluster import ray_engines  # noqa: PLC0415  (Ray only when used)
+        return list(ray_engines(address, backend, device=args.device))
+
+    return EnginePool(LocalEngine if args.in_process else ProcessEngine, cluster_engines,
+                      reserve_cpus=0)
+
+
+def _ray_engines(pool: EnginePool, address: str, backend: str) -> list[EngineHandle]:
     """One engine per GPU (cuda) or slot (cpu, opencl) of the cluster at ``address``."""
-    from engine.run.cluster import ClusterError, ray_engines  # noqa: PLC0415
+    from engine.run.cluster import ClusterError  # noqa: PLC0415
 
     try:
-        return list(ray_engines(address, backend, device=device))
+        return pool.cluster_engines(address, backend)
     except ClusterError as exc:
         raise UsageError(str(exc)) from None
 
@@ -763,11 +873,12 @@ def _wait(run: Run, err) -> tuple[list[records.ResultRecord], bool]:
             signal.signal(signal.SIGTERM, old)
 
 
-def _run_with_progress(engines: list[EngineHandle], plan: Plan, mode: str, err, quiet: bool,
-                       joiners=None, cache_problems: list | None = None
+def _run_with_progress(pool: EnginePool, target: RunTarget, plan: Plan, err, quiet: bool,
+                       cache_problems: list | None = None
                        ) -> tuple[list[records.ResultRecord], bool]:
-    """Run with a progress bar (none when ``quiet``); errors are printed after it. Autotune
-    cache problems not in ``cache_problems`` yet are added to it and printed too."""
+    """Run on ``pool``'s engines for ``target`` with a progress bar (none when ``quiet``);
+    errors are printed after it. Autotune cache problems not in ``cache_problems`` yet are
+    added to it and printed too."""
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,  # noqa: PLC0415
                                TimeElapsedColumn, TimeRemainingColumn)
 
@@ -790,9 +901,9 @@ def _run_with_progress(engines: list[EngineHandle], plan: Plan, mode: str, err, 
         def emit(ev: Event) -> None:
             if cache_event(ev):
                 return
-            if ev.kind == "log" and ev.level in ("error", "warning"):   # quiet: no bar, all said
+            if ev.kind == EventKind.LOG and ev.level in (LogLevel.ERROR, LogLevel.WARNING):   # quiet: no bar, all said
                 errors.append(ev.message)
-        recs, interrupted = _wait(start_run(plan, engines, emit, mode, joiners), err)
+        recs, interrupted = _wait(pool.start_run(plan, target, emit), err)
     else:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=True) as prog:
@@ -801,12 +912,12 @@ def _run_with_progress(engines: list[EngineHandle], plan: Plan, mode: str, err, 
             def emit(ev: Event) -> None:  # called on the run's threads; rich is thread-safe
                 if cache_event(ev):
                     return
-                if ev.kind in ("started", "progress", "result"):
+                if ev.kind in (EventKind.STARTED, EventKind.PROGRESS, EventKind.RESULT):
                     prog.update(task, total=ev.total or None, completed=ev.done,
                                 description=literal(ev.current or ev.message or "running"))
-                elif ev.kind == "log" and ev.level in ("error", "warning"):
+                elif ev.kind == EventKind.LOG and ev.level in (LogLevel.ERROR, LogLevel.WARNING):
                     errors.append(ev.message)
-            recs, interrupted = _wait(start_run(plan, engines, emit, mode, joiners), err)
+            recs, interrupted = _wait(pool.start_run(plan, target, emit), err)
     for msg in errors:
         err.print(f"[red]{literal(msg, keep_newlines=True)}[/red]")
     for problem in new_problems:

@@ -16,7 +16,7 @@ from PySide6.QtGui import QColor
 
 from engine.measure import metrics
 from engine.kernels import registry
-from engine.results.records import (ResultRecord, is_reference_record, lab_best,
+from engine.results.records import (RecordStatus, ResultRecord, is_reference_record, lab_best,
                                     ratio_to_best_baseline, record_precision)
 from engine.inputs.sizes import format_shape
 
@@ -167,7 +167,7 @@ def lab_best_series(recs: list[ResultRecord], parts=(), source_list=None) -> lis
         group = key[:2] + r.device_key() + (r.dtype, r.mode, key[-1])
         groups.setdefault(group, []).append(r)
     for r in recs:
-        if r.status == "ok" and r.passed is True and not is_reference_record(r):
+        if r.status == RecordStatus.OK and r.passed is True and not is_reference_record(r):
             group = (r.source, r.backend) + r.device_key() + (r.dtype, r.mode, record_precision(r))
             kernels.setdefault(group, set()).add(r.variant)
     out = []
@@ -291,7 +291,7 @@ def derived_peaks(records: Iterable[ResultRecord]) -> dict[tuple, float]:
         g, pct = r.gflops, r.pct_of_peak
         if peak_precision(r) != "fp32":        # their % is of the TF32 or int32 peak
             continue
-        if _finite(g) and _finite(pct) and g > 0 and pct > 0 and r.status in ("ok", "unverified"):
+        if _finite(g) and _finite(pct) and g > 0 and pct > 0 and r.status in (RecordStatus.OK, RecordStatus.UNVERIFIED):
             found.setdefault(r.device_key(), []).append(g / pct * 100.0)
     # statistics, not np.median: numpy imports numpy.ma on a first median, which held
     # the window for 60-90 ms in the middle of a sweep on a GPU machine.

@@ -15,7 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics
 
-from engine.results.records import record_precision
+from engine.results.records import RecordStatus, record_precision
 
 from .chart_data import (METRICS, Series, describe_record, intensity, peaks_by_model, pick_unit,
                          problem_size, roof, shape_of, shape_text, shapes_in, speedups,
@@ -167,7 +167,7 @@ def _prepare_curves(series: list[Series], metric_key: str, opts: ChartOptions) -
         if opts.error_bars and good.any():
             tlo, thi = _log(lo[good], log), _log(hi[good], log)
             err = (tx[good], ty[good], thi - ty[good], ty[good] - tlo)
-        failed = [(float(px), float(py)) for r, px, py in zip(recs, tx, ty) if r.status == "failed"]
+        failed = [(float(px), float(py)) for r, px, py in zip(recs, tx, ty) if r.status == RecordStatus.FAILED]
         out.append(_Curve(s, x, y, tx, ty, err,
                           [describe_record(r, sp.get(id(r))) for r in recs], failed))
     return out
@@ -363,7 +363,7 @@ def render_compare(view: ChartView, series: list[Series], opts: ChartOptions
     ys = np.arange(len(rows), dtype=float)
     ref_brush = _with_alpha(view.theme.ceiling, 110)
     brushes = [pg.mkBrush(ref_brush if s.reference else s.color) for s, _, _ in rows]
-    pens = [pg.mkPen(FAILED_COLOR, width=2.5) if r.status == "failed"
+    pens = [pg.mkPen(FAILED_COLOR, width=2.5) if r.status == RecordStatus.FAILED
             else pg.mkPen(view.theme.foreground, width=1.2, style=Qt.PenStyle.DashLine) if s.reference
             else pg.mkPen(s.color.darker(130)) for s, r, _ in rows]
     plot.addItem(pg.BarGraphItem(x0=np.zeros(len(rows)), y=ys, height=0.7, width=values,
@@ -381,12 +381,12 @@ def render_compare(view: ChartView, series: list[Series], opts: ChartOptions
         pct = rec.pct_of_cublas
         if isinstance(pct, float) and math.isfinite(pct) and not s.reference:
             parts.append(f"{pct:.0f}% of cuBLAS")
-        if rec.status == "failed":
+        if rec.status == RecordStatus.FAILED:
             parts.append("✗ failed verification")
         text = "  ·  ".join(parts)
         texts.append(text)
         label = pg.TextItem(text, anchor=(0, 0.5),
-                            color=FAILED_COLOR if rec.status == "failed" else view.theme.foreground)
+                            color=FAILED_COLOR if rec.status == RecordStatus.FAILED else view.theme.foreground)
         label.setFont(font)
         label.setPos(val + vmax * 0.008, y)
         plot.addItem(label)
@@ -526,7 +526,7 @@ def render_roofline(view: ChartView, series: list[Series], opts: ChartOptions
                 if math.isfinite(ceiling):
                     t += f" · {100 * gf / ceiling:.1f}% of the roof"
             texts.append(t)
-            if r.status == "failed":
+            if r.status == RecordStatus.FAILED:
                 fail_x.append(math.log10(a))
                 fail_y.append(math.log10(gf))
         view.hover.add_points(tx, ty, texts)

@@ -36,6 +36,7 @@ from engine.measure.kernel_check import CheckReport
 from engine.kernels.sources import read_kernel_text
 from engine.kernels.kernel_file import KernelFileError, parse_header
 from engine.kernels.new_kernel import check_new_name, copy_text
+from engine.results.records import RecordStatus
 from engine.kernels.registry import params_to_str
 
 from . import dialogs
@@ -811,7 +812,7 @@ class KernelEditor(QWidget):
         mine = [r for r in recs if r.variant == name]
         if not mine:
             return ""
-        bad = [r for r in mine if r.status != "ok" or r.passed is False]
+        bad = [r for r in mine if r.status != RecordStatus.OK or r.passed is False]
         if bad:
             r = bad[0]
             why = r.error or f"wrong result (relative L2 error {r.rel_l2:.3g})"
@@ -822,7 +823,7 @@ class KernelEditor(QWidget):
 
         def best(variant):
             got = [r.gflops for r in recs if r.variant == variant and r.m * r.n * r.k == size
-                   and r.status == "ok" and r.passed is not False and r.gflops > 0]
+                   and r.status == RecordStatus.OK and r.passed is not False and r.gflops > 0]
             return max(got) if got else None
 
         top = next(r for r in mine if r.m * r.n * r.k == size)

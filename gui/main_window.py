@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, Q
 from engine.profile import nsight as profile
 from engine.kernels import user_kernels
 from engine.measure.backends import BackendStatus
-from engine.results.records import ResultRecord
+from engine.results.records import RecordStatus, ResultRecord
 from engine.run.runner import HOST, Event
 from engine.inputs.sizes import format_shape
 
@@ -640,7 +640,8 @@ class MainWindow(QMainWindow):
         self._set_running(False)
         # The engine's final copies carry speed-ups over naive and % of cuBLAS.
         recs = self.files.finish_run(ev.records)
-        counts = {s: sum(r.status == s for r in recs) for s in ("failed", "error", "skipped")}
+        counts = {s: sum(r.status == s for r in recs)
+                  for s in (RecordStatus.FAILED, RecordStatus.ERROR, RecordStatus.SKIPPED)}
         took = format_duration(time.perf_counter() - self._run_t0)
         if ev.cancelled:
             text = f"Cancelled: kept {len(recs)} result{'s' if len(recs) != 1 else ''}"
@@ -655,14 +656,14 @@ class MainWindow(QMainWindow):
             text += "; the autotune results were not cached (see the Log)"
         self.run_bar.finished(text)
         self.statusBar().showMessage(text, 10_000)
-        self.log.append("error" if counts["failed"] or counts["error"] else "info", text)
+        self.log.append("error" if counts[RecordStatus.FAILED] or counts[RecordStatus.ERROR] else "info", text)
         self.config.show_verification(recs)
         said = self.kernel_editor.run_finished(recs)
         if said:
             self.log.append("info", said)
         if not ev.started and not ev.cancelled and not self._closing:
             dialogs.show_error(self, "The run could not start", ev.message or "unknown reason")
-        if counts["failed"] or counts["error"]:
+        if counts[RecordStatus.FAILED] or counts[RecordStatus.ERROR]:
             self.bottom_tabs.setCurrentWidget(self.table)
         folder, self._profile_folder = self._profile_folder, None
         if folder is not None and ev.started and not ev.cancelled and not self._closing:

@@ -10,7 +10,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyMod
 from PySide6.QtGui import QAction, QColor, QKeySequence
 from PySide6.QtWidgets import QAbstractItemView, QApplication, QHeaderView, QMenu, QTableView
 
-from engine.results.records import ResultRecord, lab_best
+from engine.results.records import RecordStatus, ResultRecord, lab_best
 from engine.kernels.registry import params_to_str
 
 from .chart_data import rate_text
@@ -191,14 +191,14 @@ class ResultsModel(QAbstractTableModel):
                 v = float(v) if v is not None else math.inf
                 return math.inf if not math.isfinite(v) else v  # blanks sort last (ascending)
             return str(v)
-        if role == Qt.ItemDataRole.BackgroundRole and rec.status == "failed":
+        if role == Qt.ItemDataRole.BackgroundRole and rec.status == RecordStatus.FAILED:
             return failed_row_colors()[0]
         if role == Qt.ItemDataRole.ForegroundRole:
-            if rec.status == "failed":
+            if rec.status == RecordStatus.FAILED:
                 return failed_row_colors()[1]
-            if rec.status == "error":
+            if rec.status == RecordStatus.ERROR:
                 return QColor("#ff8a65" if is_dark() else "#b23c00")
-            if rec.status == "skipped":
+            if rec.status == RecordStatus.SKIPPED:
                 return QColor("#8c8f94")
         if role == Qt.ItemDataRole.ToolTipRole and rec.error:
             return rec.error

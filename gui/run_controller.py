@@ -28,6 +28,7 @@ from engine.measure.backends import probe_all
 from engine.common.cpus import WINDOW_CPUS, engine_threads
 from engine.run.dispatch import MODES, Run, start_run
 from engine.run.engines import EngineHandle
+from engine.run.events import EventKind, LogLevel
 from engine.run.runner import Event, Plan
 
 #: Makes the engine of one device: ``factory(backend, device_index)``.
@@ -398,24 +399,24 @@ class RunController(QObject):
         try:
             self._run = start_run(plan, self.engines_for(target), emit, target.mode)
         except ValueError as exc:       # engines of another backend, no engines, bad mode
-            emit(Event("log", str(exc), level="error"))
-            emit(Event("finished", str(exc)))
+            emit(Event(EventKind.LOG, str(exc), level=LogLevel.ERROR))
+            emit(Event(EventKind.FINISHED, str(exc)))
         return True
 
     def _launch_on_cluster(self, plan: Plan, target: RunTarget, emit, serial: int) -> None:
         """Worker thread: connect to the cluster, then start the run there."""
-        emit(Event("log", f"connecting to the Ray cluster '{target.ray_address}'…"))
+        emit(Event(EventKind.LOG, f"connecting to the Ray cluster '{target.ray_address}'…"))
         try:
             engines = self._cluster_engines(target.ray_address, target.backend)
         except Exception as exc:  # noqa: BLE001  (no ray, no cluster, no worker: say it)
             msg = f"Ray cluster '{target.ray_address}': {exc}"
-            emit(Event("log", msg, level="error"))
-            emit(Event("finished", msg, cancelled=self._cancel_requested))
+            emit(Event(EventKind.LOG, msg, level=LogLevel.ERROR))
+            emit(Event(EventKind.FINISHED, msg, cancelled=self._cancel_requested))
             return
         if self._cancel_requested or serial != self._serial:
-            emit(Event("finished", "cancelled before the run started", cancelled=True))
+            emit(Event(EventKind.FINISHED, "cancelled before the run started", cancelled=True))
             return
-        emit(Event("log", f"Ray cluster '{target.ray_address}': {len(engines)} engine(s)"))
+        emit(Event(EventKind.LOG, f"Ray cluster '{target.ray_address}': {len(engines)} engine(s)"))
         joiners = None
         if target.mode == "share":
             # Worker nodes that join the cluster mid-sweep get engines and take work.
@@ -424,8 +425,8 @@ class RunController(QObject):
         try:
             run = start_run(plan, engines, emit, target.mode, joiners)
         except ValueError as exc:
-            emit(Event("log", str(exc), level="error"))
-            emit(Event("finished", str(exc)))
+            emit(Event(EventKind.LOG, str(exc), level=LogLevel.ERROR))
+            emit(Event(EventKind.FINISHED, str(exc)))
             return
         if joiners is not None:
             key = ("ray", target.ray_address, target.backend)
@@ -441,17 +442,17 @@ class RunController(QObject):
             # again on arrival, so that they can never be mistaken for the current run's.
             if serial != self._serial:
                 return
-            if ev.kind == "result" and ev.record is not None:
+            if ev.kind == EventKind.RESULT and ev.record is not None:
                 self._post("result", ev.record, serial=serial)
-            elif ev.kind == "progress":
+            elif ev.kind == EventKind.PROGRESS:
                 self._post("progress", ev, serial=serial)
-            elif ev.kind == "log":
+            elif ev.kind == EventKind.LOG:
                 self._post("log", ev.level, ev.message, serial=serial)
                 if isinstance(ev, CacheEvent) and ev.problem is not None:
                     self._post("cache_problem", ev.problem, serial=serial)
-            elif ev.kind == "started":
+            elif ev.kind == EventKind.STARTED:
                 self._post("started", ev, serial=serial)
-            elif ev.kind == "finished":
+            elif ev.kind == EventKind.FINISHED:
                 self._post("finished", ev, serial=serial)
         return emit
 

@@ -32,7 +32,7 @@ from typing import Callable, Iterable
 
 from engine.profile import metrics as pm
 from engine.common.files import read_text, write_atomic
-from engine.results.records import ResultRecord
+from engine.results.records import RecordStatus, ResultRecord
 from engine.kernels.registry import params_from_str, params_to_str
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -371,7 +371,7 @@ def why_not_profiled(rec: ResultRecord, host: str) -> str:
         return f"profiling needs the cuda backend ({rec.backend})"
     if rec.host and rec.host != host:
         return f"ran on {rec.host}: profiles are taken on this machine's GPUs"
-    if rec.status in ("skipped", "error"):
+    if rec.status in (RecordStatus.SKIPPED, RecordStatus.ERROR):
         return f"it did not run ({rec.status})"
     return ""
 

@@ -13,12 +13,27 @@ import math
 import re
 import time
 from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from engine.common.files import read_text, write_atomic
 from engine.kernels.registry import AUTO, kernel_label, params_to_str
 from engine.common.terminal import visible
+
+
+class RecordStatus(StrEnum):
+    """How a record's run went. A ``str``, so files keep the plain word."""
+
+    OK = "ok"                   # ran (and, when verified, passed)
+    FAILED = "failed"           # ran, wrong result
+    ERROR = "error"             # could not run: a build, a launch, the device
+    SKIPPED = "skipped"         # does not apply here (a constraint, a library missing)
+    UNVERIFIED = "unverified"   # ran without verification
+
+
+#: Statuses of a record that ran and is not known to be wrong.
+RAN = (RecordStatus.OK, RecordStatus.UNVERIFIED)
 
 
 @dataclass
@@ -48,7 +63,7 @@ class ResultRecord:
     error: str = ""
     timestamp: str = ""
     versions: str = ""
-    status: str = "ok"                 # ok | failed (wrong result) | error | skipped | unverified
+    status: RecordStatus = RecordStatus.OK
     flops: int = 0
     bytes: int = 0
     upload_ms: float = math.nan        # host→device transfer of the inputs, never in kernel time
@@ -64,6 +79,15 @@ class ResultRecord:
     #: metrics, engine.profile.metrics), ``kernels``, ``report`` (the .ncu-rep), ``tool``,
     #: ``error``. Empty when not profiled.
     profile: dict[str, Any] = field(default_factory=dict)
+    #: A dispatch variant's record (engine.kernels.dispatch_table): the kernel and parameters
+    #: its table picked at this shape and ran, e.g. ``ffma_wide[bm=256,bk=16]``; "" otherwise.
+    dispatched_to: str = ""
+
+    def __post_init__(self):
+        # A status given as its word becomes the enum; a wrong one is left for
+        # validate() to name (a record is built before it is checked).
+        if type(self.status) is str and self.status in RecordStatus.__members__.values():
+            self.status = RecordStatus(self.status)
 
     def label(self) -> str:
         return kernel_label(self.variant, self.params)
@@ -150,7 +174,7 @@ def reference_times(records: Iterable[ResultRecord]) -> dict[tuple, float]:
     :func:`problem_key`: what a lab best row is compared with."""
     out: dict[tuple, float] = {}
     for r in records:
-        if is_reference_record(r) and r.status == "ok" and math.isfinite(r.median_ms):
+        if is_reference_record(r) and r.status == RecordStatus.OK and math.isfinite(r.median_ms):
             key = problem_key(r)
             out[key] = min(out.get(key, math.inf), r.median_ms)
     return out
@@ -170,7 +194,7 @@ def lab_best(records: Iterable[ResultRecord]) -> dict[tuple, ResultRecord]:
     TF32 request to it loses nothing."""
     best: dict[tuple, ResultRecord] = {}
     for r in records:
-        if (r.status != "ok" or r.passed is not True or not math.isfinite(r.median_ms)
+        if (r.status != RecordStatus.OK or r.passed is not True or not math.isfinite(r.median_ms)
                 or r.median_ms <= 0 or is_reference_record(r)):
             continue
         key = problem_key(r)
@@ -203,7 +227,7 @@ def to_dict(rec: ResultRecord) -> dict[str, Any]:
     return {key: _finite_or_none(val) for key, val in asdict(rec).items()}
 
 
-STATUSES = ("ok", "failed", "error", "skipped", "unverified")
+STATUSES = tuple(RecordStatus)
 MODES = ("hot", "cold")
 
 
@@ -326,6 +350,23 @@ def _choice(options: tuple[str, ...]) -> Callable[[Any, str], str]:
             raise RecordFieldError(name, value, f"one of {', '.join(options)}")
         return value
     return parse
+
+
+def _status(value: Any, name: str) -> RecordStatus:
+    if not isinstance(value, str) or value not in STATUSES:
+        raise RecordFieldError(name, value, f"one of {', '.join(STATUSES)}")
+    return RecordStatus(value)
+
+
+_LABEL = re.compile(r"[a-z_][a-z0-9_]*(\[([a-z_][a-z0-9_]*=-?\d+(,[a-z_][a-z0-9_]*=-?\d+)*)?\])?")
+
+
+def _kernel_label(value: Any, name: str) -> str:
+    """A kernel as :func:`kernel_label` writes it (``ffma_wide[bm=256,bk=16]``), or ""."""
+    text = "" if value is None else value
+    if not isinstance(text, str) or (text and not _LABEL.fullmatch(text)):
+        raise RecordFieldError(name, value, "a kernel and its parameters, as name[p=1,q=2]")
+    return text
 
 
 def _bool(value: Any, name: str) -> bool | None:
@@ -483,11 +524,11 @@ def _field_parsers() -> dict[str, Callable[[Any, str], Any]]:
     parsers: dict[str, Callable[[Any, str], Any]] = {
         "backend": _name, "variant": _name, "params": _params,
         "m": size, "n": size, "k": size,
-        "dtype": _choice(tuple(DTYPES)), "mode": _choice(MODES), "status": _choice(STATUSES),
+        "dtype": _choice(tuple(DTYPES)), "mode": _choice(MODES), "status": _status,
         "warmup": whole(0, 10**9, 0), "repeats": whole(0, 10**9, 0),
         "flops": whole(0, 1 << 100, 0), "bytes": whole(0, 1 << 100, 0),
         "device_index": whole(-1, 1 << 31, -1),
-        "passed": _bool, "extra": _extra, "profile": _profile,
+        "passed": _bool, "extra": _extra, "profile": _profile, "dispatched_to": _kernel_label,
     }
     for f in fields(ResultRecord):
         if f.name in parsers:

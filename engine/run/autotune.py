@@ -60,7 +60,8 @@ from typing import Any, Callable, Iterable, Mapping
 
 from engine.kernels import registry
 from engine.common.files import TEXT_FILE_LIMIT, read_bytes, write_atomic
-from engine.results.records import ResultRecord, now_stamp
+from engine.results.records import RecordStatus, ResultRecord, now_stamp
+from engine.run.events import EventKind, LogLevel
 from engine.kernels.registry import params_from_str, params_to_str
 from engine.run.runner import CancelToken, Event, Plan, final_records
 
@@ -322,7 +323,7 @@ def report_cache_problem(problem: CacheProblem, emit=None) -> None:
     """Say ``problem`` as a warning: a :class:`CacheEvent` through ``emit``, else a Python
     warning (a library caller without events still hears of it)."""
     if emit is not None:
-        emit(CacheEvent("log", problem.message(), level="warning", problem=problem))
+        emit(CacheEvent(EventKind.LOG, problem.message(), level=LogLevel.WARNING, problem=problem))
     else:
         warnings.warn(problem.message(), AutotuneCacheWarning, stacklevel=3)
 
@@ -366,7 +367,7 @@ def relative_speeds(records: Iterable[ResultRecord], best: ResultRecord) -> dict
     the winner); records that failed, were wrong or were skipped are left out."""
     out: dict[str, float] = {}
     for r in records:
-        if (r.status in ("ok", "unverified") and r.passed is not False
+        if (r.status in (RecordStatus.OK, RecordStatus.UNVERIFIED) and r.passed is not False
                 and math.isfinite(r.median_ms) and r.median_ms > 0):
             rel = round(min(1.0, best.median_ms / r.median_ms), 4)
             key = _pkey(r.params)
@@ -709,7 +710,7 @@ def guess(backend: str, device: str, variant: str, dtype: str, shape: Shape, *,
 
 def best_record(records: Iterable[ResultRecord]) -> ResultRecord | None:
     """The fastest record that ran and was not found wrong (verified or unverified)."""
-    ok = [r for r in records if r.status in ("ok", "unverified") and r.passed is not False
+    ok = [r for r in records if r.status in (RecordStatus.OK, RecordStatus.UNVERIFIED) and r.passed is not False
           and math.isfinite(r.median_ms) and r.median_ms > 0]
     return min(ok, key=lambda r: r.median_ms) if ok else None
 
@@ -778,7 +779,7 @@ def device_arch(info) -> str | None:
 
 def _only_logs(emit):
     def inner(ev):
-        if emit is not None and ev.kind == "log":
+        if emit is not None and ev.kind == EventKind.LOG:
             emit(ev)
     return inner
 
@@ -830,12 +831,12 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
         asked = combos is None or cached in _at_shape(registry.get(variant), combos, shape)
         if cached is not None and (mode == "search" or asked):
             if emit:
-                emit(Event("log", f"{what}: cached {cached}"))
+                emit(Event(EventKind.LOG, f"{what}: cached {cached}"))
                 if not asked:    # the user restricted the parameters: say the cache won
-                    emit(Event("log", f"{what}: the cache's best, "
+                    emit(Event(EventKind.LOG, f"{what}: the cache's best, "
                                       f"{registry.kernel_label(variant, cached)}, is not among "
                                       "the parameters asked for; it is used (retune to search "
-                                      "only those)", level="warning"))
+                                      "only those)", level=LogLevel.WARNING))
             return cached, []
     space = search_space(variant, backend, shape, dtype, combos)
     if not space:
@@ -852,7 +853,7 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
         if g.source in ("class", "nearest") and default in space and default not in tried:
             tried.append(default)                 # a guess never does worse than the default
         if emit:
-            emit(Event("log", f"{what}: {g.describe()}; timing {len(tried)} of "
+            emit(Event(EventKind.LOG, f"{what}: {g.describe()}; timing {len(tried)} of "
                               f"{len(space)} combinations"))
     plan = Plan(backend=backend, items=[(variant, p) for p in tried], shapes=[shape],
                 dtype=dtype, device=device, warmup=warmup, repeats=repeats,
@@ -872,7 +873,7 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
     if emit:
         how = f"of {len(recs)} tried" if mode == "search" else \
             f"of {len(recs)} guessed (not stored; a full search: mode='search')"
-        emit(Event("log", f"{what}: best {best.label()} {best.median_ms:.4f} ms {how}"))
+        emit(Event(EventKind.LOG, f"{what}: best {best.label()} {best.median_ms:.4f} ms {how}"))
     return dict(best.params), recs
 
 
@@ -922,9 +923,9 @@ def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str
             info = _device_info(sweep_or_execute, plan.backend, plan.device)
             device_name, arch = info.name, arch or device_arch(info)
     except ValueError as exc:
-        emit(Event("log", str(exc), level="error"))
+        emit(Event(EventKind.LOG, str(exc), level=LogLevel.ERROR))
         if frame:
-            emit(Event("finished", str(exc)))
+            emit(Event(EventKind.FINISHED, str(exc)))
         return results
     spaces: dict[str, list[dict[str, int]]] = {}
     for vname, params in plan.items:
@@ -932,9 +933,9 @@ def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str
     total = sum(len({n for n, _ in plan.items_at(s)}) for s in plan.shapes)
     if frame:
         how = "" if mode == "search" else f" ({mode})"
-        emit(Event("started", f"autotune{how}: {total} (variant, shape) pairs", total=total))
+        emit(Event(EventKind.STARTED, f"autotune{how}: {total} (variant, shape) pairs", total=total))
         for note in plan.unfit_notes():
-            emit(Event("log", note))
+            emit(Event(EventKind.LOG, note))
     done = 0
     kw = dict(warmup=plan.warmup, repeats=plan.repeats, time_budget_s=plan.time_budget_s,
               cold=plan.cold, verify=plan.verify, seed=plan.seed, dist=plan.dist)
@@ -946,18 +947,18 @@ def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str
             if vname not in fitting:
                 continue
             label = f"autotune {vname} @ {shape[0]}×{shape[1]}×{shape[2]}"
-            emit(Event("progress", label, done=done, total=total, current=label))
+            emit(Event(EventKind.PROGRESS, label, done=done, total=total, current=label))
             try:
                 best, recs = autotune(execute, plan.backend, plan.device, vname, shape, plan.dtype,
                                       retune=plan.retune, combos=combos, emit=emit, cancel=cancel,
                                       device_name=device_name, mode=mode, arch=arch,
                                       launch_timeout_s=plan.launch_timeout_s, cache=cache, **kw)
             except (ValueError, KeyError) as exc:
-                emit(Event("log", str(exc), level="error"))
+                emit(Event(EventKind.LOG, str(exc), level=LogLevel.ERROR))
                 best, recs = None, []
             rec = None
             if best is not None and recs:
-                rec = next((r for r in recs if r.params == best and r.status in ("ok", "unverified")),
+                rec = next((r for r in recs if r.params == best and r.status in (RecordStatus.OK, RecordStatus.UNVERIFIED)),
                            None)
             if best is not None and rec is None:         # cache hit: time the winner once more
                 one = Plan(backend=plan.backend, items=[(vname, best)], shapes=[shape],
@@ -970,9 +971,9 @@ def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str
             if rec is not None:
                 results.append(rec)
                 done += 1
-                emit(Event("result", record=rec, done=done, total=total))
+                emit(Event(EventKind.RESULT, record=rec, done=done, total=total))
     final = final_records(results)
     if frame:
-        emit(Event("finished", f"{done} of {total} autotuned", done=done, total=total,
+        emit(Event(EventKind.FINISHED, f"{done} of {total} autotuned", done=done, total=total,
                    cancelled=cancel.cancelled, started=True, records=final))
     return final

@@ -49,7 +49,7 @@ from pathlib import Path
 
 from engine.measure.backends.base import DeviceLost
 from engine.run.engines import EngineLost, RemoteEngine
-from engine.results.records import ResultRecord
+from engine.results.records import RecordStatus, ResultRecord
 from engine.run.runner import HOST, CancelToken, Emit, Event, Plan, make_record
 
 #: The custom resource a cpu or opencl engine takes: one engine per unit.
@@ -371,7 +371,7 @@ class RayEngine(RemoteEngine):
                 rec = make_record(plan, self.info, self.versions, name, params, tuple(shape),
                                   worker=self.worker or self.label)
                 rec.host = self.host or rec.host
-                rec.status, rec.error = "error", lost.reason
+                rec.status, rec.error = RecordStatus.ERROR, lost.reason
                 lost.record = rec
             raise
 

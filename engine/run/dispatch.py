@@ -42,7 +42,8 @@ from engine.inputs import matrices
 from engine.run.autotune import run_autotuned
 from engine.measure.backends.base import BackendError
 from engine.run.engines import BuildTimedOut, EngineHandle, EngineLost
-from engine.results.records import ResultRecord
+from engine.results.records import RecordStatus, ResultRecord
+from engine.run.events import EventKind, LogLevel
 from engine.kernels import registry
 from engine.run.runner import (CancelToken, Emit, Event, FailedBuild, Plan, final_records,
                                fitting_count, input_sets, make_record)
@@ -149,18 +150,18 @@ class Dispatcher:
         eng_index = self.engines.index(engine)
 
         def inner(ev: Event) -> None:
-            if ev.kind == "result" and ev.record is not None:
+            if ev.kind == EventKind.RESULT and ev.record is not None:
                 got.append(ev.record)
                 self._add_result(order, eng_index, ev.record)
-            elif ev.kind == "progress":
+            elif ev.kind == EventKind.PROGRESS:
                 with self._emit_lock:
                     done, total = self._done, self._total
                 elapsed = time.perf_counter() - self._t0
                 eta = elapsed / done * (total - done) if done else None
                 current = tag + (ev.current or ev.message)
-                self._emit(Event("progress", current, done=done, total=total, current=current,
+                self._emit(Event(EventKind.PROGRESS, current, done=done, total=total, current=current,
                                  eta_s=eta, item=ev.item))
-            elif ev.kind == "log":
+            elif ev.kind == EventKind.LOG:
                 self._emit(dataclasses.replace(ev, message=tag + ev.message))
         return inner
 
@@ -168,7 +169,7 @@ class Dispatcher:
         with self._emit_lock:
             self._results.append((order, eng_index, rec))
             self._done += 1
-            self._user_emit(Event("result", record=rec, done=self._done, total=self._total))
+            self._user_emit(Event(EventKind.RESULT, record=rec, done=self._done, total=self._total))
 
     # --- the run ---------------------------------------------------------------------
 
@@ -186,23 +187,23 @@ class Dispatcher:
                 raise ValueError("autotune needs sizes (not loaded matrices)")
         except (ValueError, KeyError, matrices.MatrixInputError) as exc:
             msg = str(exc.args[0]) if isinstance(exc, KeyError) else str(exc)
-            self._emit(Event("log", msg, level="error"))
-            self._emit(Event("finished", msg))
+            self._emit(Event(EventKind.LOG, msg, level=LogLevel.ERROR))
+            self._emit(Event(EventKind.FINISHED, msg))
             return []
         infos = self._open_all()
         if not self._live:
             msg = "; ".join(infos) or "no engine could start"
-            self._emit(Event("finished", msg))
+            self._emit(Event(EventKind.FINISHED, msg))
             return []
         devices = [e.info for e in self._live]
         per_device = fitting_count(plan)
         self._total = per_device * (len(self._live) if self.mode == "compare" else 1)
         where = (devices[0].name if len(devices) == 1
                  else f"{len(devices)} devices ({self.mode})")
-        self._emit(Event("started", f"{self._total} runs on {where}", total=self._total,
+        self._emit(Event(EventKind.STARTED, f"{self._total} runs on {where}", total=self._total,
                          device=devices[0], devices=devices))
         for note in plan.unfit_notes():
-            self._emit(Event("log", note))
+            self._emit(Event(EventKind.LOG, note))
         if self.mode == "compare":
             threads = [threading.Thread(target=self._guard, args=(self._device_run, eng),
                                         name=f"run-{eng.label}", daemon=True)
@@ -215,7 +216,7 @@ class Dispatcher:
             self._guard(self._shared_run)
         ordered = sorted(self._results, key=lambda t: (t[0], t[1]))
         final = final_records([r for _o, _e, r in ordered])
-        self._emit(Event("finished", f"{self._done} of {self._total} runs", done=self._done,
+        self._emit(Event(EventKind.FINISHED, f"{self._done} of {self._total} runs", done=self._done,
                          total=self._total, cancelled=self.cancel.cancelled, started=True,
                          records=final))
         return final
@@ -224,13 +225,13 @@ class Dispatcher:
         try:
             fn(*args)
         except Exception as exc:  # noqa: BLE001  (a bug must not hang the run: say it)
-            self._emit(Event("log", f"internal error: {type(exc).__name__}: {exc}", level="error"))
+            self._emit(Event(EventKind.LOG, f"internal error: {type(exc).__name__}: {exc}", level=LogLevel.ERROR))
 
     def _open_one(self, eng: EngineHandle, joined: bool = False) -> str | None:
         """Open ``eng``'s device; None when it is ready, else why not."""
         try:
             info = eng.open()
-            self._emit(Event("log", f"{eng.label}: {info.name} "
+            self._emit(Event(EventKind.LOG, f"{eng.label}: {info.name} "
                                     + ("joined the run" if joined else "ready")
                                     + (f" on {eng.host}" if eng.host else "")))
             return None
@@ -252,7 +253,7 @@ class Dispatcher:
                 self._live.append(eng)
             else:
                 problems.append(problem)
-                self._emit(Event("log", problem, level="error"))
+                self._emit(Event(EventKind.LOG, problem, level=LogLevel.ERROR))
         return problems
 
     def _device_run(self, engine: EngineHandle) -> None:
@@ -270,9 +271,9 @@ class Dispatcher:
         if self.plan.autotune:
             names = {e.info.name for e in self._live}
             if len(names) > 1:
-                self._emit(Event("log", "autotune across different device models: the winner "
+                self._emit(Event(EventKind.LOG, "autotune across different device models: the winner "
                                         f"is remembered for {self._live[0].info.name}",
-                                 level="warning"))
+                                 level=LogLevel.WARNING))
             run_autotuned(lambda p, e, c: self._execute(p, self._live, e, c), self.plan,
                           self._counted_winners(None), self.cancel,
                           device_name=self._live[0].info.name, frame=False)
@@ -286,12 +287,12 @@ class Dispatcher:
         counter = iter(range(1 << 30))
 
         def inner(ev: Event) -> None:
-            if ev.kind == "result" and ev.record is not None:
+            if ev.kind == EventKind.RESULT and ev.record is not None:
                 self._add_result((next(counter), 0), eng_index, ev.record)
-            elif ev.kind == "progress":
-                self._emit(Event("progress", tag + ev.message, done=self._done, total=self._total,
+            elif ev.kind == EventKind.PROGRESS:
+                self._emit(Event(EventKind.PROGRESS, tag + ev.message, done=self._done, total=self._total,
                                  current=tag + (ev.current or ev.message)))
-            elif ev.kind == "log":
+            elif ev.kind == EventKind.LOG:
                 self._emit(dataclasses.replace(ev, message=tag + ev.message))
         return inner
 
@@ -346,9 +347,9 @@ class Dispatcher:
                 fwd = self._forward(engine, task.order, got)
             else:
                 def fwd(ev, got=got):
-                    if ev.kind == "result" and ev.record is not None:
+                    if ev.kind == EventKind.RESULT and ev.record is not None:
                         got.append(ev.record)
-                    elif ev.kind == "log":
+                    elif ev.kind == EventKind.LOG:
                         emit(dataclasses.replace(ev, message=self._tag(engine) + ev.message))
             try:
                 engine.run(self._for_engine(task.plan, engine), fwd, cancel)
@@ -383,16 +384,16 @@ class Dispatcher:
                 try:
                     offered = self.joiners()
                 except Exception as exc:  # noqa: BLE001  (a cluster query failed: say it)
-                    self._emit(Event("log", f"looking for new engines failed: {exc}",
-                                     level="warning"))
+                    self._emit(Event(EventKind.LOG, f"looking for new engines failed: {exc}",
+                                     level=LogLevel.WARNING))
                     wait_s = JOIN_RETRY_S
                     continue
                 for eng in offered:
                     problem = self._open_one(eng, joined=True)
                     if problem is not None or queue_done():
                         if problem is not None:
-                            self._emit(Event("log", f"a new engine could not join: {problem}",
-                                             level="warning"))
+                            self._emit(Event(EventKind.LOG, f"a new engine could not join: {problem}",
+                                             level=LogLevel.WARNING))
                             wait_s = JOIN_RETRY_S
                         eng.close()
                         continue
@@ -460,14 +461,14 @@ class Dispatcher:
                 self._fail_task(engine, task, f"the engine process died before its first item "
                                               f"{deaths} times: {what}", emit)
                 return None
-            self._emit(Event("log", f"{engine.label}: {what} (before the task's first item; "
-                                    f"try {deaths + 1} of {EARLY_DEATHS_MAX})", level="error"))
+            self._emit(Event(EventKind.LOG, f"{engine.label}: {what} (before the task's first item; "
+                                    f"try {deaths + 1} of {EARLY_DEATHS_MAX})", level=LogLevel.ERROR))
             return dataclasses.replace(task, early_deaths=deaths)
         if rec is not None:
-            rec = dataclasses.replace(rec, status="error", passed=None,
+            rec = dataclasses.replace(rec, status=RecordStatus.ERROR, passed=None,
                                       error=what + (" — engine restarted" if lost.restartable
                                                     else ""))
-        self._emit(Event("log", f"{engine.label}: {what}", level="error"))
+        self._emit(Event(EventKind.LOG, f"{engine.label}: {what}", level=LogLevel.ERROR))
         if rec is not None:
             got.append(rec)
             if emit is None:
@@ -478,20 +479,20 @@ class Dispatcher:
         remaining = [(n, p) for n, p in task.plan.items if not done(n, p)]
         if not remaining:
             return None
-        self._emit(Event("log", f"{engine.label}: {len(remaining)} item(s) of that task go "
-                                "back to the queue", level="warning"))
+        self._emit(Event(EventKind.LOG, f"{engine.label}: {len(remaining)} item(s) of that task go "
+                                "back to the queue", level=LogLevel.WARNING))
         return Task(dataclasses.replace(task.plan, items=remaining), task.order)
 
     def _fail_task(self, engine: EngineHandle, task: Task, why: str, emit: Emit | None) -> None:
         """Every item of ``task`` is recorded as an error saying ``why``; it is not retried."""
-        self._emit(Event("log", f"{engine.label}: {why}; its {len(task.plan.items)} item(s) "
-                                "are recorded as failed", level="error"))
+        self._emit(Event(EventKind.LOG, f"{engine.label}: {why}; its {len(task.plan.items)} item(s) "
+                                "are recorded as failed", level=LogLevel.ERROR))
         for shape, _load in input_sets(task.plan):
             for name, params in task.plan.items:
                 rec = make_record(task.plan, engine.info, engine.versions, name, params, shape,
                                   worker=engine.label)
                 rec.host = engine.host or rec.host
-                rec.status, rec.error = "error", why
+                rec.status, rec.error = RecordStatus.ERROR, why
                 if emit is None:
                     self._add_result(task.order, self.engines.index(engine), rec)
 
@@ -500,12 +501,12 @@ class Dispatcher:
             return True              # restarted lazily by the next run that needs it
         try:
             engine.restart()
-            self._emit(Event("log", f"{engine.label}: engine restarted after: {lost.reason}",
-                             level="warning"))
+            self._emit(Event(EventKind.LOG, f"{engine.label}: engine restarted after: {lost.reason}",
+                             level=LogLevel.WARNING))
             return True
         except (BackendError, EngineLost) as exc:
-            self._emit(Event("log", f"{engine.label}: the engine could not restart: {exc}",
-                             level="error"))
+            self._emit(Event(EventKind.LOG, f"{engine.label}: the engine could not restart: {exc}",
+                             level=LogLevel.ERROR))
             return False
 
     def _abandon(self, tasks: deque, engine: EngineHandle, lost: EngineLost,
@@ -517,7 +518,7 @@ class Dispatcher:
                 for name, params in task.plan.items:
                     rec = make_record(task.plan, engine.info, engine.versions, name, params,
                                       shape, worker=engine.label)
-                    rec.status, rec.error = "error", f"not run: no engine left ({lost.reason})"
+                    rec.status, rec.error = RecordStatus.ERROR, f"not run: no engine left ({lost.reason})"
                     if emit is None:
                         self._add_result(task.order, self.engines.index(engine), rec)
 
@@ -536,8 +537,8 @@ def start_run(plan: Plan, engines: Sequence[EngineHandle], emit: Emit,
             run.future.set_result(dispatcher.run())
         except BaseException as exc:  # noqa: BLE001
             try:
-                emit(Event("log", f"internal error: {exc!r}", level="error"))
-                emit(Event("finished", f"internal error: {exc}"))
+                emit(Event(EventKind.LOG, f"internal error: {exc!r}", level=LogLevel.ERROR))
+                emit(Event(EventKind.FINISHED, f"internal error: {exc}"))
             finally:
                 run.future.set_exception(exc)
 

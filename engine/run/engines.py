@@ -20,6 +20,7 @@ import time
 from abc import ABC, abstractmethod
 from engine.measure.backends.base import BackendError, DeviceInfo, DeviceLost
 from engine.results.records import ResultRecord
+from engine.run.events import EventKind, LogLevel, Phase
 from engine.run.runner import HOST, CancelToken, Emit, Event, Plan
 from engine.run.worker import EngineThread
 
@@ -125,7 +126,7 @@ class LocalEngine(EngineHandle):
 def _without_frame(emit: Emit) -> Emit:
     """A sweep's own started/finished events are the engine's business, not the run's."""
     def inner(ev: Event) -> None:
-        if ev.kind not in ("started", "finished"):
+        if ev.kind not in (EventKind.STARTED, EventKind.FINISHED):
             emit(ev)
     return inner
 
@@ -201,12 +202,12 @@ class RemoteEngine(EngineHandle):
             if cancel_sent_at is not None and now - cancel_sent_at > CANCEL_KILL_S:
                 # The kernel in flight does not return: end the process; what finished stays.
                 self.kill()
-                emit(Event("log", f"{self.label}: engine ended to stop a running kernel "
-                                  f"(cancel)", level="warning"))
+                emit(Event(EventKind.LOG, f"{self.label}: engine ended to stop a running kernel "
+                                  f"(cancel)", level=LogLevel.WARNING))
                 return got
             if deadline is not None and now > deadline and cancel_sent_at is None:
                 self.kill()
-                if phase == "compile":
+                if phase == Phase.COMPILE:
                     raise BuildTimedOut(phase_limit, item)
                 raise EngineLost(f"timed out: the {phase} launches ran past "
                                  f"{deadline_len:.1f} s (launch timeout)", item=item)
@@ -221,7 +222,7 @@ class RemoteEngine(EngineHandle):
             kind = msg[0]
             if kind == "event":
                 ev: Event = msg[1]
-                if ev.kind == "phase":
+                if ev.kind == EventKind.PHASE:
                     item = self.in_flight = ev.item or item
                     phase = ev.message
                     if ev.expected_s is not None:
@@ -231,19 +232,19 @@ class RemoteEngine(EngineHandle):
                     else:
                         deadline = None
                     continue
-                if ev.kind == "progress":
+                if ev.kind == EventKind.PROGRESS:
                     item = self.in_flight = ev.item
-                elif ev.kind == "result" and ev.record is not None:
+                elif ev.kind == EventKind.RESULT and ev.record is not None:
                     got.append(ev.record)
                     item, deadline, self.in_flight = None, None, None
-                if ev.kind not in ("started", "finished"):
+                if ev.kind not in (EventKind.STARTED, EventKind.FINISHED):
                     emit(ev)
             elif kind == "done":
                 return got
             elif kind == "lost":
                 raise EngineLost(msg[1], record=msg[2])
             elif kind == "failed":
-                emit(Event("log", f"{self.label}: internal error: {msg[1]}", level="error"))
+                emit(Event(EventKind.LOG, f"{self.label}: internal error: {msg[1]}", level=LogLevel.ERROR))
                 return got
 
     def close(self, timeout: float = 10.0) -> bool:

@@ -25,7 +25,8 @@ from engine.kernels import registry, sources
 from engine.measure.backends import get_backend
 from engine.measure.backends.base import (BUILD_TIMEOUT_S, Backend, BackendError, BuildError,
                                           DeviceInfo, DeviceLost, Workspace)
-from engine.results.records import ResultRecord, now_stamp, ratio_to_best_baseline
+from engine.results.records import RecordStatus, ResultRecord, now_stamp, ratio_to_best_baseline
+from engine.run.events import EventKind, LogLevel, Phase
 from engine.inputs.sizes import format_shape
 from engine.measure.verify import Reference
 
@@ -295,12 +296,12 @@ def fitting_count(plan: Plan, shapes: list[Shape] | None = None) -> int:
 
 @dataclass
 class Event:
-    """Something the sweep reports. ``kind`` is one of: ``started``, ``progress``,
-    ``log``, ``result``, ``finished``, and ``phase`` (what the engine is doing to the
-    item in flight: ``compile``, ``verify``, ``check`` or ``time``, with ``expected_s``
-    the longest the device part may take; a supervisor uses it as a watchdog)."""
+    """Something the sweep reports: its :class:`~engine.run.events.EventKind`; a
+    ``phase`` event's message is the :class:`~engine.run.events.Phase` the item in flight
+    enters, with ``expected_s`` the longest the device part may take (a supervisor's
+    watchdog)."""
 
-    kind: str
+    kind: EventKind
     message: str = ""
     record: ResultRecord | None = None
     done: int = 0
@@ -309,7 +310,7 @@ class Event:
     eta_s: float | None = None
     device: DeviceInfo | None = None
     cancelled: bool = False
-    level: str = "info"       # for log events: info | warning | error
+    level: LogLevel = LogLevel.INFO       # for log events
     #: finished: whether the sweep got as far as opening the device and starting.
     started: bool = False
     #: finished: the final records, with speed-ups and % of cuBLAS filled in. They are
@@ -321,6 +322,12 @@ class Event:
     expected_s: float | None = None
     #: started: every device of the run (one per engine).
     devices: list[DeviceInfo] | None = None
+
+    def __post_init__(self):
+        # the words as enums even where a caller passed the plain text
+        self.kind, self.level = EventKind(self.kind), LogLevel(self.level)
+        if self.kind == EventKind.PHASE:
+            self.message = Phase(self.message)
 
 
 Emit = Callable[[Event], None]
@@ -424,6 +431,16 @@ def make_record(plan: Plan, device: DeviceInfo, versions: str, name: str, params
                         host=HOST, device_index=device.index, worker=worker)
 
 
+def concrete(device: DeviceInfo | None, name: str, params: Mapping[str, int],
+             shape: Shape) -> tuple[str, dict[str, int]]:
+    """The kernel an item runs at ``shape`` on ``device`` (:func:`registry.concrete
+    <engine.kernels.registry.concrete>`: values left to the shape resolved; a dispatch
+    variant's pick, by the device's SM count and architecture where it is a GPU)."""
+    gpu = device is not None and device.backend == "cuda"
+    return registry.concrete(name, params, *shape, sms=device.compute_units if gpu else None,
+                             arch=device.compute_capability if gpu else None)
+
+
 #: Measured copy bandwidth per (backend, device index, device name): one probe per process.
 _COPY_GBPS: dict[tuple, float | None] = {}
 
@@ -477,22 +494,22 @@ class Sweep:
             plan.validate()
             sets = input_sets(plan)
         except (ValueError, matrices.MatrixInputError) as exc:
-            emit(Event("log", str(exc), level="error"))
-            emit(Event("finished", str(exc), cancelled=False))
+            emit(Event(EventKind.LOG, str(exc), level=LogLevel.ERROR))
+            emit(Event(EventKind.FINISHED, str(exc), cancelled=False))
             return results
         try:
             device = self.ensure_open(plan.backend, plan.device)
         except BackendError as exc:
-            emit(Event("log", f"{plan.backend}: {exc}", level="error"))
-            emit(Event("finished", str(exc)))
+            emit(Event(EventKind.LOG, f"{plan.backend}: {exc}", level=LogLevel.ERROR))
+            emit(Event(EventKind.FINISHED, str(exc)))
             return results
         backend = self.backend
         backend.build_timeout_s = plan.build_timeout()
         shapes = [shape for shape, _ in sets]
         total = fitting_count(dataclasses.replace(plan, autotune=False), shapes)
-        emit(Event("started", f"{total} runs on {device.name}", total=total, device=device))
+        emit(Event(EventKind.STARTED, f"{total} runs on {device.name}", total=total, device=device))
         for note in plan.unfit_notes(shapes):
-            emit(Event("log", note))
+            emit(Event(EventKind.LOG, note))
         self._precompile(plan, shapes, emit)
         newer = _NewerSources(plan, emit)
         done = 0
@@ -529,13 +546,13 @@ class Sweep:
             try:
                 a, b = load()
             except (matrices.MatrixInputError, MemoryError) as exc:
-                emit(Event("log", str(exc) or "out of host memory", level="error"))
+                emit(Event(EventKind.LOG, str(exc) or "out of host memory", level=LogLevel.ERROR))
                 break
             refs: dict[str, Reference] = _references_for(plan, shape)
             ws: Workspace | None = None
             try:
                 ws = backend.prepare(a, b if needs_b else None)
-                emit(Event("log", f"{m}×{n}×{k} {plan.dtype}: inputs uploaded in {ws.upload_ms:.3f} ms"))
+                emit(Event(EventKind.LOG, f"{m}×{n}×{k} {plan.dtype}: inputs uploaded in {ws.upload_ms:.3f} ms"))
             except (matrices.MatrixInputError, BackendError) as exc:
                 done = self._fail_input_set(plan, items, device, versions, shape, exc, results,
                                             emit, done, total)
@@ -546,11 +563,13 @@ class Sweep:
                         break
                     # values left to the shape (registry.AUTO) resolved here, so that the
                     # progress, a crash's record and the result all name the build that ran
-                    params = registry.get(name).resolve(item_params, m, n, k)
-                    label = f"{registry.get(name).label(params)} @ {m}×{n}×{k}"
+                    # a dispatch variant runs (and records) the kernel its table picks here
+                    shown, (name, params) = name, concrete(device, name, item_params, shape)
+                    label = (f"{shown} → " if shown != name else "") + \
+                        f"{registry.get(name).label(params)} @ {m}×{n}×{k}"
                     elapsed = time.perf_counter() - t_start
                     eta = elapsed / done * (total - done) if done else None
-                    emit(Event("progress", label, done=done, total=total, current=label, eta_s=eta,
+                    emit(Event(EventKind.PROGRESS, label, done=done, total=total, current=label, eta_s=eta,
                                item=(name, dict(params), shape)))
                     try:
                         rec = self._one(plan, device, versions, name, params, shape, ws, a, b,
@@ -566,17 +585,19 @@ class Sweep:
                     by_shape = [p for p, x in item_params.items() if x == registry.AUTO]
                     if by_shape:         # one curve for the sweep (ResultRecord.series_params)
                         rec.extra["by_shape"] = by_shape
+                    if shown != name:    # one curve too: the dispatch line, saying what it ran
+                        rec.dispatched_to, rec.variant, rec.params = rec.label(), shown, dict(item_params)
                     note = newer.note(name)
                     if note:
                         rec.extra["newer_source"] = note
                     results.append(rec)
                     done += 1
-                    emit(Event("result", record=rec, done=done, total=total))
+                    emit(Event(EventKind.RESULT, record=rec, done=done, total=total))
             finally:
                 if ws is not None:
                     backend.release(ws)  # device memory goes back between shapes
         final = final_records(results)
-        emit(Event("finished", f"{done} of {total} runs", done=done, total=total,
+        emit(Event(EventKind.FINISHED, f"{done} of {total} runs", done=done, total=total,
                    cancelled=cancel.cancelled, started=True, records=final))
         return final
 
@@ -586,11 +607,11 @@ class Sweep:
         of items done after them."""
         for name, params in items:
             rec = self._record(plan, device, versions, name, params, shape)
-            rec.status, rec.error = "error", str(exc)
+            rec.status, rec.error = RecordStatus.ERROR, str(exc)
             results.append(rec)
             done += 1
-            emit(Event("result", record=rec, done=done, total=total))
-        emit(Event("log", str(exc), level="error"))
+            emit(Event(EventKind.RESULT, record=rec, done=done, total=total))
+        emit(Event(EventKind.LOG, str(exc), level=LogLevel.ERROR))
         return done
 
     def _precompile(self, plan: Plan, shapes: list[Shape], emit: Emit) -> None:
@@ -600,17 +621,17 @@ class Sweep:
         if precompile is None:
             return
         jobs, seen = [], set()
-        for name, params in plan.items:
-            v = registry.get(name)
-            for shape in shapes:      # a value left to the shape may build differently per shape
-                run = v.resolve(params, *shape)
+        for item, params in plan.items:
+            for shape in shapes:      # a value left to the shape (a dispatch's pick) may differ per shape
+                name, run = concrete(self.device, item, params, shape)
+                v = registry.get(name)
                 key = (name, tuple(sorted(run.items())))
                 if key not in seen and v.check(plan.backend, run, *shape, plan.dtype) is None:
                     seen.add(key)
                     jobs.append((v, run, plan.dtype))
         built, seconds = precompile(jobs)
         if built:
-            emit(Event("log", f"compiled {built} kernels in {seconds:.1f} s (in parallel)"))
+            emit(Event(EventKind.LOG, f"compiled {built} kernels in {seconds:.1f} s (in parallel)"))
 
     def _record(self, plan, device, versions, name, params, shape) -> ResultRecord:
         return make_record(plan, device, versions, name, params, shape, self.worker)
@@ -623,28 +644,28 @@ class Sweep:
         rec.upload_ms = ws.upload_ms
         reason = v.check(plan.backend, params, m, n, k, plan.dtype)
         if reason:
-            rec.status, rec.error = "skipped", reason
-            emit(Event("log", f"skip {v.label(params)} at {m}×{n}×{k}: {reason}"))
+            rec.status, rec.error = RecordStatus.SKIPPED, reason
+            emit(Event(EventKind.LOG, f"skip {v.label(params)} at {m}×{n}×{k}: {reason}"))
             return rec
         item = (name, dict(params), shape)
         per_launch = launch_timeout_s(plan, device, rec.flops)
         failed = next((f for f in plan.failed_builds if f.matches(name, params, plan.dtype)), None)
         if failed is not None:
-            rec.status, rec.error = "error", f"{failed.reason} (not built again)"
+            rec.status, rec.error = RecordStatus.ERROR, f"{failed.reason} (not built again)"
             rec.extra["build_failed"] = True
-            emit(Event("log", f"{v.label(params)} at {m}×{n}×{k}: {rec.error}", level="error"))
+            emit(Event(EventKind.LOG, f"{v.label(params)} at {m}×{n}×{k}: {rec.error}", level=LogLevel.ERROR))
             return rec
         try:
             # The build's own limit: an engine process is ended past it (engine.run.engines).
-            emit(Event("phase", "compile", item=item, expected_s=plan.build_timeout()))
+            emit(Event(EventKind.PHASE, Phase.COMPILE, item=item, expected_s=plan.build_timeout()))
             kernel = self.backend.compile(v, params, plan.dtype)
-            emit(Event("log", kernel.report))
+            emit(Event(EventKind.LOG, kernel.report))
             self.backend.ensure_output(ws, v.output_shape(m, n, k))
             if plan.verify:
                 self.backend.poison_output(ws)
-                emit(Event("phase", "verify", item=item, expected_s=per_launch))
+                emit(Event(EventKind.PHASE, Phase.VERIFY, item=item, expected_s=per_launch))
                 c = self.backend.run_once(kernel, ws, m, n, k)
-                emit(Event("phase", "check", item=item))
+                emit(Event(EventKind.PHASE, Phase.CHECK, item=item))
                 if v.kind not in refs:
                     refs[v.kind] = Reference(a, None if v.kind == "aat" else b, kind=v.kind,
                                              seed=plan.seed + 1)
@@ -653,16 +674,16 @@ class Sweep:
                 rec.verify_method, rec.rel_l2, rec.max_abs, rec.passed = (
                     verdict.method, verdict.rel_l2, verdict.max_abs, verdict.passed)
                 if not verdict.passed:
-                    rec.status = "failed"
+                    rec.status = RecordStatus.FAILED
                     rec.error = f"wrong result: {verdict.detail}"
-                    emit(Event("log", f"{v.label(params)} at {m}×{n}×{k}: {rec.error}", level="error"))
+                    emit(Event(EventKind.LOG, f"{v.label(params)} at {m}×{n}×{k}: {rec.error}", level=LogLevel.ERROR))
             else:
-                rec.status = "unverified"
+                rec.status = RecordStatus.UNVERIFIED
             if cancel.cancelled:
                 rec.error = (rec.error + "; " if rec.error else "") + "cancelled before timing"
                 return rec
             launches = plan.warmup + (plan.repeats if plan.time_budget_s is None else 3)
-            emit(Event("phase", "time", item=item,
+            emit(Event(EventKind.PHASE, Phase.TIME, item=item,
                        expected_s=per_launch * launches + (plan.time_budget_s or 0.0)))
             times = self.backend.time_launches(kernel, ws, m, n, k, plan.warmup, plan.repeats,
                                                plan.cold, plan.time_budget_s,
@@ -678,19 +699,20 @@ class Sweep:
             rec.gbps = metrics.gbps(rec.bytes, st.median_ms)
             fill_ceilings(rec, v.precision, device)
         except DeviceLost as exc:
-            rec.status, rec.error = "error", str(exc)
+            rec.status, rec.error = RecordStatus.ERROR, str(exc)
             exc.record = rec
             raise
         except BackendError as exc:
             # A library missing here (cuBLAS without nvmath) is a skip, not a failure.
-            rec.status, rec.error = "skipped" if getattr(exc, "skip", False) else "error", str(exc)
+            rec.status, rec.error = (RecordStatus.SKIPPED if getattr(exc, "skip", False)
+                                      else RecordStatus.ERROR), str(exc)
             if isinstance(exc, BuildError):
                 rec.extra["build_failed"] = True     # the kernel file is at fault (CLI: exit 2)
-            emit(Event("log", f"{v.label(params)} at {m}×{n}×{k}: {exc}", level="error"))
+            emit(Event(EventKind.LOG, f"{v.label(params)} at {m}×{n}×{k}: {exc}", level=LogLevel.ERROR))
             self._raise_if_lost(rec)
         except Exception as exc:  # noqa: BLE001  (a driver error no backend wrapped: its row)
-            rec.status, rec.error = "error", f"{type(exc).__name__}: {exc}"
-            emit(Event("log", f"{v.label(params)} at {m}×{n}×{k}: {rec.error}", level="error"))
+            rec.status, rec.error = RecordStatus.ERROR, f"{type(exc).__name__}: {exc}"
+            emit(Event(EventKind.LOG, f"{v.label(params)} at {m}×{n}×{k}: {rec.error}", level=LogLevel.ERROR))
             self._raise_if_lost(rec)
         return rec
 
@@ -722,9 +744,9 @@ class _NewerSources:
         for p in changed:
             if p not in self._said:
                 self._said.add(p)
-                self.emit(Event("log", f"{name}: {p} changed on disk after the run started; "
+                self.emit(Event(EventKind.LOG, f"{name}: {p} changed on disk after the run started; "
                                        "the run goes on with the version it read then",
-                                level="warning"))
+                                level=LogLevel.WARNING))
         return text
 
 

@@ -21,6 +21,7 @@ from typing import Any, Callable
 from engine.run.autotune import run_autotuned
 from engine.measure.backends.base import DeviceLost
 from engine.results.records import ResultRecord
+from engine.run.events import EventKind, LogLevel
 from engine.run.runner import CancelToken, Emit, Event, Plan, Sweep, final_records
 
 #: Engine threads still running, for the exit hook below.
@@ -151,7 +152,7 @@ class EngineThread:
             try:
                 job.plan = job.plan.with_sources()   # the texts the run started with, once
                 for problem in job.plan.load_kernels():
-                    job.emit(Event("log", problem, level="error"))
+                    job.emit(Event(EventKind.LOG, problem, level=LogLevel.ERROR))
                 if job.plan.autotune:
                     records = run_autotuned(self._sweep, job.plan, job.emit, job.cancel_token)
                 else:
@@ -161,8 +162,8 @@ class EngineThread:
                 self._device_lost(job, exc)
             except BaseException as exc:  # noqa: BLE001  (never kill the engine thread)
                 try:
-                    job.emit(Event("log", f"internal error: {exc!r}", level="error"))
-                    job.emit(Event("finished", f"internal error: {exc}"))
+                    job.emit(Event(EventKind.LOG, f"internal error: {exc!r}", level=LogLevel.ERROR))
+                    job.emit(Event(EventKind.FINISHED, f"internal error: {exc}"))
                 finally:
                     job.future.set_exception(exc)
             finally:
@@ -193,10 +194,10 @@ class EngineThread:
         results = list(exc.results) + ([rec] if rec is not None else [])
         try:
             if rec is not None:
-                job.emit(Event("result", record=rec, done=len(results), total=len(results)))
-            job.emit(Event("log", f"the device is lost: {exc}", level="error"))
+                job.emit(Event(EventKind.RESULT, record=rec, done=len(results), total=len(results)))
+            job.emit(Event(EventKind.LOG, f"the device is lost: {exc}", level=LogLevel.ERROR))
             final = final_records(results)
-            job.emit(Event("finished", f"stopped: {exc}", done=len(results), total=len(results),
+            job.emit(Event(EventKind.FINISHED, f"stopped: {exc}", done=len(results), total=len(results),
                            started=True, records=final))
             job.future.set_result(final)
         finally:
