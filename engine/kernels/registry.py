@@ -20,6 +20,7 @@ Conventions shared by every kernel file (``cuda/*.cu``, ``opencl/*.cl``):
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import re
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
 from engine.common.files import read_text
+from engine.kernels import dispatch_table
 from engine.kernels.kernel_file import (ARCH_RE, KERNEL_FILE_LIMIT, MODEL_FACTOR, ExpressionError,
                                         Expr, KernelFileError, KernelHeader, Prepass, parse_header,
                                         shown_text)
@@ -165,6 +167,9 @@ class Variant:
     #: Parameter → what it sets, in one line (the files' ``[descriptions]``; the window's
     #: tooltips, ``bench --list``).
     descriptions: Mapping[str, str] = field(default_factory=dict)
+    #: A dispatch variant's table (role ``dispatch``): it runs the kernel the table picks
+    #: at each shape (:func:`route`); None for a kernel or a library line.
+    dispatch: dispatch_table.DispatchTable | None = None
 
     @property
     def backends(self) -> tuple[str, ...]:
@@ -547,7 +552,8 @@ def kernel_files_in(folder: Path) -> list[Path]:
         return []
 
 
-_ROLE_RANK = {"baseline": 0, "seed": 0, "reference": 1, "rung": 2, "experiment": 3, "user": 4}
+_ROLE_RANK = {"baseline": 0, "seed": 0, "dispatch": 1, "reference": 1, "rung": 2, "experiment": 3,
+              "user": 4}
 
 
 def _sort_key(v: Variant) -> tuple:
@@ -562,9 +568,90 @@ BUILTIN_PROBLEMS: list[str] = []
 
 def _load_builtins() -> None:
     found, problems = read_kernel_files([p for d in BUILTIN_DIRS for p in kernel_files_in(ROOT / d)])
-    BUILTIN_PROBLEMS[:] = map(str, problems)
-    for v in sorted([*REFERENCES, *found], key=_sort_key):
+    tables, bad = dispatch_table.builtin_tables(ROOT)
+    BUILTIN_PROBLEMS[:] = map(str, [*problems, *bad])
+    for v in sorted([*REFERENCES, *found, *map(dispatch_variant, tables)], key=_sort_key):
         REGISTRY[v.name] = v
+    for v in [v for v in REGISTRY.values() if v.dispatch is not None]:
+        REGISTRY[v.name] = _checked_table(v)
+
+
+# --- dispatch variants: the lab's own GEMM (engine.kernels.dispatch_table) --------------------
+
+def dispatch_variant(table: dispatch_table.DispatchTable) -> Variant:
+    """The variant of role ``dispatch`` of a table: no kernel of its own; its constraint is
+    the picked kernel's at the shape (or the table's problem: listed, never run)."""
+    def constraint(params, m, n, k, dtype):
+        try:
+            r = route(table.name, m, n, k)
+        except dispatch_table.DispatchError as exc:
+            return str(exc)
+        why = get(r.variant).check(get(table.name).dispatch.backend, r.params, m, n, k, dtype)
+        return f"{kernel_label(r.variant, r.params)} (its pick): {why}" if why else None
+
+    return Variant(name=table.name, technique=table.title or f"the lab's own {table.precision} GEMM",
+                   seed=f"the dispatch table {_rel(table.path)}", sources={table.backend: _rel(table.path)},
+                   space={}, geometry=_one_launch, constraint=constraint, dtypes=table.dtypes,
+                   precision=table.precision, role="dispatch", summary=table.summary, dispatch=table)
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(resolved(path).relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _checked_table(v: Variant) -> Variant:
+    """``v`` with its table marked unusable where a rule names no kernel of its backend (or
+    another dispatch line) or a parameter that kernel lacks."""
+    t = v.dispatch
+    for rule in () if t.problem else t.rules:
+        target = REGISTRY.get(rule.variant)
+        if target is None or target.dispatch is not None or t.backend not in target.sources:
+            why = f"'{rule.variant}' is no {t.backend} kernel"
+        else:
+            why = next((f"{rule.variant} has no parameter '{p}'" if p not in target.space else
+                        f"{p}={x} is not among {rule.variant}'s values {tuple(target.space[p])}"
+                        for p, x in rule.params.items() if x not in target.space.get(p, ())), None)
+        if why:
+            bad = dataclasses.replace(t, problem=f"{rule.where}: {why}")
+            return dataclasses.replace(v, dispatch=bad)
+    return v
+
+
+def route(name: str, m: int, n: int, k: int, sms: int | None = None,
+          arch: str | None = None) -> dispatch_table.Route:
+    """The kernel and parameters the dispatch variant ``name`` runs at M×N×K (``sms``,
+    ``arch``: the device's, where known): the first rule that applies, the parameters it
+    leaves out at the kernel's [chosen] value there, else its default for ``arch``.
+    DispatchError says why there is none."""
+    table = get(name).dispatch
+    if table is None:
+        raise dispatch_table.DispatchError(f"{name} is not a dispatch variant")
+    rule = table.rule_at(m, n, k, sms)
+    target = REGISTRY.get(rule.variant)
+    if target is None or target.dispatch is not None:
+        raise dispatch_table.DispatchError(f"{rule.where}: '{rule.variant}' is no kernel")
+    params = target.default_params(arch)
+    params.update({p: AUTO for p in target.chosen})
+    params.update(rule.params)
+    return dispatch_table.Route(target.name, target.resolve(params, m, n, k), rule)
+
+
+def concrete(name: str, params: Params, m: int, n: int, k: int, sms: int | None = None,
+             arch: str | None = None) -> tuple[str, dict[str, int]]:
+    """What an item runs at a shape: ``(name, params)`` with the values left to the shape
+    resolved, or, for a dispatch variant, the kernel its table picks (itself where the table
+    picks none: its check says why)."""
+    v = get(name)
+    if v.dispatch is None:
+        return name, v.resolve(params, m, n, k)
+    try:
+        r = route(name, m, n, k, sms, arch)
+    except dispatch_table.DispatchError:
+        return name, dict(params)
+    return r.variant, dict(r.params)
 
 
 def is_builtin_file(path: Path | str) -> bool:
