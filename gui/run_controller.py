@@ -1,9 +1,9 @@
 """The run lifecycle for the window: engines, runs, progress, cancel, faults, shutdown.
 
-:class:`RunController` keeps one engine handle per device (a
-:class:`~engine.run.process.ProcessEngine` by default: a kernel that crashes or hangs takes
-only its own process down, and the window's process never holds a CUDA context),
-reuses them from run to run, and starts each run with
+:class:`RunController` runs on the engines of an :class:`~engine.run.pool.EnginePool`
+(one per device, a :class:`~engine.run.process.ProcessEngine` by default: a kernel that
+crashes or hangs takes only its own process down, and the window's process never holds a
+CUDA context), which reuses them from run to run and starts each run with
 :func:`engine.run.dispatch.start_run`.  The dispatcher calls back from its worker threads;
 the controller posts every event through one internal queued signal to itself, and
 re-emits it as a public signal in the GUI thread.  So every slot connected to the
@@ -16,64 +16,25 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import Counter, deque
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from collections import deque
+from typing import Callable
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 
 from engine.run import cluster  # Ray itself is imported only when a cluster is used
 from engine.run.autotune import CacheEvent
 from engine.measure.backends import probe_all
-from engine.common.cpus import WINDOW_CPUS, engine_threads
-from engine.run.dispatch import MODES, Run, start_run
+from engine.common.cpus import WINDOW_CPUS
+from engine.run.dispatch import MODES, Run
 from engine.run.engines import EngineHandle
 from engine.run.events import EventKind, LogLevel
+from engine.run.pool import ClusterFactory, EngineFactory, EnginePool, RunTarget
 from engine.run.runner import Event, Plan
-
-#: Makes the engine of one device: ``factory(backend, device_index)``.
-EngineFactory = Callable[[str, int], EngineHandle]
-#: Makes the engines of a Ray cluster: ``factory(address, backend)``, one per GPU/worker.
-ClusterFactory = Callable[[str, str], list[EngineHandle]]
 
 #: On shutdown: how long a cancelled run may take to end (a remote engine's kernel is
 #: killed after engine.run.engines.CANCEL_KILL_S), then how long engines get to close.
 SHUTDOWN_RUN_WAIT_S = 2.5
 SHUTDOWN_CLOSE_S = 1.5
-#: Engines retired between runs (another backend, devices no longer chosen) may take
-#: this long to close in the background before they are ended.
-RETIRE_CLOSE_S = 10.0
-
-
-@dataclass(frozen=True)
-class RunTarget:
-    """Where a run goes: devices of one backend, or every GPU of a Ray cluster.
-
-    ``devices`` are backend device indices (one engine each; an index given twice gets
-    two engines, which tests use to run two engines on one device); ``mode`` is
-    ``compare`` (every device runs everything) or ``share`` (they split the work);
-    ``ray_address`` is None for this machine's devices, else the cluster address
-    (``"local"`` starts a local cluster).
-    """
-
-    backend: str
-    devices: tuple[int, ...] = (0,)
-    mode: str = "compare"
-    ray_address: str | None = None
-
-    def describe(self) -> str:
-        """``cpu device 0``, ``cuda devices 0, 1 (share)``, ``cuda on Ray cluster local``."""
-        if self.ray_address is not None:
-            return f"{self.backend} on the Ray cluster '{self.ray_address}' ({self.mode})"
-        if len(self.devices) == 1:
-            return f"{self.backend} device {self.devices[0]}"
-        return (f"{self.backend} devices {', '.join(map(str, self.devices))} ({self.mode})")
-
-
-def process_engine(backend: str, device: int) -> EngineHandle:
-    """The default engine: the device's own child process."""
-    from engine.run.process import ProcessEngine  # noqa: PLC0415  (multiprocessing only when used)
-    return ProcessEngine(backend, device)
 
 
 #: Longest the GUI thread spends handing over queued engine events before it lets the
@@ -97,55 +58,17 @@ def _prepare_engine_processes() -> None:
         pass
 
 
-def ray_engines(address: str, backend: str) -> list[EngineHandle]:
-    """One engine per GPU/worker of the Ray cluster at ``address``."""
-    return list(cluster.ray_engines(address, backend))
-
-
-def _close_engines(engines: Sequence[EngineHandle], timeout: float) -> bool:
-    """Close ``engines`` in parallel, each within ``timeout``; end those that do not stop
-    (an engine in another process is killed).  True when every engine closed cleanly."""
-    results: dict[int, bool] = {}
-
-    def close_one(i: int, eng: EngineHandle) -> None:
-        try:
-            results[i] = bool(eng.close(timeout))
-        except Exception:  # noqa: BLE001  (a dead engine's pipes, a lost actor: it is gone)
-            results[i] = False
-
-    threads = [threading.Thread(target=close_one, args=(i, e), daemon=True,
-                                name=f"close-{e.label}") for i, e in enumerate(engines)]
-    for t in threads:
-        t.start()
-    end = time.monotonic() + timeout + 0.5
-    for t in threads:
-        t.join(max(0.0, end - time.monotonic()))
-    for i, eng in enumerate(engines):
-        if not results.get(i, False):
-            _kill(eng)
-    return all(results.get(i, False) for i in range(len(engines)))
-
-
-def _kill(eng: EngineHandle) -> None:
-    """End an engine now, if it can be ended (one in another process can)."""
-    kill = getattr(eng, "kill", None)
-    if kill is not None:
-        try:
-            kill()
-        except Exception:  # noqa: BLE001
-            pass
-
-
 class RunController(QObject):
-    """Starts runs on a backend's devices, reports them as signals, and owns the engines.
+    """Starts runs on a backend's devices and reports them as signals; its
+    :class:`~engine.run.pool.EnginePool` (:attr:`pool`) owns the engines.
 
     Parameters
     ----------
     engine_factory
-        Makes one device's engine; by default :func:`process_engine`.  Tests pass
+        Makes one device's engine; by default :func:`engine.run.pool.process_engine`.  Tests pass
         :class:`engine.run.engines.LocalEngine` (in-process: fast, no isolation).
     cluster_factory
-        Makes a Ray cluster's engines; by default :func:`ray_engines`.
+        Makes a Ray cluster's engines; by default :func:`engine.run.pool.ray_engines`.
 
     Signals
     -------
@@ -189,16 +112,9 @@ class RunController(QObject):
     def __init__(self, engine_factory: EngineFactory | None = None,
                  cluster_factory: ClusterFactory | None = None, parent: QObject | None = None):
         super().__init__(parent)
-        self.engine_factory = engine_factory or process_engine
-        self.cluster_factory = cluster_factory or ray_engines
-        #: Engines by (backend, device, n-th use of that device in a target), and a Ray
-        #: cluster's list by ("ray", address, backend).
-        self._engines: dict[tuple, EngineHandle] = {}
-        self._cluster: dict[tuple, list[EngineHandle]] = {}
-        self._retiring: list[threading.Thread] = []
-        #: Engines a shutdown is closing (so that :meth:`kill_all` can still end them).
-        self._doomed: list[EngineHandle] = []
-        self._lock = threading.Lock()
+        # The window keeps WINDOW_CPUS cores for itself: a reference product on every
+        # core starved its repaints (engine.common.cpus).
+        self.pool = EnginePool(engine_factory, cluster_factory, reserve_cpus=WINDOW_CPUS)
         self._serial = 0
         self._run: Run | None = None
         self._cancel_requested = False
@@ -289,88 +205,33 @@ class RunController(QObject):
 
     # --- engines -----------------------------------------------------------------------
 
+    @property
+    def engine_factory(self) -> EngineFactory:
+        return self.pool.engine_factory
+
+    @engine_factory.setter
+    def engine_factory(self, factory: EngineFactory) -> None:
+        self.pool.engine_factory = factory
+
+    @property
+    def cluster_factory(self) -> ClusterFactory:
+        return self.pool.cluster_factory
+
+    @cluster_factory.setter
+    def cluster_factory(self, factory: ClusterFactory) -> None:
+        self.pool.cluster_factory = factory
+
     def engines(self) -> list[EngineHandle]:
-        """Every engine the controller holds now (local ones, then cluster ones)."""
-        with self._lock:
-            out = list(self._engines.values())
-            for group in self._cluster.values():
-                out.extend(group)
-        return out
+        """Every engine the controller's pool holds now (local ones, then cluster ones)."""
+        return self.pool.engines()
 
     def idle(self) -> bool:
         """No run, no engine, nothing being closed: closing now would not wait at all."""
-        return (not self.running and not self.engines()
-                and not any(t.is_alive() for t in self._retiring))
+        return not self.running and self.pool.idle()
 
     def engines_for(self, target: RunTarget) -> list[EngineHandle]:
-        """The engines of ``target``'s devices: kept ones reused, missing ones made.
-
-        Engines of other devices or backends are closed in the background: an idle
-        engine holds a device context (GPU memory) that others may want.
-        """
-        seen: Counter = Counter()
-        keys = []
-        for d in target.devices:
-            keys.append((target.backend, int(d), seen[d]))
-            seen[d] += 1
-        with self._lock:
-            out = []
-            for key in keys:
-                eng = self._engines.get(key)
-                if eng is None:
-                    eng = self._engines[key] = self.engine_factory(target.backend, key[1])
-                out.append(eng)
-            # The engines share the machine's cores, less the window's own: a reference
-            # product on every core starved the window's repaints (engine.common.cpus).
-            threads = engine_threads(len(out), WINDOW_CPUS)
-            for eng in out:
-                eng.cpu_threads = threads
-            stale = [k for k in self._engines if k not in keys]
-            retired = [self._engines.pop(k) for k in stale]
-            for k in list(self._cluster):
-                retired.extend(self._cluster.pop(k))
-        self._retire(retired)
-        return out
-
-    def _keep_joined(self, key: tuple, made: list[EngineHandle]) -> None:
-        """After a run: engines that joined it mid-sweep stay with the cluster's others
-        (reused by the next run, closed with them); ones that never opened are closed."""
-        joined = [e for e in made if e.info is not None]
-        for eng in made:
-            if eng.info is None:
-                eng.close()
-        with self._lock:
-            if key in self._cluster:
-                self._cluster[key].extend(e for e in joined if e not in self._cluster[key])
-                return
-        self._retire(joined)     # the cluster's engines were retired meanwhile
-
-    def _cluster_engines(self, address: str, backend: str) -> list[EngineHandle]:
-        """A Ray cluster's engines (worker thread: connecting may take a while)."""
-        key = ("ray", address, backend)
-        with self._lock:
-            got = self._cluster.get(key)
-        if got:
-            return got
-        made = self.cluster_factory(address, backend)
-        if not made:
-            raise RuntimeError(f"the Ray cluster '{address}' has no {backend} worker")
-        with self._lock:
-            retired = list(self._engines.values())
-            self._engines.clear()
-            for k in [k for k in self._cluster if k != key]:
-                retired.extend(self._cluster.pop(k))
-            self._cluster[key] = made
-        self._retire(retired)
-        return made
-
-    def _retire(self, engines: list[EngineHandle]) -> None:
-        if not engines:
-            return
-        t = threading.Thread(target=_close_engines, args=(engines, RETIRE_CLOSE_S),
-                             name="retire-engines", daemon=True)
-        t.start()
-        self._retiring = [r for r in self._retiring if r.is_alive()] + [t]
+        """The engines of ``target``'s devices (:meth:`EnginePool.engines_for`)."""
+        return self.pool.engines_for(target)
 
     # --- runs --------------------------------------------------------------------------
 
@@ -397,7 +258,7 @@ class RunController(QObject):
                              name="run-launch", daemon=True).start()
             return True
         try:
-            self._run = start_run(plan, self.engines_for(target), emit, target.mode)
+            self._run = self.pool.start_run(plan, target, emit)
         except ValueError as exc:       # engines of another backend, no engines, bad mode
             emit(Event(EventKind.LOG, str(exc), level=LogLevel.ERROR))
             emit(Event(EventKind.FINISHED, str(exc)))
@@ -407,7 +268,7 @@ class RunController(QObject):
         """Worker thread: connect to the cluster, then start the run there."""
         emit(Event(EventKind.LOG, f"connecting to the Ray cluster '{target.ray_address}'…"))
         try:
-            engines = self._cluster_engines(target.ray_address, target.backend)
+            engines = self.pool.cluster_engines(target.ray_address, target.backend)
         except Exception as exc:  # noqa: BLE001  (no ray, no cluster, no worker: say it)
             msg = f"Ray cluster '{target.ray_address}': {exc}"
             emit(Event(EventKind.LOG, msg, level=LogLevel.ERROR))
@@ -417,20 +278,12 @@ class RunController(QObject):
             emit(Event(EventKind.FINISHED, "cancelled before the run started", cancelled=True))
             return
         emit(Event(EventKind.LOG, f"Ray cluster '{target.ray_address}': {len(engines)} engine(s)"))
-        joiners = None
-        if target.mode == "share":
-            # Worker nodes that join the cluster mid-sweep get engines and take work.
-            joiners = cluster.FreeWorkers(target.backend, engines[0].device,
-                                          first_slot=len(engines))
         try:
-            run = start_run(plan, engines, emit, target.mode, joiners)
-        except ValueError as exc:
+            run = self.pool.start_run(plan, target, emit)
+        except (ValueError, RuntimeError) as exc:    # RuntimeError: closed meanwhile
             emit(Event(EventKind.LOG, str(exc), level=LogLevel.ERROR))
             emit(Event(EventKind.FINISHED, str(exc)))
             return
-        if joiners is not None:
-            key = ("ray", target.ray_address, target.backend)
-            run.future.add_done_callback(lambda _f: self._keep_joined(key, joiners.made))
         self._run = run
         if self._cancel_requested:      # Cancel came while the run was being started
             run.cancel()
@@ -489,19 +342,10 @@ class RunController(QObject):
             except Exception:  # noqa: BLE001  (a timeout, or the run's own failure)
                 pass
         stuck = run is not None and not run.done()
-        with self._lock:
-            engines = list(self._engines.values()) + [e for g in self._cluster.values() for e in g]
-            self._engines.clear()
-            self._cluster.clear()
-            self._doomed = list(engines)
-        if stuck:
-            # The run thread is blocked (opening a device, a kernel past cancel): end the
-            # engines under it rather than closing them from a second thread.
-            for eng in engines:
-                _kill(eng)
-        ok = _close_engines(engines, max(0.2, min(SHUTDOWN_CLOSE_S, deadline - time.monotonic())))
-        for t in self._retiring:
-            t.join(max(0.0, deadline - time.monotonic()))
+        # A stuck run thread is blocked on its engines (opening a device, a kernel past
+        # cancel): the pool ends them rather than closing them from a second thread.
+        ok = self.pool.close(max(0.2, min(SHUTDOWN_CLOSE_S, deadline - time.monotonic())),
+                             deadline, kill_first=stuck)
         self._serial = -1        # nothing of this controller's runs is delivered any more
         self._closed = True
         return ok and not stuck
@@ -535,9 +379,5 @@ class RunController(QObject):
     def kill_all(self) -> None:
         """End every engine now (the last resort of a window that must close)."""
         self._begin_close()
-        with self._lock:
-            engines = (list(self._engines.values()) + [e for g in self._cluster.values() for e in g]
-                       + self._doomed)
-        for eng in engines:
-            _kill(eng)
+        self.pool.kill_all()
         self._serial = -1
