@@ -281,9 +281,8 @@ def _print_variant(console, var: registry.Variant) -> None:
         console.print(_indented(Text("constraints (each must hold; the reason is shown "
                                      "where one fails)", style="bold"), 4))
         for c in header.constraints:
-            line = Text(shown_text(c.reason))
-            line.append(f"  ({shown_text(c.check.text)})", style="dim")
-            console.print(_indented(line, 6))
+            console.print(_indented(Text(shown_text(c.reason)), 6))
+            console.print(_indented(Text(f"check: {shown_text(c.check.text)}", style="dim"), 8))
 
 
 def _results_table(recs: list[records.ResultRecord]):

@@ -1,7 +1,8 @@
 """The kernel picker: variants of a backend as a checkable tree, built from the registry.
 
-Top-level rows are variants (checkbox, name, one-line technique); under each, one row
-per parameter with its values as checkboxes.  Choices are remembered per variant
+Top-level rows are variants (checkbox, name, one-line technique; the tooltip adds the
+kernel file's ``summary``, the longer story); under each, one row per parameter with its
+values as checkboxes (the tooltip: the parameter's one-line description).  Choices are remembered per variant
 name, so switching backend and back keeps them.  A parameter the user has not chosen
 values for shows its default on the chosen device's architecture
 (:meth:`engine.kernels.registry.Variant.default_params`), and follows the device when it changes.
@@ -48,8 +49,10 @@ class ParamValues(QWidget):
 
     toggled = Signal()
 
-    def __init__(self, values: tuple[int, ...], checked: set[int], parent=None):
+    def __init__(self, values: tuple[int, ...], checked: set[int], parent=None, tip: str = ""):
         super().__init__(parent)
+        # the parameter's description: what each value box without a tip of its own shows
+        self.setToolTip(tip)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(2, 0, 2, 0)
         layout.setSpacing(10)
@@ -58,7 +61,8 @@ class ParamValues(QWidget):
             box = QCheckBox(registry.value_text(v))
             if v == registry.AUTO:
                 box.setToolTip("the value the shape picks (the kernel file's [chosen]): each "
-                               "size runs the one its header says is right for it")
+                               "size runs the one its header says is right for it"
+                               + (f"<br>{tip}" if tip else ""))
             box.setChecked(v in checked)
             box.toggled.connect(self.toggled)
             layout.addWidget(box)
@@ -76,11 +80,11 @@ class ParamValues(QWidget):
             font = b.font()
             font.setStrikeOut(why is not None)
             b.setFont(font)
-            tip = self._tips[v]
+            tip = self._tips[v] or self.toolTip()
             if why is not None:
                 tip = (f"{NOT_FOR_SIZES}: {html.escape(shown_text(why))}"
                        + (f"<br>{tip}" if tip else ""))
-            b.setToolTip(tip)
+            b.setToolTip(tip if why is not None else self._tips[v])
 
     def checked(self) -> list[int]:
         return [v for v, b in self.boxes.items() if b.isChecked()]
@@ -156,11 +160,7 @@ class VariantTree(QTreeWidget):
                     v, backend, self.ticks, self.arch))
                 item.setCheckState(NAME_COL, Qt.CheckState.Checked if ticked
                                    else Qt.CheckState.Unchecked)
-                # a user's title is text, not HTML: "<b>" in it shows as written
-                tip = (f"<b>{v.name}</b> ({v.kind})<br>{html.escape(v.technique)}<br>"
-                       f"<i>{html.escape(v.seed)}</i>")
-                if v.role == "user":
-                    tip += "<br>" + "<br>".join(html.escape(shown_text(h.path)) for h in v.headers)
+                tip = variant_tip(v)
                 item.setToolTip(NAME_COL, tip)
                 item.setToolTip(INFO_COL, tip)
                 self._tips[v.name] = tip
@@ -176,10 +176,11 @@ class VariantTree(QTreeWidget):
                                 f"{pname} = {v.chosen[pname].text}")
                     else:
                         note = _default_note(defaults[pname], values[0], self.arch)
-                    child.setToolTip(NAME_COL, f"Values of {pname} to sweep for {v.name}; {note}")
+                    ptip = param_tip(v, pname, note)
+                    child.setToolTip(NAME_COL, ptip)
                     item.addChild(child)
                     checked = set(chosen.get(pname, [_initial(v, pname, defaults)]))
-                    w = ParamValues(values, checked)
+                    w = ParamValues(values, checked, tip=ptip)
                     w.toggled.connect(lambda n=v.name, p=pname: self._values_changed(n, p))
                     self.setItemWidget(child, INFO_COL, w)
                     self._value_widgets[(v.name, pname)] = w
@@ -472,6 +473,29 @@ class VariantTree(QTreeWidget):
                 self._values[name] = chosen
         if self.backend:
             self.set_backend(self.backend)
+
+
+def variant_tip(v: registry.Variant) -> str:
+    """A variant row's tooltip: name and kind, the one-line title, then the longer story
+    (the file's ``summary``) and where the technique comes from."""
+    # a user's title is text, not HTML: "<b>" in it shows as written
+    tip = f"<b>{v.name}</b> ({v.kind})<br>{html.escape(shown_text(v.technique))}"
+    if v.summary:
+        tip += f"<p>{html.escape(shown_text(v.summary))}</p>"
+    else:
+        tip += "<br>"
+    tip += f"<i>{html.escape(shown_text(v.seed))}</i>"
+    if v.role == "user":
+        tip += "<br>" + "<br>".join(html.escape(shown_text(h.path)) for h in v.headers)
+    return tip
+
+
+def param_tip(v: registry.Variant, pname: str, note: str) -> str:
+    """A parameter row's tooltip: its one-line description (the file's ``[descriptions]``),
+    then which values the sweep takes and the default."""
+    text = v.descriptions.get(pname)
+    head = f"<b>{html.escape(pname)}</b>: {html.escape(shown_text(text))}<br>" if text else ""
+    return f"{head}Values of {pname} to sweep for {v.name}; {html.escape(note)}"
 
 
 def _initial(v, pname: str, defaults) -> int:
