@@ -101,6 +101,7 @@ def test_an_engine_process_runs_within_its_budget():
 def test_a_changed_budget_is_sent_before_the_next_run(monkeypatch):
     from engine.run.process import ProcessEngine
     from engine.run.engines import RemoteEngine
+    from engine.run.messages import SetThreads
     eng = ProcessEngine("cpu", 0, cpu_threads=3)
     sent = []
     monkeypatch.setattr(eng, "alive", lambda: True)
@@ -112,7 +113,7 @@ def test_a_changed_budget_is_sent_before_the_next_run(monkeypatch):
     eng.cpu_threads = 5
     eng.run(None, None, None)
     eng.run(None, None, None)
-    assert sent == [("threads", 5)]
+    assert sent == [SetThreads(5)]
 
 
 def test_the_window_shares_the_cores_among_its_engines(qapp):

@@ -422,7 +422,7 @@ def test_rlimit_bounds_what_this_process_may_allocate(tmp_path):
         assert host_memory.host_limit().what == "this process's RLIMIT_AS limit", host_memory.host_limit()
         recs = Sweep().run(Plan(backend="cpu", items=[("cpu_numpy", {})], warmup=0, repeats=1,
                                 shapes=[(16000, 16000, 16000), (16, 16, 16)]), lambda ev: None)
-        print([r.status for r in recs])
+        print([str(r.status) for r in recs])
         print(recs[0].error)
     """)
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,

@@ -49,6 +49,8 @@ from pathlib import Path
 
 from engine.measure.backends.base import DeviceLost
 from engine.run.engines import EngineLost, RemoteEngine
+from engine.run.messages import (Cancel, Command, Done, EventMessage, Failed, Lost, OpenDevice,
+                                 Opened, Reply, RunTask, Shutdown)
 from engine.results.records import RecordStatus, ResultRecord
 from engine.run.runner import HOST, CancelToken, Emit, Event, Plan, make_record
 
@@ -147,7 +149,7 @@ class _EngineActor:
             try:
                 importlib.import_module(name)
             except Exception as exc:  # noqa: BLE001
-                self._q.put(("failed", f"preloading {name} failed: {exc}"))
+                self._q.put(Failed(f"preloading {name} failed: {exc}"))
         self.engine = EngineThread(name="engine", worker=self.worker, restartable=True).start()
 
     def where(self) -> dict:
@@ -178,48 +180,47 @@ class _EngineActor:
             changes["device"] = dataclasses.replace(ev.device, index=self.gpu)
         return dataclasses.replace(ev, **changes) if changes else ev
 
-    def command(self, msg: tuple) -> None:
-        """``("open", backend, index)``, ``("run", plan)`` or ``("cancel",)``: queued or
-        done at once; what follows comes back through :meth:`poll`."""
-        cmd = msg[0]
-        if cmd == "open":
-            fut = self.engine.open_device(msg[1], msg[2])
-            fut.add_done_callback(self._opened)
-        elif cmd == "run":
-            job = self.engine.submit(msg[1], lambda ev: self._q.put(("event", self._fix_event(ev))))
-            self._job = job
-            job.future.add_done_callback(self._finished)
-        elif cmd == "cancel":
-            if self._job is not None:
-                self._job.cancel()
-        elif cmd == "stop":
-            self.stop()
+    def command(self, msg: Command) -> None:
+        """A command (engine.run.messages), queued or done at once; what follows comes
+        back through :meth:`poll`."""
+        match msg:
+            case OpenDevice(backend, device):
+                fut = self.engine.open_device(backend, device)
+                fut.add_done_callback(self._opened)
+            case RunTask(plan):
+                job = self.engine.submit(plan, lambda ev: self._q.put(EventMessage(self._fix_event(ev))))
+                self._job = job
+                job.future.add_done_callback(self._finished)
+            case Cancel():
+                if self._job is not None:
+                    self._job.cancel()
+            case Shutdown():
+                self.stop()
 
     def _opened(self, fut) -> None:
         exc = fut.exception()
         if exc is not None:     # BackendError: the reason, verbatim
-            self._q.put(("failed", str(exc)))
+            self._q.put(Failed(str(exc)))
             return
         info, versions = fut.result()
         if self.gpu is not None:
             info = dataclasses.replace(info, index=self.gpu)
-        self._q.put(("opened", info, versions, HOST))
+        self._q.put(Opened(info, versions, HOST))
 
     def _finished(self, fut) -> None:
         if fut.cancelled():
-            self._q.put(("done", []))
+            self._q.put(Done([]))
             return
         exc = fut.exception()
         if exc is None:
-            self._q.put(("done", [self._fix_record(r) for r in fut.result()]))
+            self._q.put(Done([self._fix_record(r) for r in fut.result()]))
         elif isinstance(exc, DeviceLost):
             # The context is unusable: the handle restarts the engine as a new actor.
-            self._q.put(("lost", str(exc), self._fix_record(exc.record)))
+            self._q.put(Lost(str(exc), self._fix_record(exc.record)))
         else:
-            self._q.put(("failed", "".join(
-                traceback.format_exception_only(type(exc), exc)).strip()))
+            self._q.put(Failed("".join(traceback.format_exception_only(type(exc), exc)).strip()))
 
-    def poll(self, max_wait: float) -> list[tuple]:
+    def poll(self, max_wait: float) -> list[Reply]:
         """The messages queued so far; waits up to ``max_wait`` s for the first one."""
         try:
             out = [self._q.get(timeout=max_wait)]
@@ -327,7 +328,7 @@ class RayEngine(RemoteEngine):
         self.kill()         # an actor only unreachable for now would still hold its slot
         return EngineLost(reason)
 
-    def _send(self, msg: tuple) -> None:
+    def _send(self, msg: Command) -> None:
         ray = _ray()
         if self.actor is None:
             raise EngineLost(f"{self.label}: the engine is not running")
@@ -340,7 +341,7 @@ class RayEngine(RemoteEngine):
         except ray.exceptions.RayError as exc:
             raise self._lost(exc) from None
 
-    def _receive(self, timeout: float) -> tuple | None:
+    def _receive(self, timeout: float) -> Reply | None:
         if not self._buffer:
             self._fetch(timeout)
         return self._buffer.popleft() if self._buffer else None

@@ -21,6 +21,8 @@ from abc import ABC, abstractmethod
 from engine.measure.backends.base import BackendError, DeviceInfo, DeviceLost
 from engine.results.records import ResultRecord
 from engine.run.events import EventKind, LogLevel, Phase
+from engine.run.messages import (Cancel, Command, Done, EventMessage, Failed, Lost, OpenDevice,
+                                 Opened, Reply, RunTask, Shutdown)
 from engine.run.runner import HOST, CancelToken, Emit, Event, Plan
 from engine.run.worker import EngineThread
 
@@ -135,11 +137,9 @@ class RemoteEngine(EngineHandle):
     """An engine in another process, reached by messages.
 
     Subclasses provide the transport: :meth:`_start` (a fresh engine), :meth:`_send`
-    (a command: ``("open", backend, device)``, ``("run", plan)``, ``("cancel",)``,
-    ``("stop",)``), :meth:`_receive` (the next message, or None after ``timeout``;
-    raises EngineLost when the engine is gone) and :meth:`kill`. Messages back are
-    ``("opened", DeviceInfo, versions, host)``, ``("event", Event)``, ``("done", records)``,
-    ``("lost", reason, record)`` and ``("failed", text)``.
+    (a :data:`~engine.run.messages.Command`), :meth:`_receive` (the next
+    :data:`~engine.run.messages.Reply`, or None after ``timeout``; raises EngineLost when
+    the engine is gone) and :meth:`kill`.
     """
 
     #: Seconds a fresh engine may take to open its device (imports, driver start-up).
@@ -149,10 +149,10 @@ class RemoteEngine(EngineHandle):
     def _start(self) -> None: ...
 
     @abstractmethod
-    def _send(self, msg: tuple) -> None: ...
+    def _send(self, msg: Command) -> None: ...
 
     @abstractmethod
-    def _receive(self, timeout: float) -> tuple | None: ...
+    def _receive(self, timeout: float) -> Reply | None: ...
 
     @abstractmethod
     def kill(self) -> None:
@@ -164,17 +164,15 @@ class RemoteEngine(EngineHandle):
     def open(self) -> DeviceInfo:
         if not self.alive():
             self._start()
-        self._send(("open", self.backend, self.device))
+        self._send(OpenDevice(self.backend, self.device))
         deadline = time.monotonic() + self.OPEN_TIMEOUT_S
         while time.monotonic() < deadline:
-            msg = self._receive(0.25)
-            if msg is None:
-                continue
-            if msg[0] == "opened":
-                self.info, self.versions, self.host = msg[1], msg[2], msg[3]
-                return self.info
-            if msg[0] == "failed":
-                raise BackendError(msg[1])
+            match self._receive(0.25):
+                case Opened(info, versions, host):
+                    self.info, self.versions, self.host = info, versions, host
+                    return self.info
+                case Failed(text):
+                    raise BackendError(text)
         self.kill()
         raise EngineLost(f"{self.label}: the engine did not open its device within "
                          f"{self.OPEN_TIMEOUT_S:.0f} s")
@@ -186,7 +184,7 @@ class RemoteEngine(EngineHandle):
     def run(self, plan: Plan, emit: Emit, cancel: CancelToken) -> list[ResultRecord]:
         if not self.alive():
             self.open()
-        self._send(("run", plan))
+        self._send(RunTask(plan))
         got: list[ResultRecord] = []
         item = None
         deadline = None
@@ -197,7 +195,7 @@ class RemoteEngine(EngineHandle):
         while True:
             now = time.monotonic()
             if cancel.cancelled and cancel_sent_at is None:
-                self._send(("cancel",))
+                self._send(Cancel())
                 cancel_sent_at = now
             if cancel_sent_at is not None and now - cancel_sent_at > CANCEL_KILL_S:
                 # The kernel in flight does not return: end the process; what finished stays.
@@ -219,9 +217,8 @@ class RemoteEngine(EngineHandle):
                 raise
             if msg is None:
                 continue
-            kind = msg[0]
-            if kind == "event":
-                ev: Event = msg[1]
+            if isinstance(msg, EventMessage):
+                ev = msg.event
                 if ev.kind == EventKind.PHASE:
                     item = self.in_flight = ev.item or item
                     phase = ev.message
@@ -239,19 +236,20 @@ class RemoteEngine(EngineHandle):
                     item, deadline, self.in_flight = None, None, None
                 if ev.kind not in (EventKind.STARTED, EventKind.FINISHED):
                     emit(ev)
-            elif kind == "done":
+            elif isinstance(msg, Done):
                 return got
-            elif kind == "lost":
-                raise EngineLost(msg[1], record=msg[2])
-            elif kind == "failed":
-                emit(Event(EventKind.LOG, f"{self.label}: internal error: {msg[1]}", level=LogLevel.ERROR))
+            elif isinstance(msg, Lost):
+                raise EngineLost(msg.reason, record=msg.record)
+            elif isinstance(msg, Failed):
+                emit(Event(EventKind.LOG, f"{self.label}: internal error: {msg.text}",
+                           level=LogLevel.ERROR))
                 return got
 
     def close(self, timeout: float = 10.0) -> bool:
         if not self.alive():
             return True
         try:
-            self._send(("stop",))
+            self._send(Shutdown())
         except (OSError, EngineLost):
             pass
         end = time.monotonic() + timeout

@@ -24,6 +24,8 @@ from multiprocessing.connection import wait
 from engine.common import cpus
 from engine.measure.backends.base import DeviceLost
 from engine.run.engines import EngineLost, RemoteEngine
+from engine.run.messages import (Cancel, Command, Done, EventMessage, Failed, Lost, OpenDevice,
+                                 Opened, Reply, RunTask, SetThreads, Shutdown)
 from engine.run.runner import HOST
 
 #: How much lower than its parent an engine process (and its nvcc builds) is scheduled.
@@ -50,7 +52,7 @@ def child_main(cmd_conn, evt_conn, preload: tuple[str, ...] = (),
 
     send_lock = threading.Lock()
 
-    def send(msg: tuple) -> None:
+    def send(msg: Reply) -> None:
         with send_lock:
             try:
                 evt_conn.send(msg)
@@ -61,48 +63,48 @@ def child_main(cmd_conn, evt_conn, preload: tuple[str, ...] = (),
         for name in preload:
             importlib.import_module(name)
     except Exception as exc:  # noqa: BLE001
-        send(("failed", f"preloading {name} failed: {exc}"))
+        send(Failed(f"preloading {name} failed: {exc}"))
     engine = EngineThread(name="engine", worker=f"process {os.getpid()}", restartable=True).start()
     job = None
     lost = threading.Event()
 
     def finished(fut) -> None:
         if fut.cancelled():
-            send(("done", []))
+            send(Done([]))
             return
         exc = fut.exception()
         if exc is None:
-            send(("done", fut.result()))
+            send(Done(fut.result()))
         elif isinstance(exc, DeviceLost):
-            send(("lost", str(exc), exc.record))
+            send(Lost(str(exc), exc.record))
             lost.set()
         else:
-            send(("failed", "".join(traceback.format_exception_only(type(exc), exc)).strip()))
+            send(Failed("".join(traceback.format_exception_only(type(exc), exc)).strip()))
 
     while not lost.is_set():
         try:
             if not cmd_conn.poll(0.2):
                 continue
-            msg = cmd_conn.recv()
+            msg: Command = cmd_conn.recv()
         except (EOFError, OSError):
             break                                       # the parent went away
-        cmd = msg[0]
-        if cmd == "open":
-            try:
-                info, versions = engine.open_device(msg[1], msg[2]).result()
-                send(("opened", info, versions, HOST))
-            except Exception as exc:  # noqa: BLE001  (BackendError: the reason, verbatim)
-                send(("failed", str(exc)))
-        elif cmd == "run":
-            job = engine.submit(msg[1], lambda ev: send(("event", ev)))
-            job.future.add_done_callback(finished)
-        elif cmd == "cancel":
-            if job is not None:
-                job.cancel()
-        elif cmd == "threads":
-            cpus.set_thread_budget(msg[1])
-        elif cmd == "stop":
-            break
+        match msg:
+            case OpenDevice(backend, device):
+                try:
+                    info, versions = engine.open_device(backend, device).result()
+                    send(Opened(info, versions, HOST))
+                except Exception as exc:  # noqa: BLE001  (BackendError: the reason, verbatim)
+                    send(Failed(str(exc)))
+            case RunTask(plan):
+                job = engine.submit(plan, lambda ev: send(EventMessage(ev)))
+                job.future.add_done_callback(finished)
+            case Cancel():
+                if job is not None:
+                    job.cancel()
+            case SetThreads(count):
+                cpus.set_thread_budget(count)
+            case Shutdown():
+                break
     if lost.is_set():
         # The context is unusable: closing it may fail or hang, and the parent starts a
         # new process anyway. End now.
@@ -162,11 +164,11 @@ class ProcessEngine(RemoteEngine):
 
     def run(self, plan, emit, cancel):
         if self.alive() and self.cpu_threads and self.cpu_threads != self._threads_sent:
-            self._send(("threads", self.cpu_threads))   # more or fewer engines than before
+            self._send(SetThreads(self.cpu_threads))   # more or fewer engines than before
             self._threads_sent = self.cpu_threads
         return super().run(plan, emit, cancel)
 
-    def _send(self, msg: tuple) -> None:
+    def _send(self, msg: Command) -> None:
         if self._cmd is None:
             raise EngineLost(f"{self.label}: the engine is not running")
         try:
@@ -174,7 +176,7 @@ class ProcessEngine(RemoteEngine):
         except (OSError, ValueError) as exc:
             raise EngineLost(self._death_reason() or f"{self.label}: {exc}") from None
 
-    def _receive(self, timeout: float) -> tuple | None:
+    def _receive(self, timeout: float) -> Reply | None:
         if self._evt is None or self.proc is None:
             raise EngineLost(f"{self.label}: the engine is not running")
         ready = wait([self._evt, self.proc.sentinel], timeout)

@@ -16,6 +16,7 @@ import sys
 import threading
 import weakref
 from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from engine.run.autotune import run_autotuned
@@ -62,6 +63,28 @@ class Job:
         return self.future.result(timeout)
 
 
+@dataclass(frozen=True)
+class _Submit:
+    """A sweep for the engine thread's queue."""
+
+    job: Job
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A function to call on the engine thread; its outcome goes to ``future``."""
+
+    fn: Callable[..., Any]
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    future: Future = field(default_factory=Future)
+
+
+@dataclass(frozen=True)
+class _Stop:
+    """The engine thread ends after what is before this in its queue."""
+
+
 class EngineThread:
     """Owns a :class:`Sweep` (and so the open backend) on a dedicated daemon thread."""
 
@@ -96,7 +119,7 @@ class EngineThread:
     def submit(self, plan: Plan, emit: Emit, cancel: CancelToken | None = None) -> Job:
         """Queue a sweep; ``cancel`` (optional) is the token that stops it."""
         job = Job(plan, emit, cancel)
-        self._queue.put(("job", job))
+        self._queue.put(_Submit(job))
         return job
 
     def open_device(self, backend: str, index: int) -> Future:
@@ -108,9 +131,9 @@ class EngineThread:
         return self.call(opener)
 
     def call(self, fn: Callable[..., Any], *args, **kwargs) -> Future:
-        fut: Future = Future()
-        self._queue.put(("call", (fn, args, kwargs, fut)))
-        return fut
+        call = _Call(fn, args, kwargs)
+        self._queue.put(call)
+        return call.future
 
     def cancel_current(self) -> None:
         with self._lock:
@@ -126,24 +149,23 @@ class EngineThread:
             return True
         self._stopping.set()  # sweeps still queued are cancelled, not run
         self.cancel_current()
-        self._queue.put(("stop", None))
+        self._queue.put(_Stop())
         self._thread.join(timeout)
         return not self._thread.is_alive()
 
     def _loop(self) -> None:
         while True:
-            kind, payload = self._queue.get()
-            if kind == "stop":
+            msg = self._queue.get()
+            if isinstance(msg, _Stop):
                 break
-            if kind == "call":
-                fn, args, kwargs, fut = payload
-                if fut.set_running_or_notify_cancel():
+            if isinstance(msg, _Call):
+                if msg.future.set_running_or_notify_cancel():
                     try:
-                        fut.set_result(fn(*args, **kwargs))
+                        msg.future.set_result(msg.fn(*msg.args, **msg.kwargs))
                     except BaseException as exc:  # noqa: BLE001  (handed to the caller)
-                        fut.set_exception(exc)
+                        msg.future.set_exception(exc)
                 continue
-            job: Job = payload
+            job: Job = msg.job
             if self._stopping.is_set():
                 job.future.cancel()
                 continue
@@ -172,11 +194,11 @@ class EngineThread:
         _LIVE.discard(self)
         # Drain: whatever was queued behind the stop is cancelled, not left hanging.
         while not self._queue.empty():
-            kind, payload = self._queue.get_nowait()
-            if kind == "job":
-                payload.future.cancel()
-            elif kind == "call":
-                payload[3].cancel()
+            msg = self._queue.get_nowait()
+            if isinstance(msg, _Submit):
+                msg.job.future.cancel()
+            elif isinstance(msg, _Call):
+                msg.future.cancel()
         try:
             self._sweep.close()  # on this thread: the CUDA context is popped where it was made
         except Exception:  # noqa: BLE001  (a lost context fails its synchronize; it is popped anyway)
