@@ -2,15 +2,15 @@
 # compute-sanitizer memcheck, racecheck and synccheck on every CUDA kernel (seeds and
 # ladder; not cuBLAS) at an odd shape, through the engine (main.py bench), float32 and int32.
 #   bash benchmarks/sanitize.sh [SHAPE]          (default 127x253x61; needs nvcc/CUDA on PATH)
-#   VARIANTS=skinny,ffma_wide_padb bash benchmarks/sanitize.sh     (only those kernels)
+#   VARIANTS=skinny,ffma_wide bash benchmarks/sanitize.sh     (only those kernels)
 # Kernels made for one class of shapes run at an odd shape of their class: skinny (M or N
 # <= 64) at 61x7x1000 and 4300x13x301 (the rows path, 2 and 4 rows per lane), 7x253x1001, 16x300x1100 and 17x97x1543 (the columns
 # path: K % 4 != 0, full chunks of A by 16-byte copies with split-K, 4-byte ones), ffma_narrow (N <= 64)
 # at 127x61x253, 1000x7x999, 300x20x5000 and 130x45x999 (each tile width, split-K 1 and 3;
 # ffma_narrow_padb at N = 21 for 20), ffma_regdb_b4 at 127x253x61, 90x131x4001, 200x255x37
 # and 1300x4099x37, ffma_regdb at SHAPE and 1300x2600x37 (split-K of a last partial wave),
-# ffma_wide_b4 at 300x253x61, 257x301x77, 2300x1999x77 and 256x131x3080, ffma_wide_padb
-# (N % 4 != 0) at SHAPE when its N qualifies, else at 127x253x61, ffma_small at SHAPE,
+# ffma_wide at SHAPE, 300x253x61, 257x301x77, 2300x1999x77 and 256x131x3080 (each copy of B,
+# bcopy 0-2, where N % 4 != 0), ffma_small at SHAPE,
 # 200x300x1500, 33x7x1001, 40x41x4100 and 33x7x8193 (split-K 2, 16 and 32), skinny_async at 61x7x1000,
 # 1037x13x301, 777x21x129, 129x9x3001, 300x45x999 and 500x30x1000 (each tile width, K % 4 != 0,
 # split-K).
@@ -69,14 +69,12 @@ for dtype in float32 int32; do
       [ "$name" = ffma_regdb ] && shape=$SHAPE,1300x2600x37 && params=(--params "bm=64,128;splitk=1,3")
       [ "$name" = ffma_regdb_b4 ] && shape=127x253x61,90x131x4001,200x255x37,1300x4099x37 \
           && params=(--params "bm=64,80,96;splitk=1,3;crows=0,1")
-      # ffma_wide_b4 (N % 4 != 0): shifted edge column tiles (253, 301, 1999 and 131 columns),
-      # the strip (257 rows), the tail split (2300 rows: 144 tiles), split-K, both bk, C by
-      # rows (K <= 3072) and from the fragments (K = 3080)
-      [ "$name" = ffma_wide_b4 ] && shape=300x253x61,257x301x77,2300x1999x77,256x131x3080 \
-          && params=(--params "bk=8,16;splitk=1,4;tailk=1,8;crows=0,1")
-      if [ "$name" = ffma_wide_padb ] && [ $(( $(echo "$SHAPE" | cut -dx -f2) % 4 )) -eq 0 ]; then
-        shape=127x253x61
-      fi
+      # ffma_wide, each copy of B (N % 4 != 0 at all but SHAPE's aligned N, if it has one):
+      # shifted edge column tiles (253, 301, 1999 and 131 columns), the strip (257 rows), the
+      # tail split (2300 rows: 144 tiles), split-K, both bk; with the warp-row copies C by rows
+      # (K <= 3072) and from the fragments (K = 3080)
+      [ "$name" = ffma_wide ] && shape=$SHAPE,300x253x61,257x301x77,2300x1999x77,256x131x3080 \
+          && params=(--params "bk=8,16;splitk=1,4;tailk=1,8;bcopy=0,1,2;crows=0,1")
       log="$LOGS/sanitize_${tool}_${dtype}_${name}.log"
       "$SAN" --tool $tool --error-exitcode 99 python3 main.py bench --backend cuda --quiet \
           --sizes "$shape" --dtype $dtype --dist $dist --variants "$name" "${params[@]}" "${extra[@]}" >"$log" 2>&1

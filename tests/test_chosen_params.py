@@ -62,8 +62,9 @@ def test_a_kernel_file_says_how_the_shape_picks_a_parameter(tmp_path):
 
 
 @pytest.mark.parametrize("name, extra, shape, want", [
-    ("ffma_wide_b4", {}, (2048, 2047, 1024), {"crows": 1}),
-    ("ffma_wide_b4", {"splitk": 4, "tailk": 1}, (4097, 4095, 4093), {"crows": 0}),
+    # N % 4 != 0: the warp-row copies of B with C by rows where K is short, the padded copy past it
+    ("ffma_wide", {}, (2048, 2047, 1024), {"bcopy": 2, "crows": 1}),
+    ("ffma_wide", {"splitk": 4, "tailk": 1}, (4097, 4095, 4093), {"bcopy": 1, "crows": 0}),
     ("ffma_regdb_b4", {"splitk": 3}, (1000, 1001, 2561), {"crows": 0, "hybrid": 0}),
     # 2047 x 2049: 544 tiles of 64 x 128 for 396 CTAs a wave: split only the last wave's
     ("ffma_regdb_b4", {"splitk": 3}, (2047, 2049, 1023), {"crows": 1, "hybrid": 1}),
@@ -82,33 +83,51 @@ def test_auto_resolves_to_the_value_the_constraints_want(name, extra, shape, wan
     assert v.check("cuda", got, *shape, "float32") is None
     # a named value is run as named: the one the shape does not pick is refused with why
     for p, val in want.items():
+        if p == "bcopy":           # any of B's copies runs where N % 4 != 0: crows follows it
+            continue
         other = dict(got, **{p: 1 - val})
         assert "chosen by the shape" in (v.check("cuda", other, *shape, "float32") or "")
 
 
 def test_auto_only_for_parameters_the_file_chooses():
-    v = registry.get("ffma_wide")
+    v = registry.get("ffma_tuned")
     assert v.chosen == {}
-    why = v.check("cuda", dict(v.default_params(), bk=AUTO), 4096, 4096, 4096, "float32")
+    why = v.check("cuda", dict(v.default_params(), bm=AUTO), 4096, 4096, 4096, "float32")
+    assert "not chosen by the shape" in why
+    why = registry.get("ffma_wide").check("cuda", dict(registry.get("ffma_wide").default_params(), bk=AUTO),
+                                          4096, 4096, 4096, "float32")
     assert "not chosen by the shape" in why
     with pytest.raises(ValueError, match="left to the shape"):
-        registry.get("ffma_wide_b4").defines(dict(registry.get("ffma_wide_b4").default_params(),
-                                                  crows=AUTO), "float32")
+        registry.get("ffma_wide").defines(dict(registry.get("ffma_wide").default_params(),
+                                               crows=AUTO), "float32")
+
+
+def test_a_chosen_expression_sees_the_values_chosen_above_it():
+    """[chosen] is worked out in the file's order: ffma_wide's crows (C by rows through shared
+    memory) follows bcopy as the shape picked it, or as the run named it."""
+    v = registry.get("ffma_wide")
+    assert list(v.chosen) == ["bcopy", "crows"]
+    both = dict(v.default_params("9.0"), bcopy=AUTO, crows=AUTO)
+    assert {p: v.resolve(both, 2048, 2047, 1024)[p] for p in v.chosen} == {"bcopy": 2, "crows": 1}
+    assert v.resolve(dict(both, bcopy=1), 2048, 2047, 1024)["crows"] == 0
+    assert v.resolve(dict(both, bcopy=2), 2048, 2047, 1024)["crows"] == 1
+    for bcopy in (AUTO, 0, 1, 2):
+        assert v.check("cuda", dict(both, bcopy=bcopy), 2048, 2047, 1024, "float32") is None
 
 
 def test_sweeps_leave_chosen_parameters_to_the_shape_unless_named():
-    """``bench`` without --params sweeps every other parameter and leaves crows to the
-    shape; --params crows=0,1 (or crows=auto) names it."""
-    v = registry.get("ffma_wide_b4")
-    items = expand_items("cuda", ["ffma_wide_b4"])
-    assert {p["crows"] for _, p in items} == {AUTO}
-    assert len(items) == len(v.combos()) // len(v.space["crows"])
-    named = expand_items("cuda", ["ffma_wide_b4"], parse_param_overrides("crows=0,1;bk=16"))
+    """``bench`` without --params sweeps every other parameter and leaves bcopy and crows to
+    the shape; --params crows=0,1 (or crows=auto) names it."""
+    v = registry.get("ffma_wide")
+    items = expand_items("cuda", ["ffma_wide"])
+    assert {p["crows"] for _, p in items} == {p["bcopy"] for _, p in items} == {AUTO}
+    assert len(items) == len(v.combos()) // len(v.space["crows"]) // len(v.space["bcopy"])
+    named = expand_items("cuda", ["ffma_wide"], parse_param_overrides("crows=0,1;bk=16"))
     assert {p["crows"] for _, p in named} == {0, 1} and {p["bk"] for _, p in named} == {16}
     assert parse_param_overrides("crows=auto") == {"crows": (AUTO,)}
     assert registry.params_to_str({"bk": 16, "crows": AUTO}) == "bk=16,crows=auto"
     assert registry.params_from_str("bk=16,crows=auto") == {"bk": 16, "crows": AUTO}
-    assert registry.get("ffma_wide_b4").label({"crows": AUTO}) == "ffma_wide_b4[crows=auto]"
+    assert registry.get("ffma_wide").label({"crows": AUTO}) == "ffma_wide[crows=auto]"
 
 
 def test_a_run_records_the_value_the_shape_picked(tmp_path):
@@ -169,33 +188,36 @@ def test_the_app_ticks_auto_for_a_parameter_the_shape_picks(qtbot):
     cfg.set_statuses({"cuda": BackendStatus("cuda", True, devices=[
         DeviceInfo("cuda", 0, "NVIDIA H100", compute_capability="9.0")])})
     cfg.select("cuda", 0)
-    boxes = cfg.variants._value_widgets[("ffma_wide_b4", "crows")].boxes
+    boxes = cfg.variants._value_widgets[("ffma_wide", "crows")].boxes
     assert list(boxes) == [AUTO, 0, 1] and boxes[AUTO].text() == "auto"
     assert [v for v, b in boxes.items() if b.isChecked()] == [AUTO]
     hybrid = cfg.variants._value_widgets[("ffma_regdb", "hybrid")].boxes
     assert [v for v, b in hybrid.items() if b.isChecked()] == [AUTO]
-    bk = cfg.variants._value_widgets[("ffma_wide_b4", "bk")].boxes
+    bk = cfg.variants._value_widgets[("ffma_wide", "bk")].boxes
     assert AUTO not in bk                     # not chosen by the shape: no auto
-    cfg.variants.set_only(["ffma_wide_b4"])
+    cfg.variants.set_only(["ffma_wide"])
     cfg.sizes.set_text("2048x2047x1024")
     items = cfg.build_plan().items
     assert len(items) == 1 and items[0][1]["crows"] == AUTO and items[0][1]["bk"] == 16
+    assert items[0][1]["bcopy"] == AUTO
     boxes[AUTO].setChecked(False)
     boxes[0].setChecked(True)
-    # crows = 0 is refused where K ≤ 3072: marked, and the run needs a size it fits
-    assert 0 in cfg.variants.value_marks("ffma_wide_b4", "crows")
+    # crows = 0 is refused with the warp-row copies (which the shape picks) where K ≤ 3072:
+    # marked, and the run needs a size it fits
+    assert 0 in cfg.variants.value_marks("ffma_wide", "crows")
     cfg.sizes.set_text("2048x2047x1024, 4097x4095x4093")
-    assert cfg.variants.mark("ffma_wide_b4") == "at 1 of 2 sizes"
+    assert cfg.variants.mark("ffma_wide") == "at 1 of 2 sizes"
     assert [p["crows"] for _, p in cfg.build_plan().items] == [0]
     # nothing at this shape is skipped for a value left to the shape
-    v = registry.get("ffma_wide_b4")
+    v = registry.get("ffma_wide")
     for shape in [(2048, 2047, 1024), (4097, 4095, 4093)]:
         assert v.check("cuda", items[0][1], *shape, "float32") is None
 
 
 def test_a_sweep_builds_each_shapes_value_once(monkeypatch):
-    """The runner's parallel build step compiles the value each shape picks (crows 1 at
-    K = 1024, 0 at K = 4093), once each, never ``auto`` itself."""
+    """The runner's parallel build step compiles the values each shape picks (the warp-row
+    copies with C by rows at K = 1024 and 1000, the padded copy at K = 4093), once each,
+    never ``auto`` itself."""
     built = []
 
     class Backend:
@@ -205,12 +227,12 @@ def test_a_sweep_builds_each_shapes_value_once(monkeypatch):
 
     sweep = Sweep()
     sweep.backend = Backend()
-    v = registry.get("ffma_wide_b4")
-    params = dict(v.default_params("9.0"), crows=AUTO)
-    plan = Plan(backend="cuda", items=[("ffma_wide_b4", params)],
+    v = registry.get("ffma_wide")
+    params = dict(v.default_params("9.0"), bcopy=AUTO, crows=AUTO)
+    plan = Plan(backend="cuda", items=[("ffma_wide", params)],
                 shapes=[(2048, 2047, 1024), (4097, 4095, 4093), (2000, 2001, 1000)])
     sweep._precompile(plan, plan.shapes, lambda e: None)
-    assert sorted(dict(p)["crows"] for _, p in built) == [0, 1]
+    assert sorted((dict(p)["bcopy"], dict(p)["crows"]) for _, p in built) == [(1, 0), (2, 1)]
 
 
 def test_autotune_searches_the_shapes_value_once():
@@ -218,12 +240,12 @@ def test_autotune_searches_the_shapes_value_once():
     value it resolves to are the same combination there."""
     from engine.run.autotune import search_space
 
-    v = registry.get("ffma_wide_b4")
-    base = dict(v.default_params("9.0"))
+    v = registry.get("ffma_wide")
+    base = dict(v.default_params("9.0"), bcopy=2)
     combos = [dict(base, crows=AUTO), dict(base, crows=1), dict(base, crows=0)]
-    assert search_space("ffma_wide_b4", "cuda", (2048, 2047, 1024), "float32", combos) == [
+    assert search_space("ffma_wide", "cuda", (2048, 2047, 1024), "float32", combos) == [
         dict(base, crows=1)]
-    assert search_space("ffma_wide_b4", "cuda", (4097, 4095, 4093), "float32", combos) == [
+    assert search_space("ffma_wide", "cuda", (4097, 4095, 4093), "float32", combos) == [
         dict(base, crows=0)]
 
 
@@ -249,12 +271,14 @@ def _run_left_to_the_shape(make_window, configure, qtbot, variant: str, param: s
 
 @pytest.mark.gpu
 def test_the_app_runs_a_kernel_left_to_the_shape_on_the_gpu(qtbot, make_window, configure, tmp_path):
-    """Click Run with ffma_wide_b4 as the tree offers it (crows auto) at a short and a long
-    K: both run verified, with crows 1 and 0 (none skipped), drawn as one curve; the window
-    afterwards is saved (to $OUT when set) to look at."""
-    win, got = _run_left_to_the_shape(make_window, configure, qtbot, "ffma_wide_b4", "crows",
+    """Click Run with ffma_wide as the tree offers it (bcopy and crows auto) at a short and a
+    long K with N % 4 != 0: both run verified, the warp-row copies with crows 1 and the padded
+    copy with crows 0 (none skipped), drawn as one curve; the window afterwards is saved (to
+    $OUT when set) to look at."""
+    win, got = _run_left_to_the_shape(make_window, configure, qtbot, "ffma_wide", "crows",
                                       "1300x901x1024,600x131x3100")
     assert got == [(1024, 1, "ok", True), (3100, 0, "ok", True)]
+    assert sorted((r.k, r.params["bcopy"]) for r in win.store.records) == [(1024, 2), (3100, 1)]
     # one curve for the sweep: the values the shape picked show as auto
     assert not any("crows=0" in c or "crows=1" in c for c in win.charts.curves("runtime"))
     win.grab().save(str(Path(os.environ.get("OUT", tmp_path)) / "chosen_params_run.png"))
@@ -279,7 +303,7 @@ def test_a_sweep_left_to_the_shape_is_one_curve():
     from gui.chart_data import build_series
 
     def rec(k, crows, by_shape):
-        r = ResultRecord(backend="cuda", device="GPU", variant="ffma_wide_b4",
+        r = ResultRecord(backend="cuda", device="GPU", variant="ffma_wide",
                          params={"bk": 16, "crows": crows}, m=1300, n=901, k=k, dtype="float32",
                          median_ms=0.1 * k / 1024, status="ok", passed=True, flops=2 * 1300 * 901 * k)
         if by_shape:
@@ -287,10 +311,10 @@ def test_a_sweep_left_to_the_shape_is_one_curve():
         return r
 
     auto = build_series([rec(1024, 1, True), rec(3100, 0, True)])
-    mine = [s for s in auto if not s.reference and s.records[0].variant == "ffma_wide_b4" and not s.lab]
-    assert len(mine) == 1 and mine[0].kernel == "ffma_wide_b4[bk=16,crows=auto]"
-    assert [r.label() for r in mine[0].records] == ["ffma_wide_b4[bk=16,crows=1]",
-                                                    "ffma_wide_b4[bk=16,crows=0]"]
+    mine = [s for s in auto if not s.reference and s.records[0].variant == "ffma_wide" and not s.lab]
+    assert len(mine) == 1 and mine[0].kernel == "ffma_wide[bk=16,crows=auto]"
+    assert [r.label() for r in mine[0].records] == ["ffma_wide[bk=16,crows=1]",
+                                                    "ffma_wide[bk=16,crows=0]"]
     named = build_series([rec(1024, 1, False), rec(3100, 0, False)])
     assert len([s for s in named if not s.reference and not s.lab]) == 2
 

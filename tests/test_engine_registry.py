@@ -319,7 +319,7 @@ def test_builtin_sm90_defaults_are_the_h200_winners():
                         assert v.check(backend, d, *shape, dtype) is None, (name, shape)
     assert {n for n in want if registry.get(n).arch_overrides("sm_90")} == set(want)
     assert registry.get("ffma_wide").default_params("9.0") == {
-        "bm": 256, "bk": 16, "stages": 4, "sw": 1, "splitk": 1, "tailk": 8}
+        "bm": 256, "bk": 16, "stages": 4, "sw": 1, "splitk": 1, "tailk": 8, "bcopy": 0, "crows": 0}
     assert registry.get("ffma_wide").default_params("8.0")["bk"] == 8
 
 

@@ -208,7 +208,9 @@ def test_parameter_defaults_follow_the_devices_architecture(qtbot):
     assert "16 is the default on sm_90 (8 elsewhere)" in bk_tip()
     cfg.variants.set_only(["ffma_wide"])
     cfg.sizes.set_text("4096")
-    assert cfg.build_plan().items == [("ffma_wide", registry.get("ffma_wide").default_params("9.0"))]
+    # B's copies and C's store are left to the shape (auto), the rest at sm_90's defaults
+    assert cfg.build_plan().items == [("ffma_wide", dict(registry.get("ffma_wide").default_params("9.0"),
+                                                         bcopy=registry.AUTO, crows=registry.AUTO))]
     assert cfg.build_plan().items[0][1]["bk"] == 16
 
     cfg.select("cuda", 1)                                       # compute capability 8.0
@@ -230,7 +232,8 @@ def test_parameter_defaults_follow_the_devices_architecture(qtbot):
     cfg.variants.set_state({"checked": {"ffma_wide": True},
                             "values": {"ffma_wide": {"bk": [8], "sw": [1], "splitk": [1, 4]}}})
     assert cfg.variants.chosen_values("ffma_wide") == {   # tailk, newer than the state: its default
-        "bm": [256], "bk": [16], "stages": [4], "sw": [1], "splitk": [1, 4], "tailk": [8]}
+        "bm": [256], "bk": [16], "stages": [4], "sw": [1], "splitk": [1, 4], "tailk": [8],
+        "bcopy": [registry.AUTO], "crows": [registry.AUTO]}           # newer too: the shape's
     cfg.variants.set_state({"checked": {}, "values": {"ffma_wide": {"bk": [8]}}, "explicit": True})
     assert cfg.variants.chosen_values("ffma_wide")["bk"] == [8]
     # The settings file keeps the mark (so a chosen first value is not taken for an old

@@ -42,23 +42,20 @@ SKINNY_SHAPES = [(1, 253, 127), (61, 7, 1000), (64, 129, 4099), (7, 3000, 65), (
 #: Rungs made for one class of shapes, dispatched to by shape (the lab best): the class,
 #: and the shape they are tested at instead of 4096³. Every other rung takes any shape.
 SPECIALISTS = {"skinny": (lambda m, n, k: min(m, n) <= 64, (1, 4096, 4096)),
-               "ffma_wide_padb": (lambda m, n, k: n % 4 != 0, (4096, 4090, 4096)),
                "ffma_regdb_padb": (lambda m, n, k: n % 4 != 0, (1000, 3001, 2000)),
                "ffma_regdb_b4": (lambda m, n, k: n % 4 != 0, (1000, 1001, 1000)),
-               "ffma_wide_b4": (lambda m, n, k: n % 4 != 0, (2048, 2047, 1024)),
                "ffma_narrow": (lambda m, n, k: n <= 64, (8192, 64, 8192)),
                "ffma_narrow_padb": (lambda m, n, k: n <= 64 and n % 4 != 0, (8192, 50, 8192)),
                "skinny_async": (lambda m, n, k: n <= 64, (8192, 16, 8192))}
 #: Rungs whose header picks a parameter by shape within the class, and the words of that
-#: constraint: ffma_narrow's tile width holds N with few empty columns; ffma_regdb_b4 and
-#: ffma_wide_b4 store C through shared memory where K is short; ffma_regdb and its _padb and _b4 rungs split only a
+#: constraint: ffma_narrow's tile width holds N with few empty columns; ffma_regdb_b4 stores
+#: C through shared memory where K is short; ffma_regdb and its _padb and _b4 rungs split only a
 #: last partial wave's tiles where the tiles make more than a wave (hybrid); ffma_small splits
 #: K across CTAs only where its tiles leave SMs idle and K is long; skinny_async's tile width
 #: follows N, and with it the rows a block holds (the ring of stages that fits).
 CHOSEN_BY_SHAPE = {"ffma_narrow": "takes a tile that holds it",
                    "ffma_narrow_padb": "takes a tile that holds it",
                    "ffma_regdb_b4": "chosen by the shape",
-                   "ffma_wide_b4": "chosen by the shape",
                    "ffma_regdb": "chosen by the shape",
                    "ffma_regdb_padb": "chosen by the shape",
                    "ffma_small": "chosen by the shape",
@@ -118,7 +115,9 @@ def test_space_small_and_valid(v):
     assert len(valid) <= 12 and len(combos) <= 96, (v.name, len(valid), len(combos))
     for shape in ODD_SHAPES + SKINNY_SHAPES + [(90, 4096, 4096), (80, 4095, 4096)]:
         at = [c for c in combos if v.check("cuda", c, *shape, "float32") is None]
-        assert len(at) <= 16, (v.name, shape, len(at))
+        # ffma_wide's 36 where N % 4 != 0: its three copies of B (once three rungs), each
+        # with the 12 combinations of its home shape
+        assert len(at) <= (36 if v.name == "ffma_wide" and shape[1] % 4 else 16), (v.name, shape, len(at))
     assert v.check("cuda", v.default_params(), *home(v), "float32") is None
 
 
@@ -729,8 +728,9 @@ def test_narrow_splitk_is_deterministic_and_leaves_its_counters_zero(shape, para
 # --- ladder v5, FP32: ffma_wide (cuda/lab/ffma_wide.cu) --------------------------------------
 
 WD = registry.get("ffma_wide")
-#: ffma_wide_b4 stores C by rows through shared memory where K is at most this (its header)
-WIDE_B4_CROWS_K = 3072
+#: ffma_wide's warp-row copies of B (bcopy = 2) store C by rows through shared memory where K
+#: is at most this (its header: crows)
+WIDE_CROWS_K = 3072
 
 
 def test_wide_registered():
@@ -799,13 +799,60 @@ def test_wide_space_and_shapes():
     assert WD.launch_geometry(c, 3000, 3000, 3000, 132)[0] == (288 + 24 * 7, 1)
 
 
+def test_wide_b_copies_by_shape():
+    """bcopy, where N % 4 != 0: B as it lies (0), a padded copy that the pre-pass makes (1:
+    the only value with a pre-pass, and so a scratch), or warp-row copies (2), each with the
+    grid and block of bcopy = 0; crows (C by rows through shared memory) only with 2 and K ≤
+    3072; where a run leaves them to the shape it picks both, and they are accepted."""
+    text = WD.source_path("cuda").read_text()
+    assert text.index("#define PAD_B 1") < text.index('#include "lab_ptx.cuh"')
+    assert "void pad_b(" in text and WD.prepass.entry == "pad_b"
+    base = [c for c in WD.combos() if c["bcopy"] == 0 and c["crows"] == 0
+            and WD.check("cuda", c, 4096, 4096, 4096, "float32") is None]
+    for shape in [(2048, 2047, 1024), (4097, 4095, 4093), (300, 2561, 2561), (4100, 4090, 95),
+                  (2300, 1999, 301), (1, 5, 7), (97, 4099, 4096)]:
+        m, n, k = shape
+        for c in base:
+            want = WD.check("cuda", c, *shape, "float32")
+            assert not WD.prepass.applies(c, *shape)
+            for bcopy, crows in itertools.product((1, 2), (0, 1)):
+                d = dict(c, bcopy=bcopy, crows=crows)
+                assert "copies them 16 bytes" in WD.check("cuda", d, m, n + 4 - n % 4, k, "float32")
+                got = WD.check("cuda", d, *shape, "float32")
+                by_k = crows == (bcopy == 2 and k <= WIDE_CROWS_K)
+                assert (got is None) == (want is None and by_k), (d, shape, got, want)
+                if want is None and not by_k:
+                    assert f"crows={crows} with bcopy={bcopy}" in got
+                if got is None:
+                    assert WD.geometry(d, *shape) == WD.geometry(c, *shape)
+                    assert WD.workspace_bytes(d, *shape) == 0
+                    assert WD.prepass.applies(d, *shape) == (bcopy == 1)
+                    if bcopy == 1:       # every row of B, roundup(N, 4) floats each
+                        ldb = n + (-n) % 4
+                        (px, py), (bx, by) = WD.prepass.geometry(d, *shape)
+                        assert WD.prepass.scratch_bytes(d, *shape) == 4 * k * ldb
+                        assert px * bx * 4 >= ldb and py == min(k, 65535) and by == 1
+    # the shape's picks: aligned B as it lies; the warp-row copies where K ≤ 3072 (with C by
+    # rows) or one row of tiles reads B once; the padded copy at longer K
+    auto = dict(WD.default_params("9.0"), bcopy=registry.AUTO, crows=registry.AUTO)
+    for shape, want in [((4096, 4096, 4096), (0, 0)), ((2048, 2047, 1024), (2, 1)),
+                        ((4097, 4095, 4093), (1, 0)), ((97, 4099, 4096), (2, 0)),
+                        ((264, 4099, 4096), (2, 0)), ((600, 131, 3100), (1, 0))]:
+        got = WD.resolve(auto, *shape)
+        assert (got["bcopy"], got["crows"]) == want, (shape, got)
+        assert WD.check("cuda", auto, *shape, "float32") is None
+    # crows follows a named bcopy: B as it lies keeps C's store from the registers
+    assert WD.resolve(dict(auto, bcopy=0), 2048, 2047, 1024)["crows"] == 0
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_wide_verifies_at_odd_shapes(dtype):
+    """B as it lies and the padded copy (bcopy 0 and 1), every distinct build at odd shapes:
+    the padded copy wherever N % 4 != 0 (its header refuses the others)."""
     _need_cuda()
-    padb = registry.get("ffma_wide_padb")
-    items = [(v.name, c) for v in (WD, padb) for c in v.combos()
-             if v.constraint(c, 64, 63, 63, dtype) is None]
+    items = [(WD.name, c) for c in WD.combos()
+             if c["bcopy"] in (0, 1) and WD.constraint(c, 64, 63, 63, dtype) is None]
     # (1300, 900): a partial group of sw=8 rows; M ≥ 256 with M % 256 and N % 128: shifted edge tiles
     # (257, 301, 77), (528, 130, 203), (4100, 4090, 95): strips of 1, 16 and 4 rows (N % 4 or
     # not, K % 4 or not); (529, 129, 33): 17 rows past 512, a row of tiles
@@ -816,54 +863,32 @@ def test_wide_verifies_at_odd_shapes(dtype):
                 dist="int" if dtype == "int32" else "uniform")
     recs = _run(plan)
     bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs
-           if not r.passed and not (r.status == "skipped" and r.variant == padb.name and r.n % 4 == 0)]
+           if not r.passed and not (r.status == "skipped" and r.params["bcopy"] == 1 and r.n % 4 == 0)]
     assert not bad, bad
-    assert {(r.m, r.n, r.k) for r in recs if r.variant == padb.name and r.passed} == \
+    assert {(r.m, r.n, r.k) for r in recs if r.params["bcopy"] == 1 and r.passed} == \
         {s for s in shapes if s[1] % 4}
-
-
-WB4 = registry.get("ffma_wide_b4")
-
-
-def test_wide_b4_is_wide_reading_b_in_place():
-    """ffma_wide's space and C's store by rows, for N % 4 != 0 only, B read where it lies (no
-    pre-pass, no scratch): the grid and block of ffma_wide at every combination."""
-    padb = registry.get("ffma_wide_padb")
-    assert WB4.role == "rung" and WB4.prepass is None and WB4.order > padb.order
-    assert {k: set(v) for k, v in WB4.space.items() if k != "crows"} == {k: set(v) for k, v in WD.space.items()}
-    assert set(WB4.space["crows"]) == {0, 1} and WB4.default_params("sm_90")["bk"] == 16
-    text = WB4.source_path("cuda").read_text()
-    assert "#define B4 1" in text and '#include "ffma_wide.cu"' in text and "#define PAD_B" not in text
-    for shape in [(2048, 2047, 1024), (4097, 4095, 4093), (300, 2561, 2561), (4100, 4090, 95),
-                  (2300, 1999, 301), (1, 5, 7)]:
-        m, n, k = shape
-        for c in WB4.combos():
-            assert "copies them 16 bytes" in WB4.check("cuda", c, m, n + 4 - n % 4, k, "float32")
-            got = WB4.check("cuda", c, *shape, "float32")
-            wd = {key: v for key, v in c.items() if key != "crows"}
-            want = WD.check("cuda", wd, *shape, "float32")
-            by_k = c["crows"] == (k <= WIDE_B4_CROWS_K)       # C by rows where K is short
-            assert (got is None) == (want is None and by_k), (c, shape, got, want)
-            if want is None and not by_k:
-                assert "chosen by the shape" in got
-            if got is None:
-                assert WB4.geometry(c, *shape) == WD.geometry(wd, *shape)
-                assert WB4.workspace_bytes(c, *shape) == 0
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
-def test_wide_b4_verifies_at_odd_shapes(dtype):
-    """Every combination at N % 4 != 0 shapes: shifted edge column tiles (N % 128 of 1..127
-    columns, no copy predicated), tiles under 256 rows or 128 columns (the checked copies), K
-    tails, the strip (1, 4 and 16 rows), the tail split and split-K adding through C, and C
-    stored both ways (K on either side of the header's bound)."""
+def test_wide_warp_row_copies_verify_at_odd_shapes(dtype):
+    """The warp-row copies (bcopy = 2), every distinct build at N % 4 != 0 shapes: shifted
+    edge column tiles (N % 128 of 1..127 columns, no copy predicated), tiles under 256 rows
+    or 128 columns (the checked copies), K tails, the strip (1, 4 and 16 rows), the tail
+    split and split-K adding through C, and C stored both ways (K on either side of the
+    header's bound)."""
     _need_cuda()
     shapes = [s for s in RD_SHAPES if s[1] % 4] + [
         (513, 385, 129), (1300, 901, 77), (1000, 3001, 17), (257, 301, 77), (528, 130, 203),
-        (529, 129, 33), (2300, 1999, 301), (4100, 4090, 95), (300, 1027, WIDE_B4_CROWS_K + 7),
-        (600, 131, WIDE_B4_CROWS_K + 41)]
-    ran = _verified_wherever_valid(WB4, shapes, dtype)
+        (529, 129, 33), (2300, 1999, 301), (4100, 4090, 95), (300, 1027, WIDE_CROWS_K + 7),
+        (600, 131, WIDE_CROWS_K + 41)]
+    items = _distinct([(WD.name, c) for c in WD.combos() if c["bcopy"] == 2], shapes, dtype)
+    plan = Plan(backend="cuda", items=items, shapes=shapes, dtype=dtype, warmup=0, repeats=2,
+                dist="int" if dtype == "int32" else "uniform")
+    ran = [r for r in _run(plan) if r.status != "skipped"]
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in ran if not r.passed]
+    assert not bad, bad
+    assert {(r.m, r.n, r.k) for r in ran} == set(shapes)
     assert {(r.params["crows"], r.params["splitk"] > 1 or r.params["tailk"] > 1) for r in ran} == {
         (cr, split) for cr in (0, 1) for split in (False, True)}
 

@@ -271,9 +271,8 @@ def test_kernel_file_has_header_and_entry(path: Path):
     if path.suffix not in (".cu", ".cl"):
         return  # shared headers (e.g. lab_ptx.cuh) need no entry point
     backend = "cuda" if path.suffix == ".cu" else "opencl"
-    # A kernel may be another kernel file compiled with a switch (#include "ffma_wide.cu"
-    # under PAD_B in 25; 29 includes 28, which includes 18): its entry point is the
-    # included file's.
+    # A kernel may be another kernel file compiled with a switch (#include "ffma_narrow.cu"
+    # under PAD_B in ffma_narrow_padb.cu): its entry point is the included file's.
     seen, todo = set(), re.findall(r'^#include "([^"]+\.cu)"', text, flags=re.M)
     while todo:
         inc = todo.pop()

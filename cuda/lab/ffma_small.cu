@@ -1,7 +1,8 @@
 /*
 +++
 name = "ffma_small"
-title = "Small GEMMs (a few hundred rows, columns and k): latency-bound, not throughput-bound. 32-column tiles of 16-64 rows (many CTAs), 32 or 64 k per cp.async stage (few round trips), and K split inside the block over groups of two warps, summed through shared memory in a fixed order; K split across CTAs (a workspace, the last CTA sums in slice order) only where the tiles leave SMs idle."
+title = "Small, latency-bound GEMMs: 32-column tiles, 64-k stages, K split inside the block and by shape"
+summary = "Shapes of a few hundred rows, columns and k are bound by latency, not throughput: the whole product is about a microsecond of FFMA, and the time is the chain of dependent steps (global round trips, barriers, split-K slices waiting on each other). So: 32-column tiles of 16-64 rows (many CTAs); 32 or 64 k per cp.async stage, the next stage in flight while this one's FFMAs run (few round trips); K split inside the block over groups of 64 threads, whose partial tiles are summed through shared memory in a fixed order (no workspace, no waiting on other CTAs); and K split across CTAs only where the tiles leave SMs idle, each slice writing its tile to a workspace and the last CTA to arrive summing them in slice order (deterministic, no second kernel)."
 source = "cuBLAS's small-shape FFMA kernels (32×32 tiles, split-K, at 256³); the CUDA programming guide's multistage cp.async pipeline; the seeds' tiled kernel, whose 16×16 tiles with no split beat the big-tile rungs at 256³: few dependent round trips decide a kernel this short"
 role = "rung"
 order = 32
@@ -9,10 +10,16 @@ dtypes = ["float32", "int32"]
 precision = "fp32"
 
 [params]             # the first value of each list is the default
-bm = [32, 16, 64]    # tile rows (tiles are 32 columns wide): 2, 4 or 8 rows per thread
-kg = [4, 2]          # groups of 64 threads splitting each stage's k (block = 64 * kg threads)
-ks = [64, 32]        # k rows per stage (two stages: 4 were 0-10% slower at all 16 shapes measured)
-splitk = [1, 2, 4, 8, 16, 32]   # CTAs sharing a tile's K (chosen by the shape: [chosen] below)
+bm = [32, 16, 64]
+kg = [4, 2]
+ks = [64, 32]
+splitk = [1, 2, 4, 8, 16, 32]
+
+[descriptions]
+bm = "tile rows (tiles are 32 columns wide): 2, 4 or 8 rows per thread"
+kg = "groups of 64 threads splitting each stage's k, summed in shared memory (block = 64 * kg threads)"
+ks = "k rows per cp.async stage (two stages: more were slower)"
+splitk = "CTAs sharing a tile's K through a workspace, the last summing in order (chosen by the shape)"
 
 [derived]
 tiles = "cdiv(M, bm) * cdiv(N, 32)"
@@ -20,10 +27,9 @@ stage_words = "bm * (ks + 4) + ks * 32"        # A as it lies, rows padded by 4 
 red_words = "kg * bm * 32"                     # the groups' partial tiles, for the sum
 smem = "4 * max(2 * stage_words, red_words)"   # the file's STAGES = 2
 # split K across CTAs only where the tiles leave SMs idle (under 2 CTAs per SM) and K >= 512,
-# every slice keeping >= 128 k (2 stages of 64): measured against 256 and 512 k, 128 was as
-# fast or faster at all 14 shapes (32x200x1000: 112% of cuBLAS against 86% at 256); but
-# 256^3 split in two lost 147 -> 127%, so K under 512 is never split; up to 32 slices since the
-# last CTA's sum loads many slices at once (64x128x16384: 88.5 -> 103.9% of cuBLAS, H200)
+# every slice keeping >= 128 k (2 stages of 64; a floor of 256 or 512 k was not faster);
+# K under 512 is never split (256³ split in two was slower); up to 32 slices, since the last
+# CTA's sum loads many slices at once (benchmarks/NOTES.md, rung 32 ffma_small)
 split_want = "1 if K < 512 else max(1, min(32, (2 * SMS) // tiles, K // 128))"
 split_pick = "32 if split_want >= 32 else 16 if split_want >= 16 else 8 if split_want >= 8 else 4 if split_want >= 4 else 2 if split_want >= 2 else 1"
 qpt = "cdiv(bm * 8, 64 * kg)"                  # 16-byte quads of the summed tile per thread
@@ -61,18 +67,19 @@ workspace = "workspace"
  * ffma_small.cu -- C (M x N) = A (M x K) . B (K x N), row-major, FP32 (int32 wrapping), for
  * shapes too small to fill the GPU with the big-tile rungs.
  *
- * Technique: latency first. At 256^3 the whole product is ~1 us of FFMA on 132 SMs, yet every
- * big-tile rung took 11-45 us on the H200 and cuBLAS 9.7 us, while the seeds' tiled kernel
- * (16x16 tiles, one output per thread, no split) took 9.8 us. A kernel this short is
- * decided by its chain of dependent steps: global round trips (~0.5-1 us each from L2 or
- * DRAM), barriers, and serial split-K waits, not by FFMA throughput. So:
+ * Technique: latency first. At 256^3 the whole product is about a microsecond of FFMA on 132
+ * SMs, and the seeds' tiled kernel (16x16 tiles, one output per thread, no split) ran
+ * as fast as cuBLAS where every big-tile rung was slower (benchmarks/NOTES.md, rung 32). A
+ * kernel this short is decided by its chain of dependent steps: global round trips (each
+ * a good part of a microsecond from L2 or DRAM), barriers, and serial split-K waits, not by
+ * FFMA throughput. So:
  *   - small tiles, 32 columns by BM = 16, 32 or 64 rows: 64-256 CTAs at 256^2 where
  *     ffma_regdb's 64x128 tiles make 8 and must split K across CTAs (serially, in order);
  *   - few round trips: stages of KS = 64 (or 32) k, A as it lies and B's 32 columns by
  *     16-byte cp.async, the next stage in flight while this one's FFMAs run: K/64 dependent
  *     copies where ffma_regdb's 8-deep k-tiles take K/8 steps (deeper pipelines, 4 stages
- *     issued before the first FFMA, were 0-10% slower at every shape measured: more copies
- *     ahead of the first FFMA, and the round trips were no longer what bound it);
+ *     issued before the first FFMA, were slower: more copies ahead of the first FFMA, and
+ *     the round trips were no longer what bound it);
  *   - K split inside the block: KG groups of 64 threads take each stage's k in KG slices
  *     and add their partial tiles through shared memory at the end, in group order
  *     (deterministic, no workspace, no second kernel, no waiting on other CTAs);
@@ -277,8 +284,9 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
 #if SPLITK > 1
     /* this slice's tile to the workspace; the CTA that arrives last sums the slices in order,
      * all of v at once (PARTS = 1: few accumulators, a latency-bound sum), the loads of up to
-     * 16 / QPT slices in flight together (<= 64 registers): with one L2 round trip per slice
-     * the sum took 2.2 us of 128x128x8192's 20.0 (16 slices; 17.8 us so, H200) */
+     * 16 / QPT slices in flight together (<= 64 registers): one L2 round trip per slice
+     * would make the sum a long chain at many slices (benchmarks/NOTES.md, the split-K
+     * epilogues of ffma_wide and ffma_small) */
     constexpr int AHEAD = SPLITK - 1 < 16 / QPT ? SPLITK - 1 : (16 / QPT > 1 ? 16 / QPT : 1);
     if (!splitk_fixup<4 * QPT, NT, 1, AHEAD>(v, workspace, mtiles * gridDim.x, mt * gridDim.x + blockIdx.x,
                                              SPLITK, z, tid))

@@ -1,41 +1,60 @@
 /*
 +++
 name = "ffma_wide"
-title = "FP32 SIMT with cuBLAS's shape: 256×128 tiles, 256 threads of 8×16 (128 accumulators, 1 block/SM), register double buffering, LDS.128 fragments of transposed A, interior tiles copied from running pointers (9.6 % non-FFMA instructions per k-tile), optional grouped block order (sw) and serial split-K; the partial last wave's tiles split along K (tailk, sized by the device's SMs); edge tiles shifted inside the matrix so that they copy bounds-free too; up to 16 rows past a multiple of 256 computed by strip CTAs (a GEMV-like pass over B) instead of a row of tiles."
-source = "cuBLAS sm80 256x128x8 FFMA kernel shape (ncu, v4 notes); register double buffering of hand-tuned SGEMMs; Triton grouped block order; CUTLASS multistage mainloop and serial split-K; stream-K's data-parallel + split-K hybrid for the last wave (Osama et al., 2023)"
+title = "FP32 SIMT on cuBLAS's 256×128 tile, one block per SM; any N, with B's copy picked by the shape"
+summary = "256 threads each keep an 8×16 piece of a 256×128 tile of C in registers (one block per SM, as cuBLAS's FFMA kernel). A is transposed into shared memory so that both operands' fragments are 16-byte loads, and the next k-step's fragments load while this one's FFMAs run (register double buffering). Interior tiles copy from running pointers with no bounds checks, and edge tiles are shifted inside the matrix so that they do too, storing only what they own. Three choices follow the shape. The tiles of a partial last wave are split along K so that the SMs it would leave idle share them (tailk), or every tile is (splitk). Up to 16 rows past a multiple of 256 are computed by strip CTAs, a GEMV-like pass over B, instead of a row of mostly empty tiles. And where N % 4 != 0, no 16-byte copy of B's rows is aligned: bcopy picks how B's k-tiles arrive, 4 bytes at a time with bounds checks (0), from a copy padded to roundup(N, 4) with zeros by a pre-pass, so that every copy is 16 bytes (1), or as 4-byte copies laid along warp rows, coalesced and with no bounds checks (2). The warp-row copies have no pre-pass to pay and, with crows, store C by whole rows through shared memory: the shape gives them K up to 3072, where C's stores are a large part of the time, and a single row of tiles, which reads B only once; the padded copy's 16-byte loads win past that."
+source = "cuBLAS sm80 256x128x8 FFMA kernel shape (seen in ncu); register double buffering of hand-tuned SGEMMs; Triton grouped block order; CUTLASS multistage mainloop, serial split-K and alignment-1 (4-byte) copies of misaligned operands; operand padding for misaligned leading dimensions; stream-K's data-parallel + split-K hybrid for the last wave (Osama et al., 2023)"
 role = "rung"
 order = 19
 newcomer = true
 
-[params]             # see the v5 notes
+[params]
 bm = [256]
 bk = [8, 16]
 stages = [4]
 sw = [1, 8]
 splitk = [1, 4]
-tailk = [8, 1]       # k-slices of the partial last wave's tiles (1: none); 8 costs ≤ 0.6 % where it does not split (H100)
+tailk = [8, 1]
+bcopy = [0, 1, 2]
+crows = [0, 1]
 
-[defaults.sm_90]    # H200 (ladder v5 in benchmarks/NOTES.md; benchmarks/results/h*_shapes): bk=16 48.9 vs 45.7 TFLOP/s at 4096, 49.1 vs 45.9 at 8192 (sw=1 ≥ sw=8)
+[descriptions]
+bm = "rows of a block tile (256 only: 128 spills on sm_90; ffma_regdb has 128-row tiles)"
+bk = "k-tile depth: k rows of A's and B's tiles per pipeline stage"
+stages = "k-tiles in flight in the cp.async pipeline"
+sw = "block rows per group of the launch order (1: row-major; 8: a group's tiles share B's columns in L2)"
+splitk = "k-slices of every tile, added in order through C (serial split-K; for few, long tiles)"
+tailk = "k-slices of each tile of a partial last wave, run on the SMs it leaves idle (1: none)"
+bcopy = "B's k-tile copies where N % 4 != 0: 0 as B lies (4-byte, checked), 1 from a padded copy (pre-pass), 2 along warp rows"
+crows = "C stored by whole rows through shared memory (1; with bcopy = 2 where K <= 3072) or from the registers (0)"
+
+[defaults.sm_90]     # H100, H200: the deeper k-tile is faster at 4096³ and 8192³ (benchmarks/NOTES.md, ladder v5)
 bk = 16
 
 [derived]
 smem = "stages * bk * (bm + 4 + 128) * 4"
+ldb = "roundup(N, 4)"                # the row length of B's padded copy (bcopy = 1)
 # the strip: where M is at most 16 rows past a multiple of bm, those rows are computed by
-# cdiv(N, 128) strip CTAs (a GEMV-like pass over B) instead of a row of tiles (see the kernel)
+# cdiv(N, 128) strip CTAs instead of a row of tiles (see the kernel)
 srows = "M % bm if M > bm and M % bm <= 16 else 0"
 strip = "cdiv(N, 128) if srows else 0"
-tiles = "cdiv(M - srows, bm) * cdiv(N, 128)"
-# split-K slices: SPLITK while the per-tile counters suffice (MAX_TILES = 65536), else 1
+mtiles = "cdiv(M - srows, bm)"
+tiles = "mtiles * cdiv(N, 128)"
+# split-K slices: splitk while the per-tile counters suffice (MAX_TILES = 65536), else 1
 splits = "splitk if tiles <= 65536 else 1"
 # tail split: the r = tiles % SMS tiles of the partial last wave (1 CTA per SM) in tailk
 # k-slices, when their r * tailk CTAs take at most half a tile's time (cdiv(r * tailk, SMS)
-# rounds of 1 / tailk each); a nearly full last wave (4096³: r = 116) stays whole
+# rounds of 1 / tailk each); a nearly full last wave stays whole
 last = "tiles % SMS"
 tail = "last if tailk > 1 and tiles <= 65536 and 2 * cdiv(last * tailk, SMS) <= tailk else 0"
 
+[chosen]             # the value a run that leaves it to the shape (auto) gets; the constraints say why
+bcopy = "0 if N % 4 == 0 else 2 if K <= 3072 or mtiles == 1 else 1"
+crows = "1 if bcopy == 2 and K <= 3072 else 0"
+
 [[constraints]]
 check = "bm == 256"
-reason = "bm must be 256 (bm=128 spills 8 bytes at 128 registers on sm_90; use ffma_regdb)"
+reason = "bm must be 256 (bm=128 spills at 128 registers on sm_90; use ffma_regdb)"
 
 [[constraints]]
 check = "(bk == 8 or bk == 16) and stages >= 2 and sw >= 1 and splitk >= 1"
@@ -46,45 +65,89 @@ check = "tailk >= 1 and (splitk == 1 or tailk == 1)"
 reason = "tailk must be ≥ 1, and split-K of every tile (splitk={splitk}) excludes the last wave's (tailk={tailk})"
 
 [[constraints]]
+check = "bcopy == 0 or bcopy == 1 or bcopy == 2"
+reason = "bcopy must be 0 (B as it lies), 1 (a padded copy) or 2 (warp-row copies)"
+
+[[constraints]]
+check = "bcopy == 0 or N % 4 != 0"
+reason = "bcopy={bcopy} is for N % 4 != 0: at N = {N} B's rows are 16-byte aligned and bcopy=0 copies them 16 bytes at a time"
+
+[[constraints]]
+check = "crows == (1 if bcopy == 2 and K <= 3072 else 0)"
+reason = "crows={crows} with bcopy={bcopy} at K = {K}: C goes by rows through shared memory only with the warp-row copies (bcopy=2) where K ≤ 3072 (chosen by the shape); at longer K its staging code costs the main loop more than it saves, and the other copies keep their epilogue"
+
+[[constraints]]
 check = "smem <= 227 * 1024"
 reason = "{smem} B of shared memory (> 227 KB)"
 
 [launch]
 grid = ["tiles + tail * (tailk - 1) + strip if tailk > 1 else cdiv(N, 128)",
-        "1 if tailk > 1 else cdiv(M - srows, bm) * splits + (1 if srows else 0)"]
+        "1 if tailk > 1 else mtiles * splits + (1 if srows else 0)"]
 block = [256, 1]
 shared = "smem"
+
+[prepass]            # bcopy=1: B (K × N) copied to K rows of ldb floats, columns N .. ldb-1 zero
+entry = "pad_b"
+when = "bcopy == 1"
+grid = ["cdiv(ldb, 4 * 128)", "min(K, 65535)"]
+block = [128, 1]
+scratch = "4 * K * ldb"
 +++
 */
 /*
- * ffma_wide.cu -- FP32 (and int32) SIMT GEMM, 256 threads, cuBLAS-like 256x128 tiles:
- * ffma_regdb.cu's register double buffering and LDS.128 fragments, with three changes
- * aimed at issue efficiency (the v4 gap to cuBLAS: 17 % non-FFMA instructions per k-tile
- * on the interior path against cuBLAS's 12 %, see benchmarks/NOTES.md):
- *  1. BM = 256 (TN = 16: 8x16 = 128 accumulators per thread, 1 block per SM at <= 255
- *     registers), so that per k-step a thread issues 6 LDS.128 per 128 FFMA (4 per 64 at
- *     128x128) and the tile copies are half as many per FFMA. BM = 128 keeps TN = 8 and
- *     2 blocks per SM (the v4 shape) with the new copy path, for comparison.
- *  2. Copy path of interior tiles from running pointers: the global source pointers of A
- *     and B advance by BK (and BK*N) per k-tile and the shared destinations are a stage
- *     base plus per-thread constants, instead of recomputing row*K + k0 + col each time.
- *  3. Optional grouped ("swizzled") block order: SW block rows share the columns of B
- *     while they run, for L2 reuse (SW = 1: row-major order as in 20).
+ * ffma_wide.cu -- FP32 (and int32) SIMT GEMM, 256 threads on 256x128 tiles of C.
  *
- * Layout: BM x 128 block tile, each thread 8 x TN in strided 4x4 pieces; A transposed in
- * shared memory (As[k][m], padded by 4: conflict-free 4-byte cp.async stores), both
- * fragments LDS.128, broadcast / consecutive within a warp: no bank conflicts. STAGES-deep
- * cp.async pipeline, one barrier per k-tile; optional deterministic serial split-K.
+ * Layout: each thread computes 8 x 16 of the tile in strided 4x4 pieces (128 accumulators, one
+ * block per SM at <= 255 registers), so that per k-step it issues 6 LDS.128 per 128 FFMAs.
+ * A is transposed in shared memory (As[k][m], padded by 4: conflict-free 4-byte cp.async
+ * stores); both fragments are LDS.128, broadcast or consecutive within a warp. A STAGES-deep
+ * cp.async pipeline with one barrier per k-tile; the next k-step's fragments load while this
+ * one's FFMAs run (register double buffering). Interior tiles copy from running pointers: the
+ * sources advance by BK (A) and BK rows (B) per k-tile, the shared destinations are a stage
+ * base plus per-thread constants. Optional grouped ("swizzled") block order: SW block rows
+ * share the columns of B while they run, for L2 reuse.
  *
- * Technique and source: register double buffering and the strided 4x4 thread tile of the
+ * Technique and sources: register double buffering and the strided 4x4 thread tile of the
  * well-known hand-tuned SGEMMs (YHs_Sample sgemm, CUTLASS SIMT warp-level fragment
- * prefetch); the 256x128x8 one-block-per-SM shape of cuBLAS's sm80 FFMA kernel (seen in
- * ncu, v4 notes); grouped block order as in Triton's matmul tutorial; multistage cp.async
- * mainloop and serial split-K as in CUTLASS. Written anew here.
+ * prefetch); the 256x128x8 one-block-per-SM shape of cuBLAS's sm80 FFMA kernel; grouped block
+ * order as in Triton's matmul tutorial; multistage cp.async mainloop and serial split-K as in
+ * CUTLASS. Written anew here.
  *
- * Tails: out-of-bounds elements zero-filled by cp.async's src-size 0; B goes 4 bytes at a
- * time when N % 4 != 0; stores guarded: any M, N, K. Tiles wholly in bounds (block tile
- * inside M x N, full k-tile, N % 4 == 0) take the bounds-free pointer copy path.
+ * Bounds: out-of-bounds elements are zero-filled by cp.async's src-size 0 and stores are
+ * guarded: any M, N, K. Edge tiles are shifted inside the matrix (below) so that they take the
+ * bounds-free copies too; only K's last partial k-tile and matrices under one tile do not.
+ *
+ * B's copies (BCOPY). With N % 4 != 0 B's rows start at N * 4-byte strides and no 16-byte
+ * copy of them is aligned:
+ *   0  B as it lies: 16-byte copies where N % 4 == 0, else 4-byte copies with a bounds check
+ *      per element on every tile.
+ *   1  a padded copy: a pre-pass (pad_b) copies B into K rows of LDB = roundup(N, 4) floats,
+ *      the last LDB - N zero (PAD_B = 1 in lab_ptx.cuh), and the kernel reads that copy: every
+ *      B copy is 16 bytes and the zero columns make edge copies that straddle N exact. Operand
+ *      padding, as libraries do for a misaligned leading dimension; C keeps its N columns.
+ *   2  warp rows: warp w copies B rows w, w + 8 of the k-tile, lane l columns l, l + 32, ..,
+ *      so that one 4-byte cp.async instruction moves 32 consecutive floats into 32 consecutive
+ *      shared words (coalesced, no bank conflict). The shifted edge tiles keep every copy of a
+ *      full k-tile inside B, so none is predicated. CROWS = 1 then stores C by rows through
+ *      shared memory: from the fragments each 4-byte store instruction writes 32 values 16
+ *      bytes apart, so every 32-byte sector of a misaligned C row is written in four pieces.
+ *
+ * The partial last wave (TAILK; stream-K's "data-parallel + split-K" hybrid): at one CTA per
+ * SM, T tiles run in ceil(T / SMS) waves, and the last one's r = T % SMS tiles leave the
+ * other SMs idle for a whole tile's time. Split those r tiles TAILK ways along K and the last
+ * wave takes about 1 / TAILK of a tile's time; the slices of a tile add up in order through
+ * the serial split-K counters (deterministic). The host computes r from SMS; the kernel
+ * recovers it from the grid size, so one build serves every shape and GPU.
+ *
+ * The strip (M = q * BM + s with 0 < s <= STRIP_ROWS = 16, q >= 1): the last s rows would
+ * cost a whole row of tiles, each doing a full tile's FFMAs for s useful rows. Instead the
+ * tiles cover the first q * BM rows, and cdiv(N, 128) strip CTAs (after the tiles: the last
+ * grid row, or the end of the 1-D grid) compute the s rows: each takes 128 columns, its 8
+ * warps the k rows in groups (loads first, then the FMAs), each lane a float4 of B per k row
+ * (B is read once, as in skinny) times the s elements of A's column k, then the 8 warps'
+ * partial sums are added in warp order through shared memory (deterministic). A strip CTA
+ * reads B's 128 columns once, a small part of a tile's time, so the strip runs in the idle
+ * SMs of the tiles' last wave.
  *
  * Compile-time constants (defaults let the file compile alone):
  *   ELEM, ACC  element and accumulator types                      (default float)
@@ -94,33 +157,23 @@ shared = "smem"
  *   SW         block rows per group of the block order, >= 1        (default 1)
  *   SPLITK     k-slices (grid.y = ceil(M/BM) * SPLITK)              (default 1)
  *   TAILK      k-slices of the partial last wave's tiles (1: none; excludes SPLITK > 1)
+ *   BCOPY      B's copies: 0 as it lies, 1 a padded copy, 2 warp rows   (default 0)
+ *   CROWS      BCOPY 2: C stored by rows through shared memory (1)      (default 0)
  *   MINB       __launch_bounds__ minimum blocks per SM   (default 1 at BM=256, else 2)
  * Shared memory is dynamic: STAGES * (BK*(BM+4) + BK*128) * sizeof(ELEM) bytes.
  * Launch geometry: block (256, 1), grid (ceil(N/128), ceil(M/BM)*S), S = SPLITK (1 when
- * the tile count exceeds MAX_TILES). Needs sm_80 or newer. With TAILK > 1 the grid is
- * 1-D: T + r*(TAILK-1) CTAs for T tiles, r = T % SMS (one CTA per SM at BM = 256) when the
+ * the tile count exceeds MAX_TILES), plus a grid row of strip CTAs. Needs sm_80 or newer.
+ * With TAILK > 1 the grid is 1-D: T + r*(TAILK-1) CTAs for T tiles, r = T % SMS when the
  * r*TAILK slices take at most half a tile's time (2*ceil(r*TAILK/SMS) <= TAILK), else r = 0.
- *
- * TAILK (the partial last wave; stream-K's "data-parallel + split-K" hybrid): at one CTA per
- * SM, T tiles run in ceil(T / SMS) waves, and the last one is r = T % SMS tiles that leave
- * the other SMs idle for a whole tile's time (4100x4090x4095 before the strip: 544 tiles = 4.12 waves run as 5,
- * 82 % of the machine). Split those r tiles TAILK ways along K and the last wave takes about
- * 1 / TAILK of a tile's time; the slices of a tile add up in order through the serial
- * split-K counters (deterministic). The host computes r from SMS; the kernel recovers it
- * from the grid size, so one compiled kernel serves every shape and GPU.
- *
- * The strip (M = q * BM + s with 0 < s <= STRIP_ROWS = 16, q >= 1): the last s rows would
- * cost a whole row of tiles, each doing a full tile's FFMAs for s useful rows
- * (4100x4090x4095: 32 of 544 tiles, and the reason for a fifth wave). Instead the tiles cover
- * the first q * BM rows, and cdiv(N, 128) strip CTAs (after the tiles: the last grid row, or
- * the end of the 1-D grid) compute the s rows: each takes 128 columns, its 8 warps the k
- * rows in groups of 4 (loads first, then the FMAs), each lane a float4 of B per k row (B is read once, as in the skinny
- * rung) times the s elements of A's column k (the same address across the warp), then the 8
- * warps' partial sums are added in warp order through shared memory (deterministic), one row
- * at a time. A strip CTA reads K * 512 bytes of B: about a twentieth of a tile's time, so
- * the strip runs in the idle SMs of the tiles' last wave (4096 rows: 512 tiles, 116 in the
- * last of 132 SMs).
+ * Pre-pass (BCOPY 1): block (128, 1), grid (ceil(LDB / 512), min(K, 65535)); arguments
+ * pad_b(A, B, S, M, N, K), then matmul(A, S, C, M, N, K).
  */
+#ifndef BCOPY
+#define BCOPY 0
+#endif
+#if BCOPY == 1
+#define PAD_B 1                       /* before lab_ptx.cuh: LDB_OF pads */
+#endif
 #include "lab_ptx.cuh"
 
 #ifndef ELEM
@@ -158,10 +211,8 @@ shared = "smem"
 #endif
 #endif
 #define APAD 4
-#ifndef B4            /* ffma_wide_b4.cu: N % 4 != 0, B's k-tiles copied by warp rows, 4 bytes a copy */
-#define B4 0
-#endif
-#ifndef CROWS         /* B4: C stored by rows through shared memory (1) or from the fragments (0) */
+#define WARPROWS (BCOPY == 2)        /* B's k-tiles copied along warp rows, 4 bytes a copy */
+#ifndef CROWS                        /* WARPROWS: C stored by rows through shared memory (1) */
 #define CROWS 0
 #endif
 #ifndef STRIP_ROWS
@@ -169,7 +220,7 @@ shared = "smem"
 #endif
 #define STRIP_U 8                    /* k rows per warp and trip of the strip */
 #define STRIP_KC 256                 /* k per chunk of the strip's A rows in shared memory */
-/* PAD_B, LDB_OF: lab_ptx.cuh (ffma_wide_padb.cu sets PAD_B = 1) */
+/* PAD_B, LDB_OF: lab_ptx.cuh (BCOPY = 1 sets PAD_B = 1 before including it) */
 #ifndef FASTCOPY               /* bounds-free copies of interior tiles (sm_90; see ffma_regdb.cu) */
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define FASTCOPY 1
@@ -188,8 +239,9 @@ shared = "smem"
 #define SM_ (BM / PM)
 #define SN_ (BN / PN)
 #define MAX_TILES 65536
-#if (BM != 128 && BM != 256) || BK % 4 || (B4 && (PAD_B || BK % 8)) || STAGES < 2 || SPLITK < 1 || SW < 1 || NT != 256 \
-    || TAILK < 1 || (TAILK > 1 && SPLITK > 1)
+#if (BM != 128 && BM != 256) || BK % 4 || STAGES < 2 || SPLITK < 1 || SW < 1 || NT != 256 \
+    || TAILK < 1 || (TAILK > 1 && SPLITK > 1) || BCOPY < 0 || BCOPY > 2 || (WARPROWS && BK % 8) \
+    || (CROWS && !WARPROWS)
 #error "inconsistent parameters"
 #endif
 #define CAT_(a, b) a##b
@@ -309,11 +361,10 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
     /* Shifted edge tiles: a tile past the last row (column) computes the BM x BN block that
      * ends at row M (column ldb) instead, every copy in bounds, and stores only the rows and
      * columns it owns (the overlap is its neighbour's). So edge tiles take the bounds-free
-     * copy path too (4100x4090x4095: the last tile column; before the strip, also the last
-     * tile row, which had 4 rows). */
+     * copy path too. */
     int row0 = own_row0, col0 = own_col0;
 #if FASTCOPY
-    if ((vec_b || B4) && M >= BM && ldb >= BN) {
+    if ((vec_b || WARPROWS) && M >= BM && ldb >= BN) {
         row0 = min(row0, M - BM);
         col0 = min(col0, ldb - BN);
     }
@@ -321,17 +372,17 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
     const int arow = row0 + ar;                        /* first A row this thread copies */
     const int bcol = col0 + bc;                        /* first B column this thread copies */
     /* whole block tile in bounds (PAD_B: Bp's columns N .. ldb-1 are zeros, never stored) */
-    const bool interior = (vec_b || B4) && row0 + BM <= M && col0 + BN <= ldb;
+    const bool interior = (vec_b || WARPROWS) && row0 + BM <= M && col0 + BN <= ldb;
 
     /* running copy state of the interior path: sources of the next k-tile to copy */
     const ELEM* ga = A + (size_t)min(arow, M - 1) * K + kbeg + ac;
-    /* (both branches declare the copy state in the same order, so that the builds without
-       B4 compile to the same PTX as before it) */
-#if B4
-    /* B4: warp w copies B rows w, w + NT/32, .. of the k-tile, lane l columns col0 + l + 32j
-       (j < 4): each copy instruction 32 consecutive floats into 32 consecutive shared words,
-       as ffma_regdb_b4.cu; the shifted edge tiles keep every column inside N, so no copy
-       of an interior tile is predicated */
+    /* (both branches declare the copy state in the same order, so that the other copies
+       compile to the same PTX as they did before the warp-row copies existed) */
+#if WARPROWS
+    /* warp w copies B rows w, w + NT/32, .. of the k-tile, lane l columns col0 + l + 32j
+       (j < 4): each copy instruction 32 consecutive floats into 32 consecutive shared words;
+       the shifted edge tiles keep every column inside N, so no copy of an interior tile is
+       predicated */
     const ELEM* gb = B + (size_t)(kbeg + tid / 32) * ldb + col0 + tid % 32;
     const size_t a_rstride = (size_t)A_RSTEP * K;
     const size_t b_rstride = (size_t)(NT / 32) * ldb;
@@ -363,7 +414,7 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
 #pragma unroll
             for (int it = 0; it < A_COPIES; ++it)
                 cp_async4_full(sst + sa_off + 4u * it * A_RSTEP, ga + it * a_rstride);
-#if B4
+#if WARPROWS
 #pragma unroll
             for (int it = 0; it < BK / (NT / 32); ++it)
 #pragma unroll
@@ -414,10 +465,8 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
             }
             /* Row by row, every other row right to left (a snake): the last FFMA of a row
                and the first of the next share their B value, and ptxas keeps this order
-               and allocates registers after it. Against plain rows, best combination per
-               shape, H100: ffma_regdb 1000^3 +2.1%, 4096^3 +2.4%, 80x4096^2 +3.1%;
-               ffma_wide 4096^3 95.0 -> 97.5%, 8192^3 95.7 -> 98.1% of cuBLAS FP32
-               (fewer dispatch stalls on FFMA, benchmarks/NOTES.md, issue 11 round 13). */
+               and allocates registers after it: fewer dispatch stalls on FFMA than plain
+               rows (benchmarks/NOTES.md: "The FFMAs of a k-step in a row snake"). */
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
@@ -440,23 +489,19 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
         __syncthreads();
     }
     const bool add = splits > 1 && z > 0;
-#if B4 && CROWS
-    /* CROWS (ffma_wide_b4.cu's crows): C's rows are not 16-byte aligned (N % 4 != 0), so
-       from the fragments each 4-byte store instruction writes 32 values 16 bytes apart, and
-       every 32-byte sector of C is written in four pieces by four instructions: at
-       2048 x 2047 x 1024 (one wave, every tile storing at once) the padded rung's GEMM took
-       256.6 us under ncu against ffma_wide's 232.7 at 2048^2 x 1024 with the same tiles.
-       Instead the tile goes through shared memory, a thread's 4-row piece (or half of it where
-       the stages hold less: bk = 8) at a time, and warps
-       store whole rows, 32 consecutive columns per instruction (ffma_regdb.cu's CROWS);
-       split-K slices after the first add what is there (benchmarks/NOTES.md, issue 11
-       round 15). */
+#if WARPROWS && CROWS
+    /* CROWS: C's rows are not 16-byte aligned (N % 4 != 0), so from the fragments each
+       4-byte store instruction writes 32 values 16 bytes apart, and every 32-byte sector of C
+       is written in four pieces by four instructions. Instead the tile goes through shared
+       memory, a thread's 4-row piece (or half of it where the stages hold less: bk = 8) at a
+       time, and warps store whole rows, 32 consecutive columns per instruction (as
+       ffma_regdb's CROWS); split-K slices after the first add what is there. Columns are
+       owned one by one: the shift of the last tile column is N - 128, not a multiple of 4. */
     static_assert(TY * C_IPS * (BN + 4) <= STAGES * STAGE_WORDS, "C's staged rows must fit the pipeline's shared memory");
     (void)vec_c;
     /* The thread index read again (volatile) and the row loop kept rolled: so written, the
-       staging code leaves ptxas's allocation of the main loop closer to crows = 0's, which
-       it otherwise slows by 3.7% at 4097 x 4095 x 4093 (91.8 against 95.3% of cuBLAS FP32;
-       94.0 so written), and 2048 x 2047 x 1024 runs 89.9% against 88.4 (H100, round 15). */
+       staging code leaves ptxas's allocation of the main loop closer to crows = 0's (the
+       ways measured: benchmarks/NOTES.md, rung 31 ffma_wide_b4, "The main loop's allocation"). */
     unsigned t_;
     asm volatile("mov.u32 %0, %%tid.x;" : "=r"(t_));
     const int w = t_ / 32, l = t_ % 32;
@@ -501,9 +546,8 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
            into acc first, the loads of FOLD_ROWS rows in flight together, and the tile then leaves
            as a whole one does. Loaded just before each store, every value was an L2 round trip
            of its own (the compiler cannot move a load of another row above a store to C),
-           and the slices' epilogues run one after another. H100, splitk = 4, against the
-           load-beside-the-store epilogue: 1000 x 1001 x 1000 173.0 -> 133.9 us, 1024^3
-           82.4 -> 72.1, 2047 x 2049 x 1023 395.2 -> 339.6 (benchmarks/NOTES.md, round 19) */
+           and the slices' epilogues run one after another (benchmarks/NOTES.md: "the split-K
+           epilogues of ffma_wide and ffma_small"). */
 #pragma unroll
         for (int h = 0; h < TM; h += FOLD_ROWS) {
             const int row = row0 + (h / 4) * SM_ + ty * 4 + h % 4;
@@ -539,8 +583,8 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
 #pragma unroll
         for (int p = 0; p < PN; ++p) {
             const int col = col0 + p * SN_ + tx * 4;
-#if B4
-            if (col + 3 < own_col0)                    /* B4 shifts by N % 4 too: a group may straddle */
+#if WARPROWS
+            if (col + 3 < own_col0)                    /* shifted by N % 4 too: a group may straddle */
                 continue;
 #else
             if (col < own_col0)                        /* groups of 4: all owned or none */
@@ -555,7 +599,7 @@ __device__ __forceinline__ void gemm_tile(const ELEM* __restrict__ A, const ELEM
             } else {
 #pragma unroll
                 for (int j = 0; j < 4; ++j)
-#if B4
+#if WARPROWS
                     if (col + j < N && col + j >= own_col0) {
 #else
                     if (col + j < N) {
@@ -584,9 +628,9 @@ __device__ __forceinline__ int strip_rows(int M)
  * chunk * BN .. + BN - 1 (see the header). The srows rows of A come through shared memory,
  * STRIP_KC k at a time (16 KB at most; ffma_wide's pipeline has at least 48 KB), so that the
  * loop over k issues only B's loads: STRIP_U float4s per lane in flight before their
- * FMAs. A strip CTA has the SM to itself (one CTA per SM), and a first version that loaded A per k from global memory with
- * 4 k rows in flight took ~130 us per CTA at K = 2048 on an H100, longer than the idle SMs
- * of the last wave had (2052 x 2048 x 2048 ran 6 % slower than with a row of tiles). */
+ * FMAs. A strip CTA has the SM to itself (one CTA per SM); loading A per k from global
+ * memory made it latency-bound, longer than the idle SMs of the last wave had
+ * (benchmarks/NOTES.md: the strip of ffma_wide, "A first strip loaded A"). */
 __device__ __forceinline__ void strip_chunk(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
                                             ELEM* __restrict__ C, int row_first, int srows, int N,
                                             int K, int chunk)
@@ -700,4 +744,15 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     tile_of((blockIdx.y % mtiles) * ntiles_n + blockIdx.x, mtiles, ntiles_n, tm, tcol);
     gemm_tile(A, B, C, M, N, K, tm, tcol, ntiles_n, z, splits);
 #endif
+}
+
+/* BCOPY = 1's pre-pass: B (K x N) copied into S (K x LDB_OF(N)), columns N .. LDB - 1 zero. The
+ * file defines it whatever BCOPY is, as the header names it; the header runs it only for
+ * BCOPY = 1 (its [prepass] when). */
+extern "C" __global__ __launch_bounds__(128)
+void pad_b(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
+           int M, int N, int K)
+{
+    (void)A; (void)M;
+    pad_b_rows(B, S, N, K);
 }

@@ -1,7 +1,8 @@
 /*
 +++
 name = "tf32_wgmma_rs"
-title = "TF32 wgmma without transposing B (tf32_wgmma_tma minus its pre-pass): computes each tile as Cᵀ = Bᵀ·Aᵀ, so that A (row-major, K-major already) is wgmma's shared-memory operand and B, loaded by TMA as it lies (N-major, 4 boxes of 32 × 32 in the 128B swizzle), is the register operand, its fragments read with conflict-free LDS.64 (permuted rows, a0/a1 and a2/a3 as word pairs); both rounded to TF32 by the copy engine (TFLOAT32 tensor maps); 256×128 tiles (bm=128, 64: narrower, for shapes with few tiles; bn=64: one consumer warpgroup, twice the CTAs; ks=2, 4: a cluster of CTAs per tile, each part of K, summed through distributed shared memory), 2 consumer warpgroups × wgmma.m64n{bm}k8 with A from registers, setmaxnreg, persistent rasterised grid; C leaves by TMA stores from a double-buffered staging area, so that writing one tile overlaps the next tile's main loop; streamk=1: a last partial wave's tiles are shared along K with the SMs that would idle (heads in lock step, tails on the spare SMs, partials summed in k order by the last to arrive)."
+title = "TF32 wgmma with B as the register operand (Cᵀ = Bᵀ·Aᵀ): no transpose of B, TMA in and out"
+summary = "wgmma reads a TF32 operand from shared memory only K-major: A (row-major) is, B is not, so the other TF32 wgmma kernels transpose B in a pre-pass. The register operand has no such rule, so each tile is computed transposed, Cᵀ = Bᵀ·Aᵀ: A, as TMA loads it, is wgmma's shared-memory operand, and B, loaded by TMA as it lies (N-major, boxes of 32 × 32 in the 128-byte swizzle), becomes the register operand, its fragments read with conflict-free LDS.64 (permuted rows, so that a0/a1 and a2/a3 are word pairs). The copy engine rounds both to TF32 on the way in (TFLOAT32 tensor maps). Tiles of bm × bn (256 × 128 by default): a producer warpgroup issues TMA loads; two consumer warpgroups (one at bn = 64) run wgmma.m64n{bm}k8 with A from registers, with setmaxnreg moving registers from the producer to the consumers; a persistent, rasterised grid. C leaves by TMA stores from a double-buffered staging area, so that writing one tile overlaps the next tile's main loop. For shapes with few tiles: narrower tiles (bm, bn), a cluster of ks CTAs per tile, each a part of K, summed through distributed shared memory, or stream-K (a last partial wave's tiles shared along K with the SMs that would idle, partials summed in k order by the last to arrive). A pre-pass pads A or B only where a row is not a multiple of 16 bytes, as TMA needs."
 source = "PTX ISA wgmma.mma_async with the A operand in registers and its .tf32 register fragment layout, setmaxnreg, cp.async.bulk.tensor (loads and shared-to-global stores), cp.async.bulk.wait_group.read; the operand swap Cᵀ = Bᵀ·Aᵀ of column-major BLAS; CUTLASS sm90 register-sourced (RS) GMMA mainloops and TMA-store epilogues; cuda/ladder/23_tf32_wgmma_tma.cu"
 role = "rung"
 order = 26
@@ -12,16 +13,23 @@ arch_suffix = "a"
 
 [params]
 persist = [1, 0]
-streamk = [0, 1]     # 1: the last partial wave's tiles shared along K with the idle SMs
-bm = [256, 128, 64]  # rows of C per tile (wgmma's N): narrower tiles give small shapes more CTAs
-bn = [128, 64]       # columns of C per tile: 64 = one consumer warpgroup, twice the CTAs (persist=0)
-ks = [1, 2, 4]       # a ks-CTA cluster per tile, each 1/ks of K, summed in shared memory (persist=0)
+streamk = [0, 1]
+bm = [256, 128, 64]
+bn = [128, 64]
+ks = [1, 2, 4]
+
+[descriptions]
+persist = "1: a persistent grid (one CTA per SM, a tile loop, C's stores overlapping the next tile); 0: one tile per CTA"
+streamk = "1: the last partial wave's tiles shared along K with the SMs that would idle (persist=1)"
+bm = "rows of C per tile (wgmma's N): narrower tiles give shapes with few tiles more CTAs"
+bn = "columns of C per tile: 128 (two consumer warpgroups) or 64 (one: twice the CTAs; persist=0)"
+ks = "CTAs per tile as a cluster, each 1/ks of K, summed through distributed shared memory (persist=0)"
 
 [derived]
 tiles = "cdiv(M, bm) * cdiv(N, bn)"       # bm (M) × bn (N) tiles of C
 # persist=1: as many as fit beside the staging area (64 KB); persist=0: 5, the staging area
 # inside the ring (4 at bm 256 × bn 128: 227 KB less 32 bytes of static shared memory and
-# 1280 of alignment and mbarriers). More stages ran slower (benchmarks/NOTES.md round 11)
+# 1280 of alignment and mbarriers). More stages ran slower (benchmarks/NOTES.md, rung 26's stages)
 stages = "(3 if bm == 256 else 5 if bm == 128 else 6) if persist else min(5, (227 * 1024 - 32 - 1280) // ((bm + bn) * 128))"
 kp = "roundup(K, 4)"                      # row length of Ap (when K % 4)
 np = "roundup(N, 4)"                      # row length of Bp (when N % 4)
@@ -56,10 +64,10 @@ reason = "ks must be 1, 2 or 4; a tile shared by a cluster needs persist=0 and b
 check = "ks == 1 or ks * tiles <= SMS"
 reason = "a {ks}-CTA cluster per tile only where the tiles alone leave {ks - 1} of every {ks} of the {SMS} SMs idle ({tiles} tiles)"
 
-# 4-CTA clusters need 4 free SMs of one GPC: an H100's 132 SMs hold 30 of them at once
-# (Nsight Compute's launch__cluster_max_active), and 32 (100×4096², bm 128) ran in two waves,
-# 2.1× the time of 24 (benchmarks/NOTES.md "Issue 11, round 11"); so at most 7/8 of the SMs.
-# bm 128 only: the 64- and 256-row tiles were not faster with them where measured
+# 4-CTA clusters need 4 free SMs of one GPC: a GPU holds fewer of them at once than its SMs
+# / 4 (Nsight Compute's launch__cluster_max_active), and more clusters than fit run in two
+# waves (benchmarks/NOTES.md, rung 26's clusters); so at most 7/8 of the SMs. bm 128 only:
+# the 64- and 256-row tiles were not faster with them
 [[constraints]]
 check = "ks < 4 or (bm == 128 and ks * tiles <= 7 * SMS // 8)"
 reason = "4-CTA clusters only with bm=128 and at most {7 * SMS // 8} CTAs ({ks * tiles} here): a GPC must hold each cluster whole"
@@ -118,8 +126,8 @@ box = [32, 64]
  *
  * Why: wgmma reads a .tf32 operand from shared memory only K-major. A (M x K, row-major) is
  * K-major; B (K x N, row-major) is N-major, so 21-23 transpose B into a scratch buffer in a
- * pre-pass: 8 bytes of traffic per element of B on every launch, 12 us of 57 at 2048^3 and
- * ~11 % of the time at 4096^3 on an H100. The operand that comes from registers (wgmma's A)
+ * pre-pass: 8 bytes of traffic per element of B on every launch, a visible part of the time
+ * (benchmarks/NOTES.md). The operand that comes from registers (wgmma's A)
  * has no such rule: its fragments can be read from shared memory in any layout. So each
  * tile is computed transposed, C^T = B^T . A^T: wgmma's A (64 x 8 per warpgroup and k-step)
  * is a slice of B^T, read from B's N-major tile by LDS into registers; wgmma's B (8 x 256)
@@ -131,8 +139,7 @@ box = [32, 64]
  * few 256-row tiles more CTAs (1024^3: 32 tiles of 256 x 128 for 132 SMs, 128 of 64 x 128).
  * BN = 64 (with PERSIST 0): one consumer warpgroup, 64 columns, so twice the CTAs at the
  * same BM (1024^3: 128 tiles of 128 x 64, each CTA reading as many bytes per k-tile as a 64 x
- * 128 tile, the wgmma twice as wide: 90.7-91.2 % of cuBLAS TF32 on an H200 where the best
- * before was 86-89 %; benchmarks/NOTES.md "Issue 11, round 11").
+ * 128 tile, the wgmma twice as wide).
  * A block of 3 warpgroups (384 threads; 2 and 256 at BN = 64):
  *  - warpgroup 0, thread 0: the producer. Per stage: mbarrier.arrive.expect_tx (48, 32 or 24
  *    KB), one TMA load of A (box 32 k x BM m) and BN / 32 of B (boxes 32 n x 32 k, 4 KB each), all in
@@ -175,10 +182,9 @@ box = [32, 64]
  *
  * Epilogue: accumulator d[j] of lane (g, t) in warp w is C^T row 16 w + g + 8 ((j / 2) % 2)
  * (column n of C by the map above), C^T column (j / 4) * 8 + 2 t + j % 2 (row m of C).
- * Writing C from the registers (one 4-byte store per accumulator) took 7-8 us per tile at
- * 4096^3 and 8192^3 on an H100, tensor cores idle meanwhile: all CTAs finish their tiles
- * together, and the burst of 17 MB of C goes at the memory's write speed (a build that
- * stored nothing ran 7.5 % faster at 4096^3, 37 % at 8192 x 8192 x 256). So C leaves by
+ * Writing C from the registers (one 4-byte store per accumulator) leaves the tensor cores
+ * idle meanwhile: all CTAs finish their tiles together, and the burst of C goes at the
+ * memory's write speed (benchmarks/NOTES.md, rung 26's TMA-store epilogue). So C leaves by
  * TMA stores that run on while the next tile's main loop starts: each consumer writes a
  * part of 64 rows of its BM x 64 piece (a quarter at BM = 256) into a staging buffer in shared memory, in the
  * 128B swizzle of C's tensor map (box 32 columns x 64 rows; the lane's two columns are the
@@ -203,33 +209,20 @@ box = [32, 64]
  * the parts in k order and stores the tile (partial_arrive in lab_ptx.cuh; sk_sum, then the
  * epilogue, at BM <= 128; sk_store at 256). Only where the heads have
  * >= 8 k-tiles, a tile has at most ~10 parts and a spare SM at most ~4 (else whole tiles).
- * H100, same runs (benchmarks/NOTES.md "Issue 11, round 8"): 3000^3 0.2416 -> 0.2095 ms
- * (+15 %), 7000^3 +4 %, 8192^3, 6000^3 and 4100 x 4090 x 4095 within 1 %, 1500 x 4093 x 2001
- * -4 %: a parameter for the autotuner, off by default.
+ * It gains at some shapes and loses at others (benchmarks/NOTES.md, rung 26's stream-K): a
+ * parameter for the autotuner, off by default.
  * KS = 2 or 4 (with PERSIST 0, BN 128): a cluster of KS CTAs per tile (__cluster_dims__), rank
  * r computing k-tiles [r kt / KS, (r + 1) kt / KS). Then the ranks sum their accumulators as
  * a tree through distributed shared memory (st.shared::cluster into the receiver's drained
  * ring, two cluster barriers per round), in one order every launch, and rank 0 stores the
  * tile. Stream-K's fix-up without the partials' round trip through L2: where the tiles
- * alone leave most SMs idle (KS x tiles <= #SMs), every SM streams part of K. H100, % of
- * cuBLAS TF32 (benchmarks/NOTES.md "Issue 11, round 11"): 100 x 4096^2 81 -> 90-93 %,
- * 64 x 4096^2 93 -> 107-111 %, 72 x 8192^2 100 -> 108-114 %, 130 x 8192 x 4096 88 -> 110-127 %;
- * KS = 4 only at bm 128 and up to 7/8 of the SMs (a GPC holds a cluster whole: 30 of 4 fit on
- * an H100), 100 x 2048 x 4096 105 %, 500 x 500 x 8000 104 %.
+ * alone leave most SMs idle (KS x tiles <= #SMs), every SM streams part of K (small M with
+ * long K: benchmarks/NOTES.md, rung 26's clusters). KS = 4 only at bm 128 and up to 7/8 of
+ * the SMs (a GPC must hold a cluster whole).
  *
- * Measured (H100, 4096^3, stages 4, persist 1; benchmarks/NOTES.md "Issue 11, round 3"),
- * when the threads rounded (A in place by the producer warpgroup's warps 1-3, fragments by
- * cvt.rna): 0.663 ms (208 TFLOP/s) against tf32_wgmma_tma's 0.454 and cuBLAS TF32's 0.380;
- * a copy rounding nothing, 0.433 ms. Rounding the 32 KB A region in place was the limit: 64
- * KB more shared-memory traffic per k-tile, and the rounders' own issue time. The copy
- * engine now rounds instead (round 6): 0.411 ms at 4096^3 (95.6% of cuBLAS TF32) and 3.13 ms
- * at 8192^3 (94.7%), stages 3, 1 s of launches, C still stored from registers. The
- * TMA-store epilogue (round 7; 3 stages, as the staging area takes the fourth stage's
- * room): 0.395 ms at 4096^3 (99.3 %) and 3.045 ms at 8192^3 (96.3 %), 1 s of launches
- * (benchmarks/results/h100_tf32_round7_long.json); in one run beside a register-epilogue
- * build, 97.9 % against 94.8 % at 4096^3 and 96.5 % against 84.7 % at 8192 x 8192 x 256
- * (benchmarks/NOTES.md "Issue 11, round 7"). This file replaces a first version (cp.async,
- * no rounding, ld.shared.v2 fragments, 129 TFLOP/s on an H200).
+ * Rounding: the copy engine rounds A and B to TF32 as it lands them (TFLOAT32 tensor maps);
+ * threads rounding A in place and the fragments by cvt.rna cost shared-memory traffic and
+ * issue time (benchmarks/NOTES.md, rung 26's rounding).
  *
  * Technique and source: NVIDIA PTX ISA (wgmma.mma_async with a register A operand and its
  * fragment layouts, setmaxnreg, cp.async.bulk.tensor, mbarrier expect_tx); column-major
@@ -285,10 +278,8 @@ box = [32, 64]
 /* L2_KEEP_K: at K <= this, B is loaded with an evict_last policy and C stored with
  * evict_first. With few k-tiles per tile C's writes are most of the traffic (8192 x 8192 x
  * 256: 256 MB of C against 16 MB of A and B) and pushed the A and B panels that the next
- * tiles re-read out of the L2. H100, persistent, best tile each, % of cuBLAS TF32 in two
- * runs: 8192 x 8192 x 256 88.8 -> 102.9, 16384^2 x 128 98.0 -> 115.8, 4096^2 x 256 101.9
- * -> 108.3; at K = 512..8192 the policies gained nothing or lost up to 2% (benchmarks/NOTES.md,
- * issue 11 round 12). 0 turns them off. */
+ * tiles re-read out of the L2. At longer K the policies gained nothing (benchmarks/NOTES.md,
+ * the L2 policies of rung 26). 0 turns them off. */
 #ifndef L2_KEEP_K
 #define L2_KEEP_K 256
 #endif
@@ -336,9 +327,8 @@ box = [32, 64]
 #define SMEM_NEEDED (STAGES * STAGE_BYTES + STG_BYTES + SMEM_EXTRA)
 #else
 /* one tile per CTA: its epilogue stages C in the ring, drained by then, so that 5 stages fit
-   at every BM and BN (4 at BM 256, BN 128). Up to 14 fit at BM = BN = 64 but ran slower:
-   7-10 stages lost 0-40 % against 5 at 256 x 4096^2, 1000^3 and 1024^3, gained <= 2 % at 64-100
-   x 4096^2 (benchmarks/NOTES.md "Issue 11, round 11") */
+   at every BM and BN (4 at BM 256, BN 128). Up to 14 fit at BM = BN = 64 but more ran
+   slower (benchmarks/NOTES.md, rung 26's stages) */
 #define STG_AT 0
 #define STAGES_FIT ((SMEM_LIMIT - SMEM_EXTRA) / STAGE_BYTES)
 #define STAGES (STAGES_FIT < 5 ? STAGES_FIT : 5)
@@ -395,9 +385,9 @@ __device__ __forceinline__ void load_fragments(unsigned* f, unsigned sb, unsigne
  * read one slab of K at a time, as in the whole tiles before: L2 keeps it); the tails
  * [qm, ktiles) of the rem tiles, tl = ktiles - qm k-tiles each, L = rem tl in all, are cut
  * into S = G - rem contiguous ranges (tile-major), spare CTA j = b - rem taking
- * [j L / S, (j + 1) L / S). A first version cut all of the last wave's k-tiles into G
- * ranges, so that the CTAs read A and B at G different places along K: L2 lost the slab and
- * 4096^3 ran 32 % slower (benchmarks/NOTES.md "Issue 11, round 8"). Producer and consumers
+ * [j L / S, (j + 1) L / S). Cutting all of the last wave's k-tiles into G ranges instead
+ * has the CTAs read A and B at G different places along K, and L2 loses the slab
+ * (benchmarks/NOTES.md, rung 26's stream-K). Producer and consumers
  * walk the same items. Kept in shared memory and read once per item, so that it holds no
  * registers through the main loop (the consumers have none to spare: see sk_store). */
 struct Walk {
@@ -494,8 +484,8 @@ __device__ __forceinline__ void sk_sum_half(float4 (&sum)[PART_VECS / 2], const 
  * writes acc (guarded 4-byte stores). Straight from the workspace, not through acc: 128
  * accumulators plus the sum's loads did not fit the consumers' registers (ptxas spilled);
  * acc is dead here, so half of a partial (16 float4s) is loaded at once: one L2 round trip
- * per contributor and half (a first version loaded one float4 per contributor and trip, ~300
- * dependent round trips: stream-K then saved nothing at 4100 x 4090 x 4095). */
+ * per contributor and half (one float4 per contributor and trip would be ~300 dependent
+ * round trips). */
 __device__ __forceinline__ void sk_store(unsigned char* workspace, int tiles, int rem, int a,
                                          int j0, int j1, int ct, float* C, int M, int N,
                                          int row0, int col0, int t4, const int* ncol)
@@ -518,9 +508,9 @@ __device__ __forceinline__ void sk_store(unsigned char* workspace, int tiles, in
 
 /* The last contributor of stream-K tile a, BM <= 128: acc = sk_sum_half's sums (as sk_store
  * adds them: bitwise the same result), so that the tile then leaves by the staged TMA
- * epilogue like any other instead of sk_store's guarded 4-byte stores: 3-8% faster at bm 128
- * where every tile is shared (1000^3, 1024^3, 64..100 x 4096^2; benchmarks/NOTES.md "Issue
- * 11, round 10"). At BM = 256 the 128 accumulators and a half partial's loads do not fit the
+ * epilogue like any other instead of sk_store's guarded 4-byte stores, faster where every
+ * tile is shared (benchmarks/NOTES.md, rung 26's stream-K sum). At BM = 256 the 128
+ * accumulators and a half partial's loads do not fit the
  * consumers' registers: sk_store stays. */
 __device__ __forceinline__ void sk_sum(float (&acc)[BM / 2], unsigned char* workspace, int tiles,
                                        int rem, int a, int j0, int j1, int ct)

@@ -253,13 +253,13 @@ class Variant:
     def resolve(self, params: Params, m: int, n: int, k: int) -> dict[str, int]:
         """``params`` with every :data:`AUTO` value of a chosen parameter replaced by the
         value its ``[chosen]`` expression gives at the shape (M, N, K; SMS as the
-        constraints see it). Other values, and parameters no expression picks, stay."""
+        constraints see it). Other values, and parameters no expression picks, stay.
+        Expressions are worked out in the file's order, each seeing the values chosen above
+        it (``crows = "1 if bcopy == 2 and K <= 3072 else 0"`` below ``bcopy``'s rule)."""
         out = dict(params)
         pending = [name for name in self.chosen if out.get(name) == AUTO]
-        if not pending:
-            return out
-        env = self.headers[0].env(out, m, n, k)
         for name in pending:
+            env = self.headers[0].env(out, m, n, k)
             try:
                 out[name] = int(self.chosen[name](env))
             except Exception:          # left auto: check says the expression gave no value
