@@ -38,8 +38,8 @@ def test_sources_exist_and_define_the_parameters(v):
             mod, _, fn = src.partition(".")
             assert mod == "numpy" and callable(getattr(np, fn)), src
             continue
-        if getattr(v, "library", None):
-            continue                      # library lines (cuBLAS) name a routine, not a file
+        if getattr(v, "library", None) or v.dispatch is not None:
+            continue      # library lines (cuBLAS) name a routine; dispatch lines their table
         path = v.source_path(backend)
         assert path.is_file(), f"{v.name}: {src} does not exist"
         assert not re.match(r"^/|^[A-Za-z]:", src), "sources are relative to the repository"

@@ -25,9 +25,12 @@ from gui.settings import ini_settings  # noqa: E402
 
 DEFAULT_SIZES = PRESETS["powers of two 128–4096"]
 OPENCL_SEEDS = ["naive", "tiled", "tiled_any", "wpt", "aat_simple", "aat_coalesced", "aat_padded"]
-#: What a first start ticks on CUDA: two seeds, four ladder steps, the two cuBLAS lines.
-CUDA_FIRST = ["naive", "tiled", "cublas_fp32", "cublas_tf32", "blocktile_2d", "warptile",
-              "ffma_wide", "tf32_wgmma_rs"]
+#: What a first start ticks on OpenCL: the seeds and the dispatch line over them.
+OPENCL_FIRST = OPENCL_SEEDS + ["lab_opencl"]
+#: What a first start ticks on CUDA: two seeds, the dispatch lines (the lab's own GEMM) and
+#: the two cuBLAS lines beside them, four ladder steps.
+CUDA_FIRST = ["naive", "tiled", "lab_fp32", "lab_tf32", "cublas_fp32", "cublas_tf32",
+              "blocktile_2d", "warptile", "ffma_wide", "tf32_wgmma_rs"]
 MAX_CURVES = 10
 
 
@@ -58,13 +61,13 @@ def test_first_start_ticks_a_short_run_per_backend(make_window):
     cfg = win.config
     cfg.select("opencl", 0)
     assert cfg.variants.ticks is registry.Ticks.NEWCOMER
-    assert cfg.variants.checked_variants() == OPENCL_SEEDS
+    assert cfg.variants.checked_variants() == OPENCL_FIRST
     assert cfg.sizes.shapes() == DEFAULT_SIZES
     # One parameter set each (the defaults), every one fits every default size.
-    assert len(cfg.variants.plan_items()) == len(OPENCL_SEEDS)
-    assert cfg.run_count() == len(OPENCL_SEEDS) * len(DEFAULT_SIZES)
-    assert all(cfg.variants.mark(n) == "" for n in OPENCL_SEEDS)
-    assert _curves_expected("opencl", OPENCL_SEEDS) <= MAX_CURVES
+    assert len(cfg.variants.plan_items()) == len(OPENCL_FIRST)
+    assert cfg.run_count() == len(OPENCL_FIRST) * len(DEFAULT_SIZES)
+    assert all(cfg.variants.mark(n) == "" for n in OPENCL_FIRST)
+    assert _curves_expected("opencl", OPENCL_FIRST) <= MAX_CURVES
     cfg.select("cpu", 0)
     assert cfg.variants.checked_variants() == ["cpu_numpy"]
     # CUDA (no device here: the tree is the registry's): seeds, a few rungs, cuBLAS.
@@ -232,7 +235,7 @@ def test_saved_settings_keep_their_choices(make_window, tmp_path, gui_settings):
     win = make_window(settings)
     tree = win.config.variants
     assert tree.ticks is registry.Ticks.ALL
-    assert tree.checked_variants() == [n for n in OPENCL_SEEDS if n != "naive"]
+    assert tree.checked_variants() == [n for n in OPENCL_FIRST if n != "naive"]
     tree.set_backend("cuda")
     assert "skinny" in tree.checked_variants() and "tf32_wgmma_fused" not in tree.checked_variants()
     assert json.loads(json.dumps(tree.state()))["ticks"] == "all"
@@ -247,6 +250,6 @@ def test_saved_settings_keep_their_choices(make_window, tmp_path, gui_settings):
     again.config.select("opencl", 0)
     tree = again.config.variants
     assert tree.ticks is registry.Ticks.NEWCOMER
-    assert tree.checked_variants() == [n for n in OPENCL_SEEDS if n != "wpt"]
+    assert tree.checked_variants() == [n for n in OPENCL_FIRST if n != "wpt"]
     tree.set_backend("cuda")
     assert tree.checked_variants() == CUDA_FIRST
