@@ -357,19 +357,20 @@ def _one_launch(p: Params, m: int, n: int, k: int) -> Geometry:
 #: numpy. ``sources`` names the routine.
 REFERENCES: tuple[Variant, ...] = (
     Variant(name="cpu_numpy",
-            technique="numpy.matmul on the host (BLAS for float32; numpy's own loop for int32): "
-                      "the CPU row of the seed tables.",
+            technique="numpy.matmul on the host: the CPU row of the seed tables",
+            summary="BLAS for float32; numpy's own loop for int32.",
             seed="seed 000: the CPU row of the timing table",
             sources={"cpu": "numpy.matmul"}, space={}, geometry=_one_launch, role="seed",
             order=8, newcomer=frozenset({"cpu"})),
     Variant(name="cublas_fp32",
-            technique="cuBLAS SGEMM reference (gemmEx, CUBLAS_COMPUTE_32F, default math: strict "
-                      "FP32), via nvmath-python on the engine's context.",
+            technique="cuBLAS SGEMM, strict FP32 (gemmEx, CUBLAS_COMPUTE_32F)",
+            summary="Default math (strict FP32), called through nvmath-python on the engine's "
+                    "own context and buffers.",
             seed="issue 4: the cuBLAS reference line", sources={"cuda": "gemmEx:32F"}, space={},
             geometry=_one_launch, dtypes=("float32",), library="cublas", role="reference"),
     Variant(name="cublas_tf32",
-            technique="cuBLAS with TF32 tensor cores (gemmEx, CUBLAS_COMPUTE_32F_FAST_TF32; FP32 "
-                      "storage and accumulation).",
+            technique="cuBLAS with TF32 tensor cores (gemmEx, CUBLAS_COMPUTE_32F_FAST_TF32)",
+            summary="FP32 storage and accumulation; the multiplies in TF32 on the tensor cores.",
             seed="issue 4: the cuBLAS reference line", sources={"cuda": "gemmEx:32F_FAST_TF32"},
             space={}, geometry=_one_launch, dtypes=("float32",), library="cublas",
             precision="tf32", role="reference"),
