@@ -80,6 +80,8 @@ COLUMNS: list[Column] = [
     Column("Lab best", lambda r, model: model.lab_best_mark(r), of_all=True,
            tip="★: the fastest verified kernel of the lab at this shape and precision (what "
                "dispatching by shape, as cuBLAS does, would run), beside cuBLAS"),
+    Column("Ran", lambda r: r.dispatched_to,
+           tip="A dispatch line's row (the lab's own GEMM): the kernel and parameters its table picked here"),
     Column("dtype", lambda r: r.dtype),
     Column("Mode", lambda r: r.mode),
     Column("Backend", lambda r: r.backend),
