@@ -4,10 +4,12 @@ Layout: a *Configure* dock on the left (target, variants, sizes, measurement,
 inputs); a run toolbar on top (Run, Cancel, progress, current item, ETA); charts in
 the middle; results, log and devices in tabs below.
 
-The window only wires widgets and actions to two owners: :class:`RunController`
-(engines, runs, progress, cancel, faults, shutdown; its signals arrive queued in the
-GUI thread, so no slot here ever waits on a device) and :class:`ResultsFiles` (the
-live run's records and their journal, opened and saved results files, recent files).
+The window keeps the layout and wires widgets and actions to their owners:
+:class:`RunController` (engines, runs, progress, cancel, faults, shutdown; its signals
+arrive queued in the GUI thread, so no slot here ever waits on a device),
+:class:`ResultsFiles` (the live run's records and their journal), and three flows:
+:class:`ProfileFlow` (the Profile action), :class:`EditorFlow` (the kernel editor and its
+Run) and :class:`ResultsFlow` (open, save, recent files, export).
 
 Nothing the user hands the window stops it: results files are read on threads of their
 own (a named pipe is refused at once), settings are checked field by field (a bad one
@@ -16,7 +18,6 @@ was killed are offered back at the next start (:mod:`gui.journal`).
 """
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 
@@ -26,33 +27,31 @@ from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, Q
                                QMessageBox, QScrollArea, QSizePolicy, QSplitter, QStyle,
                                QTabWidget, QToolBar, QToolButton, QWidget)
 
-from engine.profile import nsight as profile
-from engine.kernels import user_kernels
 from engine.measure.backends import BackendStatus
 from engine.results.records import RecordStatus, ResultRecord
-from engine.run.runner import HOST, Event
-from engine.inputs.sizes import format_shape
+from engine.run.runner import Event
 
 from . import dialogs
 from .charts import ChartsPanel
 from .config_panel import ConfigPanel
 from .device_panel import DevicePanel, backend_line
-from .export import ExportDialog, export_chart, export_paths
+from .editor_flow import EditorFlow
 from .journal import discard, scan_journals
-from .kernel_editor import EditorContext, KernelEditor
+from .kernel_editor import KernelEditor
 from .kernel_folders import KernelFolders
 from .log_panel import LogPanel
+from .profile_flow import PROFILE_TIP, ProfileFlow
 from .profile_runner import ProfileRunner
 from .profile_view import ProfileView
-from .results_files import ResultsFileError, ResultsFiles
+from .results_files import ResultsFiles
+from .results_flow import ResultsFlow
 from .results_store import ResultStore
 from .results_table import ResultsTable
 from .run_bar import RunBar, format_duration
 from .run_controller import ClusterFactory, EngineFactory, RunController
 from .settings import APPLICATION, AppSettings, default_settings
-from .theme import ChartTheme, dark_palette
+from .theme import dark_palette
 
-RESULTS_FILTER = "Results (*.json *.csv);;JSON (*.json);;CSV (*.csv)"
 #: A close ends the engines within this time whatever they are doing (they are killed
 #: when they do not stop), so the window is gone within it.
 CLOSE_DEADLINE_MS = 4_500
@@ -127,9 +126,6 @@ class MainWindow(QMainWindow):
         self.store = ResultStore(self)
         self.files = ResultsFiles(self.store, self.settings, self)
         self.controller = RunController(engine_factory, cluster_factory, self)
-        self.profiler = ProfileRunner(self)
-        #: The report folder of the Profile in progress (its timing run, then ncu).
-        self._profile_folder: Path | None = None
         self.statuses: dict[str, BackendStatus] = {}
         #: (available, reason) of Ray clusters once checked (after the backends).
         self.ray_status: tuple[bool, str] | None = None
@@ -148,6 +144,9 @@ class MainWindow(QMainWindow):
         self.kernel_folders = KernelFolders(self.settings, self)
         self._said_problems: set[str] = set()    # user-kernel problems already logged
         self._build()
+        self.profile_flow = ProfileFlow(self, self._start_plan)
+        self.editor_flow = EditorFlow(self)
+        self.results_flow = ResultsFlow(self)
         self._build_actions()
         self._connect()
         self.kernel_folders.reload()   # before the saved choices name user kernels
@@ -166,6 +165,16 @@ class MainWindow(QMainWindow):
         """Whether a run is going (from Run until its finished event is handled)."""
         return self.controller.running
 
+    @property
+    def closing(self) -> bool:
+        """The window is closing (or closed): no dialogs, no new work."""
+        return self._closing or self._shut_down
+
+    @property
+    def profiler(self) -> ProfileRunner:
+        """The Profile flow's runner (Nsight Compute off the GUI thread)."""
+        return self.profile_flow.runner
+
     # --- construction --------------------------------------------------------------------
 
     def _build(self) -> None:
@@ -183,7 +192,7 @@ class MainWindow(QMainWindow):
                                      | QDockWidget.DockWidgetFeature.DockWidgetClosable)
         self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, self.config_dock)
 
-        self.kernel_editor = KernelEditor(self.kernel_folders, self._editor_context)
+        self.kernel_editor = KernelEditor(self.kernel_folders, lambda: self.editor_flow.context())
         self.editor_dock = QDockWidget("Kernel editor", self)
         self.editor_dock.setObjectName("kernelEditorDock")
         self.editor_dock.setWidget(self.kernel_editor)
@@ -245,12 +254,12 @@ class MainWindow(QMainWindow):
 
     def _build_actions(self) -> None:
         SP = QStyle.StandardPixmap
-        self.open_action = self._action("&Open results…", self.open_results_dialog, QKeySequence.StandardKey.Open,
+        self.open_action = self._action("&Open results…", self.results_flow.open_dialog, QKeySequence.StandardKey.Open,
                                         SP.SP_DialogOpenButton, "Open a results file (.json/.csv); "
                                         "opening several overlays them")
-        self.save_action = self._action("&Save results…", self.save_results_dialog, QKeySequence.StandardKey.Save,
+        self.save_action = self._action("&Save results…", self.results_flow.save_dialog, QKeySequence.StandardKey.Save,
                                         SP.SP_DialogSaveButton, "Save every shown result to .csv or .json")
-        self.export_action = self._action("&Export chart…", self.export_dialog, "Ctrl+E", None,
+        self.export_action = self._action("&Export chart…", self.results_flow.export_dialog, "Ctrl+E", None,
                                           "Save charts as PNG or SVG at a chosen size")
         self.copy_action = self._action("Copy results as TSV", lambda: self.table.copy_tsv(all_rows=True),
                                         "Ctrl+Shift+C")
@@ -258,9 +267,7 @@ class MainWindow(QMainWindow):
         self.run_action = self._action("&Run", lambda: self.start_run(), "F5", SP.SP_MediaPlay)
         self.cancel_action = self._action("&Cancel", self.cancel_run, "Esc", SP.SP_MediaStop)
         self.profile_action = self._action(
-            "&Profile…", lambda: self.start_profile(), "Ctrl+Shift+P", None,
-            "Time the chosen variants at one size, then profile one launch of each with "
-            "Nsight Compute: hardware counters side by side in the Profile tab")
+            "&Profile…", lambda: self.start_profile(), "Ctrl+Shift+P", None, PROFILE_TIP)
         self.clear_action = self._action("C&lear results", self.clear_results, None,
                                          SP.SP_DialogResetButton, "Remove every shown result")
         self.keep_runs_action = QAction("&Keep previous runs", self, checkable=True)
@@ -293,10 +300,10 @@ class MainWindow(QMainWindow):
         menu.addAction(self.clear_action)
         ed = self.kernel_editor
         menu = self.menuBar().addMenu("&Kernel")
-        self.new_kernel_action = self._action("&New kernel from template…", self._editor(ed.new_dialog),
+        self.new_kernel_action = self._action("&New kernel from template…", self.editor_flow.wrap(ed.new_dialog),
                                               None, None, "Copy any built-in kernel (header and "
                                               "all) into an editable kernel of your own")
-        self.open_kernel_action = self._action("&Open kernel…", self._editor(ed.open_dialog),
+        self.open_kernel_action = self._action("&Open kernel…", self.editor_flow.wrap(ed.open_dialog),
                                                "Ctrl+Shift+O", None, "Open a .cu or .cl kernel file")
         menu.addAction(self.new_kernel_action)
         menu.addAction(self.open_kernel_action)
@@ -304,7 +311,7 @@ class MainWindow(QMainWindow):
         # The editor's own actions (one action per shortcut: two would be ambiguous).
         for act in (ed.compile_action, ed.run_action):
             act.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
-            act.triggered.connect(lambda *_: self.show_editor())
+            act.triggered.connect(lambda *_: self.editor_flow.show())
             menu.addAction(act)
             self.addAction(act)
         menu.addSeparator()
@@ -314,7 +321,7 @@ class MainWindow(QMainWindow):
         menu.addAction(self.dark_action)
         menu = self.menuBar().addMenu("&Help")
         menu.addAction(self._action("&About", self.about))
-        self._rebuild_recent_menu()
+        self.results_flow.rebuild_recent_menu()
 
         # One toolbar row: the run controls take the free width, file actions sit right.
         self.run_toolbar.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
@@ -328,7 +335,7 @@ class MainWindow(QMainWindow):
         self.config.changed.connect(self._refresh_ready)
         self.config.device_changed.connect(self._device_changed)
         self.devices.device_activated.connect(self.config.select)
-        self.charts.export_requested.connect(self.export_dialog)
+        self.charts.export_requested.connect(self.results_flow.export_dialog)
         self.controller.backends_probed.connect(self._backends_probed)
         self.controller.probe_failed.connect(self._probe_failed)
         self.controller.ray_probed.connect(self._ray_probed)
@@ -339,19 +346,9 @@ class MainWindow(QMainWindow):
         self.controller.cache_problem.connect(self._run_cache_problems.append)
         self.controller.finished.connect(self._run_finished)
         self.controller.closed.connect(self._engines_closed)
-        self.profiler.progress.connect(self._profile_progress)
-        self.profiler.log.connect(self.log.append)
-        self.profiler.finished.connect(self._profile_finished)
-        self.profile_view.open_report_failed.connect(
-            lambda text: dialogs.show_error(self, "Cannot open the report", text))
-        self.files.recent_changed.connect(self._rebuild_recent_menu)
+        self.profile_flow.running_changed.connect(self._set_running)
         self.kernel_folders.changed.connect(self._user_kernels_changed)
-        self.kernel_editor.run_requested.connect(self._editor_run)
-        self.kernel_editor.log.connect(self.log.append)
-        self.files.opened.connect(self._results_opened)
-        self.files.open_failed.connect(self._results_failed)
-        self.files.loading_changed.connect(self._loading_changed)
-        self.files.log.connect(self.log.append)
+        self.editor_flow.run_requested.connect(self.start_run)
         # The journal was prepared before this connection: a folder it cannot write is
         # said now, at start, not only when the first result is lost to it.
         if getattr(self.files.journal, "problem", None):
@@ -499,72 +496,18 @@ class MainWindow(QMainWindow):
     @property
     def busy(self) -> bool:
         """A run or a profile is in progress."""
-        return self.running or self.profiler.running or self._profile_folder is not None
+        return self.running or self.profile_flow.busy
 
     def _refresh_ready(self) -> None:
         self.run_bar.set_ready(self.config.problems(), self.config.run_count())
         self.run_action.setEnabled(not self.busy and not self.config.problems())
-        ok, why = self.profile_status()
-        self.profile_action.setEnabled(ok and not self.busy and not self.config.problems())
-        tip = ("Time the chosen variants at one size, then profile one launch of each with "
-               "Nsight Compute: hardware counters side by side in the Profile tab")
-        self.profile_action.setToolTip(tip if ok else f"Profile is unavailable: {why}")
-        self.profile_action.setStatusTip(self.profile_action.toolTip())
-        self.profile_view.set_availability(ok, why)
-
-    def profile_status(self) -> tuple[bool, str]:
-        """(whether Profile can run for the chosen backend, why not)."""
-        if not self.statuses:
-            return False, "the backends are still being probed"
-        backend = self.config.backend_name()
-        if backend == "cuda" and not self.statuses.get("cuda", BackendStatus("cuda", False)).available:
-            return False, "the cuda backend is unavailable"
-        if self.config.target().ray_address is not None:
-            return False, "profiles are taken on this machine's GPUs, not on a Ray cluster"
-        return profile.availability(backend, with_version=False)
+        self.profile_flow.refresh(idle=not self.busy and not self.config.problems())
 
     def start_profile(self, shape: tuple[int, int, int] | None = None) -> bool:
-        """Profile: the chosen variants are timed and verified at one size (``shape``, or
-        the one the user picks when several are set), then one launch of each is profiled
-        under Nsight Compute and the counters shown in the Profile tab."""
+        """Profile the chosen variants at one size (:meth:`ProfileFlow.start`)."""
         if self.busy or self._closing:
             return False
-        ok, why = self.profile_status()
-        if not ok:
-            dialogs.show_error(self, "Cannot profile", why)
-            return False
-        try:
-            plan = self.config.build_plan()
-        except ValueError as exc:
-            dialogs.show_error(self, "Cannot profile", str(exc))
-            return False
-        if plan.matrices is None and shape is None:
-            shapes = list(plan.shapes)
-            if len(shapes) > 1:
-                names = [format_shape(s) for s in shapes]
-                largest = max(shapes, key=lambda s: s[0] * s[1] * s[2])
-                picked = dialogs.choose(self, "Profile at which size?",
-                                        "Each variant is profiled at one size:", names,
-                                        format_shape(largest))
-                if picked is None:
-                    return False
-                shape = shapes[names.index(picked)]
-            else:
-                shape = shapes[0]
-        if shape is not None:
-            plan.shapes = [tuple(shape)]
-        folder = profile.new_report_folder()
-        self.log.append("info", f"profile: timing {len(plan.items)} parameter set(s) first; "
-                                f"reports go to {folder}")
-        if plan.matrices is not None:
-            self.log.append("info", "profile: the timing run uses the loaded matrices; the "
-                                    "profiled launch uses random inputs of their shape (memory "
-                                    "and instruction counts follow the shape, not the values)")
-        self._profile_folder = folder
-        if not self._start_plan(plan):
-            self._profile_folder = None
-            return False
-        return True
+        return self.profile_flow.start(shape)
 
     def start_run(self, items: list[tuple[str, dict[str, int]]] | None = None) -> bool:
         """Start the configured sweep (``items``: these variants and parameters instead of
@@ -596,11 +539,10 @@ class MainWindow(QMainWindow):
 
     def cancel_run(self) -> None:
         if self.running:
-            self._profile_folder = None      # the timing run is cancelled: no profile
+            self.profile_flow.timing_cancelled()
             self.controller.cancel()
             self.run_bar.cancelling()
-        elif self.profiler.running:
-            self.profiler.cancel()
+        elif self.profile_flow.cancel():
             self.run_bar.cancelling()
 
     def _set_running(self, running: bool) -> None:
@@ -658,111 +600,19 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(text, 10_000)
         self.log.append("error" if counts[RecordStatus.FAILED] or counts[RecordStatus.ERROR] else "info", text)
         self.config.show_verification(recs)
-        said = self.kernel_editor.run_finished(recs)
-        if said:
-            self.log.append("info", said)
+        self.editor_flow.run_finished(recs)
         if not ev.started and not ev.cancelled and not self._closing:
             dialogs.show_error(self, "The run could not start", ev.message or "unknown reason")
         if counts[RecordStatus.FAILED] or counts[RecordStatus.ERROR]:
             self.bottom_tabs.setCurrentWidget(self.table)
-        folder, self._profile_folder = self._profile_folder, None
-        if folder is not None and ev.started and not ev.cancelled and not self._closing:
-            self._start_profiling(recs, folder)
-
-    # --- profiling -----------------------------------------------------------------------
-
-    def _start_profiling(self, recs: list[ResultRecord], folder: Path) -> None:
-        if all(profile.why_not_profiled(r, HOST) for r in recs):
-            self.log.append("error", "profile: nothing ran that could be profiled")
-            return
-        # profile_records says why it leaves a record out, and counts what it profiles.
-        self._set_running(True)
-        self.profiler.start(recs, folder, user_kernels.kernel_files_of(r.variant for r in recs))
-
-    def _profile_progress(self, done: int, total: int, what: str) -> None:
-        if what:
-            self.run_bar.progressed(done, total, f"profiling {what}", None)
-        else:
-            self.run_bar.result_in(done, total)
-
-    def _profile_finished(self, results, seconds: float, cancelled: bool) -> None:
-        self._set_running(False)
-        failed = [r for r in results if not r.ok]
-        text = (f"Profiled {len(results) - len(failed)} kernel launch"
-                f"{'es' if len(results) - len(failed) != 1 else ''} in {format_duration(seconds)}")
-        if failed:
-            text += f" ({len(failed)} failed)"
-        if cancelled:
-            text = "Profile cancelled: " + text[0].lower() + text[1:]
-        self.run_bar.finished(text)
-        self.statusBar().showMessage(text, 10_000)
-        self.log.append("error" if failed else "info", text)
-        self.files.live_changed()           # the records now carry their counters
-        if results:
-            req = results[0].request
-            self.profile_view.show_shape(req.m, req.n, req.k, req.dtype)
-            self.bottom_tabs.setCurrentWidget(self.profile_view)
-            sizes = self.splitter.sizes()       # counters need room: half the height at least
-            if sum(sizes) and sizes[1] < sum(sizes) // 2:
-                self.splitter.setSizes([sum(sizes) - sum(sizes) // 2, sum(sizes) // 2])
-        if failed and not cancelled and not self._closing:
-            dialogs.show_error(self, "Some profiles failed", failed[0].error,
-                               "\n".join(f"{r.request.label()}: {r.error}" for r in failed))
+        self.profile_flow.timing_finished(recs, ev.started and not ev.cancelled
+                                          and not self._closing)
 
     # --- the user's kernels ---------------------------------------------------------------
 
-    def _editor(self, slot):
-        """``slot`` of the kernel editor, with its dock shown first."""
-        def call():
-            self.show_editor()
-            return slot()
-        return call
-
-    def show_editor(self) -> None:
-        """Show the editor dock, wide enough to read code the first time."""
-        first = not self.editor_dock.isVisible() and not self.editor_dock.isFloating()
-        self.editor_dock.show()
-        self.editor_dock.raise_()
-        if first:
-            QTimer.singleShot(0, self._widen_editor)   # once the dock is laid out
-
-    def _widen_editor(self) -> None:
-        want = int(self.width() * 0.46)
-        if self.editor_dock.isVisible() and self.editor_dock.width() < want - 20:
-            self.resizeDocks([self.editor_dock], [want], Qt.Orientation.Horizontal)
-
-    def _editor_context(self) -> EditorContext:
-        backend = self.config.backend_name()
-        info = self.config.device_info()
-        cc = info.compute_capability if info is not None and backend == "cuda" else None
-        return EditorContext(
-            dtype=self.config.dtype.currentText(),
-            arch=f"sm_{cc.replace('.', '')}" if cc else None,
-            device=self.config.device_index() if backend == "opencl" else 0,
-            chosen_values=lambda name: (self.config.variants.chosen_values(name)
-                                        if name in self.config.variants.variant_names() else {}),
-            running=self.running or self._closing)
-
     def open_kernel(self, path: str | Path) -> bool:
         """Open a kernel file in the editor (shown)."""
-        self.show_editor()
-        return self.kernel_editor.open_file(path)
-
-    def _editor_run(self, items) -> None:
-        """The editor's Run: its kernel and baselines with the configured sizes, on the
-        kernel's backend (switching to it when another one is chosen)."""
-        backend = self.kernel_editor.backend()
-        if self.config.backend_name() != backend:
-            st = self.statuses.get(backend)
-            if st is None or not st.available or not st.devices:
-                dialogs.show_error(self, "Cannot run the kernel",
-                                   f"The kernel is a {backend} kernel, and the {backend} backend "
-                                   f"is unavailable: {st.reason if st else 'not probed yet'}")
-                return
-            self.config.select(backend, 0)
-            self.log.append("info", f"switched to the {backend} backend to run the kernel")
-        self.start_run(items)
-
+        return self.editor_flow.open_kernel(path)
 
     def _user_kernels_changed(self, loaded) -> None:
         problems = self.kernel_folders.problems()
@@ -787,129 +637,22 @@ class MainWindow(QMainWindow):
     # --- results files -------------------------------------------------------------------
 
     def open_results(self, path: str | Path) -> bool:
-        """Read a results file now and add its records to the charts and table (replacing
-        an earlier opening of the same file).  A bad file gives a dialog and returns
-        False.  This waits for the read (scripts, tests); the window's own ways of
-        opening files use :meth:`open_results_in_background`."""
-        path = Path(path)
-        try:
-            recs, skipped = self.files.open(path)
-        except ResultsFileError as exc:
-            self._results_failed(str(path), str(exc))
-            return False
-        self._results_opened(str(path), recs, skipped)
-        return True
+        """Read a results file now (:meth:`ResultsFlow.open`)."""
+        return self.results_flow.open(path)
 
     def open_results_in_background(self, path: str | Path) -> bool:
-        """Open a results file without waiting: it is read on a thread of its own, and
-        its records (or an error dialog) come when it is read.  False, with the dialog
-        shown already, when it cannot be read at all (missing, a folder, a pipe)."""
-        return self.files.open_in_background(path)
-
-    def _results_opened(self, path: str, recs: list[ResultRecord], skipped: list[str]) -> None:
-        name = Path(path).name
-        self.log.append("info", f"opened {name}: {len(recs)} results")
-        if skipped:
-            shown = "; ".join(skipped[:5]) + (f"; and {len(skipped) - 5} more"
-                                              if len(skipped) > 5 else "")
-            self.log.append("warning", f"{name}: skipped {len(skipped)} record"
-                                       f"{'s' if len(skipped) != 1 else ''}: {shown}")
-        self.statusBar().showMessage(
-            f"Opened {name} ({len(recs)} results"
-            + (f", {len(skipped)} skipped: see the Log" if skipped else "") + ")", 8000)
-
-    def _results_failed(self, path: str, message: str) -> None:
-        self.log.append("error", f"cannot open results: {message}")  # names the file
-        if not self._closing and not self._shut_down:
-            dialogs.show_error(self, "Cannot open results", message)
-
-    def _loading_changed(self) -> None:
-        names = [p.name for p in self.files.loading.values()]
-        if names:
-            self.statusBar().showMessage(f"Reading {', '.join(names)}…")
-        elif self.statusBar().currentMessage().startswith("Reading "):
-            self.statusBar().clearMessage()
-
-    def open_results_dialog(self) -> None:
-        paths, _ = QFileDialog.getOpenFileNames(self, "Open results", self.files.last_dir("results"),
-                                                RESULTS_FILTER)
-        for p in paths:
-            self.files.remember_dir("results", p)
-            self.open_results_in_background(p)
+        """Open a results file on a thread of its own (:meth:`ResultsFlow.open_in_background`)."""
+        return self.results_flow.open_in_background(path)
 
     def save_results(self, path: str | Path) -> bool:
-        path = Path(path)
-        try:
-            n = self.files.save(path)
-        except ResultsFileError as exc:
-            dialogs.show_error(self, "Cannot save results", str(exc))
-            return False
-        self.statusBar().showMessage(f"Saved {n} results to {path.name}", 8000)
-        return True
-
-    def save_results_dialog(self) -> None:
-        if not len(self.store):
-            dialogs.show_error(self, "Nothing to save", "There are no results yet.")
-            return
-        start = Path(self.files.last_dir("results")) / "results.csv"
-        path, selected = QFileDialog.getSaveFileName(self, "Save results", str(start), RESULTS_FILTER)
-        if not path:
-            return
-        if Path(path).suffix.lower() not in (".csv", ".json"):
-            path += ".json" if "JSON" in selected else ".csv"
-        self.files.remember_dir("results", path)
-        self.save_results(path)
+        return self.results_flow.save(path)
 
     def clear_results(self) -> None:
-        if self.running:
-            return
-        self.files.clear()
-
-    def _rebuild_recent_menu(self) -> None:
-        self.recent_menu.clear()
-        files = self.files.recent()
-        for f in files:
-            act = self.recent_menu.addAction(Path(f).name)
-            act.setToolTip(f)
-            act.setStatusTip(f)
-            act.triggered.connect(lambda _=False, p=f: self._open_recent(p))
-        if files:
-            self.recent_menu.addSeparator()
-            self.recent_menu.addAction("Clear list", self.files.clear_recent)
-        self.recent_menu.setEnabled(bool(files))
-
-    def _open_recent(self, path: str) -> None:
-        if not os.path.lexists(path):
-            dialogs.show_error(self, "Cannot open results", f"{path} no longer exists.")
-            self.files.forget(path)
-            return
-        self.open_results_in_background(path)
-
-    # --- charts export ------------------------------------------------------------------
+        self.results_flow.clear()
 
     def export_charts(self, kinds: list[str], path: str | Path, width: int, height: int) -> list[Path]:
-        """Save charts as PNG/SVG (by suffix) at ``width``×``height``; the written paths."""
-        self.charts.redraw()
-        theme = ChartTheme.from_palette(QApplication.palette())
-        out = []
-        for kind, p in export_paths(path, kinds).items():
-            out.append(export_chart(kind, self.charts.series, self.charts.options_now(), p,
-                                    width, height, theme))
-        return out
-
-    def export_dialog(self) -> None:
-        start = self.files.last_dir("export") or str(Path.home())
-        dlg = ExportDialog(self.charts.current_kind, start, self)
-        if dlg.exec() != ExportDialog.DialogCode.Accepted:
-            return
-        kinds, path, w, h = dlg.choice()
-        try:
-            written = self.export_charts(kinds, path, w, h)
-        except (ValueError, OSError) as exc:
-            dialogs.show_error(self, "Cannot export", str(exc))
-            return
-        self.files.remember_dir("export", path)
-        self.statusBar().showMessage(f"Exported {', '.join(p.name for p in written)}", 8000)
+        """Save charts as PNG/SVG (:meth:`ResultsFlow.export_charts`)."""
+        return self.results_flow.export_charts(kinds, path, width, height)
 
     # --- misc ------------------------------------------------------------------------
 
@@ -963,20 +706,13 @@ class MainWindow(QMainWindow):
 
     # --- drag and drop of results files -------------------------------------------------
 
-    def _dropped_results(self, event) -> list[str]:
-        md = event.mimeData()
-        if not md.hasUrls():
-            return []
-        return [u.toLocalFile() for u in md.urls()
-                if u.isLocalFile() and Path(u.toLocalFile()).suffix.lower() in (".json", ".csv")]
-
     def dragEnterEvent(self, event):  # noqa: N802 (Qt API)
-        if self._dropped_results(event):
+        if self.results_flow.dropped(event):
             event.acceptProposedAction()
 
     def dropEvent(self, event):  # noqa: N802
-        for p in self._dropped_results(event):
-            self.open_results_in_background(p)
+        for p in self.results_flow.dropped(event):
+            self.results_flow.open_in_background(p)
         event.acceptProposedAction()
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -992,9 +728,7 @@ class MainWindow(QMainWindow):
             self.shutdown(wait=not self._force_close)
             event.accept()
             return
-        if self.profiler.running:
-            self.profiler.cancel()     # its ncu is killed; the thread ends at once
-            self.profiler.wait(3.0)
+        self.profile_flow.stop(3.0)    # its ncu is killed; the thread ends at once
         if not self._closing and self.controller.idle():
             self.shutdown()            # nothing to wait for
             event.accept()

@@ -17,7 +17,7 @@ from PySide6.QtGui import QImage  # noqa: E402
 
 from engine.profile import nsight as profile, metrics as pm  # noqa: E402
 from engine.results import records  # noqa: E402
-from gui.main_window import MainWindow  # noqa: E402
+from gui.profile_flow import ProfileFlow  # noqa: E402
 from gui.profile_view import ProfileView, header_text, short_labels  # noqa: E402
 from gui.results_store import ResultStore  # noqa: E402
 
@@ -110,7 +110,7 @@ def test_profile_is_disabled_with_the_reason_off_cuda(make_window, configure, er
 @pytest.fixture
 def profile_anywhere(monkeypatch, fake_ncu):
     """Let the window profile OpenCL records with the stand-in ncu."""
-    monkeypatch.setattr(MainWindow, "profile_status", lambda self: (True, ""))
+    monkeypatch.setattr(ProfileFlow, "status", lambda self: (True, ""))
     monkeypatch.setattr(profile, "why_not_profiled", lambda rec, host: "")
     import gui.dialogs
     picked = []
