@@ -271,12 +271,12 @@ def _run_left_to_the_shape(make_window, configure, qtbot, variant: str, param: s
 
 @pytest.mark.gpu
 def test_the_app_runs_a_kernel_left_to_the_shape_on_the_gpu(qtbot, make_window, configure, tmp_path):
-    """Click Run with ffma_wide as the tree offers it (bcopy and crows auto) at a short and a
-    long K with N % 4 != 0: both run verified, the warp-row copies with crows 1 and the padded
-    copy with crows 0 (none skipped), drawn as one curve; the window afterwards is saved (to
-    $OUT when set) to look at."""
+    """Click Run with ffma_wide as the tree offers it (bcopy and crows auto) at a short K
+    (one wave: no slices add through C) and a long K with N % 4 != 0: both run verified, the
+    warp-row copies with crows 1 and the padded copy with crows 0 (none skipped), drawn as
+    one curve; the window afterwards is saved (to $OUT when set) to look at."""
     win, got = _run_left_to_the_shape(make_window, configure, qtbot, "ffma_wide", "crows",
-                                      "1300x901x1024,600x131x3100")
+                                      "2048x2047x1024,600x131x3100")
     assert got == [(1024, 1, "ok", True), (3100, 0, "ok", True)]
     assert sorted((r.k, r.params["bcopy"]) for r in win.store.records) == [(1024, 2), (3100, 1)]
     # one curve for the sweep: the values the shape picked show as auto

@@ -832,15 +832,20 @@ def test_wide_b_copies_by_shape():
                         (px, py), (bx, by) = WD.prepass.geometry(d, *shape)
                         assert WD.prepass.scratch_bytes(d, *shape) == 4 * k * ldb
                         assert px * bx * 4 >= ldb and py == min(k, 65535) and by == 1
-    # the shape's picks: aligned B as it lies; the warp-row copies where K ≤ 3072 (with C by
-    # rows) or one row of tiles reads B once; the padded copy at longer K
+    # the shape's picks: aligned B as it lies; the warp-row copies where one row of tiles
+    # reads B once, or where K ≤ 1024 and no slices add through C (then with C by rows); the
+    # padded copy elsewhere: longer K, split-K, the tail split of a last wave
     auto = dict(WD.default_params("9.0"), bcopy=registry.AUTO, crows=registry.AUTO)
-    for shape, want in [((4096, 4096, 4096), (0, 0)), ((2048, 2047, 1024), (2, 1)),
-                        ((4097, 4095, 4093), (1, 0)), ((97, 4099, 4096), (2, 0)),
-                        ((264, 4099, 4096), (2, 0)), ((600, 131, 3100), (1, 0))]:
-        got = WD.resolve(auto, *shape)
-        assert (got["bcopy"], got["crows"]) == want, (shape, got)
-        assert WD.check("cuda", auto, *shape, "float32") is None
+    for shape, named, want in [((4096, 4096, 4096), {}, (0, 0)), ((2048, 2047, 1024), {}, (2, 1)),
+                               ((4097, 4095, 4093), {}, (1, 0)), ((97, 4099, 4096), {}, (2, 0)),
+                               ((264, 4099, 4096), {"splitk": 4, "tailk": 1}, (2, 0)),
+                               ((600, 131, 3100), {}, (1, 0)), ((3000, 3001, 3000), {}, (1, 0)),
+                               ((1000, 1001, 1000), {}, (1, 0)),             # 32 tiles: all split
+                               ((1000, 1001, 1000), {"tailk": 1}, (2, 1)),
+                               ((1000, 1001, 1000), {"splitk": 4, "tailk": 1}, (1, 0))]:
+        got = WD.resolve(dict(auto, **named), *shape)
+        assert (got["bcopy"], got["crows"]) == want, (shape, named, got)
+        assert WD.check("cuda", dict(auto, **named), *shape, "float32") is None
     # crows follows a named bcopy: B as it lies keeps C's store from the registers
     assert WD.resolve(dict(auto, bcopy=0), 2048, 2047, 1024)["crows"] == 0
 
