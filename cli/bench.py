@@ -647,7 +647,7 @@ def run_bench(argv: Sequence[str]) -> int:
     if interrupted:
         err.print(f"interrupted: kept {len(recs)} finished result(s)")
         return EXIT_INTERRUPTED
-    if any(r.extra.get("build_failed") and registry.role_of(r.variant) == "user" for r in recs):
+    if any(r.build_failed and registry.role_of(r.variant) == "user" for r in recs):
         return EXIT_BAD_INPUT            # a kernel file of the user's did not compile
     if not recs:                         # the run could not start: its reason is printed above
         return EXIT_FAILED

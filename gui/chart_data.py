@@ -260,9 +260,9 @@ def _finite(v) -> bool:
 
 
 def peak_precision(r: ResultRecord) -> str:
-    """The arithmetic whose peak a record's % of peak is of (``extra["precision"]``);
+    """The arithmetic whose peak a record's % of peak is of (its ``precision``);
     records from before per-precision peaks were all measured against the FP32 peak."""
-    return str(r.extra.get("precision") or "fp32")
+    return r.precision or "fp32"
 
 
 def record_ceilings(records: Iterable[ResultRecord]) -> dict[str, dict[str, float]]:
@@ -272,7 +272,7 @@ def record_ceilings(records: Iterable[ResultRecord]) -> dict[str, dict[str, floa
     found: dict[str, dict[str, list[float]]] = {}
     for r in records:
         per = found.setdefault(r.device, {})
-        peak, copy = r.extra.get("peak_gflops"), r.extra.get("copy_gbps")
+        peak, copy = r.peak_gflops, r.copy_gbps
         precision = peak_precision(r)
         if precision != "fp32" and _finite(peak) and peak > 0:
             per.setdefault(precision, []).append(float(peak))

@@ -307,7 +307,7 @@ def test_a_sweep_left_to_the_shape_is_one_curve():
                          params={"bk": 16, "crows": crows}, m=1300, n=901, k=k, dtype="float32",
                          median_ms=0.1 * k / 1024, status="ok", passed=True, flops=2 * 1300 * 901 * k)
         if by_shape:
-            r.extra["by_shape"] = ["crows"]
+            r.by_shape = ["crows"]
         return r
 
     auto = build_series([rec(1024, 1, True), rec(3100, 0, True)])

@@ -95,3 +95,53 @@ def test_an_engine_process_speaks_the_messages():
         assert rec.status is RecordStatus.OK and rec.passed is True
     finally:
         assert eng.close(10.0)
+
+
+# --- the keys records once kept in ``extra``: named fields ------------------------------------
+
+OLD_EXTRA = {"by_shape": ["crows"], "newer_source": "k.cu changed", "build_failed": True,
+             "timing_note": "not back to back", "precision": "tf32", "peak_gflops": 480000.0,
+             "copy_gbps": 3000.0, "note": "kept"}
+
+
+@pytest.mark.parametrize("ext", ["json", "csv"])
+def test_an_old_files_extra_keys_load_as_fields_and_save_as_fields(tmp_path, ext):
+    row = records.to_dict(_rec(RecordStatus.OK))
+    for key in records.EXTRA_FIELDS:
+        del row[key]                        # a file from before these were fields
+    row["extra"] = dict(OLD_EXTRA)
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps([row]))
+    (rec,) = records.load(old)
+    assert (rec.by_shape, rec.newer_source, rec.build_failed, rec.timing_note, rec.precision,
+            rec.peak_gflops, rec.copy_gbps) == (["crows"], "k.cu changed", True,
+                                                "not back to back", "tf32", 480000.0, 3000.0)
+    assert rec.extra == {"note": "kept"} and records.is_valid(rec)
+    assert rec.series_label() == "naive[block=8]"        # by_shape names crows, not block
+    new = records.save([rec], tmp_path / f"new.{ext}")
+    (again,) = records.load(new)
+    assert repr(again) == repr(rec)
+    if ext == "json":
+        (saved,) = json.loads(new.read_text())
+        assert saved["precision"] == "tf32" and saved["extra"] == {"note": "kept"}
+
+
+def test_the_new_fields_are_checked_like_every_field(tmp_path):
+    rows = [dict(records.to_dict(_rec(RecordStatus.OK)), **bad) for bad in (
+        {"peak_gflops": -1}, {"build_failed": "maybe"}, {"by_shape": [3]}, {"timing_note": 5})]
+    rows.append(records.to_dict(_rec(RecordStatus.OK)))
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(rows))
+    recs, skipped = records.load_report(path)
+    assert len(recs) == 1
+    assert [s.split(":")[1].strip() for s in skipped] == [
+        "field 'peak_gflops' is -1, not a number ≥ 0",
+        "field 'build_failed' is 'maybe', not a boolean (true or false)",
+        "field 'by_shape' is a list, not a list of names",
+        "field 'timing_note' is 5, not text"]
+
+
+def test_a_record_made_in_code_with_the_old_keys_gets_its_fields():
+    rec = ResultRecord(backend="cpu", device="host", variant="naive", params={}, m=1, n=1, k=1,
+                       dtype="float32", extra={"precision": "int32", "other": 1})
+    assert rec.precision == "int32" and rec.extra == {"other": 1}

@@ -33,15 +33,15 @@ def test_each_record_is_measured_against_its_own_arithmetic():
     fill_ceilings(fp32, "fp32", dev)
     fill_ceilings(tf32, "tf32", dev)
     fill_ceilings(i32, "fp32", dev)
-    assert fp32.pct_of_peak == pytest.approx(80.0) and fp32.extra["precision"] == "fp32"
-    assert tf32.pct_of_peak == pytest.approx(50.0) and tf32.extra["peak_gflops"] == 480_000.0
-    assert i32.pct_of_peak == pytest.approx(50.0) and i32.extra["precision"] == "int32"
-    assert all(r.extra["copy_gbps"] == 3000.0 for r in (fp32, tf32, i32))
+    assert fp32.pct_of_peak == pytest.approx(80.0) and fp32.precision == "fp32"
+    assert tf32.pct_of_peak == pytest.approx(50.0) and tf32.peak_gflops == 480_000.0
+    assert i32.pct_of_peak == pytest.approx(50.0) and i32.precision == "int32"
+    assert all(r.copy_gbps == 3000.0 for r in (fp32, tf32, i32))
     # A precision without a known peak gets none, never another precision's.
     bare = DeviceInfo(backend="cuda", index=0, name="dev", peak_gflops_fp32=60_000.0)
     t = _record("tf32_mma", "float32", 240_000.0)
     fill_ceilings(t, "tf32", bare)
-    assert math.isnan(t.pct_of_peak) and "peak_gflops" not in t.extra
+    assert math.isnan(t.pct_of_peak) and math.isnan(t.peak_gflops)
     rows = dict(dev.rows())
     assert rows["Peak TF32 tensor (est.)"] == "480,000 GFLOP/s"
     assert rows["Copy bandwidth (measured)"] == "3,000 GB/s"
@@ -54,7 +54,7 @@ def test_a_sweep_measures_the_copy_bandwidth_once_and_records_it():
                          lambda ev: None)
         first = sweep.device.copy_gbps
         assert first and first > 0.1
-        assert recs[0].extra["copy_gbps"] == first and recs[0].extra["precision"] == "fp32"
+        assert recs[0].copy_gbps == first and recs[0].precision == "fp32"
         sweep.close()
         sweep.ensure_open("cpu", 0)
         assert sweep.device.copy_gbps == first       # probed once per process

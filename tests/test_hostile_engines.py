@@ -119,9 +119,9 @@ def test_kernel_edited_mid_sweep_runs_the_start_text_and_says_so(tmp_path, backe
     assert engine.starts >= 2
     assert [(r.m, r.status, r.passed) for r in recs] == [(16, "ok", True), (24, "ok", True),
                                                          (32, "ok", True)]
-    assert "newer_source" not in recs[0].extra
+    assert recs[0].newer_source == ""
     for r in recs[1:]:
-        note = r.extra["newer_source"]
+        note = r.newer_source
         assert str(path) in note and str(tmp_path / "one.h") in note
         assert "the version it read then" in note
     assert any("changed on disk after the run started" in m for m in logs(events, "warning"))
@@ -147,7 +147,7 @@ def test_in_process_sweep_reads_the_kernel_once(tmp_path):
     finally:
         s.close()
     assert [r.passed for r in recs] == [True, True]
-    assert str(path) in recs[1].extra["newer_source"]
+    assert str(path) in recs[1].newer_source
 
 
 # --- class 7: builds are bounded -----------------------------------------------------------------
@@ -227,7 +227,7 @@ def test_opencl_include_beside_the_kernel_is_found_and_errors_name_the_included_
     finally:
         s.close()
     assert recs[0].passed, recs[0].error
-    assert recs[1].status == "error" and recs[1].extra.get("build_failed")
+    assert recs[1].status == "error" and recs[1].build_failed
     assert f"{tmp_path / 'k' / 'bad.h'}:3:" in recs[1].error
     assert f"{bad}:" not in recs[1].error.split("(options")[0]      # not at the kernel
     assert "matmul-lab-src" not in recs[1].error                    # no staging path shown
@@ -449,7 +449,7 @@ def test_opencl_missing_entry_point_says_what_the_file_defines(tmp_path):
     require_backend("opencl")
     rec, path = _one_item(tmp_path, "no_entry",
                           edit=lambda t: t.replace("void matmul(", "void mm("))
-    assert rec.status == "error" and rec.extra.get("build_failed")
+    assert rec.status == "error" and rec.build_failed
     assert rec.error.startswith(f"{path}:3: the kernel file defines no kernel named 'matmul' "
                                 "(it defines: mm)")
     assert "AttributeError" not in rec.error

@@ -12,7 +12,7 @@ import json
 import math
 import re
 import time
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
@@ -71,6 +71,8 @@ class ResultRecord:
     pct_of_peak: float = math.nan
     pct_of_cublas: float = math.nan
     source: str = ""                   # a label for overlays (file the record came from)
+    #: Anything else a caller attached (kept as it is). The keys the app once kept here
+    #: are the named fields below; an old file's are moved there (:data:`EXTRA_FIELDS`).
     extra: dict[str, Any] = field(default_factory=dict)
     host: str = ""                     # the machine it ran on (socket.gethostname())
     device_index: int = -1             # the device's index within its backend on that host
@@ -82,22 +84,42 @@ class ResultRecord:
     #: A dispatch variant's record (engine.kernels.dispatch_table): the kernel and parameters
     #: its table picked at this shape and ran, e.g. ``ffma_wide[bm=256,bk=16]``; "" otherwise.
     dispatched_to: str = ""
+    #: The parameters this run left to the shape (a plan's ``auto``): one chart curve.
+    by_shape: list[str] = field(default_factory=list)
+    #: The user's kernel file changed on disk after the run read it (what to say), or "".
+    newer_source: str = ""
+    #: The kernel did not build (the kernel file is at fault: ``bench`` exits 2).
+    build_failed: bool = False
+    #: What the backend says about the timing (launches not held back to back), or "".
+    timing_note: str = ""
+    #: The arithmetic the % of peak is of (fp32, tf32, int32); "": not recorded.
+    precision: str = ""
+    #: The peak (GFLOP/s) of that arithmetic and the device's measured copy bandwidth
+    #: (GB/s) the record was compared with; NaN: not known.
+    peak_gflops: float = math.nan
+    copy_gbps: float = math.nan
 
     def __post_init__(self):
         # A status given as its word becomes the enum; a wrong one is left for
         # validate() to name (a record is built before it is checked).
         if type(self.status) is str and self.status in RecordStatus.__members__.values():
             self.status = RecordStatus(self.status)
+        # The keys records once carried in ``extra`` (an old file, old code) go to their
+        # fields, unless the field is set already.
+        if isinstance(self.extra, Mapping) and any(k in self.extra for k in EXTRA_FIELDS):
+            for key in EXTRA_FIELDS:
+                if key in self.extra and _is_default(self, key):
+                    setattr(self, key, self.extra[key])
+            self.extra = {k: v for k, v in self.extra.items() if k not in EXTRA_FIELDS}
 
     def label(self) -> str:
         return kernel_label(self.variant, self.params)
 
     def series_params(self) -> dict[str, int]:
         """The parameters a chart curve groups by: those the shape picked in this run
-        (``extra["by_shape"]``, a plan's ``auto``) as ``auto``, so that a sweep that left
+        (:attr:`by_shape`, a plan's ``auto``) as ``auto``, so that a sweep that left
         them to the shape is one curve, whatever value each size ran."""
-        by_shape = self.extra.get("by_shape") or ()
-        return {k: (AUTO if k in by_shape else v) for k, v in self.params.items()}
+        return {k: (AUTO if k in self.by_shape else v) for k, v in self.params.items()}
 
     def series_label(self) -> str:
         """:meth:`label` with the values the shape picked shown as ``auto``."""
@@ -119,6 +141,21 @@ class ResultRecord:
 
 
 FIELDS = [f.name for f in fields(ResultRecord)]
+#: The fields that were keys of ``extra`` in files written before they were fields.
+EXTRA_FIELDS = ("by_shape", "newer_source", "build_failed", "timing_note", "precision",
+                "peak_gflops", "copy_gbps")
+_DEFAULTS = {f.name: f.default for f in fields(ResultRecord) if f.name in EXTRA_FIELDS
+             and f.default is not MISSING}
+
+
+def _is_default(rec: ResultRecord, name: str) -> bool:
+    value = getattr(rec, name)
+    if name == "by_shape":
+        return not value
+    default = _DEFAULTS[name]
+    if isinstance(default, float) and math.isnan(default):
+        return isinstance(value, float) and math.isnan(value)
+    return value == default
 
 def ratio_to_best_baseline(records: Iterable[ResultRecord], baseline_key, record_key
                            ) -> dict[int, float]:
@@ -144,13 +181,12 @@ def ratio_to_best_baseline(records: Iterable[ResultRecord], baseline_key, record
 
 
 def record_precision(r: ResultRecord) -> str:
-    """The arithmetic of a record: ``extra["precision"]`` (engine.run.runner.fill_ceilings),
+    """The arithmetic of a record: :attr:`~ResultRecord.precision` (engine.run.runner.fill_ceilings),
     else its variant's (fp32 or tf32) as the registry knows it, int32 for integer data."""
     from engine.measure import peaks  # noqa: PLC0415  (registry imports this module's helpers)
     from engine.kernels import registry  # noqa: PLC0415  (registry imports this module's helpers)
-    got = r.extra.get("precision")
-    if got:
-        return str(got)
+    if r.precision:
+        return r.precision
     v = registry.REGISTRY.get(r.variant)
     return peaks.precision_of(v.precision if v is not None else "fp32", r.dtype)
 
@@ -436,14 +472,30 @@ def _name_list(value: Any, name: str) -> list[str]:
     return list(value)
 
 
-#: The keys of ``extra`` the app reads, with their parsers; other keys are kept as they are.
+def _names(value: Any, name: str) -> list[str]:
+    """A list of names, or its CSV cell ``bm,bk``; empty is ``[]``."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    return _name_list(value, name)
+
+
+def _flag(value: Any, name: str) -> bool:
+    """True or False; empty is False."""
+    return bool(_bool(value, name))
+
+
+#: The keys an old file keeps in ``extra``, with their parsers (its errors name them
+#: ``extra.by_shape``); they are then moved to their fields. Other keys are kept as they are.
 _EXTRA_KEYS: dict[str, Callable[[Any, str], Any]] = {
     "by_shape": _name_list,
     "precision": _name,
     "peak_gflops": _real,
     "copy_gbps": _real,
-    "build_failed": lambda v, n: bool(_bool(v, n)),
+    "build_failed": _flag,
     "timing_note": _text,
+    "newer_source": _text,
 }
 
 
@@ -528,7 +580,8 @@ def _field_parsers() -> dict[str, Callable[[Any, str], Any]]:
         "warmup": whole(0, 10**9, 0), "repeats": whole(0, 10**9, 0),
         "flops": whole(0, 1 << 100, 0), "bytes": whole(0, 1 << 100, 0),
         "device_index": whole(-1, 1 << 31, -1),
-        "passed": _bool, "extra": _extra, "profile": _profile, "dispatched_to": _kernel_label,
+        "passed": _bool, "extra": _extra, "profile": _profile,
+        "by_shape": _names, "build_failed": _flag, "dispatched_to": _kernel_label,
     }
     for f in fields(ResultRecord):
         if f.name in parsers:
@@ -653,6 +706,7 @@ def save(records: Iterable[ResultRecord], path: str | Path) -> Path:
             row["params"] = params_to_str(r.params)
             for name in ("extra", "profile"):      # mappings: JSON in one cell
                 row[name] = json.dumps(row[name]) if row[name] else ""
+            row["by_shape"] = ",".join(r.by_shape)
             w.writerow({k: ("" if v is None else v) for k, v in row.items()})
         text = fh.getvalue()
     # A link named as the results file is the user's choice (they gave the name): the

@@ -584,12 +584,10 @@ class Sweep:
                         raise
                     by_shape = [p for p, x in item_params.items() if x == registry.AUTO]
                     if by_shape:         # one curve for the sweep (ResultRecord.series_params)
-                        rec.extra["by_shape"] = by_shape
+                        rec.by_shape = by_shape
                     if shown != name:    # one curve too: the dispatch line, saying what it ran
                         rec.dispatched_to, rec.variant, rec.params = rec.label(), shown, dict(item_params)
-                    note = newer.note(name)
-                    if note:
-                        rec.extra["newer_source"] = note
+                    rec.newer_source = newer.note(name)
                     results.append(rec)
                     done += 1
                     emit(Event(EventKind.RESULT, record=rec, done=done, total=total))
@@ -652,7 +650,7 @@ class Sweep:
         failed = next((f for f in plan.failed_builds if f.matches(name, params, plan.dtype)), None)
         if failed is not None:
             rec.status, rec.error = RecordStatus.ERROR, f"{failed.reason} (not built again)"
-            rec.extra["build_failed"] = True
+            rec.build_failed = True
             emit(Event(EventKind.LOG, f"{v.label(params)} at {m}×{n}×{k}: {rec.error}", level=LogLevel.ERROR))
             return rec
         try:
@@ -688,9 +686,8 @@ class Sweep:
             times = self.backend.time_launches(kernel, ws, m, n, k, plan.warmup, plan.repeats,
                                                plan.cold, plan.time_budget_s,
                                                should_stop=lambda: cancel.cancelled)
-            note = self.backend.timing_note()
-            if note:        # e.g. launches that could not be held back to back
-                rec.extra["timing_note"] = note
+            # e.g. launches that could not be held back to back
+            rec.timing_note = self.backend.timing_note() or ""
             st = metrics.summarize(times)
             rec.repeats = st.count
             rec.median_ms, rec.min_ms, rec.max_ms = st.median_ms, st.min_ms, st.max_ms
@@ -707,7 +704,7 @@ class Sweep:
             rec.status, rec.error = (RecordStatus.SKIPPED if getattr(exc, "skip", False)
                                       else RecordStatus.ERROR), str(exc)
             if isinstance(exc, BuildError):
-                rec.extra["build_failed"] = True     # the kernel file is at fault (CLI: exit 2)
+                rec.build_failed = True     # the kernel file is at fault (CLI: exit 2)
             emit(Event(EventKind.LOG, f"{v.label(params)} at {m}×{n}×{k}: {exc}", level=LogLevel.ERROR))
             self._raise_if_lost(rec)
         except Exception as exc:  # noqa: BLE001  (a driver error no backend wrapped: its row)
@@ -726,7 +723,7 @@ class Sweep:
 
 class _NewerSources:
     """Which of a sweep's user kernels were edited on disk since the run read them: each
-    item of one says so on its record (``extra["newer_source"]``), and the sweep's log
+    item of one says so on its record (:attr:`ResultRecord.newer_source`), and the sweep's log
     says it once per file."""
 
     def __init__(self, plan: Plan, emit: Emit):
@@ -752,16 +749,16 @@ class _NewerSources:
 
 def fill_ceilings(rec: ResultRecord, variant_precision: str, device: DeviceInfo) -> None:
     """% of the peak of the record's own arithmetic (FP32 SIMT, TF32 tensor cores or
-    int32; :mod:`engine.measure.peaks`), and the ceilings it was compared with in ``extra``:
+    int32; :mod:`engine.measure.peaks`), and the ceilings it was compared with:
     ``precision``, ``peak_gflops`` and the device's measured ``copy_gbps``."""
     precision = peaks.precision_of(variant_precision, rec.dtype)
-    rec.extra["precision"] = precision
+    rec.precision = precision
     peak = peaks.peak_for(device.peaks(), precision)
     if peak:
-        rec.extra["peak_gflops"] = peak
+        rec.peak_gflops = peak
         rec.pct_of_peak = 100.0 * rec.gflops / peak
     if device.copy_gbps:
-        rec.extra["copy_gbps"] = device.copy_gbps
+        rec.copy_gbps = device.copy_gbps
 
 
 def _same_run_key(r: ResultRecord) -> tuple:
@@ -801,7 +798,8 @@ def _fill_pct_of_cublas(results: list[ResultRecord]) -> None:
 def final_records(results: list[ResultRecord]) -> list[ResultRecord]:
     """New copies of a sweep's records with the post-run columns (speed-up over naive,
     % of cuBLAS) filled in; the records already sent in result events stay unchanged."""
-    final = [dataclasses.replace(r, params=dict(r.params), extra=dict(r.extra)) for r in results]
+    final = [dataclasses.replace(r, params=dict(r.params), extra=dict(r.extra),
+                                 by_shape=list(r.by_shape)) for r in results]
     _fill_speedups(final)
     _fill_pct_of_cublas(final)
     return final
