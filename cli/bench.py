@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Sequence
 
 from engine.inputs import matrices
-from engine.results import records
+from engine.results import derived, records
 from engine.results.records import RecordStatus
 from engine.run.events import EventKind, LogLevel
 from engine.kernels import registry, user_kernels
@@ -345,7 +345,7 @@ def lab_best_table(recs: list[records.ResultRecord]):
     lab = [r for r in recs if not records.is_reference_record(r)]
     if len({r.variant for r in lab}) < 2:
         return None
-    best = records.lab_best(recs)
+    best = derived.lab_best(recs)
     if not best:
         return None
     t = Table(title="Lab best: the fastest verified kernel per shape (dispatching by shape, as cuBLAS does)")
@@ -356,9 +356,9 @@ def lab_best_table(recs: list[records.ResultRecord]):
     with_device = len({r.device_key() for r in recs}) > 1
     if with_device:
         t.add_column("device", justify="left")
-    refs = records.reference_times(recs)   # of the row's precision: TF32 may run an FP32 kernel
+    refs = derived.reference_times(recs)   # of the row's precision: TF32 may run an FP32 kernel
     for key, r in sorted(best.items(), key=lambda kv: (kv[1].m * kv[1].n * kv[1].k, kv[0][-1])):
-        pct = 100.0 * refs[key] / r.median_ms if key in refs else math.nan
+        pct = derived.pct_of_reference(refs.get(key), r.median_ms)
         t.add_row(format_shape((r.m, r.n, r.k)), key[-1].upper(), literal(r.label()),
                   f"{r.median_ms:.4f}", f"{r.gflops:,.1f}",
                   f"{pct:.1f}" if math.isfinite(pct) else "— (no cuBLAS line)",

@@ -16,8 +16,9 @@ from PySide6.QtGui import QColor
 
 from engine.measure import metrics
 from engine.kernels import registry
-from engine.results.records import (RecordStatus, ResultRecord, is_reference_record, lab_best,
-                                    ratio_to_best_baseline, record_precision)
+from engine.results import derived
+from engine.results.derived import is_reference_record, lab_best, record_precision
+from engine.results.records import RecordStatus, ResultRecord
 from engine.inputs.sizes import format_shape
 
 from .results_store import is_plottable, source_name
@@ -288,11 +289,11 @@ def derived_peaks(records: Iterable[ResultRecord]) -> dict[tuple, float]:
     100`` (the median over the device's records)."""
     found: dict[tuple, list[float]] = {}
     for r in records:
-        g, pct = r.gflops, r.pct_of_peak
         if peak_precision(r) != "fp32":        # their % is of the TF32 or int32 peak
             continue
-        if _finite(g) and _finite(pct) and g > 0 and pct > 0 and r.status in (RecordStatus.OK, RecordStatus.UNVERIFIED):
-            found.setdefault(r.device_key(), []).append(g / pct * 100.0)
+        peak = derived.peak_from_share(r.gflops, r.pct_of_peak)
+        if math.isfinite(peak) and derived.has_run(r):
+            found.setdefault(r.device_key(), []).append(peak)
     # statistics, not np.median: numpy imports numpy.ma on a first median, which held
     # the window for 60-90 ms in the middle of a sweep on a GPU machine.
     return {d: float(statistics.median(v)) for d, v in found.items()}
@@ -345,16 +346,9 @@ def speedups(records: Iterable[ResultRecord]) -> dict[int, float]:
     """Speed-up over the fastest naive run of the same source, device, shape, dtype
     and mode, keyed by ``id(record)``; the record's own figure where no naive run is
     shown (e.g. a file saved with speed-ups)."""
-    recs = [r for r in records if is_plottable(r)]
-
-    def key(r):
-        return (r.source, r.backend) + r.device_key() + (r.m, r.n, r.k, r.dtype, r.mode)
-
-    out = ratio_to_best_baseline(recs, lambda r: key(r) if r.variant == "naive" else None, key)
-    for r in recs:
-        if id(r) not in out and math.isfinite(r.speedup_vs_naive):
-            out[id(r)] = r.speedup_vs_naive
-    return out
+    return derived.speedups_over_naive(
+        (r for r in records if is_plottable(r)),
+        lambda r: (r.source, r.backend) + r.device_key() + (r.m, r.n, r.k, r.dtype, r.mode))
 
 
 def shapes_in(series: list[Series]) -> list[Shape]:

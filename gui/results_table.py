@@ -10,7 +10,8 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyMod
 from PySide6.QtGui import QAction, QColor, QKeySequence
 from PySide6.QtWidgets import QAbstractItemView, QApplication, QHeaderView, QMenu, QTableView
 
-from engine.results.records import RecordStatus, ResultRecord, lab_best
+from engine.results.derived import lab_best
+from engine.results.records import RecordStatus, ResultRecord
 from engine.kernels.registry import params_to_str
 
 from .chart_data import rate_text

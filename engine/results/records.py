@@ -13,27 +13,17 @@ import math
 import re
 import time
 from dataclasses import MISSING, asdict, dataclass, field, fields
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
 from engine.common.files import read_text, write_atomic
 from engine.kernels.registry import AUTO, kernel_label, params_to_str
 from engine.common.terminal import visible
-
-
-class RecordStatus(StrEnum):
-    """How a record's run went. A ``str``, so files keep the plain word."""
-
-    OK = "ok"                   # ran (and, when verified, passed)
-    FAILED = "failed"           # ran, wrong result
-    ERROR = "error"             # could not run: a build, a launch, the device
-    SKIPPED = "skipped"         # does not apply here (a constraint, a library missing)
-    UNVERIFIED = "unverified"   # ran without verification
-
-
-#: Statuses of a record that ran and is not known to be wrong.
-RAN = (RecordStatus.OK, RecordStatus.UNVERIFIED)
+# Derived figures live in engine.results.derived; these names stay importable from here.
+from engine.results.derived import (SERVES, is_reference_record, lab_best,  # noqa: F401
+                                    problem_key, ratio_to_best_baseline, record_precision,
+                                    reference_times)
+from engine.results.status import RAN, RecordStatus  # noqa: F401
 
 
 @dataclass
@@ -156,93 +146,6 @@ def _is_default(rec: ResultRecord, name: str) -> bool:
     if isinstance(default, float) and math.isnan(default):
         return isinstance(value, float) and math.isnan(value)
     return value == default
-
-def ratio_to_best_baseline(records: Iterable[ResultRecord], baseline_key, record_key
-                           ) -> dict[int, float]:
-    """``best baseline median / record median`` per record, keyed by ``id(record)``.
-
-    ``baseline_key(r)`` is the group a baseline run belongs to (None for non-baselines);
-    ``record_key(r)`` the group whose fastest baseline ``r`` is compared with. Records
-    without a finite, positive median, or without a baseline in their group, get none.
-    Speed-up over naive and per cent of cuBLAS are both this ratio.
-    """
-    recs = [r for r in records if math.isfinite(r.median_ms) and r.median_ms > 0]
-    best: dict[Any, float] = {}
-    for r in recs:
-        key = baseline_key(r)
-        if key is not None:
-            best[key] = min(best.get(key, math.inf), r.median_ms)
-    out = {}
-    for r in recs:
-        key = record_key(r)
-        if key in best:
-            out[id(r)] = best[key] / r.median_ms
-    return out
-
-
-def record_precision(r: ResultRecord) -> str:
-    """The arithmetic of a record: :attr:`~ResultRecord.precision` (engine.run.runner.fill_ceilings),
-    else its variant's (fp32 or tf32) as the registry knows it, int32 for integer data."""
-    from engine.measure import peaks  # noqa: PLC0415  (registry imports this module's helpers)
-    from engine.kernels import registry  # noqa: PLC0415  (registry imports this module's helpers)
-    if r.precision:
-        return r.precision
-    v = registry.REGISTRY.get(r.variant)
-    return peaks.precision_of(v.precision if v is not None else "fp32", r.dtype)
-
-
-def is_reference_record(r: ResultRecord) -> bool:
-    """A library reference line (cuBLAS): never the lab's own kernel."""
-    from engine.kernels import registry  # noqa: PLC0415
-    v = registry.REGISTRY.get(r.variant)
-    return v.role == "reference" if v is not None else r.variant.lower().startswith("cublas")
-
-
-def problem_key(r: ResultRecord) -> tuple:
-    """(source, backend, device, M, N, K, dtype, mode, precision): one problem of one run,
-    the key of :func:`lab_best` and :func:`reference_times`."""
-    return (r.source, r.backend) + r.device_key() + (r.m, r.n, r.k, r.dtype, r.mode,
-                                                     record_precision(r))
-
-
-def reference_times(records: Iterable[ResultRecord]) -> dict[tuple, float]:
-    """The fastest run (median ms) of the library reference line (cuBLAS) per
-    :func:`problem_key`: what a lab best row is compared with."""
-    out: dict[tuple, float] = {}
-    for r in records:
-        if is_reference_record(r) and r.status == RecordStatus.OK and math.isfinite(r.median_ms):
-            key = problem_key(r)
-            out[key] = min(out.get(key, math.inf), r.median_ms)
-    return out
-
-
-#: Arithmetic a request of a precision may run on: a TF32 request may take an FP32 kernel
-#: (as accurate or more), as cuBLAS's TF32 mode runs its FP32 GEMV on a matrix-vector product.
-SERVES = {"tf32": ("tf32", "fp32")}
-
-
-def lab_best(records: Iterable[ResultRecord]) -> dict[tuple, ResultRecord]:
-    """The lab's best per problem: for each (source, backend, device, M, N, K, dtype, mode,
-    precision), the fastest record of the lab's own kernels (not a library reference) that
-    ran and passed verification. It is what a user gets by dispatching each shape to the
-    fastest kernel, as cuBLAS does, and stands beside cuBLAS of the same precision. Where a
-    TF32 kernel ran, the TF32 best may be an FP32 kernel (:data:`SERVES`): dispatching a
-    TF32 request to it loses nothing."""
-    best: dict[tuple, ResultRecord] = {}
-    for r in records:
-        if (r.status != RecordStatus.OK or r.passed is not True or not math.isfinite(r.median_ms)
-                or r.median_ms <= 0 or is_reference_record(r)):
-            continue
-        key = problem_key(r)
-        if key not in best or r.median_ms < best[key].median_ms:
-            best[key] = r
-    for key in [k for k in best if k[-1] in SERVES]:
-        for other in SERVES[key[-1]]:
-            r = best.get(key[:-1] + (other,))
-            if r is not None and r.median_ms < best[key].median_ms:
-                best[key] = r
-    return best
-
 
 def now_stamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")

@@ -25,7 +25,8 @@ from engine.kernels import registry, sources
 from engine.measure.backends import get_backend
 from engine.measure.backends.base import (BUILD_TIMEOUT_S, Backend, BackendError, BuildError,
                                           DeviceInfo, DeviceLost, Workspace)
-from engine.results.records import RecordStatus, ResultRecord, now_stamp, ratio_to_best_baseline
+from engine.results import derived
+from engine.results.records import RecordStatus, ResultRecord, now_stamp
 from engine.run.events import EventKind, LogLevel, Phase
 from engine.inputs.sizes import format_shape
 from engine.measure.verify import Reference
@@ -756,43 +757,9 @@ def fill_ceilings(rec: ResultRecord, variant_precision: str, device: DeviceInfo)
     peak = peaks.peak_for(device.peaks(), precision)
     if peak:
         rec.peak_gflops = peak
-        rec.pct_of_peak = 100.0 * rec.gflops / peak
+        rec.pct_of_peak = derived.pct_of_peak(rec.gflops, peak)
     if device.copy_gbps:
         rec.copy_gbps = device.copy_gbps
-
-
-def _same_run_key(r: ResultRecord) -> tuple:
-    return (r.backend,) + r.device_key() + (r.m, r.n, r.k, r.dtype, r.mode)
-
-
-def _fill_speedups(results: list[ResultRecord]) -> None:
-    """Speed-up over the best run of the baseline (the ``baseline`` role: naive) of the
-    same shape, dtype, mode and device."""
-    base = registry.baseline_name()
-    ratios = ratio_to_best_baseline(
-        results, lambda r: _same_run_key(r) if r.variant == base else None, _same_run_key)
-    for r in results:
-        if id(r) in ratios:
-            r.speedup_vs_naive = ratios[id(r)]
-
-
-def _fill_pct_of_cublas(results: list[ResultRecord]) -> None:
-    """Per cent of the best run of the reference line (the ``reference`` role: cuBLAS) of
-    the same shape, dtype, mode, device and arithmetic (FP32 kernels against cublas_fp32,
-    TF32 ones against cublas_tf32), in this run."""
-    by_precision = registry.references_by_precision()
-    refs = set(by_precision.values())
-
-    def reference_of(r):
-        precision = getattr(registry.REGISTRY.get(r.variant), "precision", "fp32")
-        return (by_precision.get(precision),) + _same_run_key(r)
-
-    ratios = ratio_to_best_baseline(
-        results, lambda r: (r.variant,) + _same_run_key(r) if r.variant in refs else None,
-        reference_of)
-    for r in results:
-        if id(r) in ratios:
-            r.pct_of_cublas = 100.0 * ratios[id(r)]
 
 
 def final_records(results: list[ResultRecord]) -> list[ResultRecord]:
@@ -800,6 +767,6 @@ def final_records(results: list[ResultRecord]) -> list[ResultRecord]:
     % of cuBLAS) filled in; the records already sent in result events stay unchanged."""
     final = [dataclasses.replace(r, params=dict(r.params), extra=dict(r.extra),
                                  by_shape=list(r.by_shape)) for r in results]
-    _fill_speedups(final)
-    _fill_pct_of_cublas(final)
+    derived.fill_speedups(final)
+    derived.fill_pct_of_cublas(final)
     return final
