@@ -52,7 +52,7 @@ RENAMED = {
     "ffma_narrow": ("ffma_regdb", lambda p: {"tile": _regdb_tile(p), "splitk": p["splitk"], "bcopy": 0}),
     "ffma_narrow_padb": ("ffma_regdb", lambda p: {"tile": _regdb_tile(p), "splitk": p["splitk"], "bcopy": 1}),
     "skinny": ("skinny", lambda p: {**p, "stream": 0}),
-    "skinny_async": ("skinny", lambda p: {"stream": 1, "tile": p["tn"], "warps": p["warps"],
+    "skinny_async": ("skinny", lambda p: {"stream": 1, "tile": p["tn"], "fill": 8 // p["warps"],
                                           "stages": p["stages"]}),
 }
 

@@ -4,16 +4,17 @@
 #   bash benchmarks/sanitize.sh [SHAPE]          (default 127x253x61; needs nvcc/CUDA on PATH)
 #   VARIANTS=skinny,ffma_wide bash benchmarks/sanitize.sh     (only those kernels)
 # Kernels made for one class of shapes run at an odd shape of their class: skinny (M or N
-# <= 64) at 61x7x1000 and 4300x13x301 (the rows path, 2 and 4 rows per lane), 7x253x1001, 16x300x1100 and 17x97x1543 (the columns
-# path: K % 4 != 0, full chunks of A by 16-byte copies with split-K, 4-byte ones), ffma_narrow (N <= 64)
+# <= 64), both streams: through registers at 61x7x1000 and 4300x13x301 (the rows path, 2 and
+# 4 rows per lane), 7x253x1001, 16x300x1100 and 17x97x1543 (the columns path: K % 4 != 0,
+# full chunks of A by 16-byte copies with split-K, 4-byte ones), through shared memory (N <=
+# 64) at 61x7x1000, 1037x13x301, 777x21x129, 129x9x3001, 300x45x999 and 500x30x1000 (each
+# tile width, K % 4 != 0, split-K); ffma_narrow (N <= 64)
 # at 127x61x253, 1000x7x999, 300x20x5000 and 130x45x999 (each tile width, split-K 1 and 3;
 # ffma_narrow_padb at N = 21 for 20), ffma_regdb_b4 at 127x253x61, 90x131x4001, 200x255x37
 # and 1300x4099x37, ffma_regdb at SHAPE and 1300x2600x37 (split-K of a last partial wave),
 # ffma_wide at SHAPE, 300x253x61, 257x301x77, 2300x1999x77 and 256x131x3080 (each copy of B,
 # bcopy 0-2, where N % 4 != 0), ffma_small at SHAPE,
-# 200x300x1500, 33x7x1001, 40x41x4100 and 33x7x8193 (split-K 2, 16 and 32), skinny_async at 61x7x1000,
-# 1037x13x301, 777x21x129, 129x9x3001, 300x45x999 and 500x30x1000 (each tile width, K % 4 != 0,
-# split-K).
+# 200x300x1500, 33x7x1001, 40x41x4100 and 33x7x8193 (split-K 2, 16 and 32).
 # Prints one line per tool and dtype; full logs go to
 # $OUT/sanitize_<tool>_<dtype>_<kernel>.log (or ./sanitize-logs/). Exits non-zero on any error.
 # memcheck runs with verification (a poisoned C, one checked launch + one timed launch);
@@ -49,14 +50,9 @@ for dtype in float32 int32; do
     for name in ${names//,/ }; do
       shape=$SHAPE  # tiled needs multiples of its block (its declared constraint)
       [ "$name" = tiled ] && shape=96x160x64
-      [ "$name" = skinny ] && shape=61x7x1000,4300x13x301,7x253x1001,16x300x1100,17x97x1543
       # ffma_small: SHAPE (4-byte copies), then 16-byte copies over 24 stages split across 2
       # CTAs, a group's k slice past K, and 16 and 32 CTAs a tile (N % 4 != 0)
       [ "$name" = ffma_small ] && shape=$SHAPE,200x300x1500,33x7x1001,40x41x4100,33x7x8193
-      # skinny_async (N <= 64): each tile width (7, 13, 21, 30 and 45 columns: 8, 16, 24, 32,
-      # 64 and two tiles), K % 4 != 0 (4-byte A copies), split-K (129x9x3001), rows past M
-      [ "$name" = skinny_async ] && shape=61x7x1000,1037x13x301,777x21x129,129x9x3001,300x45x999,500x30x1000 \
-          && params=(--params "tn=8,16,24,32,64")
       params=()     # ffma_narrow: every tile width (16, 32, 48, 64 columns), with and without split-K
       [ "$name" = ffma_narrow ] && shape=127x61x253,1000x7x999,300x20x5000,130x45x999 \
           && params=(--params "bn=16,32,48,64;bm=64,128,256;splitk=1,3")
@@ -75,6 +71,12 @@ for dtype in float32 int32; do
       # (K <= 3072) and from the fragments (K = 3080)
       [ "$name" = ffma_wide ] && shape=$SHAPE,300x253x61,257x301x77,2300x1999x77,256x131x3080 \
           && params=(--params "bk=8,16;splitk=1,4;tailk=1,8;bcopy=0,1,2;crows=0,1")
+      # skinny: the register stream (stream 0) at its five shapes, the shared-memory stream
+      # (stream 1, N <= 64) at the shape's tile of each width (7, 13, 21, 30 and 45 columns:
+      # 8, 16, 24, 32 and 64), K % 4 != 0 (4-byte A copies), split-K (129x9x3001), rows past M
+      [ "$name" = skinny ] \
+          && shape=61x7x1000,4300x13x301,7x253x1001,16x300x1100,17x97x1543,1037x13x301,777x21x129,129x9x3001,300x45x999,500x30x1000 \
+          && params=(--params "stream=0,1")
       log="$LOGS/sanitize_${tool}_${dtype}_${name}.log"
       "$SAN" --tool $tool --error-exitcode 99 python3 main.py bench --backend cuda --quiet \
           --sizes "$shape" --dtype $dtype --dist $dist --variants "$name" "${params[@]}" "${extra[@]}" >"$log" 2>&1

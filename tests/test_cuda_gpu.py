@@ -61,8 +61,9 @@ def _skips_are_the_registrys(recs, dtype):
 
 
 #: skinny (skinny.cu) refuses min(M, N) > 64, so ODD_SHAPES reach it only at three shapes:
-#: here both paths at odd sizes, every TN of the rows path, N % 4 != 0, K % 4 != 0, a partial
-#: last chunk, and serial split-K (1x253x5000: 8 blocks, K split 9 ways, some slices empty);
+#: here its register stream (stream 0, both tiles; the shared-memory stream's shapes are
+#: tests/test_ladder.py's), both paths at odd sizes, every TN of the rows path, N % 4 != 0,
+#: K % 4 != 0, a partial last chunk, and serial split-K (1x253x5000: 8 blocks, K split 9 ways, some slices empty);
 #: the columns path's full chunks of A (16-byte copies at K % 4 == 0, 4-byte ones else) at 16
 #: and 17 rows (an M-group of 16 and one of 1), with split-K at 16x300x1100.
 SKINNY_SHAPES = [(1, 253, 127), (61, 7, 1000), (3, 50, 701), (64, 300, 129), (33, 97, 2049),
@@ -75,7 +76,8 @@ SKINNY_SHAPES = [(1, 253, 127), (61, 7, 1000), (3, 50, 701), (64, 300, 129), (33
 
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
 def test_skinny_verifies_at_skinny_odd_shapes(dtype):
-    items = distinct_items(expand_items("cuda", ["skinny"]), SKINNY_SHAPES, dtype)
+    items = distinct_items(expand_items("cuda", ["skinny"], {"stream": (0,), "tile": (16, 32), "stages": (3,)}),
+                           SKINNY_SHAPES, dtype)
     plan = Plan(backend="cuda", items=items, shapes=SKINNY_SHAPES,
                 dtype=dtype, warmup=1, repeats=2, dist="int" if dtype == "int32" else "uniform")
     recs, _ = run_plan(plan)

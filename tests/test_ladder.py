@@ -45,21 +45,22 @@ SPECIALISTS = {"skinny": (lambda m, n, k: min(m, n) <= 64, (1, 4096, 4096)),
                "ffma_regdb_padb": (lambda m, n, k: n % 4 != 0, (1000, 3001, 2000)),
                "ffma_regdb_b4": (lambda m, n, k: n % 4 != 0, (1000, 1001, 1000)),
                "ffma_narrow": (lambda m, n, k: n <= 64, (8192, 64, 8192)),
-               "ffma_narrow_padb": (lambda m, n, k: n <= 64 and n % 4 != 0, (8192, 50, 8192)),
-               "skinny_async": (lambda m, n, k: n <= 64, (8192, 16, 8192))}
+               "ffma_narrow_padb": (lambda m, n, k: n <= 64 and n % 4 != 0, (8192, 50, 8192))}
 #: Rungs whose header picks a parameter by shape within the class, and the words of that
 #: constraint: ffma_narrow's tile width holds N with few empty columns; ffma_regdb_b4 stores
 #: C through shared memory where K is short; ffma_regdb and its _padb and _b4 rungs split only a
 #: last partial wave's tiles where the tiles make more than a wave (hybrid); ffma_small splits
-#: K across CTAs only where its tiles leave SMs idle and K is long; skinny_async's tile width
-#: follows N, and with it the rows a block holds (the ring of stages that fits).
+#: K across CTAs only where its tiles leave SMs idle and K is long; skinny's stream follows the
+#: shape (each stream built once: the other stream's parameters at one value), and its
+#: shared-memory stream's tile width N, and with it the rows a block holds (the ring of
+#: stages that fits).
 CHOSEN_BY_SHAPE = {"ffma_narrow": "takes a tile that holds it",
                    "ffma_narrow_padb": "takes a tile that holds it",
                    "ffma_regdb_b4": "chosen by the shape",
                    "ffma_regdb": "chosen by the shape",
                    "ffma_regdb_padb": "chosen by the shape",
                    "ffma_small": "chosen by the shape",
-                   "skinny_async": "-column tiles"}
+                   "skinny": "built once"}
 
 
 def home(v) -> tuple[int, int, int]:
@@ -111,8 +112,10 @@ def test_space_small_and_valid(v):
     # a full search stays short: at most 12 combinations at the rung's home shape, 16 at
     # any shape (ffma_regdb's 24 declared: its 80- and 96-row tiles are for M <= 96 only;
     # tf32_wgmma_rs's 72: its clusters only where the tiles leave most SMs idle;
-    # ffma_narrow's 96: each N takes one or two of its tile widths)
-    assert len(valid) <= 12 and len(combos) <= 96, (v.name, len(valid), len(combos))
+    # ffma_narrow's 96: each N takes one or two of its tile widths; skinny's 120: each of its
+    # two streams ignores the other's parameters, which its constraints hold at one value)
+    assert len(valid) <= 12 and len(combos) <= (120 if v.name == "skinny" else 96), (
+        v.name, len(valid), len(combos))
     for shape in ODD_SHAPES + SKINNY_SHAPES + [(90, 4096, 4096), (80, 4095, 4096)]:
         at = [c for c in combos if v.check("cuda", c, *shape, "float32") is None]
         # ffma_wide's 36 where N % 4 != 0: its three copies of B (once three rungs), each
@@ -256,12 +259,13 @@ def _assert_every_valid_combo_verifies(v, shapes):
     assert not bad, bad
 
 
-def _verified_wherever_valid(v, shapes, dtype, also=None):
-    """Run every distinct build of ``v`` (:func:`_distinct`) at ``shapes`` (two launches
-    each, float32 or int32 inputs); require every record that ran verified and every shape
-    run by some combination. The records that ran (a combination its header gives another
-    shape is skipped)."""
-    items = _distinct([(v.name, c) for c in v.combos()], shapes, dtype, also)
+def _verified_wherever_valid(v, shapes, dtype, also=None, combos=None):
+    """Run every distinct build of ``v`` (:func:`_distinct`; of ``combos``, else its whole
+    space) at ``shapes`` (two launches each, float32 or int32 inputs); require every record
+    that ran verified and every shape run by some combination. The records that ran (a
+    combination its header gives another shape is skipped)."""
+    items = _distinct([(v.name, c) for c in (v.combos() if combos is None else combos)],
+                      shapes, dtype, also)
     plan = Plan(backend="cuda", items=items, shapes=shapes, dtype=dtype,
                 warmup=0, repeats=2, dist="int" if dtype == "int32" else "uniform")
     ran = [r for r in _run(plan) if r.status != "skipped"]
@@ -1432,41 +1436,52 @@ def test_small_verifies_at_odd_and_small_shapes(dtype):
     assert {r.params["splitk"] for r in ran} == {1, 2, 4, 8, 16, 32}
 
 
-# --- rung 33: skinny_async (cuda/lab/skinny_async.cu) ---------------------------------------------
+# --- rung 24: skinny (cuda/lab/skinny.cu), its two streams --------------------------------------
 
-SA = registry.get("skinny_async")
-#: N <= 64 at every tile width (8, 16, 24, 32, 64 columns, one tile or two), K % 4 != 0 (4-byte A
-#: copies), rows past M in the last block, k past K in the last chunk, one chunk and many
+SK = registry.get("skinny")
+#: the shared-memory stream (stream = 1) at N <= 64 at every tile width (8, 16, 24, 32, 64
+#: columns, one tile or two), K % 4 != 0 (4-byte A copies), rows past M in the last block, k
+#: past K in the last chunk, one chunk and many
 ASYNC_SHAPES = [(61, 7, 1000), (1000, 1, 33), (1, 1, 1), (33, 1, 65), (4300, 13, 1001),
                 (2200, 21, 777), (3000, 17, 5000), (1037, 64, 300), (777, 40, 129), (8192, 16, 1024)]
 #: shapes of few blocks and long K: K split across blocks (5-15 slices at 4 warps, the split
 #: rule's least waves x (k a slice + 256); K % 4 != 0 and N % 4 != 0 among them)
 ASYNC_SPLIT_SHAPES = [(500, 40, 4100), (129, 9, 3001), (3000, 16, 5000), (64, 30, 8193)]
+#: the combinations of the shared-memory stream
+SK1 = [c for c in SK.combos() if c["stream"] == 1]
+
+
+def sk1(**kw) -> dict:
+    """The shared-memory stream's parameters: ``tile`` (columns of B a block; auto: the
+    shape's), ``warps`` (4 or 8 a block: fill 2 or 1), ``stages``."""
+    return dict(dict(stream=1, tile=registry.AUTO, unroll=8, stages=3),
+                fill=8 // kw.pop("warps", 4), **kw)
 
 
 def _async_lanes(c):
-    """skinny_async's lanes for a parameter choice: (k-lanes, k per chunk, rows per block)."""
-    tl = 8 if c["tn"] == 8 else 12 if c["tn"] == 24 else 16
-    kl = 32 * tl // c["tn"]
-    return kl, 4 * kl, c["warps"] * (16 if tl == 8 else 8)
+    """The shared-memory stream's lanes for a parameter choice: (k-lanes, k per chunk, rows
+    per block)."""
+    tl = 8 if c["tile"] == 8 else 12 if c["tile"] == 24 else 16
+    kl = 32 * tl // c["tile"]
+    return kl, 4 * kl, 8 // c["fill"] * (16 if tl == 8 else 8)
 
 
 def _async_ring(c, stages=None):
-    """Chunks in skinny_async's ring: stages x 128 k, or as many as fit in 227 KB."""
+    """Chunks in the shared-memory stream's ring: stages x 128 k, or as many as fit in 227 KB."""
     _, kc, rb = _async_lanes(c)
-    return min((stages or c["stages"]) * 128 // kc, 227 * 1024 // (4 * kc * (rb + c["tn"])))
+    return min((stages or c["stages"]) * 128 // kc, 227 * 1024 // (4 * kc * (rb + c["tile"])))
 
 
 def _async_geometry(c, m, n, k, sms=SMS):
-    """skinny_async's lanes and grid at a shape: (k-lanes, k per chunk, rows per block,
-    blocks, slices)."""
+    """The shared-memory stream's lanes and grid at a shape: (k-lanes, k per chunk, rows per
+    block, blocks, slices)."""
     kl, kc, rb = _async_lanes(c)
-    blocks = -(-m // rb) * -(-n // c["tn"])
-    smem = _async_ring(c) * 4 * kc * (rb + c["tn"])
-    slots = min(2 if c["warps"] == 4 else 1, 228 * 1024 // (smem + 1024)) * sms
+    blocks = -(-m // rb) * -(-n // c["tile"])
+    smem = _async_ring(c) * 4 * kc * (rb + c["tile"])
+    slots = min(c["fill"], 228 * 1024 // (smem + 1024)) * sms
     ldk = -(-k // kc) * kc
     chunks, smax = ldk // kc, max(1, min(16, ldk // 512))
-    if c["tn"] == 8:                             # one wave of slices where the grid is short
+    if c["tile"] == 8:                           # one wave of slices where the grid is short
         want = max(1, min(slots // blocks, smax)) if 2 * blocks <= slots else 1
     else:                                        # the least waves x (k a slice + 256)
         costs = {s: -(-s * blocks // slots) * (-(-chunks // s) * kc + 256)
@@ -1479,47 +1494,83 @@ def _async_splits(c, m, n, k):
     return _async_geometry(c, m, n, k)[3:]
 
 
-def test_skinny_async_header():
-    """Rung 33 takes N <= 64 (its class: A the large operand), both dtypes; tn (columns per
-    block) is the smallest tile that holds N unless named (or two tiles of 16 or 32); a lane
-    holds 8 or 16 rows x 8, 12 or 16 columns, the warp's lanes are k-lanes x column groups
-    (32 x 1 up to 16 columns, 16 x 2 at 24 and 32, 8 x 4 at 64), a chunk 4 k a k-lane; the
-    pre-pass writes Bᵀ padded to whole tiles and whole chunks, the grid is blocks x slices,
-    and K is split where the blocks fill under half of the SMs' slots or where 2-4 slices
-    fill the waves better (none empty), the workspace then holding counters and every
-    slice's partials."""
-    assert SA.role == "rung" and SA.order == 33 and SA.precision == "fp32"
-    assert set(SA.dtypes) == {"float32", "int32"} and "tn" in SA.chosen
-    assert SA.prepass is not None and SA.prepass.entry == "transpose_b"
-    text = SA.source_path("cuda").read_text()
+def _tile_pick(n):
+    return 8 if n <= 8 else 16 if n <= 16 else 24 if n <= 24 else 32 if n <= 32 else 64
+
+
+def test_skinny_streams_and_their_parameters():
+    """One file, two streams of the large operand: the shape picks shared memory (stream 1)
+    where A is the large operand and N is 5-64, registers (stream 0) elsewhere, and the tile
+    with it (the tile that holds N, or 16); each stream is built once whatever the other's
+    parameters (unroll is stream 0's, stages stream 1's); stream 1 has the pre-pass and the
+    workspace, stream 0 neither; fill sets stream 1's warps a block (8 / fill)."""
+    assert SK.role == "rung" and SK.order == 24 and SK.precision == "fp32"
+    assert list(SK.chosen) == ["stream", "tile"] and set(SK.dtypes) == {"float32", "int32"}
+    assert set(SK.space) == {"stream", "tile", "unroll", "fill", "stages"}
+    auto = dict(stream=registry.AUTO, tile=registry.AUTO, unroll=8, fill=2, stages=3)
+    for (m, n, k), stream in {(8192, 16, 8192): 1, (8192, 5, 8192): 1, (8192, 64, 8192): 1,
+                              (61, 7, 1000): 1, (8192, 4, 8192): 0, (8192, 1, 8192): 0,
+                              (1, 8192, 8192): 0, (16, 8192, 8192): 0, (64, 64, 2048): 0,
+                              (30, 64, 1000): 0, (8192, 65, 8192): 0}.items():
+        p = SK.resolve(auto, m, n, k)
+        assert (p["stream"], p["tile"]) == (stream, _tile_pick(n) if stream else 16), (m, n, k)
+        assert SK.prepass.applies(p, m, n, k) == (stream == 1)
+        assert stream == 1 or SK.workspace_bytes(p, m, n, k) == 0
+    s0 = dict(stream=0, tile=16, unroll=8, fill=2, stages=3)
+    assert SK.check("cuda", s0, 16, 65, 8192, "float32") is None
+    assert "N ≤ 64" in SK.check("cuda", dict(s0, stream=1), 16, 65, 8192, "float32")
+    assert "use ffma_wide" in SK.check("cuda", s0, 65, 65, 8192, "float32")
+    assert "tile = 16 or 32" in SK.check("cuda", dict(s0, tile=8), 1, 4096, 4096, "float32")
+    assert "built once" in SK.check("cuda", dict(s0, stages=4), 1, 4096, 4096, "float32")
+    assert "built once" in SK.check("cuda", sk1(tile=16, unroll=4), 8192, 16, 8192, "float32")
+    # stream 0: block (8, 32) on the columns path, (32 wr, 8 / wr) on the rows path, two
+    # stages of its largest instantiation; no pre-pass, no workspace, at any split
+    for (m, n, k) in [(1, 4096, 4096), (16, 300, 1100), (1, 253, 5000), (1000, 1, 3001), (4300, 13, 1001)]:
+        for c in (s0, dict(s0, tile=32, unroll=4, fill=1)):
+            (gx, gy), (bx, by) = SK.geometry(c, m, n, k)
+            assert bx * by == 256 and (bx, by) == ((8, 32) if m <= n else (bx, 256 // bx)), (m, n, k)
+            assert shared_bytes(SK, c) == 8192 * c["unroll"] and SK.workspace_bytes(c, m, n, k) == 0
+            assert not SK.prepass.applies(c, m, n, k)
+    assert SK.geometry(s0, 1, 253, 5000)[0][1] > 1         # serial split-K on a short grid
+
+
+def test_skinny_smem_stream_header():
+    """stream = 1 takes N <= 64 (A the large operand); its tile (columns per block) is the
+    smallest that holds N unless named (or two tiles of 16 or 32); a lane holds 8 or 16 rows x
+    8, 12 or 16 columns, the warp's lanes are k-lanes x column groups (32 x 1 up to 16
+    columns, 16 x 2 at 24 and 32, 8 x 4 at 64), a chunk 4 k a k-lane; the pre-pass writes Bᵀ
+    padded to whole tiles and whole chunks, the grid is blocks x slices, and K is split where
+    the blocks fill under half of the SMs' slots or where 2-4 slices fill the waves better
+    (none empty), the workspace then holding counters and every slice's partials."""
+    assert SK.prepass is not None and SK.prepass.entry == "transpose_b"
+    text = SK.source_path("cuda").read_text()
     assert "4u * RING * STAGE_WORDS > dyn_smem_bytes()" in text
     for m, n, k in ASYNC_SHAPES + ASYNC_SPLIT_SHAPES + [(8192, 8, 8192), (20000, 32, 1000), (8192, 64, 8192)]:
-        tn = SA.resolve({"tn": registry.AUTO, "warps": 4, "stages": 4}, m, n, k)["tn"]
-        assert tn == (8 if n <= 8 else 16 if n <= 16 else 24 if n <= 24 else 32 if n <= 32 else 64)
-        valid = [c for c in SA.combos() if SA.check("cuda", c, m, n, k, "float32") is None]
-        assert {c["tn"] for c in valid} == {tn} | {t for t in (16, 32) if -(-n // t) == 2}
-        assert len(valid) <= 12
+        tn = SK.resolve(sk1(), m, n, k)["tile"]
+        assert tn == _tile_pick(n)
+        valid = [c for c in SK1 if SK.check("cuda", c, m, n, k, "float32") is None]
+        assert {c["tile"] for c in valid} == {tn} | {t for t in (16, 32) if -(-n // t) == 2}
+        assert len(valid) <= 12 and all(c["unroll"] == 8 for c in valid)
         for c in valid:
             kl, kc, rb, blocks, splits = _async_geometry(c, m, n, k)
-            vp = -(-(rb // c["warps"]) * (c["tn"] * kl // 32) // kl // 4) * 4   # outputs a thread, whole 4-vectors
-            (gx, gy), (bx, by) = SA.geometry(c, m, n, k)
-            assert (gx, gy, bx, by) == (blocks, splits, 32 * c["warps"], 1)
+            warps = 8 // c["fill"]
+            vp = -(-(rb // warps) * (c["tile"] * kl // 32) // kl // 4) * 4   # outputs a thread, whole 4-vectors
+            (gx, gy), (bx, by) = SK.geometry(c, m, n, k)
+            assert (gx, gy, bx, by) == (blocks, splits, 32 * warps, 1)
             ring = _async_ring(c)
-            assert shared_bytes(SA, c) == ring * 4 * kc * (rb + c["tn"]) <= 227 * 1024 and ring >= 3
+            assert shared_bytes(SK, c) == ring * 4 * kc * (rb + c["tile"]) <= 227 * 1024 and ring >= 3
             # no two stages values make the same ring (the larger one is refused)
             assert c["stages"] == 3 or ring > _async_ring(c, 4 if c["stages"] == 6 else 3)
-            assert SA.workspace_bytes(c, m, n, k) == (
+            assert SK.workspace_bytes(c, m, n, k) == (
                 0 if splits == 1 else -(-4 * blocks // 256) * 256 + splits * blocks * bx * vp * 4)
-            np_, ldk = -(-n // c["tn"]) * c["tn"], -(-k // kc) * kc
-            assert SA.prepass.scratch_bytes(c, m, n, k) == 4 * np_ * ldk
-            (px, py), (pbx, pby) = SA.prepass.geometry(c, m, n, k)
+            np_, ldk = -(-n // c["tile"]) * c["tile"], -(-k // kc) * kc
+            assert SK.prepass.applies(c, m, n, k) and SK.prepass.scratch_bytes(c, m, n, k) == 4 * np_ * ldk
+            (px, py), (pbx, pby) = SK.prepass.geometry(c, m, n, k)
             assert px * 32 == ldk and py * 32 >= np_ and pbx * pby == 128
             if splits > 1:                  # >= 512 k a slice, none empty
                 per = -(-(ldk // kc) // splits)
                 assert per * kc >= 512 and (splits - 1) * per < ldk // kc
-    assert {_async_splits({"tn": SA.resolve({"tn": registry.AUTO}, *s)["tn"], "warps": 4, "stages": 4},
-                          *s)[1] for s in ASYNC_SPLIT_SHAPES} == {5, 6, 8, 15}
-    assert SA.check("cuda", SA.default_params(), 8192, 65, 8192, "float32")
+    assert {_async_splits(sk1(tile=_tile_pick(s[1]), stages=4), *s)[1] for s in ASYNC_SPLIT_SHAPES} == {5, 6, 8, 15}
     # the slices that the H200 ran fastest (of 1-12) at 8 warps, 3 stages, but 10000x16x4096
     # (3 fastest, 4 chosen: 1.6% slower)
     fastest = {(3000, 17, 5000): 5, (3000, 16, 5000): 5, (2000, 21, 6000): 4, (4096, 16, 4096): 2,
@@ -1527,31 +1578,31 @@ def test_skinny_async_header():
                (8192, 16, 8192): 1, (5000, 9, 3000): 3, (6000, 8, 6000): 2, (4224, 16, 2048): 2,
                (20000, 16, 1000): 1, (16384, 16, 4096): 1}
     for shape, slices in fastest.items():
-        c = {"tn": SA.resolve({"tn": registry.AUTO}, *shape)["tn"], "warps": 8, "stages": 3}
-        assert _async_splits(c, *shape)[1] == slices and SA.geometry(c, *shape)[0][1] == slices, shape
+        c = sk1(tile=_tile_pick(shape[1]), warps=8, stages=3)
+        assert _async_splits(c, *shape)[1] == slices and SK.geometry(c, *shape)[0][1] == slices, shape
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
-def test_skinny_async_verifies_at_odd_shapes(dtype):
+def test_skinny_smem_stream_verifies_at_odd_shapes(dtype):
     _need_cuda()
-    ran = _verified_wherever_valid(SA, ASYNC_SHAPES + ASYNC_SPLIT_SHAPES, dtype,
-                                   also=lambda c: (c["warps"], c["stages"]))
-    assert {r.params["tn"] for r in ran} == {8, 16, 24, 32, 64}
-    assert {(r.params["warps"], r.params["stages"]) for r in ran} == {
-        (c["warps"], c["stages"]) for c in SA.combos()
-        if any(SA.check("cuda", c, *s, dtype) is None for s in ASYNC_SHAPES)}
+    ran = _verified_wherever_valid(SK, ASYNC_SHAPES + ASYNC_SPLIT_SHAPES, dtype,
+                                   also=lambda c: (c["fill"], c["stages"]), combos=SK1)
+    assert {r.params["tile"] for r in ran} == {8, 16, 24, 32, 64}
+    assert {(r.params["fill"], r.params["stages"]) for r in ran} == {
+        (c["fill"], c["stages"]) for c in SK1
+        if any(SK.check("cuda", c, *s, dtype) is None for s in ASYNC_SHAPES)}
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("shape,params", [((500, 40, 4100), dict(tn=64, warps=4, stages=4)),
-                                          ((500, 40, 4100), dict(tn=32, warps=4, stages=3)),
-                                          ((129, 9, 3001), dict(tn=16, warps=8, stages=3)),
-                                          ((64, 30, 8193), dict(tn=32, warps=8, stages=3)),
-                                          ((6000, 13, 6001), dict(tn=16, warps=8, stages=3)),
-                                          ((2200, 21, 3001), dict(tn=24, warps=8, stages=3))])
-def test_skinny_async_splitk_is_deterministic_and_leaves_its_counters_zero(shape, params):
+@pytest.mark.parametrize("shape,params", [((500, 40, 4100), sk1(tile=64, warps=4, stages=4)),
+                                          ((500, 40, 4100), sk1(tile=32, warps=4, stages=3)),
+                                          ((129, 9, 3001), sk1(tile=16, warps=8, stages=3)),
+                                          ((64, 30, 8193), sk1(tile=32, warps=8, stages=3)),
+                                          ((6000, 13, 6001), sk1(tile=16, warps=8, stages=3)),
+                                          ((2200, 21, 3001), sk1(tile=24, warps=8, stages=3))])
+def test_skinny_smem_stream_splitk_is_deterministic_and_leaves_its_counters_zero(shape, params):
     _need_cuda()
     blocks, splits = _async_splits(params, *shape)
     assert splits > 1
-    _assert_bitwise_repeatable(SA, params, shape, blocks, "fp32", seed=33)
+    _assert_bitwise_repeatable(SK, params, shape, blocks, "fp32", seed=33)

@@ -55,7 +55,7 @@ def test_contenders_reach_down_to_the_floor_rung_whatever_the_rung_count():
         assert floor in want and {n for n in names if registry.get(n).precision == precision
                                   and not registry.get(n).library} == want
         assert all(registry.get(n).order < lowest for n in {v.name for v in rungs} - want)
-    assert {"ffma_regdb", "ffma_wide", "skinny_async", "ffma_small"} <= set(names)
+    assert {"ffma_regdb", "ffma_wide", "skinny", "ffma_small"} <= set(names)
     opencl = shapes.contenders("opencl")
     assert opencl and all(registry.get(n).role in ("seed", "baseline", "reference") for n in opencl)
 

@@ -1,32 +1,47 @@
 /*
 +++
 name = "skinny"
-title = "Skinny GEMM (M or N ≤ 64) as a stream of its large operand: 16-byte loads kept in flight by a rolling register prefetch, the small operand staged by cp.async (A transposed, or a swizzled B) and read as broadcasts, K split over the warps of a block, serial split-K across blocks only where the grid is short."
-source = "cuBLAS gemv / split-K GEMV kernels (one pass over the matrix, K split over threads and reduced in a fixed order); CUTLASS serial split-K (as in ffma_wide.cu); the seeds' effective-bandwidth lesson: a GEMM with M or N small is a copy of its large operand"
+title = "Skinny GEMM (M or N ≤ 64) as one stream of its large operand, through registers or shared memory"
+summary = "With M or N at most 64 a GEMM is a copy of its large operand with a little arithmetic on the way, so what decides it is that the large operand is read exactly once, by 16-byte loads, with enough bytes in flight on every SM to cover DRAM latency; the small operand is staged once per block in shared memory and read from there. The stream is a parameter. stream = 0 keeps the bytes in flight in registers: a rolling prefetch ring of 16-byte loads, each register reloaded with the next chunk right after its last use; it streams B where M <= N (the columns path: M-groups of A staged by cp.async) and A where M > N (the rows path: B staged in a swizzled layout), K split over the warps of a block and, where the grid is short, serially over blocks. stream = 1 keeps them in shared memory: a ring of chunks of A filled by cp.async (or one bulk copy a row on sm_90), B transposed once by a pre-pass so that the lanes of a warp can split K and every 16-byte shared read is a distinct word, a butterfly of shuffles at the end, and split-K across blocks through the workspace where it fills the waves better. The shape picks the stream: through shared memory where A is the large operand and N is 5 to 64 (more FFMAs per byte than the register path's broadcasts of B can feed), through registers for matrix-vector shapes (N <= 4) and wherever B is the large operand (M <= N). Every reduction runs in a fixed order: the results are deterministic."
+source = "cuBLAS gemv and split-K GEMV kernels (one pass over the matrix, K split over threads and reduced in a fixed order); CUTLASS serial split-K; CUTLASS and the CUDA programming guide's multistage cp.async pipelines; operand transposition as a pre-pass; the seeds' effective-bandwidth lesson: a GEMM with M or N small is a copy of its large operand"
 role = "rung"
 order = 24
 dtypes = ["float32", "int32"]
 precision = "fp32"
 
 [params]             # the first value of each list is the default
-tile = [16, 32]      # rows of A per columns-path block (M-group); 32 also allows 32-column rows-path tiles
-unroll = [8, 4]      # depth of the load rings (16-byte loads of the streamed operand in flight)
-fill = [2, 1]        # blocks per SM (132 SMs) the grid aims at before K is split across blocks
+stream = [0, 1]
+tile = [16, 32, 8, 24, 64]
+unroll = [8, 4]
+fill = [2, 1]
+stages = [3, 4, 6]
+
+[descriptions]
+stream = "how the large operand streams: 0 through registers (a rolling ring of 16-byte loads), 1 through a shared-memory ring of async copies (N ≤ 64)"
+tile = "the small side's tile: stream 0 caps it at 16 or 32 rows (M ≤ N) or columns (M > N) a block; stream 1 takes 8, 16, 24, 32 or 64 columns of B a block"
+unroll = "stream 0: depth of the load rings, 8 the full depth (up to 16 loads of 16 bytes in flight a thread), 4 half of it"
+fill = "blocks per SM the launch is sized for (8 warps an SM either way): stream 0 aims its grid and split-K at fill x SMs blocks of 8 warps; stream 1 runs fill blocks of 8 / fill warps on each SM"
+stages = "stream 1: depth of the shared-memory ring in units of 128 k (3, 4 or 6), at most what fits"
+
+[defaults.sm_90]     # H100, H200: stream 1 in 8-warp blocks (benchmarks/NOTES.md, "Bulk copies want a shallow ring")
+fill = 1
 
 [derived]
+# the shape's stream: shared memory where A is the large operand and N is 5-64, else registers
+stream_pick = "1 if M > N and N > 4 and N <= 64 else 0"
+
+# --- stream 0 (registers) ---
 cols = "M <= N"      # columns path (B streamed); else the rows path (A streamed)
 # columns path: blocks of 32 columns x tile rows of A, the M-group fastest in grid.x
 cblocks = "cdiv(M, tile) * cdiv(N, 32)"
 # rows path: rtn columns of B per block (N-tiles fastest in grid.x), 4 or 2 rows per lane
 rtn = "1 if N == 1 else 4 if N <= 4 else 8 if N <= 8 else 16 if (N <= 16 or tile == 16) else 32"
 rnt = "cdiv(N, rtn)"
-# rows per lane: 4 below 16 columns, 2 at 32; at 16, 4 where A is tall: each B word read from
-# shared memory then feeds 4 rows, not 2 (H200: 8192x16x8192 99 -> 108% of cuBLAS, 16384x16x4096
-# 125 -> 147%), where its blocks bl4 are >= 66 (a short A keeps 2: 3000x16x5000) and fill their
-# waves (one block per SM) within 5% as well as those of 2 rows, bl2, do (20000x16x1000: 157
-# blocks, 1.2 waves, lost 95 -> 85%); a grid of one wave or less is split across K anyway.
-# wr4, wr2: wr below at rpw 16 and 8 (at rtn >= 16 it is 4 or 8). The kernel tells which from
-# its grid.
+# rows per lane: 4 below 16 columns, 2 at 32; at 16, 4 where A is tall (each word of B read
+# from shared memory then feeds 4 rows, not 2), where its blocks bl4 are >= 66 (a short A
+# keeps 2) and fill their waves (one block per SM) within 5% as well as those of 2 rows, bl2,
+# do; a grid of one wave or less is split across K anyway. wr4, wr2: wr below at rpw 16 and
+# 8 (at rtn >= 16 it is 4 or 8). The kernel tells which from its grid.
 tgt = "fill * 132"
 wr4 = "8 if cdiv(M, 128) * rnt * 4 >= 3 * tgt else 4"
 wr2 = "8 if cdiv(M, 64) * rnt * 4 >= 3 * tgt else 4"
@@ -37,23 +52,110 @@ rpw = "4 * rr"                                 # rows per warp: 4 row groups x r
 # warps along rows (the other 8 / wr split K in the block): the most that keep >= 3/4 of tgt
 # blocks; at least 4 at rtn >= 16 (bounds a B stage to the shared memory below)
 wr = "8 if cdiv(M, 8 * rpw) * rnt * 4 >= 3 * tgt else 4 if (cdiv(M, 4 * rpw) * rnt * 4 >= 3 * tgt or rtn >= 16) else 2 if cdiv(M, 2 * rpw) * rnt * 4 >= 3 * tgt else 1"
-blocks = "cblocks if cols else cdiv(M, wr * rpw) * rnt"
+r_blocks = "cblocks if cols else cdiv(M, wr * rpw) * rnt"
 # serial split-K slices (grid.y): only on grids short of 3/4 of tgt, >= 512 k per slice
-splits = "1 if (blocks * 4 >= 3 * tgt or blocks > 1024) else max(1, min((tgt + blocks // 2) // blocks, K // 512, 32))"
-smem = "8192 * unroll"                         # bytes: two stages of the largest instantiation
+r_splits = "1 if (r_blocks * 4 >= 3 * tgt or r_blocks > 1024) else max(1, min((tgt + r_blocks // 2) // r_blocks, K // 512, 32))"
+
+# --- stream 1 (shared memory) ---
+warps = "8 // fill"                     # warps per block, each streaming its own rows of A
+tn_pick = "8 if N <= 8 else 16 if N <= 16 else 24 if N <= 24 else 32 if N <= 32 else 64"   # the tile that holds N
+tl = "8 if tile == 8 else 12 if tile == 24 else 16"   # columns per lane
+rw = "16 if tl == 8 else 8"             # rows per warp (and per lane): 128 accumulators a lane (96 at tl = 12)
+kl = "32 * tl // tile"                  # k-lanes: the warp's lanes are kl x (tile / tl) column groups
+kc = "4 * kl"                           # k per chunk
+rb = "warps * rw"                       # rows per block
+ntiles = "cdiv(N, tile)"
+s_blocks = "cdiv(M, rb) * ntiles"
+ldk = "roundup(K, kc)"                  # k per row of the transposed B (zero past K)
+np = "ntiles * tile"                    # its rows (zero past N)
+chunks = "ldk // kc"
+chunk = "4 * kc * (rb + tile)"          # bytes of a chunk: A's rb rows and B's tile rows of kc k
+# the ring: stages x 128 k, or as many chunks as fit where fewer do (16 rows a warp at tile 8
+# and 8 warps: 3 of 68 KB)
+fit = "(227 * 1024) // chunk"
+ring = "min(stages * 128 // kc, fit)"
+# blocks per SM: 4 warps (<= 255 registers a thread) fit twice where shared memory allows
+bps = "min(2 if warps == 4 else 1, (228 * 1024) // (ring * chunk + 1024))"
+slots = "bps * SMS"
+# split K across blocks (grid.y): the slices s (1-8, 12 or 16; >= 512 k each) that minimise
+# waves x (k a slice + 256): a stream is paced per SM, so an SM without a block loses its
+# share, and each slice costs about 256 k of filling and draining its ring (fitted on the
+# H200 to the best of 1-12 slices: benchmarks/NOTES.md, "Splitting K for whole waves"). At tile 8
+# (half the FMAs: closer to DRAM's pace than the SMs') one wave of slices where the grid is
+# short, else none.
+smax = "max(1, min(16, ldk // 512))"
+c1 = "cdiv(s_blocks, slots) * (chunks * kc + 256)"
+c2 = "cdiv(2 * s_blocks, slots) * (cdiv(chunks, 2) * kc + 256) if smax >= 2 else c1 + 1"
+c3 = "cdiv(3 * s_blocks, slots) * (cdiv(chunks, 3) * kc + 256) if smax >= 3 else c1 + 1"
+c4 = "cdiv(4 * s_blocks, slots) * (cdiv(chunks, 4) * kc + 256) if smax >= 4 else c1 + 1"
+c5 = "cdiv(5 * s_blocks, slots) * (cdiv(chunks, 5) * kc + 256) if smax >= 5 else c1 + 1"
+c6 = "cdiv(6 * s_blocks, slots) * (cdiv(chunks, 6) * kc + 256) if smax >= 6 else c1 + 1"
+c7 = "cdiv(7 * s_blocks, slots) * (cdiv(chunks, 7) * kc + 256) if smax >= 7 else c1 + 1"
+c8 = "cdiv(8 * s_blocks, slots) * (cdiv(chunks, 8) * kc + 256) if smax >= 8 else c1 + 1"
+c12 = "cdiv(12 * s_blocks, slots) * (cdiv(chunks, 12) * kc + 256) if smax >= 12 else c1 + 1"
+c16 = "cdiv(16 * s_blocks, slots) * (cdiv(chunks, 16) * kc + 256) if smax >= 16 else c1 + 1"
+# the least cost, then the fewest slices: (cost, s) packed in one integer, s < 32
+s_best = "min(32 * c1 + 1, 32 * c2 + 2, 32 * c3 + 3, 32 * c4 + 4, 32 * c5 + 5, 32 * c6 + 6, 32 * c7 + 7, 32 * c8 + 8, 32 * c12 + 12, 32 * c16 + 16) % 32"
+split_want = "(max(1, min(slots // s_blocks, smax)) if 2 * s_blocks <= slots else 1) if tile == 8 else s_best"
+# then as few slices as give every one the same whole chunks, the last maybe fewer (none empty)
+s_splits = "cdiv(chunks, cdiv(chunks, split_want))"
+
+# --- the launch ---
+blocks = "r_blocks if stream == 0 else s_blocks"
+splits = "r_splits if stream == 0 else s_splits"
+# stream 0: two stages of its largest instantiation; stream 1: the ring
+shared_bytes = "8192 * unroll if stream == 0 else ring * chunk"
+# stream 1's split-K: per-block arrival counters (256-byte aligned), then each slice's
+# partial (rw * tl / kl outputs a thread, rounded up to 4); stream 0's serial split-K
+# keeps its counters in a __device__ array of its own
+workspace = "0 if stream == 0 or s_splits == 1 else roundup(4 * s_blocks, 256) + s_splits * s_blocks * warps * 32 * roundup(rw * tl // kl, 4) * 4"
+
+[chosen]             # the values a run that leaves them to the shape (auto) gets, in this order
+stream = "stream_pick"
+# stream 1: the tile that holds N; stream 0: 16 (in the H100 and H200 sweeps 32 was ahead
+# only within noise at matrix-vector shapes, or where another kernel was faster still)
+tile = "tn_pick if stream == 1 else 16"
 
 [[constraints]]
 check = "min(M, N) <= 64"
 reason = "made for skinny shapes (M or N ≤ 64); use ffma_wide"
 
 [[constraints]]
-check = "(tile == 16 or tile == 32) and (unroll == 4 or unroll == 8) and fill >= 1"
-reason = "tile must be 16 or 32, unroll 4 or 8, fill ≥ 1"
+check = "stream == 0 or N <= 64"
+reason = "the shared-memory stream (stream = 1) is for N ≤ 64, A the large operand; use stream = 0"
+
+[[constraints]]
+check = "stream == 1 or tile == 16 or tile == 32"
+reason = "the register stream (stream = 0) takes tile = 16 or 32"
+
+[[constraints]]
+check = "stream == 0 or tile == tn_pick or (ntiles == 2 and (tile == 16 or tile == 32))"
+reason = "N = {N} takes {tn_pick}-column tiles (or two of 16 or 32 columns), not {ntiles} of {tile}"
+
+[[constraints]]
+check = "stream == 0 or stages == 3 or (4 if stages == 6 else 3) * 128 // kc < fit"
+reason = "N = {N} in {tile}-column tiles of {rb} rows: {stages} stages make the ring of {4 if stages == 6 else 3} ({fit} chunks of {chunk // 1024} KB fill the shared memory), built once, at the fewer stages"
+
+[[constraints]]
+check = "stream == 0 or unroll == 8"
+reason = "unroll sets the register stream's rings (stream = 0): the shared-memory stream is built once, at unroll = 8"
+
+[[constraints]]
+check = "stream == 1 or stages == 3"
+reason = "stages sets the shared-memory stream's ring (stream = 1): the register stream is built once, at stages = 3"
 
 [launch]
 grid = ["blocks", "splits"]
-block = ["8 if cols else 32 * wr", "32 if cols else 8 // wr"]
-shared = "smem"
+block = ["(8 if cols else 32 * wr) if stream == 0 else 32 * warps", "(32 if cols else 8 // wr) if stream == 0 else 1"]
+shared = "shared_bytes"
+workspace = "workspace"
+
+[prepass]            # stream 1: B (K x N) -> S (np x ldk), Bᵀ zero past N and K; 32x32 tiles through shared memory
+when = "stream == 1"
+entry = "transpose_b"
+grid = ["ldk // 32", "cdiv(np, 32)"]
+block = [32, 4]
+scratch = "4 * np * ldk"
 +++
 */
 /*
@@ -63,16 +165,67 @@ shared = "smem"
  * Technique: such a product is a copy of its large operand with a little arithmetic on the
  * way (effective bandwidth = (M*K + K*N + M*N) * 4 bytes / time, the seeds' lesson). What
  * decides it is that the large operand is read exactly once, by 16-byte loads, with enough of
- * them in flight on every SM to cover DRAM latency (Little's law: ~3 TB/s x ~1 us = ~3 MB in
- * flight, ~23 KB per SM). The small operand is staged in shared memory once per block and read
- * as broadcasts. K is split over the warps of a block (reduced through shared memory) and over
- * blocks only where the grid would leave SMs idle (serial split-K, deterministic). Sources:
- * cuBLAS's gemv and split-K GEMV kernels, CUTLASS serial split-K (ffma_wide.cu), the
- * rolling (modulo-scheduled) prefetch of streaming kernels. Written anew here.
+ * them in flight on every SM to cover DRAM latency (Little's law: bandwidth x latency bytes in
+ * flight, tens of KB per SM). The small operand is staged in shared memory once per block and
+ * read from there. A square-ish tile would not do: at M = 1 a 256x128 tile is nearly all
+ * padding, and at M = 16 or N = 7 every tile column re-reads the large operand from L2 and
+ * starves DRAM of requests; here each element of the large operand is loaded by one thread,
+ * once.
  *
- * Why not 19's tiles: at M = 1 a 256x128 tile is 255/256 padding, and at M = 16 or N = 7 any
- * square-ish tile re-reads the large operand from L2 per tile column and starves DRAM of
- * requests; here each element of the large operand is loaded by exactly one thread, once.
+ * STREAM picks where the bytes in flight wait (the header's [chosen] picks by shape):
+ *   0  in registers: a rolling prefetch ring of 16-byte loads per thread, K split over the
+ *      warps of a block and, on short grids, serially over blocks (section "stream 0");
+ *   1  in shared memory: a ring of chunks of A filled by asynchronous copies, B transposed by
+ *      a pre-pass, the lanes of a warp splitting K (section "stream 1"). A streamed through
+ *      registers leaves 8 warps per SM latency-bound and reads B by broadcasts that feed only
+ *      a few FMAs each; through shared memory the bytes in flight need no registers and every
+ *      shared read is a distinct word, which pays where N is 5-64.
+ * Both reduce in a fixed order: the results are deterministic. Tails: any M, N, K.
+ *
+ * Compile-time constants (defaults let the file compile alone):
+ *   ELEM, ACC  element and accumulator types (int32: int, unsigned)         (float)
+ *   STREAM     0 registers, 1 shared memory                                   (0)
+ *   TILE       the small side's tile: stream 0 16 or 32, stream 1 8-64        (16)
+ *   UNROLL     stream 0: 8 or 4, scales the load-ring depths U_*              (8)
+ *   FILL       blocks per SM the launch is sized for, 2 or 1: stream 0's header
+ *              sizes its grid by it; stream 1 runs 8 / FILL warps a block (WARPS)  (2)
+ *   STAGES     stream 1: 3, 4 or 6, the ring in 128-k units (RING)             (3)
+ * One signature, matmul(A, B, C, M, N, K, workspace), in each stream's section: stream 1
+ * reads the pre-pass's Bᵀ in B's place and keeps its split-K partials in the workspace;
+ * stream 0 gets a null workspace. The pre-pass transpose_b is built with either stream (the
+ * engine loads it by name) and runs only for stream 1. Needs sm_80 or newer (cp.async; bulk
+ * copies on sm_90).
+ */
+#include "lab_ptx.cuh"
+
+#ifndef ELEM
+#define ELEM float
+#endif
+#ifndef ACC
+#define ACC float
+#endif
+#ifndef STREAM
+#define STREAM 0
+#endif
+#ifndef TILE
+#define TILE 16
+#endif
+#ifndef UNROLL
+#define UNROLL 8
+#endif
+#ifndef FILL
+#define FILL 2
+#endif
+#ifndef STAGES
+#define STAGES 3
+#endif
+#if STREAM != 0 && STREAM != 1
+#error "STREAM must be 0 (registers) or 1 (shared memory)"
+#endif
+#define VEC vec4_of<ELEM>::type
+
+#if STREAM == 0
+/* ==== stream 0: the large operand through registers ========================================
  *
  * Two paths, chosen at run time from the shape (the header's [launch] says the same):
  *
@@ -91,28 +244,23 @@ shared = "smem"
  *   stay in flight, across the barriers too. End: shuffles add the 4 k-lanes of a warp,
  *   shared memory the 8 warps in a fixed order. Grid.x = ceil(M/TILE) * ceil(N/32), M-group
  *   fastest: the groups of one strip run together and B comes from DRAM once (the other
- *   groups hit L2).
- *   Why A as it lies: the first version stored A transposed (As[k][m]) by 4-byte copies, 32
- *   per thread per chunk at TMB = 16, twice the loads of B: ncu on the H200 at 16x8192x8192
- *   showed the warps stalled on the LSU queue (lg_throttle) as much as on B's data. 16-byte
- *   copies are a quarter of those instructions, which also paid for a ring twice as deep at
- *   TMB = 16 (16 loads, 64 KB per SM in flight): 115.9 -> 88.3 us there (59 -> 79% of the
- *   measured copy bandwidth; benchmarks/NOTES.md, round 16).
+ *   groups hit L2). A goes as it lies rather than transposed: 16-byte copies are a quarter of
+ *   the copy instructions of 4-byte transposing ones, which had kept the LSU queue full.
  *
  * Rows path (M > N; A is the large operand), block (32*WR, 8/WR):
  *   lane = (kl, rg): kl = lane % 8 reads A[m][k + 4kl .. +3] (LDG.128: 8 lanes = one 128-byte
  *   line per row; 4 scalar loads, merged in L1, when K % 4 != 0), rg = lane / 8 one of 4 row
  *   groups; a lane holds R rows (4; 2 at TN = 32, and at TN = 16 unless A is tall: the
- *   header's rr) x TN columns (TN = 1, 4, 8, 16, or 32 at
- *   TILE = 32, from N; wider N takes ceil(N/TN) N-tiles, tile fastest in grid.x so that A's
- *   re-reads come from L2). WR warps along rows, WK = 8/WR along K (interleaved 32-k steps).
- *   The chunk of B (WK*32*U rows x TN) is copied by cp.async (16 bytes when N % 4 == 0) into a
- *   swizzled layout [step][j][q][kl ^ c(j, q)] (k = 32 step + 4 kl + j, n = 4q + e): the 8
- *   k-lanes of a read hit 8 distinct 16-byte slots (a broadcast over the 4 row groups: one
- *   wavefront per LDS.128) and the copies of a warp land on distinct banks too. Per LDS.128 of
- *   B: 4*R FMAs. A's ring (R*U registers of 16 bytes) rolls like B's above. End: shuffles over
- *   the 8 k-lanes, then the WK warps through shared memory in a fixed order. WR: the most of
- *   8, 4, 2, 1 that keeps >= 3/4 of FILL*132 blocks (>= 4 at TN >= 16).
+ *   header's rr) x TN columns (TN = 1, 4, 8, 16, or 32 at TILE = 32, from N; wider N takes
+ *   ceil(N/TN) N-tiles, tile fastest in grid.x so that A's re-reads come from L2). WR warps
+ *   along rows, WK = 8/WR along K (interleaved 32-k steps). The chunk of B (WK*32*U rows x
+ *   TN) is copied by cp.async (16 bytes when N % 4 == 0) into a swizzled layout
+ *   [step][j][q][kl ^ c(j, q)] (k = 32 step + 4 kl + j, n = 4q + e): the 8 k-lanes of a read
+ *   hit 8 distinct 16-byte slots (a broadcast over the 4 row groups: one wavefront per
+ *   LDS.128) and the copies of a warp land on distinct banks too. Per LDS.128 of B: 4*R FMAs.
+ *   A's ring (R*U registers of 16 bytes) rolls like B's above. End: shuffles over the 8
+ *   k-lanes, then the WK warps through shared memory in a fixed order. WR: the most of 8, 4,
+ *   2, 1 that keeps >= 3/4 of FILL*132 blocks (>= 4 at TN >= 16).
  *
  * Split-K across blocks (both paths): grid.y = S slices of whole chunks; S > 1 only when the
  * grid has < 3/4 of FILL*132 blocks (then S ~ FILL*132 / blocks, <= 32, >= 512 k a slice).
@@ -124,60 +272,32 @@ shared = "smem"
  * Full chunks and the tail: a chunk that lies wholly in the slice is fetched without bounds
  * checks (rows past M and columns past N read clamped, valid addresses; their accumulators are
  * never stored), and only a slice's last, partial chunk is loaded with checks, without the
- * prefetch. This keeps the hot loops at >= 77 % FFMA (ncu's executed instructions: 82 % at
- * 16x8192x8192 before the columns path's 16-byte A copies, fewer instructions since).
+ * prefetch: the hot loops stay nearly all FFMA.
  *
- * Register budget: one block of 256 threads per SM, <= 255 registers (MINB = 1). At two
- * blocks per SM (<= 128) ptxas spilled a few bytes in the combined kernel however shallow the
- * rings, so the rings are deep instead: U_* below (16 loads per thread at up to 16 rows, 12
- * at 16 rows in the int32 and sm_80 builds, 4 at 32 rows; rows path R*U = 16, 12 at TN = 16
- * with 4 rows, 8 at TN = 32),
- * i.e. 32-64 KB per SM in flight from 8 warps. TILE = 32: 32-row M-groups (half of B's L2 re-reads at M = 64) and
- * 32-column rows-path tiles (half of A's at N = 64); TILE = 16: 16-row groups, TN <= 16.
+ * Register budget: one block of 256 threads per SM, <= 255 registers. At two blocks per SM
+ * (<= 128) ptxas spilled in the combined kernel however shallow the rings, so the rings are
+ * deep instead: U_* below (16 loads per thread at up to 16 rows, 12 at 16 rows in the int32
+ * and sm_80 builds, 4 at 32 rows; rows path R*U = 16, 12 at TN = 16 with 4 rows, 8 at
+ * TN = 32), i.e. 32-64 KB per SM in flight from 8 warps. TILE = 32: 32-row M-groups (half of
+ * B's L2 re-reads at M = 64) and 32-column rows-path tiles (half of A's at N = 64); TILE = 16:
+ * 16-row groups, TN <= 16.
  *
  * Tails: loads past K or the slice are zero (cp.async src-size 0, or no load), loads past M or
- * N are clamped to valid addresses and never stored; stores are guarded: any M, N, K. int32: ACC = unsigned, wrapping
- * like the other rungs. Deterministic: the reduction order is fixed everywhere.
- *
- * Compile-time constants (defaults let the file compile alone):
- *   ELEM, ACC  element and accumulator types                                 (default float)
- *   TILE       16 or 32: rows per M-group; 32 also allows TN = 32 (above)     (default 16)
- *   UNROLL     8 or 4: scales the load-ring depths U_*                         (default 8)
- *   FILL       read by the header only (blocks per SM the grid aims at)       (default 2)
- * Launch geometry (header): columns path grid (ceil(M/TILE)*ceil(N/32), S), block (8, 32);
- * rows path grid (ceil(M/(WR*4R))*ceil(N/TN), S), block (32*WR, 8/WR). Dynamic shared memory
- * 8192*UNROLL bytes (two stages of the largest instantiation; reused for the reductions).
- * Needs sm_80 or newer (cp.async).
+ * N are clamped to valid addresses and never stored; stores are guarded. Launch geometry
+ * (header): columns path grid (ceil(M/TILE)*ceil(N/32), S), block (8, 32); rows path grid
+ * (ceil(M/(WR*4R))*ceil(N/TN), S), block (32*WR, 8/WR). Dynamic shared memory 8192*UNROLL
+ * bytes (two stages of the largest instantiation; reused for the reductions).
  */
-#include "lab_ptx.cuh"
-
-#ifndef ELEM
-#define ELEM float
-#endif
-#ifndef ACC
-#define ACC float
-#endif
-#ifndef TILE
-#define TILE 16
-#endif
-#ifndef UNROLL
-#define UNROLL 8
-#endif
-#ifndef FILL
-#define FILL 2
-#endif
 #if (TILE != 16 && TILE != 32) || (UNROLL != 4 && UNROLL != 8) || FILL < 1
 #error "inconsistent parameters"
 #endif
 #define NT 256
 #define MAX_TILES 1024                 /* split-K only on grids of < 3/4 * FILL*132 blocks */
-#define SMEM_WORDS (2048 * UNROLL)    /* = the header's smem / 4: two stages */
-#define VEC vec4_of<ELEM>::type
+#define SMEM_WORDS (2048 * UNROLL)    /* = the header's shared bytes / 4: two stages */
 
 /* Ring depths (loads in flight per thread) of each instantiation at UNROLL = 8 (halved at 4):
  * deep where the accumulators are few. One block of 256 threads per SM (<= 255 registers):
  * with 8 warps per SM the rings must hold 32-64 KB per SM in flight on their own. */
-#define MINB 1
 #define DEPTH(d) ((d) * UNROLL / 8 > 0 ? (d) * UNROLL / 8 : 1)
 #define CDEPTH(d) (DEPTH(d) < 4 ? 4 : DEPTH(d))   /* columns path: groups of 4 k */
 #define U_C4 CDEPTH(16)                /* columns path, TMB = 4: 16 accumulators */
@@ -191,9 +311,9 @@ shared = "smem"
 #define U_R16T DEPTH(3)                /*   TN = 16, R = 4 (tall A, the header's rr; 4 spilled) */
 #define U_R32 DEPTH(2)                 /*   TN = 32, R = 2: 64 accumulators (TILE = 32) */
 
-/* The 16-deep ring at TMB = 16 fits 255 registers without spills in the FP32 build for sm_90
- * (79% of the H200's copy at 16x8192x8192, against 68% with 12); the int32 build (IMADs) and
- * sm_80's spill 4-16 bytes with it, none with 12: they take 12 (LEAN). */
+/* The 16-deep ring at TMB = 16 fits 255 registers without spills only in the FP32 build for
+ * sm_90, where it is measurably faster than 12; the int32 build (IMADs) and sm_80's spill
+ * with it, none with 12: they take 12 (LEAN; benchmarks/NOTES.md, "skinny's ring depth per build"). */
 template <class T> struct IsFloat { static constexpr bool value = false; };
 template <> struct IsFloat<float> { static constexpr bool value = true; };
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -201,7 +321,6 @@ template <> struct IsFloat<float> { static constexpr bool value = true; };
 #else
 #define LEAN true
 #endif
-
 __device__ unsigned tile_counter[MAX_TILES];     /* split-K order; 0 between launches */
 
 
@@ -258,6 +377,37 @@ __device__ __forceinline__ void put(ELEM* c, ACC v, bool add)
  * slice (no bounds checks: rows past M and columns past N read clamped, valid addresses, and
  * their accumulators are never stored); else every load is checked and zero outside. */
 template <bool F> struct Full { static constexpr bool value = F; };
+
+/* Both paths' pipeline over a slice: full chunks with the staged operand copied one chunk
+ * ahead (double buffer, one barrier per chunk; `chunk` rolls the streamed operand's ring on
+ * to the next chunk as it goes), then the slice's last, partial chunk, every load
+ * bounds-checked, without the prefetch. copy(c, full) stages chunk c of the small operand,
+ * fill(c, full) loads chunk c of the large one into the ring. */
+template <class Copy, class Fill, class Chunk>
+__device__ __forceinline__ void run_chunks(int nchunks, int nfull, Copy copy, Fill fill, Chunk chunk)
+{
+    if (nfull > 0) {
+        copy(0, Full<true>());
+        fill(0, Full<true>());
+    }
+    for (int c = 0; c < nfull; ++c) {
+        cp_async_wait<0>();
+        __syncthreads();                   /* chunk c is staged; stage (c+1)&1 is free */
+        if (c + 1 < nfull) {
+            copy(c + 1, Full<true>());
+            chunk(c, Full<true>());
+        } else {
+            chunk(c, Full<false>());
+        }
+    }
+    if (nchunks > nfull) {
+        copy(nfull, Full<false>());
+        fill(nfull, Full<false>());
+        cp_async_wait<0>();
+        __syncthreads();
+        chunk(nfull, Full<false>());
+    }
+}
 
 /* ---- columns path: M <= N, B streamed -------------------------------------------------- */
 
@@ -378,33 +528,12 @@ __device__ __forceinline__ void cols_path(const ELEM* __restrict__ A, const ELEM
         }
     };
 
-    /* full chunks: A copied one chunk ahead (double buffer, one barrier per chunk) */
-    if (nfull > 0) {
-        copy_a(0, Full<true>());
+    /* B's ring filled with chunk c: the first, then the slice's last, partial chunk */
+    run_chunks(nchunks, nfull, copy_a, [&](int c, auto full) {
 #pragma unroll
         for (int u = 0; u < U; ++u)
-            b[u] = load_b(0, u, Full<true>());
-    }
-    for (int c = 0; c < nfull; ++c) {
-        cp_async_wait<0>();
-        __syncthreads();                   /* chunk c of A is in; stage (c+1)&1 is free */
-        if (c + 1 < nfull) {
-            copy_a(c + 1, Full<true>());
-            chunk(c, Full<true>());
-        } else {
-            chunk(c, Full<false>());
-        }
-    }
-    /* the slice's last, partial chunk: every load bounds-checked, no prefetch */
-    if (nchunks > nfull) {
-        copy_a(nfull, Full<false>());
-#pragma unroll
-        for (int u = 0; u < U; ++u)
-            b[u] = load_b(nfull, u, Full<false>());
-        cp_async_wait<0>();
-        __syncthreads();
-        chunk(nfull, Full<false>());
-    }
+            b[u] = load_b(c, u, full);
+    }, chunk);
 
     /* the 4 k-lanes of a warp (lanes x, x+8, x+16, x+24), then the 8 warps in order */
 #pragma unroll
@@ -600,37 +729,14 @@ __device__ __forceinline__ void rows_path(const ELEM* __restrict__ A, const ELEM
         }
     };
 
-    /* full chunks: B copied one chunk ahead (double buffer, one barrier per chunk) */
-    if (nfull > 0) {
-        copy_b(0, Full<true>());
+    /* A's ring filled with chunk c: the first, then the slice's last, partial chunk */
+    run_chunks(nchunks, nfull, copy_b, [&](int c, auto full) {
 #pragma unroll
         for (int u = 0; u < U; ++u)
 #pragma unroll
             for (int r = 0; r < R; ++r)
-                a[u][r] = load_a(0, u, r, Full<true>());
-    }
-    for (int c = 0; c < nfull; ++c) {
-        cp_async_wait<0>();
-        __syncthreads();                   /* chunk c of B is in; stage (c+1)&1 is free */
-        if (c + 1 < nfull) {
-            copy_b(c + 1, Full<true>());
-            chunk(c, Full<true>());
-        } else {
-            chunk(c, Full<false>());
-        }
-    }
-    /* the slice's last, partial chunk: every load bounds-checked, no prefetch */
-    if (nchunks > nfull) {
-        copy_b(nfull, Full<false>());
-#pragma unroll
-        for (int u = 0; u < U; ++u)
-#pragma unroll
-            for (int r = 0; r < R; ++r)
-                a[u][r] = load_a(nfull, u, r, Full<false>());
-        cp_async_wait<0>();
-        __syncthreads();
-        chunk(nfull, Full<false>());
-    }
+                a[u][r] = load_a(c, u, r, full);
+    }, chunk);
 
     /* the 8 k-lanes of a row group (lane bits 0-2), then the WK warps in order */
 #pragma unroll
@@ -699,11 +805,14 @@ __device__ __forceinline__ void rows16(bool tall, const ELEM* __restrict__ A, co
         rows<16, 2, U_R16>(A, B, C, M, N, K, row0, n0, tile, z, splits, smem_raw);
 }
 
-extern "C" __global__ __launch_bounds__(NT, MINB)
+/* The entry (the same signature in both streams). B: B itself here; workspace: none (null),
+ * the serial split-K keeps its counters in tile_counter. */
+extern "C" __global__ __launch_bounds__(NT, 1)
 void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
-            int M, int N, int K)
+            int M, int N, int K, unsigned char* __restrict__ workspace)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
+    (void)workspace;
     const int splits = gridDim.y, z = blockIdx.y;
     const int tile = blockIdx.x;
     if (splits > 1 && tile >= MAX_TILES)
@@ -770,3 +879,304 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
         }
     }
 }
+
+#endif /* STREAM == 0 */
+
+/* ==== stream 1: the large operand (A, N <= 64) through shared memory =======================
+ *
+ *  - A goes to shared memory asynchronously, in a ring of chunks of KC k (STAGES x 128 k in
+ *    all): the bytes in flight need no registers, and a block holds (ring - 1) chunks of its
+ *    RB rows in flight. Each warp copies its own RW rows: on sm_90 at TN <= 16, a whole chunk
+ *    is one cp.async.bulk a row (512 bytes) completing on the slot's mbarrier; else (and for a
+ *    chunk cut by K, and where K % 4 != 0, A's rows then being unaligned) cp.async of 16 bytes
+ *    (4 where K % 4 != 0), zero past K and M. B's chunk is copied by the whole block
+ *    (cp.async), one barrier a chunk.
+ *  - The pre-pass writes Bᵀ (np rows of ldk = roundup(K, KC) k, zero past N and past K) to
+ *    the scratch buffer, so that B's chunk is TN rows of 4 KC contiguous bytes (16-byte
+ *    copies, no bounds: the zeros are there) and k-lane kl reads the same 4 k, 4 kl .. +3, of
+ *    A's rows and of Bᵀ's: one LDS.128 a lane, KL distinct 16-byte words a warp (4 wavefronts,
+ *    no conflicts). Reading B in place instead would save the pre-pass but take 4-byte copies
+ *    wherever N % 4 != 0.
+ *  - The warp's 32 lanes are KL k-lanes x NL column groups (32 x 1 up to 16 columns, 16 x 2
+ *    at 24 and 32, 8 x 4 at 64); lane (kl, nl) holds RW rows x TL columns (16 x 8 at TN = 8,
+ *    8 x 12 at 24, else 8 x 16: 128 accumulators, 96 at 24). Per chunk RW + TL LDS.128 and
+ *    4 RW TL FMAs: the smaller of the two operands' 4-vectors is held (A's RW at TL >= 12,
+ *    B's TL at TL = 8), the other streamed. The 24-column tile is for N = 17-24, where 32
+ *    columns would compute up to 15 empty ones. At TN = 32, column groups rather than two
+ *    16-column tiles: B's chunk per row of the block halves.
+ *  - At the end the KL k-lanes' partial sums are added by a butterfly (shuffles at distances
+ *    KL / 2 .. 1, each halving what a lane holds): lane (kl, nl) is left with V = RW TL / KL
+ *    consecutive outputs, V kl .. V kl + V - 1 of its group's RW x TL (row-major): 16-byte
+ *    stores (V = 6 at TN = 24: 4-byte ones).
+ *  - Split-K across blocks (grid.y, the header's splits: the slice count of least waves x (k a
+ *    slice + 256), a model of a stream paced per SM): each slice's V outputs a thread (padded
+ *    to whole 4-vectors) go to the workspace; the block that arrives last sums them in slice
+ *    order (lab_ptx.cuh's splitk_fixup: deterministic).
+ *
+ * Tails: rows past M are not read (src-size 0, or no bulk copy; their accumulators are never
+ * stored: copying row M - 1 into them instead made one block's spare rows all read the same
+ * bytes, a hot spot); k past K is zero in A's chunk (cp.async src-size 0) and in Bᵀ (the
+ * pre-pass); columns past N are Bᵀ's zero rows, never stored. Any M, N <= 64 (two tiles past
+ * that: the constraints), K.
+ *
+ * Launch (header): grid (ceil(M / RB) * ceil(N / TN), splits), block (32 WARPS); dynamic shared
+ * memory RING * 4 * KC * (RB + TN) bytes (static: the ring's mbarriers). Pre-pass
+ * transpose_b(A, B, S, M, N, K): grid (ldk / 32, ceil(np / 32)), block (32, 4); then
+ * matmul(A, S, C, M, N, K, workspace).
+ *
+ * The lanes (TILE alone decides them) come first, outside STREAM == 1: the pre-pass pads Bᵀ
+ * to them, and every build holds the pre-pass.
+ */
+#define TN TILE                         /* columns of B per block */
+#define TL (TN == 8 ? 8 : TN == 24 ? 12 : 16)   /* columns per lane */
+#define RW (TL == 8 ? 16 : 8)           /* rows per warp (and per lane): 128 accumulators (96 at TL = 12) */
+#define NL (TN / TL)                    /* column groups of a warp: 1, 1, 2, 2, 4 */
+#define KL (32 / NL)                    /* k-lanes: 32, 32, 16, 16, 8 */
+#define KC (4 * KL)                     /* k per chunk */
+#define V (RW * TL / KL)                /* outputs a lane holds after the butterfly: 4, 4, 6, 8, 16 */
+#define VP ((V + 3) / 4 * 4)            /* ... in whole 4-vectors (split-K's partials) */
+
+/* ------------------------------------------------------------------------------------------ */
+/* Pre-pass: S = Bᵀ, np = ceil(N / TN) * TN rows of ldk = roundup(K, KC), zero past N and K
+ * (lab_ptx.cuh's transpose_tile32, a 32 x 32 tile a block). */
+extern "C" __global__ __launch_bounds__(128)
+void transpose_b(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
+                 int M, int N, int K)
+{
+    (void)A; (void)M;
+    transpose_tile32<4>(B, S, N, K, (N + TN - 1) / TN * TN, (K + KC - 1) / KC * KC, blockIdx.x * 32,
+                        blockIdx.y * 32);
+}
+
+#if STREAM == 1
+#if (TN != 8 && TN != 16 && TN != 24 && TN != 32 && TN != 64) || (FILL != 1 && FILL != 2) || STAGES < 2
+#error "inconsistent parameters"
+#endif
+#define WARPS (8 / FILL)                /* warps per block: FILL blocks of 8 warps' worth per SM */
+#define RB (WARPS * RW)                 /* rows per block */
+#define NT (32 * WARPS)
+#define A_WORDS (RB * KC)
+#define STAGE_WORDS ((RB + TN) * KC)
+#define FIT ((227 * 1024) / (4 * STAGE_WORDS))
+/* chunks in the ring: STAGES x 128 k whatever KC, or as many as fit (the header's ring) */
+#define RING (STAGES * 128 / KC < FIT ? STAGES * 128 / KC : FIT)
+/* A's whole chunks by bulk copies (sm_90+, tn <= 16: rows of 512 bytes, a ring of 2-3
+ * chunks): one cp.async.bulk a row into an mbarrier, no L1 request a 16-byte piece. With a
+ * deeper ring the bulk copies held up the warps that issue them, and rows of 256 or 128 bytes
+ * (TN = 32, 64) were slower by bulk copies: those keep cp.async (benchmarks/NOTES.md, "Bulk
+ * copies want a shallow ring"). */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define BULK_A (TN <= 16 && RING <= 3)
+#else
+#define BULK_A 0
+#endif
+/* ------------------------------------------------------------------------------------------ */
+/* One chunk (KC k from kc) into ring slot `st`: the warp's RW rows of A, KL 16-byte pieces a
+ * row, piece q = lane + 32 i of the warp's (row q / KL, k 4 (q % KL)) where K % 4 == 0, zero
+ * past K and past M (src-size 0: rows past M are not read); else 4-byte copies, element e =
+ * lane + 32 j; and, shared by the block, Bᵀ's TN rows (always whole: the pre-pass padded
+ * them). */
+__device__ __forceinline__ void load_chunk(unsigned sbase, int st, int kc, const ELEM* __restrict__ A,
+                                           const ELEM* __restrict__ S, int M, int K, int ldk,
+                                           int mw, int n0, bool kvec, int warp, int lane, int tid,
+                                           unsigned long long* full_bar)
+{
+    (void)full_bar;
+    const unsigned sa = sbase + 4u * (unsigned)(st * STAGE_WORDS + warp * RW * KC);
+#if BULK_A
+    if (kvec && kc + KC <= K) {                      /* a whole chunk: one bulk copy a row < M */
+        const unsigned bar = (unsigned)__cvta_generic_to_shared(&full_bar[st]);
+        if (tid == 0)                                /* the block's rows < M, whole */
+            mbar_arrive_expect_tx(bar, (unsigned)(min(RB, M - (mw - warp * RW)) * KC * 4));
+        if (lane < RW && mw + lane < M)
+            bulk_load(sa + 4u * (unsigned)(lane * KC), A + (size_t)(mw + lane) * K + kc, KC * 4, bar);
+    } else
+#endif
+    if (kvec) {
+#pragma unroll
+        for (int i = 0; i < RW * KL / 32; ++i) {
+            const int q = lane + 32 * i, r = q / KL, k = kc + 4 * (q % KL), m = mw + r;
+            const bool in = k < K && m < M;          /* K % 4 == 0: the whole 4 k are in or out */
+            cp_async16(sa + 4u * (unsigned)(4 * q), A + (in ? (size_t)m * K + k : 0), in);
+        }
+    } else {
+#pragma unroll
+        for (int j = 0; j < RW * KC / 32; ++j) {
+            const int e = lane + 32 * j, r = e / KC, k = kc + e % KC, m = mw + r;
+            const bool in = k < K && m < M;
+            cp_async4(sa + 4u * (unsigned)e, A + (in ? (size_t)m * K + k : 0), in);
+        }
+    }
+    const unsigned sb = sbase + 4u * (unsigned)(st * STAGE_WORDS + A_WORDS);
+#pragma unroll
+    for (int i = 0; i < (TN * KL + NT - 1) / NT; ++i) {   /* TN rows x KL 16-byte pieces */
+        const int q = tid + i * NT, n = q / KL, p = q % KL;
+        if ((TN * KL) % NT != 0 && q >= TN * KL)
+            break;
+        cp_async16_full(sb + 4u * (unsigned)(n * KC + 4 * p), S + (size_t)(n0 + n) * ldk + kc + 4 * p);
+    }
+}
+
+/* acc[r][n] += A[r][k..k+3] . Bᵀ[n][k..k+3] for the lane's 4 k of one chunk. */
+__device__ __forceinline__ void fma4(ACC& acc, const VEC& a, const VEC& b)
+{
+    acc += (ACC)a.x * (ACC)b.x;
+    acc += (ACC)a.y * (ACC)b.y;
+    acc += (ACC)a.z * (ACC)b.z;
+    acc += (ACC)a.w * (ACC)b.w;
+}
+
+/* as: the warp's RW rows of A in the slot, bs: the lane's TL rows of Bᵀ, kl: its k-lane. */
+__device__ __forceinline__ void compute_chunk(ACC (&acc)[RW * TL], const ELEM* as, const ELEM* bs, int kl)
+{
+    if constexpr (TL >= RW) {                        /* hold A's RW vectors, stream Bᵀ's */
+        VEC a[RW];
+#pragma unroll
+        for (int r = 0; r < RW; ++r)
+            a[r] = *reinterpret_cast<const VEC*>(as + r * KC + 4 * kl);
+#pragma unroll
+        for (int n = 0; n < TL; ++n) {
+            const VEC b = *reinterpret_cast<const VEC*>(bs + n * KC + 4 * kl);
+#pragma unroll
+            for (int r = 0; r < RW; ++r)
+                fma4(acc[r * TL + n], a[r], b);
+        }
+    } else {                                         /* hold Bᵀ's TL vectors, stream A's */
+        VEC b[TL];
+#pragma unroll
+        for (int n = 0; n < TL; ++n)
+            b[n] = *reinterpret_cast<const VEC*>(bs + n * KC + 4 * kl);
+#pragma unroll
+        for (int r = 0; r < RW; ++r) {
+            const VEC a = *reinterpret_cast<const VEC*>(as + r * KC + 4 * kl);
+#pragma unroll
+            for (int n = 0; n < TL; ++n)
+                fma4(acc[r * TL + n], a, b[n]);
+        }
+    }
+}
+
+/* One level of the butterfly at distance D (a k-lane bit): acc[0, 2 D V) holds the lane's
+ * share on entry, of which it keeps the upper half where its bit D is set (else the lower),
+ * sends the other half to lane ^ D and adds what comes back: acc[0, D V) on exit. One
+ * template per level: written as one loop over the levels, the compiler left it rolled and
+ * put acc in local memory. */
+template <int D>
+__device__ __forceinline__ void butterfly(ACC (&acc)[RW * TL], int lane)
+{
+    const bool up = (lane & D) != 0;
+#pragma unroll
+    for (int i = 0; i < D * V; ++i) {
+        const ACC send = up ? acc[i] : acc[i + D * V];
+        const ACC keep = up ? acc[i + D * V] : acc[i];
+        acc[i] = keep + __shfl_xor_sync(0xffffffffu, send, D);
+    }
+}
+
+/* The entry (the same signature in both streams). S: the pre-pass's Bᵀ in B's place;
+ * workspace: split-K's counters and partials (null where K is not split). */
+extern "C" __global__ __launch_bounds__(NT, 1)
+void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __restrict__ C,
+            int M, int N, int K, unsigned char* __restrict__ workspace)
+{
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    /* a launch that does not match the header would overflow the ring */
+    if (blockDim.x != NT || 4u * RING * STAGE_WORDS > dyn_smem_bytes())
+        __trap();
+    const ELEM* const sm = reinterpret_cast<const ELEM*>(smem_raw);
+    const unsigned sbase = (unsigned)__cvta_generic_to_shared(smem_raw);
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+    const int kl = lane % KL, nl = lane / KL;
+    const int ntiles = (N + TN - 1) / TN;
+    const int nt = blockIdx.x % ntiles, mb = blockIdx.x / ntiles;   /* N-tiles fastest: A's re-read hits L2 */
+    const int m0 = mb * RB, n0 = nt * TN, mw = m0 + warp * RW;
+    const int ldk = (K + KC - 1) / KC * KC;
+    const bool kvec = (K & 3) == 0;
+
+    /* this slice's chunks [c0, c1) */
+    const int chunks = ldk / KC, splits = gridDim.y, z = blockIdx.y;
+    const int per = (chunks + splits - 1) / splits;
+    const int c0 = min(chunks, z * per), c1 = min(chunks, c0 + per);
+
+    /* the ring slots' barriers for bulk copies (one arrival: thread 0's expect_tx) */
+    __shared__ __align__(8) unsigned long long full_bar[RING];
+#if BULK_A
+    if (tid < RING)
+        mbar_init((unsigned)__cvta_generic_to_shared(&full_bar[tid]), 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    __syncthreads();
+#endif
+
+    ACC acc[RW * TL];
+#pragma unroll
+    for (int i = 0; i < RW * TL; ++i)
+        acc[i] = (ACC)0;
+
+#pragma unroll 1
+    for (int s = 0; s < RING - 1; ++s) {
+        if (c0 + s < c1)
+            load_chunk(sbase, s, (c0 + s) * KC, A, S, M, K, ldk, mw, n0, kvec, warp, lane, tid, full_bar);
+        cp_async_commit();
+    }
+    int st = 0;                                      /* ring slot of chunk c */
+    for (int c = c0; c < c1; ++c) {
+        cp_async_wait<RING - 2>();                   /* chunk c has landed (this thread's copies) */
+#if BULK_A
+        if (kvec && c * KC + KC <= K)                /* ... and its bulk copies: the slot's n-th fill */
+            mbar_wait((unsigned)__cvta_generic_to_shared(&full_bar[st]), (unsigned)(((c - c0) / RING) & 1));
+#endif
+        __syncthreads();                             /* ... everyone's; and slot st - 1 is free */
+        const int cn = c + RING - 1;
+        if (cn < c1)
+            load_chunk(sbase, st == 0 ? RING - 1 : st - 1, cn * KC, A, S, M, K, ldk, mw, n0, kvec,
+                       warp, lane, tid, full_bar);
+        cp_async_commit();
+        compute_chunk(acc, sm + st * STAGE_WORDS + warp * RW * KC,
+                      sm + st * STAGE_WORDS + A_WORDS + nl * TL * KC, kl);
+        st = st + 1 == RING ? 0 : st + 1;
+    }
+    cp_async_wait<0>();
+
+    /* Butterfly over the KL k-lanes (distances KL / 2 .. 1): lane (kl, nl) ends with outputs
+     * V kl .. V kl + V - 1 of its column group's RW x TL (row-major), each the sum of all KL
+     * k-lanes in a fixed order. */
+    if constexpr (KL == 32) butterfly<16>(acc, lane);
+    if constexpr (KL >= 16) butterfly<8>(acc, lane);
+    butterfly<4>(acc, lane);
+    butterfly<2>(acc, lane);
+    butterfly<1>(acc, lane);
+    ACC out[VP];
+#pragma unroll
+    for (int e = 0; e < VP; ++e)
+        out[e] = e < V ? acc[e] : (ACC)0;
+
+    if (splits > 1 && !splitk_fixup<VP, NT, 1>(out, workspace, gridDim.x, blockIdx.x, splits, z, tid))
+        return;
+
+    const int r = (V * kl) / TL, c = (V * kl) % TL;
+    const int m = mw + r, n = n0 + nl * TL + c;
+    if (m >= M)
+        return;
+    ELEM* dst = C + (size_t)m * N + n;
+    if constexpr (V % 4 != 0) {                      /* TL = 12: 6 columns from 0 or 6 of the group */
+#pragma unroll
+        for (int e = 0; e < V; ++e)
+            if (n + e < N)
+                dst[e] = (ELEM)out[e];
+    } else {
+#pragma unroll
+        for (int q = 0; q < V / 4; ++q) {
+            if ((N & 3) == 0 && n + 4 * q < N) {     /* N % 4 == 0: the 4 columns are in */
+                VEC o;
+                o.x = (ELEM)out[4 * q]; o.y = (ELEM)out[4 * q + 1]; o.z = (ELEM)out[4 * q + 2]; o.w = (ELEM)out[4 * q + 3];
+                *reinterpret_cast<VEC*>(dst + 4 * q) = o;
+            } else {
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    if (n + 4 * q + e < N)
+                        dst[4 * q + e] = (ELEM)out[4 * q + e];
+            }
+        }
+    }
+}
+#endif /* STREAM == 1 */
