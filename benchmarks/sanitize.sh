@@ -8,10 +8,10 @@
 # 4 rows per lane), 7x253x1001, 16x300x1100 and 17x97x1543 (the columns path: K % 4 != 0,
 # full chunks of A by 16-byte copies with split-K, 4-byte ones), through shared memory (N <=
 # 64) at 61x7x1000, 1037x13x301, 777x21x129, 129x9x3001, 300x45x999 and 500x30x1000 (each
-# tile width, K % 4 != 0, split-K); ffma_narrow (N <= 64)
-# at 127x61x253, 1000x7x999, 300x20x5000 and 130x45x999 (each tile width, split-K 1 and 3;
-# ffma_narrow_padb at N = 21 for 20), ffma_regdb_b4 at 127x253x61, 90x131x4001, 200x255x37
-# and 1300x4099x37, ffma_regdb at SHAPE and 1300x2600x37 (split-K of a last partial wave),
+# tile width, K % 4 != 0, split-K); ffma_regdb at SHAPE and 1300x2600x37 (split-K of a
+# last partial wave), its narrow tiles (N <= 64) at 127x61x253, 1000x7x999, 300x20x5000,
+# 300x21x5000 and 130x45x999 (each tile width, split-K 1 and 3, B as it lies and padded), its
+# warp-row copies of B at 127x253x61, 90x131x4001, 200x255x37 and 1300x4099x37,
 # ffma_wide at SHAPE, 300x253x61, 257x301x77, 2300x1999x77 and 256x131x3080 (each copy of B,
 # bcopy 0-2, where N % 4 != 0), ffma_small at SHAPE,
 # 200x300x1500, 33x7x1001, 40x41x4100 and 33x7x8193 (split-K 2, 16 and 32).
@@ -53,18 +53,15 @@ for dtype in float32 int32; do
       # ffma_small: SHAPE (4-byte copies), then 16-byte copies over 24 stages split across 2
       # CTAs, a group's k slice past K, and 16 and 32 CTAs a tile (N % 4 != 0)
       [ "$name" = ffma_small ] && shape=$SHAPE,200x300x1500,33x7x1001,40x41x4100,33x7x8193
-      params=()     # ffma_narrow: every tile width (16, 32, 48, 64 columns), with and without split-K
-      [ "$name" = ffma_narrow ] && shape=127x61x253,1000x7x999,300x20x5000,130x45x999 \
-          && params=(--params "bn=16,32,48,64;bm=64,128,256;splitk=1,3")
-      [ "$name" = ffma_narrow_padb ] && shape=127x61x253,1000x7x999,300x21x5000,130x45x999 \
-          && params=(--params "bn=16,32,48,64;bm=64,128,256;splitk=1,3")
-      # ffma_regdb_b4 (N % 4 != 0): edge column tiles of 125, 3 and 127 columns, each tile
-      # height, split-K 1 and 3, C stored both ways, split-K of a last partial wave (1300 rows)
-      # ffma_regdb: split-K of every tile and of a last partial wave's tiles (1300 rows: 441
-      # tiles of 64 rows for 396 slots on 132 SMs)
-      [ "$name" = ffma_regdb ] && shape=$SHAPE,1300x2600x37 && params=(--params "bm=64,128;splitk=1,3")
-      [ "$name" = ffma_regdb_b4 ] && shape=127x253x61,90x131x4001,200x255x37,1300x4099x37 \
-          && params=(--params "bm=64,80,96;splitk=1,3;crows=0,1")
+      params=()
+      # ffma_regdb: every tile (16-64 columns for N <= 64: each width, N = 21 for a padded 20;
+      # 128 columns of each height), split-K 1 and 3, each copy of B where N % 4 != 0 (edge
+      # column tiles of 125, 3 and 127 columns), C stored both ways with the warp-row copies,
+      # split-K of every tile and of a last partial wave's (1300 rows: 441 tiles of 64 rows for
+      # 396 slots on 132 SMs; 1300x4099x37 with the warp-row copies)
+      [ "$name" = ffma_regdb ] \
+          && shape=$SHAPE,1300x2600x37,127x61x253,1000x7x999,300x20x5000,300x21x5000,130x45x999,90x131x4001,200x255x37,1300x4099x37 \
+          && params=(--params "splitk=1,3;bcopy=0,1,2;crows=0,1")
       # ffma_wide, each copy of B (N % 4 != 0 at all but SHAPE's aligned N, if it has one):
       # shifted edge column tiles (253, 301, 1999 and 131 columns), the strip (257 rows), the
       # tail split (2300 rows: 144 tiles), split-K, both bk; with the warp-row copies C by rows

@@ -10,7 +10,7 @@ and compared kernel by kernel (by entry name): addresses, encodings and the func
 header stripped for "same instructions", the encodings (control bits: stalls, barriers,
 reuse) kept for "identical".
 
-    python3 benchmarks/sass_identity.py --old-tree OLD --pair 'ffma_regdb_b4[bm=64]' 'ffma_regdb[bm=64,bcopy=2]'
+    python3 benchmarks/sass_identity.py --old-tree OLD --pair 'ffma_regdb_b4[bm=64]' 'ffma_regdb[tile=64128,bcopy=2,crows=1]'
     python3 benchmarks/sass_identity.py --old-tree OLD --map mapping.json --arch sm_90 sm_80 -j 2
 
 ``OLD`` is a checkout of the earlier tree (e.g. ``git worktree add ../old36 5f06ec8``);
@@ -20,12 +20,12 @@ reuse) kept for "identical".
 
     {"old": "ffma_regdb_b4", "old_params": "*",          # or {"bm": 64, ...}
      "new": "ffma_regdb", "new_params": {"bcopy": 2},
-     "carry": true, "rename": {"crows": "c_rows"}}
+     "carry": true, "rename": {"crows": "c_rows"}, "compute": {"tile": "bm * 1000 + bn"}}
 
 ``"*"`` expands to every combination of the old variant's parameters that some shape
 accepts (check-kernel's probe shapes); ``carry`` (the default) carries each old parameter
-that the new variant also has (after ``rename``) over to the new build, ``new_params`` on
-top. Parameters a build does not name take the variant's defaults. Where the new header
+that the new variant also has (after ``rename``) over to the new build, then ``compute``
+(integer expressions of the old parameters), then ``new_params`` on top. Parameters a build does not name take the variant's defaults. Where the new header
 loads, the table says whether it accepts the new parameters at the shape the old header
 accepted the old ones at (``acc``): a merged header's constraints should.
 
@@ -97,6 +97,15 @@ class _Unloaded:
         if not hits:
             raise KeyError(f"{name}: no such variant, and no cuda/**/{name}.cu ({why})")
         self.path = hits[0]
+        # the header's [params], read as plain TOML: the space and its first values
+        import tomllib
+        text = self.path.read_text(errors="replace")
+        parts = text.split("+++")
+        try:
+            params = tomllib.loads(parts[1]).get("params", {}) if len(parts) >= 3 else {}
+        except tomllib.TOMLDecodeError:
+            params = {}
+        self.space = {k: list(v) if isinstance(v, list) else [v] for k, v in params.items()}
 
     def defines(self, params, dtype):
         return self._registry.Variant.defines(self, params, dtype)
@@ -105,7 +114,7 @@ class _Unloaded:
         return self.path
 
     def default_params(self):
-        return {}
+        return {k: v[0] for k, v in self.space.items()}
 
 
 def _variant(registry, name: str):
@@ -152,6 +161,13 @@ def helper(request: dict) -> dict:
                     combos.append({"params": params, "shape": shape})
             out.append({"name": name, "combos": combos})
         return {"expanded": out}
+    if request["op"] == "space":
+        out = {}
+        for name in request["names"]:
+            v = _variant(registry, name)
+            out[name] = {"space": {k: list(vals) for k, vals in v.space.items()},
+                         "loaded": not isinstance(v, _Unloaded)}
+        return {"spaces": out}
     # op == "build": [{name, params, dtype, arch, shape}] -> [{label, cubin | error, acc}]
     cache = Path(request["cache"])
     cache.mkdir(parents=True, exist_ok=True)
@@ -239,6 +255,31 @@ def load_mapping(text: str) -> list[dict]:
         else:
             raise SystemExit(f"a mapping entry is a pair of labels or a table, not {e!r}")
     return out
+
+
+def arith(text: str, names: dict[str, int]) -> int:
+    """An integer expression over the old build's parameters (+ - * // %, comparisons,
+    ``x if c else y``): a mapping's ``compute``, e.g. {"tile": "bm * 1000 + bn"}."""
+    ops = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+           ast.FloorDiv: lambda a, b: a // b, ast.Mod: lambda a, b: a % b,
+           ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b, ast.Lt: lambda a, b: a < b,
+           ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
+
+    def ev(n):
+        if isinstance(n, ast.Expression):
+            return ev(n.body)
+        if isinstance(n, ast.Constant) and isinstance(n.value, int):
+            return n.value
+        if isinstance(n, ast.Name):
+            return names[n.id]
+        if isinstance(n, ast.BinOp) and type(n.op) in ops:
+            return ops[type(n.op)](ev(n.left), ev(n.right))
+        if isinstance(n, ast.Compare) and len(n.ops) == 1 and type(n.ops[0]) in ops:
+            return int(ops[type(n.ops[0])](ev(n.left), ev(n.comparators[0])))
+        if isinstance(n, ast.IfExp):
+            return ev(n.body) if ev(n.test) else ev(n.orelse)
+        raise SystemExit(f"compute: {text!r} is not an integer expression of the old parameters")
+    return int(ev(ast.parse(text, mode="eval")))
 
 
 def find_tool(name: str) -> str | None:
@@ -377,15 +418,19 @@ def main(argv=None) -> int:
             if "error" in item:
                 raise SystemExit(f"{item['name']}: {item['error']}")
             expanded[item["name"]] = item["combos"]
+    carried = sorted({e["new"] for e in mapping if e.get("carry")})
+    spaces = call_tree(new_tree, {"op": "space", "names": carried})["spaces"] if carried else {}
     pairs = []               # (old name, old params, new name, new params, shape)
     for e in mapping:
         combos = (expanded[e["old"]] if e["old_params"] == "*"
                   else [{"params": e["old_params"], "shape": e.get("shape")}])
         for c in combos:
             newp = {}
-            if e.get("carry"):
+            if e.get("carry"):        # the old parameters the new variant has too
                 ren = e.get("rename", {})
-                newp = {ren.get(k, k): v for k, v in c["params"].items()}
+                newp = {ren.get(k, k): v for k, v in c["params"].items()
+                        if ren.get(k, k) in spaces[e["new"]]["space"]}
+            newp.update({k: arith(x, c["params"]) for k, x in e.get("compute", {}).items()})
             newp.update(e["new_params"])
             pairs.append((e["old"], c["params"], e["new"], newp, c.get("shape")))
 

@@ -58,9 +58,10 @@ from engine.inputs.sizes import SHAPE_SUITE, format_shape, parse_sizes  # noqa: 
 
 #: The lowest rung of each precision that runs by default, with every rung above it: FP32's
 #: ffma_regdb (18) is the lab best on square and flat shapes of a few thousand (1000³-3000³,
-#: 8192²×256, 64×4096²), above it the class specialists (24 skinny, both its streams, 25/27/29
-#: _padb, 28 narrow, 30/31 b4, 32 small). A floor, not a count: a count of ten,
-#: right when it was set, dropped ffma_regdb once rung 33 came (round 19).
+#: 8192²×256, 64×4096²) and, by its parameters, on narrow N and N % 4 != 0 at mid sizes;
+#: above it the class specialists (24 skinny, both its streams, 32 small). A floor, not a
+#: count: a count of ten, right when it was set, dropped ffma_regdb once rung 33 came
+#: (round 19).
 CONTENDER_FLOOR = {"fp32": "ffma_regdb", "tf32": "tf32_mma"}
 #: Where a backend lacks the floor rung: how many of its highest rungs run.
 CONTENDERS = {"fp32": 10, "tf32": 5}

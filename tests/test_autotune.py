@@ -413,11 +413,11 @@ def test_class_mean_counts_only_the_shapes_where_a_combination_can_run(cache):
     shapes say nothing about it, so its mean is over the one shape where it ran (1.0),
     not 1/3, and it is the guess at 70 rows; at 100 rows it cannot run and the 64-row
     tile is the guess."""
-    def key(bm, splitk):    # hybrid 0: these grids are short of a wave
-        return at._pkey({"bm": bm, "tn": 8, "bk": 8, "splitk": splitk, "hybrid": 0})
+    def p(bm, splitk):      # hybrid 0: these grids are short of a wave; B as it lies
+        return {"tile": bm * 1000 + 128, "splitk": splitk, "hybrid": 0, "bcopy": 0, "crows": 0}
 
-    def p(bm, splitk):
-        return {"bm": bm, "tn": 8, "bk": 8, "splitk": splitk, "hybrid": 0}
+    def key(bm, splitk):
+        return at._pkey(p(bm, splitk))
 
     entries = {(80, 4096, 4096): _entry(p(80, 8), {key(80, 8): 1.0, key(64, 4): 0.84}),
                (100, 4096, 4096): _entry(p(64, 4), {key(64, 4): 1.0}),
@@ -442,7 +442,7 @@ def test_class_guess_listens_most_to_the_nearest_shapes(cache):
     shape's say is weighted by 2 ** -distance to the shape guessed for, so the nearer one
     decides (an unweighted mean would pick split-K 4 at both: (1 + 0.85) / 2 < (0.9 + 1) / 2)."""
     def p(splitk):          # hybrid 0: these grids are short of a wave
-        return {"bm": 64, "tn": 8, "bk": 8, "splitk": splitk, "hybrid": 0}
+        return {"tile": 64128, "splitk": splitk, "hybrid": 0, "bcopy": 0, "crows": 0}
 
     k4, k8 = at._pkey(p(4)), at._pkey(p(8))
     entries = {(64, 4096, 4096): _entry(p(8), {k8: 1.0, k4: 0.9}),

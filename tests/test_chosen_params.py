@@ -65,18 +65,20 @@ def test_a_kernel_file_says_how_the_shape_picks_a_parameter(tmp_path):
     # N % 4 != 0: the warp-row copies of B with C by rows where K is short, the padded copy past it
     ("ffma_wide", {}, (2048, 2047, 1024), {"bcopy": 2, "crows": 1}),
     ("ffma_wide", {"splitk": 4, "tailk": 1}, (4097, 4095, 4093), {"bcopy": 1, "crows": 0}),
-    ("ffma_regdb_b4", {"splitk": 3}, (1000, 1001, 2561), {"crows": 0, "hybrid": 0}),
+    ("ffma_regdb", {"tile": 64128, "splitk": 3, "bcopy": 2}, (1000, 1001, 2561), {"crows": 0, "hybrid": 0}),
     # 2047 x 2049: 544 tiles of 64 x 128 for 396 CTAs a wave: split only the last wave's
-    ("ffma_regdb_b4", {"splitk": 3}, (2047, 2049, 1023), {"crows": 1, "hybrid": 1}),
-    ("ffma_regdb", {"bm": 64, "splitk": 3}, (2500, 2500, 2500), {"hybrid": 1}),
-    ("ffma_regdb", {"bm": 64, "splitk": 3}, (1000, 1000, 1000), {"hybrid": 0}),   # under a wave
-    ("ffma_regdb", {"bm": 64}, (2500, 2500, 2500), {"hybrid": 0}),                # no split-K
+    ("ffma_regdb", {"tile": 64128, "splitk": 3, "bcopy": 2}, (2047, 2049, 1023), {"crows": 1, "hybrid": 1}),
+    ("ffma_regdb", {"tile": 64128, "splitk": 6}, (2047, 2049, 1023), {"crows": 0, "hybrid": 1}),  # padded B
+    ("ffma_regdb", {"tile": 64128, "splitk": 3}, (1000, 1001, 1000), {"crows": 1, "hybrid": 0}),  # warp rows
+    ("ffma_regdb", {"tile": 64128, "splitk": 3}, (2500, 2500, 2500), {"hybrid": 1, "crows": 0}),
+    ("ffma_regdb", {"tile": 64128, "splitk": 3}, (1000, 1000, 1000), {"hybrid": 0}),   # under a wave
+    ("ffma_regdb", {"tile": 64128}, (2500, 2500, 2500), {"hybrid": 0}),                # no split-K
 ])
 def test_auto_resolves_to_the_value_the_constraints_want(name, extra, shape, want):
     """At every shape the value ``auto`` resolves to is the one the kernel's constraints
     accept, so a run left to the shape is never skipped for it."""
     v = registry.get(name)
-    params = dict(v.default_params("9.0"), **extra, **{p: AUTO for p in v.chosen})
+    params = {**v.default_params("9.0"), **{p: AUTO for p in v.chosen}, **extra}    # extra: as named
     got = v.resolve(params, *shape)
     assert {p: got[p] for p in want} == want and all(got[p] == x for p, x in extra.items())
     assert v.check("cuda", params, *shape, "float32") is None

@@ -49,7 +49,7 @@ def expected_bytes(m, n, bm, splitk):
 def test_the_kernel_gets_the_workspace_its_header_asks_for(backend, shape, splitk):
     m, n, k = shape
     log: list = []
-    kern = kernel_of({"bm": 64, "splitk": splitk}, log)
+    kern = kernel_of({"tile": 64128, "splitk": splitk}, log)
     ws = workspace(backend, m, n, k)
     backend._launch(kern, ws, m, n, k)
     _name, grid, block, args = log[0]
@@ -75,7 +75,7 @@ def test_no_split_passes_a_null_pointer_and_allocates_nothing(backend):
 def test_zeroed_for_a_new_owner_and_before_verified_runs_only(backend):
     m, n, k = 64, 4096, 4096
     log: list = []
-    k8, k4 = kernel_of({"bm": 64, "splitk": 8}, log), kernel_of({"bm": 64, "splitk": 4}, log)
+    k8, k4 = kernel_of({"tile": 64128, "splitk": 8}, log), kernel_of({"tile": 64128, "splitk": 4}, log)
     ws = workspace(backend, m, n, k)
     memsets = backend.drv.memsets
     for _ in range(5):                       # timed launches of one build: no memset between
@@ -94,7 +94,7 @@ def test_zeroed_for_a_new_owner_and_before_verified_runs_only(backend):
 
 def test_grows_frees_the_old_buffer_and_release_frees_it(backend):
     log: list = []
-    kern = kernel_of({"bm": 64, "splitk": 8}, log)
+    kern = kernel_of({"tile": 64128, "splitk": 8}, log)
     ws = workspace(backend, 1000, 1000, 1000)
     backend._launch(kern, ws, 64, 256, 100)
     small = ws.kernel_workspace
@@ -109,7 +109,7 @@ def test_grows_frees_the_old_buffer_and_release_frees_it(backend):
 def test_regdb_bounds_its_workspace_with_a_reason():
     """Split-K of every tile is for grids short of a wave; past a wave only the last partial
     wave's tiles are split (hybrid), so the partial tiles stay within a wave's worth."""
-    c = dict(RD.default_params(), bm=64, splitk=8)
+    c = dict(RD.default_params(), tile=64128, splitk=8)
     assert RD.check("cuda", c, 64, 4096, 4096, "float32") is None
     why = RD.check("cuda", c, 8192, 8192, 8192, "float32")
     assert why and "chosen by the shape" in why and "8192 tiles" in why

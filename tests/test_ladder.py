@@ -16,7 +16,8 @@ import pytest
 
 from engine.kernels import registry
 from engine.results.records import ResultRecord
-from engine.run.runner import Plan, _fill_pct_of_cublas, expand_items
+from engine.results.derived import fill_pct_of_cublas
+from engine.run.runner import Plan, expand_items
 from engine.measure.verify import Reference, float32_tolerance, tf32_tolerance
 
 #: The ladder's rungs in the order taught, then the experiments (kept and tested).
@@ -41,24 +42,15 @@ SKINNY_SHAPES = [(1, 253, 127), (61, 7, 1000), (64, 129, 4099), (7, 3000, 65), (
 
 #: Rungs made for one class of shapes, dispatched to by shape (the lab best): the class,
 #: and the shape they are tested at instead of 4096³. Every other rung takes any shape.
-SPECIALISTS = {"skinny": (lambda m, n, k: min(m, n) <= 64, (1, 4096, 4096)),
-               "ffma_regdb_padb": (lambda m, n, k: n % 4 != 0, (1000, 3001, 2000)),
-               "ffma_regdb_b4": (lambda m, n, k: n % 4 != 0, (1000, 1001, 1000)),
-               "ffma_narrow": (lambda m, n, k: n <= 64, (8192, 64, 8192)),
-               "ffma_narrow_padb": (lambda m, n, k: n <= 64 and n % 4 != 0, (8192, 50, 8192))}
+SPECIALISTS = {"skinny": (lambda m, n, k: min(m, n) <= 64, (1, 4096, 4096))}
 #: Rungs whose header picks a parameter by shape within the class, and the words of that
-#: constraint: ffma_narrow's tile width holds N with few empty columns; ffma_regdb_b4 stores
-#: C through shared memory where K is short; ffma_regdb and its _padb and _b4 rungs split only a
+#: constraint: ffma_regdb splits only a
 #: last partial wave's tiles where the tiles make more than a wave (hybrid); ffma_small splits
 #: K across CTAs only where its tiles leave SMs idle and K is long; skinny's stream follows the
 #: shape (each stream built once: the other stream's parameters at one value), and its
 #: shared-memory stream's tile width N, and with it the rows a block holds (the ring of
 #: stages that fits).
-CHOSEN_BY_SHAPE = {"ffma_narrow": "takes a tile that holds it",
-                   "ffma_narrow_padb": "takes a tile that holds it",
-                   "ffma_regdb_b4": "chosen by the shape",
-                   "ffma_regdb": "chosen by the shape",
-                   "ffma_regdb_padb": "chosen by the shape",
+CHOSEN_BY_SHAPE = {"ffma_regdb": "chosen by the shape",
                    "ffma_small": "chosen by the shape",
                    "skinny": "built once"}
 
@@ -110,17 +102,19 @@ def test_space_small_and_valid(v):
     valid = [c for c in combos if v.check("cuda", c, *home(v), "float32") is None]
     assert valid, f"{v.name}: no valid parameter combination"
     # a full search stays short: at most 12 combinations at the rung's home shape, 16 at
-    # any shape (ffma_regdb's 24 declared: its 80- and 96-row tiles are for M <= 96 only;
-    # tf32_wgmma_rs's 72: its clusters only where the tiles leave most SMs idle;
-    # ffma_narrow's 96: each N takes one or two of its tile widths; skinny's 120: each of its
-    # two streams ignores the other's parameters, which its constraints hold at one value)
-    assert len(valid) <= 12 and len(combos) <= (120 if v.name == "skinny" else 96), (
+    # any shape (tf32_wgmma_rs's 72 declared: its clusters only where the tiles leave most
+    # SMs idle; ffma_regdb's 960: its 80- and 96-row tiles are for M <= 96 only, its narrow
+    # tiles for N <= 64, each N taking one or two tile widths, and B's copies other than
+    # as it lies for N % 4 != 0; skinny's 120: each of its two streams ignores the other's
+    # parameters, which its constraints hold at one value)
+    assert len(valid) <= 12 and len(combos) <= {"ffma_regdb": 960, "skinny": 120}.get(v.name, 96), (
         v.name, len(valid), len(combos))
     for shape in ODD_SHAPES + SKINNY_SHAPES + [(90, 4096, 4096), (80, 4095, 4096)]:
         at = [c for c in combos if v.check("cuda", c, *shape, "float32") is None]
-        # ffma_wide's 36 where N % 4 != 0: its three copies of B (once three rungs), each
-        # with the 12 combinations of its home shape
-        assert len(at) <= (36 if v.name == "ffma_wide" and shape[1] % 4 else 16), (v.name, shape, len(at))
+        # where N % 4 != 0 ffma_wide's 36 and ffma_regdb's 40: their three copies of B (once
+        # three rungs each), and ffma_regdb's narrow tiles for N <= 64 (once two rungs)
+        most = {"ffma_wide": 36, "ffma_regdb": 40}.get(v.name, 16) if shape[1] % 4 else 16
+        assert len(at) <= most, (v.name, shape, len(at))
     assert v.check("cuda", v.default_params(), *home(v), "float32") is None
 
 
@@ -195,7 +189,7 @@ def _rec(variant, ms, dtype="float32", m=1024):
 def test_pct_of_cublas_pairs_by_precision():
     recs = [_rec("cublas_fp32", 2.0), _rec("cublas_tf32", 0.5), _rec("warptile", 4.0),
             _rec("tf32_mma", 1.0), _rec("naive", 20.0, m=2048), _rec("warptile", 2.5, dtype="int32")]
-    _fill_pct_of_cublas(recs)
+    fill_pct_of_cublas(recs)
     assert recs[0].pct_of_cublas == pytest.approx(100.0)
     assert recs[1].pct_of_cublas == pytest.approx(100.0)
     assert recs[2].pct_of_cublas == pytest.approx(50.0)
@@ -273,98 +267,6 @@ def _verified_wherever_valid(v, shapes, dtype, also=None, combos=None):
     assert not bad, bad
     assert {(r.m, r.n, r.k) for r in ran} == set(shapes)
     return ran
-
-
-RDP = registry.get("ffma_regdb_padb")
-
-
-def test_regdb_padb_is_regdb_with_padded_b():
-    """The same space as ffma_regdb, for N % 4 != 0 only, B read from the padded copy (a
-    pre-pass with a scratch of K × roundup(N, 4) floats), the workspace of split-K as
-    ffma_regdb's."""
-    assert RDP.role == "rung" and RDP.space == RD.space and RDP.prepass is not None
-    text = RDP.source_path("cuda").read_text()
-    assert "#define PAD_B 1" in text and '#include "ffma_regdb.cu"' in text
-    for c in RD.combos():
-        assert "runs the same" in RDP.check("cuda", c, 1000, 3000, 2000, "float32")
-        want, got = RD.check("cuda", c, 1000, 3001, 2000, "float32"), RDP.check("cuda", c, 1000, 3001, 2000, "float32")
-        assert (want is None) == (got is None), (c, want, got)
-        if got is None:
-            assert RDP.geometry(c, 1000, 3001, 2000) == RD.geometry(c, 1000, 3001, 2000)
-            assert RDP.workspace_bytes(c, 1000, 3001, 2000) == RD.workspace_bytes(c, 1000, 3001, 2000)
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["float32", "int32"])
-def test_regdb_padb_verifies_at_odd_shapes(dtype):
-    _need_cuda()
-    shapes = [s for s in RD_SHAPES if s[1] % 4] + [(1000, 3001, 2000), (129, 1025, 77), (64, 301, 5000)]
-    items = _distinct([(RDP.name, c) for c in RDP.combos()
-                       if RDP.check("cuda", c, 1000, 3001, 2000, dtype) is None], shapes, dtype)
-    plan = Plan(backend="cuda", items=items, shapes=shapes, dtype=dtype, warmup=0, repeats=2,
-                dist="int" if dtype == "int32" else "uniform")
-    recs = _run(plan)
-    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
-    assert not bad, bad
-    assert {(r.m, r.n, r.k) for r in recs if r.passed} == set(shapes)
-
-
-RB4 = registry.get("ffma_regdb_b4")
-
-
-def test_regdb_b4_is_regdb_reading_b_in_place():
-    """ffma_regdb's space without the 256-thread 128-row tile, for N % 4 != 0 only, B read
-    where it lies (no pre-pass, no scratch): the same grid, block and split-K workspace as
-    ffma_regdb at every combination both offer."""
-    assert RB4.role == "rung" and RB4.prepass is None and RB4.order > RDP.order
-    assert {k: v for k, v in RD.space.items() if k != "bm"} == {
-        k: v for k, v in RB4.space.items() if k not in ("bm", "crows")}
-    assert set(RB4.space["bm"]) == set(RD.space["bm"]) - {128} and set(RB4.space["crows"]) == {0, 1}
-    text = RB4.source_path("cuda").read_text()
-    assert "#define B4 1" in text and '#include "ffma_regdb.cu"' in text and "#define PAD_B" not in text
-    for shape in [(1000, 1001, 1000), (80, 4099, 999), (2047, 2049, 1023), (1, 5, 7), (97, 4099, 4096),
-                  (300, 2561, 2561)]:
-        n = shape[1]
-        for c in RB4.combos():
-            assert "copies them 16 bytes" in RB4.check("cuda", c, shape[0], n + 4 - n % 4, shape[2], "float32")
-            got = RB4.check("cuda", c, *shape, "float32")
-            rd = {k: v for k, v in c.items() if k != "crows"}
-            want = RD.check("cuda", rd, *shape, "float32")    # hybrid by the grid, as here
-            by_k = c["crows"] == (shape[2] <= 2560)          # C by rows where K is short
-            assert (got is None) == (want is None and by_k), (c, shape, got, want)
-            if want is None and not by_k:
-                assert "chosen by the shape" in got
-            if got is None:
-                assert RB4.geometry(c, *shape) == RD.geometry(rd, *shape)
-                assert RB4.workspace_bytes(c, *shape) == RD.workspace_bytes(rd, *shape)
-    assert "register for B4" in RB4.constraint(dict(RB4.default_params(), bm=128), 1000, 1001, 1000, "float32")
-    # 2047 x 2049: 544 tiles of 64 x 128, 396 CTAs a wave on 132 SMs: 148 split at split-K 3
-    c = dict(RB4.default_params(), splitk=3, hybrid=1)
-    assert RB4.geometry(c, 2047, 2049, 1023)[0] == (396 + 3 * 148, 1)
-    assert RB4.workspace_bytes(c, 2047, 2049, 1023) == 768 + 3 * 148 * 64 * 128 * 4
-    # tiles that fill two whole waves (768 x 8447: 12 x 66 = 792) leave nothing to split
-    assert "no tile of a partial wave" in RB4.check("cuda", c, 768, 8447, 1000, "float32")
-    assert RB4.check("cuda", dict(RB4.default_params(), hybrid=0), 768, 8447, 1000, "float32") is None
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["float32", "int32"])
-def test_regdb_b4_verifies_at_odd_shapes(dtype):
-    """Every combination at shapes whose edge column tile holds 1..127 columns (the copies
-    past N predicated off), K tails, M tails of each tile height, split-K."""
-    _need_cuda()
-    # (2047, 2049, 1023): whole tiles in the first wave, split ones after (544 tiles for 396
-    # slots on 132 SMs)
-    shapes = [s for s in RD_SHAPES if s[1] % 4] + [(1000, 1001, 1000), (129, 1025, 77), (64, 301, 5000),
-                                                   (77, 4099, 999), (90, 131, 4001), (200, 255, 37),
-                                                   (70, 515, 3001), (2047, 2049, 1023)]
-    ran = _verified_wherever_valid(RB4, shapes, dtype,
-                                   also=lambda c: (c["bm"], c["splitk"] > 1, c["crows"]))
-    # every tile height ran, with and without split-K, C stored both ways; split-K of the
-    # last wave only (2047 x 2049 x 1023) and of every tile
-    assert {(r.params["bm"], r.params["splitk"] > 1, r.params["crows"]) for r in ran} >= {
-        (bm, sk, cr) for bm in (64, 80, 96) for sk in (False, True) for cr in (0, 1)}
-    assert {(r.params["hybrid"], r.params["splitk"] > 1) for r in ran} == {(0, False), (0, True), (1, True)}
 
 
 @pytest.mark.gpu
@@ -518,6 +420,8 @@ HYBRID_SHAPES = [(1300, 2600, 300), (2047, 2049, 77)]
 
 
 def test_regdb_registered():
+    """One file for the technique: the tile widths, B's copies and C through shared memory
+    are its parameters (once five files), each described in one line."""
     assert RD.role == "rung"
     path = RD.source_path("cuda")
     assert path.is_file() and re.fullmatch(r"(?:[12]\d_)?[a-z0-9_]+\.cu", path.name)
@@ -525,15 +429,20 @@ def test_regdb_registered():
     assert text.lstrip().startswith("/*") and "Technique" in text
     for name in RD.space:
         assert re.search(rf"\b{name.upper()}\b", text)
+    for gone in ("ffma_regdb_padb", "ffma_regdb_b4", "ffma_narrow", "ffma_narrow_padb"):
+        assert gone not in registry.REGISTRY and not (path.parent / f"{gone}.cu").exists()
+    assert set(RD.headers[0].descriptions) == set(RD.space)
+    assert {bm_of(c) for c in RD.combos()} == {64, 80, 96, 128, 256}
+    assert {bn_of(c) for c in RD.combos()} == {16, 32, 48, 64, 128}
 
 
 def test_regdb_space_and_shapes():
-    combos = RD.combos()
-    assert 1 <= len(combos) <= 48 and {c["bm"] for c in combos} == {64, 80, 96, 128}
+    combos = rd_combos(bcopy=0, crows=0, wide=True)
+    assert {bm_of(c) for c in combos} == {64, 80, 96, 128}
     valid = [c for c in combos if RD.check("cuda", c, 4096, 4096, 4096, "float32") is None]
     assert valid and RD.check("cuda", RD.default_params(), 4096, 4096, 4096, "float32") is None
-    assert "spills" in RD.check("cuda", dict(RD.default_params(), bm=128, tn=8, splitk=2),
-                                64, 64, 64, "float32")
+    assert "spills" in RD.check("cuda", rd(bm=128, splitk=2), 64, 64, 64, "float32")
+    assert "at most 8 ways" in RD.check("cuda", rd(bm=64, splitk=12), 64, 4096, 4096, "float32")
     for c in valid:
         assert shared_bytes(RD, c) <= 227 * 1024
     for shape in RD_SHAPES + HYBRID_SHAPES:
@@ -542,16 +451,16 @@ def test_regdb_space_and_shapes():
         # a split-K of every tile height the shape takes, hybrid where the 64-row tiles make
         # more than a wave (396 CTAs on 132 SMs)
         tiles64 = -(-m // 64) * -(-n // 128)
-        assert {c["hybrid"] for c in ran if c["splitk"] > 1 and c["bm"] == 64} == {int(tiles64 > 396)}
+        assert {c["hybrid"] for c in ran if c["splitk"] > 1 and bm_of(c) == 64} == {int(tiles64 > 396)}
         for c in ran:
             (gx, gy), (bx, by) = RD.geometry(c, *shape)
-            assert bx * by == 2 * c["bm"]
-            tiles = -(-m // c["bm"]) * -(-n // 128)
+            assert bx * by == 2 * bm_of(c)
+            tiles = -(-m // bm_of(c)) * -(-n // 128)
             if c["hybrid"]:    # whole tiles, then the last wave's tiles in splitk slices
-                rem = tiles % (132 * (3 if c["bm"] == 64 else 2))
+                rem = tiles % (132 * (3 if bm_of(c) == 64 else 2))
                 assert gy == 1 and gx == tiles + rem * (c["splitk"] - 1) and 0 < rem
             else:
-                assert gx * 128 >= n and gy * c["bm"] >= m and gx * gy == tiles * c["splitk"]
+                assert gx * 128 >= n and gy * bm_of(c) >= m and gx * gy == tiles * c["splitk"]
 
 
 @pytest.mark.gpu
@@ -559,7 +468,7 @@ def test_regdb_space_and_shapes():
 def test_regdb_verifies_at_odd_shapes(dtype):
     _need_cuda()
     shapes = RD_SHAPES + HYBRID_SHAPES
-    items = _distinct([(RD.name, c) for c in RD.combos()
+    items = _distinct([(RD.name, c) for c in rd_combos(bcopy=0, crows=0, wide=True)
                        if any(RD.check("cuda", c, *s, dtype) is None for s in shapes)], shapes, dtype)
     plan = Plan(backend="cuda", items=items, shapes=shapes, dtype=dtype, warmup=0, repeats=2,
                 dist="int" if dtype == "int32" else "uniform")
@@ -583,8 +492,7 @@ def test_regdb_parallel_splitk_is_deterministic_and_leaves_its_counters_zero(sha
     verified run's, and the per-tile arrival counters are back to zero after each."""
     _need_cuda()
     tiles = -(-shape[0] // 64) * -(-shape[1] // 128)
-    _assert_bitwise_repeatable(RD, dict(RD.default_params(), bm=64, splitk=splitk),
-                               shape, tiles, "fp32", seed=11)
+    _assert_bitwise_repeatable(RD, rd(bm=64, splitk=splitk), shape, tiles, "fp32", seed=11)
 
 
 def _assert_bitwise_repeatable(v, params, shape, tiles, precision, seed):
@@ -628,23 +536,175 @@ def _assert_bitwise_repeatable(v, params, shape, tiles, precision, seed):
 @pytest.mark.parametrize("shape,params", [((2047, 2049, 1023), dict(bm=64, splitk=3)),
                                           ((1000, 1001, 1000), dict(bm=64, splitk=4)),
                                           ((90, 4099, 4001), dict(bm=96, splitk=8))])
-def test_regdb_b4_splitk_is_deterministic_and_leaves_its_counters_zero(shape, params):
+def test_regdb_warp_row_splitk_is_deterministic_and_leaves_its_counters_zero(shape, params):
     _need_cuda()
     from engine.measure.backends.cuda import CudaBackend
-    c = dict(RB4.default_params(), **params)
-    c["crows"] = int(shape[2] <= 2560)
+    c = rd(bcopy=2, crows=int(shape[2] <= 2560), **params)
     be = CudaBackend()
     sms = be.open(0).compute_units
     be.close()
-    tiles = -(-shape[0] // c["bm"]) * -(-shape[1] // 128)
-    wave = sms * (3 if c["bm"] == 64 else 2)
+    tiles = -(-shape[0] // bm_of(c)) * -(-shape[1] // 128)
+    wave = sms * (3 if bm_of(c) == 64 else 2)
     c["hybrid"] = int(tiles > wave)
-    _assert_bitwise_repeatable(RB4, c, shape, tiles if tiles <= wave else tiles % wave, "fp32", seed=14)
+    _assert_bitwise_repeatable(RD, c, shape, tiles if tiles <= wave else tiles % wave, "fp32", seed=14)
 
 
-# --- FP32 rung 28: ffma_narrow (cuda/lab/ffma_narrow.cu) -------------------------------------
+def rd(**kw) -> dict:
+    """ffma_regdb's default parameters with ``kw`` (``bm``, ``bn``: the tile they make)."""
+    bm, bn = kw.pop("bm", None), kw.pop("bn", 128)
+    out = dict(RD.default_params(), **kw)
+    if bm is not None:
+        out["tile"] = bm * 1000 + bn
+    return out
 
-NW = registry.get("ffma_narrow")
+
+def bm_of(c) -> int:
+    return c["tile"] // 1000
+
+
+def bn_of(c) -> int:
+    return c["tile"] % 1000
+
+
+def rd_combos(**fixed) -> list[dict]:
+    """ffma_regdb's combinations with ``fixed`` values; ``wide`` True or False: the
+    128-column tiles or the narrow ones."""
+    wide = fixed.pop("wide", None)
+    return [c for c in RD.combos() if all(c[k] == v for k, v in fixed.items())
+            and (wide is None or (bn_of(c) == 128) == wide)]
+
+
+def test_regdb_padded_b_is_a_pre_pass_only_where_asked():
+    """bcopy = 1, for N % 4 != 0 only: B read from the padded copy a pre-pass makes (a
+    scratch of K × roundup(N, 4) floats); every combination with B as it lies (bcopy = 0)
+    runs so too, with the same grid, block and workspace. Only bcopy = 1 has a pre-pass:
+    the 128-column tiles' pads a row per block, the narrow tiles' a 16-byte vector per
+    thread."""
+    assert RD.prepass is not None and RD.prepass.entry == "pad_b"
+    text = RD.source_path("cuda").read_text()
+    assert text.index("#define PAD_B (BCOPY == 1)") < text.index('#include "lab_ptx.cuh"')
+    assert "void pad_b(" in text
+    for shape in [(1000, 3001, 2000), (4096, 50, 4096), (77, 63, 3001), (1, 5, 7)]:
+        m, n, k = shape
+        for c in rd_combos(bcopy=0):
+            want = RD.check("cuda", c, *shape, "float32")
+            assert not RD.prepass.applies(c, *shape)
+            d = dict(c, bcopy=1)
+            assert "copies them 16 bytes" in RD.check("cuda", d, m, n + 4 - n % 4, k, "float32")
+            got = RD.check("cuda", d, *shape, "float32")
+            assert (want is None) == (got is None), (c, shape, want, got)
+            if got is None:
+                assert RD.prepass.applies(d, *shape)
+                assert RD.geometry(d, *shape) == RD.geometry(c, *shape)
+                assert RD.workspace_bytes(d, *shape) == RD.workspace_bytes(c, *shape)
+                assert RD.prepass.scratch_bytes(d, *shape) == 4 * k * ((n + 3) // 4 * 4)
+                (gx, gy), (bx, by) = RD.prepass.geometry(d, *shape)
+                if bn_of(d) == 128:           # a block per row (or 65535 rows apart)
+                    assert (gx * bx * 4 >= n, gy, bx * by) == (True, min(k, 65535), 128)
+                else:                         # a thread per 16-byte vector
+                    assert gy == 1 and gx * bx >= k * ((n + 3) // 4)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_regdb_padded_b_verifies_at_odd_shapes(dtype):
+    _need_cuda()
+    shapes = [s for s in RD_SHAPES if s[1] % 4] + [(1000, 3001, 2000), (129, 1025, 77), (64, 301, 5000)]
+    items = _distinct([(RD.name, c) for c in rd_combos(bcopy=1, wide=True)
+                       if any(RD.check("cuda", c, *s, dtype) is None for s in shapes)], shapes, dtype)
+    plan = Plan(backend="cuda", items=items, shapes=shapes, dtype=dtype, warmup=0, repeats=2,
+                dist="int" if dtype == "int32" else "uniform")
+    ran = [r for r in _run(plan) if r.status != "skipped"]
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in ran if not r.passed]
+    assert not bad, bad
+    assert {(r.m, r.n, r.k) for r in ran} == set(shapes)
+
+
+def test_regdb_warp_row_copies_read_b_in_place():
+    """bcopy = 2, for N % 4 != 0 and the 128-column tiles of 64-96 rows only, B read where it
+    lies (no pre-pass, no scratch): the same grid, block and split-K workspace as with B
+    copied as it lies (bcopy = 0) at every combination both offer; C by rows through shared
+    memory (crows = 1) where K <= 2560, from the registers past it and with the other copies."""
+    text = RD.source_path("cuda").read_text()
+    assert "#define B4 (BCOPY == 2)" in text
+    for shape in [(1000, 1001, 1000), (80, 4099, 999), (2047, 2049, 1023), (1, 5, 7), (97, 4099, 4096),
+                  (300, 2561, 2561)]:
+        m, n, k = shape
+        for c in rd_combos(bcopy=0, crows=0, wide=True):
+            want = RD.check("cuda", c, *shape, "float32")      # hybrid by the grid, as here
+            for crows in (0, 1):
+                d = dict(c, bcopy=2, crows=crows)
+                assert "copies them 16 bytes" in RD.check("cuda", d, m, n + 4 - n % 4, k, "float32")
+                got = RD.check("cuda", d, *shape, "float32")
+                by_k = crows == (k <= 2560)                     # C by rows where K is short
+                ok = want is None and by_k and bm_of(c) < 128
+                assert (got is None) == ok, (d, shape, got, want)
+                if want is None and bm_of(c) == 128:
+                    assert "no register for their pointers" in got
+                elif want is None and not by_k:
+                    assert f"crows={crows} with bcopy=2" in got
+                if got is None:
+                    assert not RD.prepass.applies(d, *shape)
+                    assert RD.geometry(d, *shape) == RD.geometry(c, *shape)
+                    assert RD.workspace_bytes(d, *shape) == RD.workspace_bytes(c, *shape)
+            if want is None:
+                assert "crows=1 with bcopy=0" in RD.check("cuda", dict(c, crows=1), *shape, "float32")
+    # 2047 x 2049: 544 tiles of 64 x 128, 396 CTAs a wave on 132 SMs: 148 split at split-K 3
+    c = rd(bm=64, splitk=3, hybrid=1, bcopy=2, crows=1)
+    assert RD.check("cuda", c, 2047, 2049, 1023, "float32") is None
+    assert RD.geometry(c, 2047, 2049, 1023)[0] == (396 + 3 * 148, 1)
+    assert RD.workspace_bytes(c, 2047, 2049, 1023) == 768 + 3 * 148 * 64 * 128 * 4
+    # tiles that fill two whole waves (768 x 8447: 12 x 66 = 792) leave nothing to split
+    assert "no tile of a partial wave" in RD.check("cuda", c, 768, 8447, 1000, "float32")
+    assert RD.check("cuda", rd(bm=64, bcopy=2, crows=1), 768, 8447, 1000, "float32") is None
+
+
+def test_regdb_b_copies_chosen_by_the_shape():
+    """Left to the shape, B's copies are: as it lies where N % 4 == 0; where not, for the
+    128-column tiles the padded copy where the hybrid split runs (many tiles) or the tile
+    has 128 rows, else the warp-row copies; for the narrow tiles the padded copy where M is
+    4096 or more and N above 32 (many row tiles share one small pre-pass), else as it lies.
+    The value picked is one the constraints accept."""
+    cases = [(rd(bm=64, splitk=3), (1000, 1001, 1000), 2), (rd(bm=64, splitk=1), (3001, 1999, 777), 2),
+             (rd(bm=64, splitk=6), (2047, 2049, 1023), 1), (rd(bm=128), (2048, 2047, 1024), 1),
+             (rd(bm=64, splitk=3), (1000, 1000, 1000), 0), (rd(bm=128, bn=64, splitk=6), (8192, 50, 8192), 1),
+             (rd(bm=128, bn=32, splitk=16), (3000, 17, 5000), 0), (rd(bm=64, bn=64, splitk=8), (1000, 61, 3000), 0)]
+    for c, shape, want in cases:
+        p = dict(c, **{name: registry.AUTO for name in RD.chosen})
+        got = RD.resolve(p, *shape)
+        assert got["bcopy"] == want, (c, shape, got)
+        assert got["crows"] == int(want == 2 and shape[2] <= 2560)
+        assert RD.check("cuda", p, *shape, "float32") is None, (c, shape)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_regdb_warp_row_copies_verify_at_odd_shapes(dtype):
+    """Every warp-row combination at shapes whose edge column tile holds 1..127 columns (the
+    copies past N predicated off), K tails, M tails of each tile height, split-K."""
+    _need_cuda()
+    # (2047, 2049, 1023): whole tiles in the first wave, split ones after (544 tiles for 396
+    # slots on 132 SMs)
+    shapes = [s for s in RD_SHAPES if s[1] % 4] + [(1000, 1001, 1000), (129, 1025, 77), (64, 301, 5000),
+                                                   (77, 4099, 999), (90, 131, 4001), (200, 255, 37),
+                                                   (70, 515, 3001), (2047, 2049, 1023)]
+    items = _distinct([(RD.name, c) for c in rd_combos(bcopy=2)], shapes, dtype,
+                      also=lambda c: (c["tile"], c["splitk"] > 1, c["crows"]))
+    plan = Plan(backend="cuda", items=items, shapes=shapes, dtype=dtype,
+                warmup=0, repeats=2, dist="int" if dtype == "int32" else "uniform")
+    ran = [r for r in _run(plan) if r.status != "skipped"]
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in ran if not r.passed]
+    assert not bad, bad
+    assert {(r.m, r.n, r.k) for r in ran} == set(shapes)
+    # every tile height ran, with and without split-K, C stored both ways; split-K of the
+    # last wave only (2047 x 2049 x 1023) and of every tile
+    assert {(bm_of(r.params), r.params["splitk"] > 1, r.params["crows"]) for r in ran} >= {
+        (bm, sk, cr) for bm in (64, 80, 96) for sk in (False, True) for cr in (0, 1)}
+    assert {(r.params["hybrid"], r.params["splitk"] > 1) for r in ran} == {(0, False), (0, True), (1, True)}
+
+
+# --- ffma_regdb's narrow tiles (N <= 64) ----------------------------------------------------
+
 #: narrow N at every tile width (16, 32, 48, 64 columns) and N % 4 != 0 (4-byte B copies); partial
 #: row tiles (clamped copies); K % 8 != 0; split-K with uneven and empty slices; one row
 NW_SHAPES = [(127, 61, 253), (1000, 1, 33), (61, 7, 1000), (1000, 64, 1000), (4097, 33, 1001),
@@ -652,69 +712,43 @@ NW_SHAPES = [(127, 61, 253), (1000, 1, 33), (61, 7, 1000), (1000, 64, 1000), (40
              (1, 50, 100), (257, 20, 3), (2048, 64, 2048), (1025, 40, 777), (300, 45, 2000)]
 
 
-def test_narrow_is_regdb_with_narrow_tiles():
-    """ffma_regdb's mainloop (the file included) at 16-64 columns, 128 threads, for N ≤ 64
-    only; each N gets the tiles that hold it with few empty columns, and some combination
-    runs at every N of the class."""
-    assert NW.role == "rung" and NW.precision == "fp32"
-    text = NW.source_path("cuda").read_text()
-    assert '#include "ffma_regdb.cu"' in text
-    assert "use ffma_regdb" in NW.check("cuda", NW.default_params(), 8192, 65, 8192, "float32")
+def test_regdb_narrow_tiles_hold_n():
+    """The mainloop at 16-64 columns, 128 threads, for N <= 64 only; each N gets the tiles
+    that hold it with few empty columns, and some combination runs at every N of the class."""
+    narrow = rd_combos(bcopy=0, wide=False)
+    assert {bn_of(c) for c in narrow} == {16, 32, 48, 64} and {bm_of(c) for c in narrow} == {64, 128, 256}
+    assert all(c["hybrid"] == 0 or RD.check("cuda", c, 4096, 16, 4096, "float32") for c in narrow)
+    assert "are for narrow N" in RD.check("cuda", rd(bm=128, bn=64), 8192, 65, 8192, "float32")
     for n in range(1, 65):
-        ok = [c for c in NW.combos() if NW.check("cuda", c, 4096, n, 4096, "float32") is None]
+        ok = [c for c in narrow if RD.check("cuda", c, 4096, n, 4096, "float32") is None]
         assert ok, n
-        assert {c["bn"] for c in ok} == {bn for bn in (16, 32, 48, 64)
-                                         if n <= bn and (bn - n < 16 or bn == 64 and n > 32)}, n
+        assert {bn_of(c) for c in ok} == {bn for bn in (16, 32, 48, 64)
+                                          if n <= bn and (bn - n < 16 or bn == 64 and n > 32)}, n
         for c in ok:
-            (gx, gy), (bx, by) = NW.geometry(c, 4096, n, 4096)
-            assert (bx, by) == (128, 1) and gx == 1 and gy == -(-4096 // c["bm"]) * c["splitk"]
-            assert c["bm"] * c["bn"] in (4096, 8192, 12288)   # 8 × 4, 8 or 12 per thread
+            (gx, gy), (bx, by) = RD.geometry(c, 4096, n, 4096)
+            assert (bx, by) == (128, 1) and gx == 1 and gy == -(-4096 // bm_of(c)) * c["splitk"]
+            assert bm_of(c) * bn_of(c) in (4096, 8192, 12288)   # 8 × 4, 8 or 12 per thread
             assert gx * gy <= 4 * SMS or c["splitk"] == 1
-            assert NW.dynamic_shared(c) == 4 * 8 * (c["bm"] + 4 + c["bn"]) * 4
+            assert RD.dynamic_shared(c) == 4 * 8 * (bm_of(c) + 4 + bn_of(c)) * 4
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", ["float32", "int32"])
-def test_narrow_verifies_at_odd_shapes(dtype):
+@pytest.mark.parametrize("bcopy", [0, 1])
+def test_regdb_narrow_tiles_verify_at_odd_shapes(dtype, bcopy):
+    """As B lies (four clamped 4-byte copies where N % 4 != 0) and from the padded copy."""
     _need_cuda()
-    ran = _verified_wherever_valid(NW, NW_SHAPES, dtype, also=lambda c: (c["bn"], c["splitk"] > 1))
+    shapes = NW_SHAPES if bcopy == 0 else [s for s in NW_SHAPES if s[1] % 4] + [(8192, 50, 1000), (77, 63, 3001)]
+    items = _distinct([(RD.name, c) for c in rd_combos(bcopy=bcopy, wide=False)], shapes, dtype,
+                      also=lambda c: (bn_of(c), c["splitk"] > 1))
+    plan = Plan(backend="cuda", items=items, shapes=shapes, dtype=dtype,
+                warmup=0, repeats=2, dist="int" if dtype == "int32" else "uniform")
+    ran = [r for r in _run(plan) if r.status != "skipped"]
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in ran if not r.passed]
+    assert not bad, bad
+    assert {(r.m, r.n, r.k) for r in ran} == set(shapes)
     # every tile width ran, with and without split-K
-    assert {(r.params["bn"], r.params["splitk"] > 1) for r in ran} >= {
-        (bn, sk) for bn in (16, 32, 48, 64) for sk in (False, True)}
-
-
-# --- FP32 rung 29: ffma_narrow_padb (cuda/lab/ffma_narrow_padb.cu) ---------------------------
-
-NWP = registry.get("ffma_narrow_padb")
-
-
-def test_narrow_padb_is_narrow_with_padded_b():
-    """ffma_narrow's space and tiles for N % 4 != 0 only (N ≤ 64), B read from the padded
-    copy a pre-pass makes (one thread per 16-byte vector of a K × roundup(N, 4) scratch)."""
-    assert NWP.role == "rung" and NWP.space == NW.space and NWP.prepass is not None
-    text = NWP.source_path("cuda").read_text()
-    assert "#define PAD_B 1" in text and '#include "ffma_narrow.cu"' in text
-    for c in NW.combos():
-        assert "runs the same" in NWP.check("cuda", c, 4096, 48, 4096, "float32")
-        assert "use ffma_regdb_padb" in NWP.check("cuda", c, 4096, 65, 4096, "float32")
-        for n in (1, 7, 17, 33, 50, 63):
-            want, got = NW.check("cuda", c, 4096, n, 4096, "float32"), NWP.check("cuda", c, 4096, n, 4096, "float32")
-            assert (want is None) == (got is None), (c, n, want, got)
-            if got is None:
-                assert NWP.geometry(c, 4096, n, 4096) == NW.geometry(c, 4096, n, 4096)
-                assert NWP.workspace_bytes(c, 4096, n, 4096) == NW.workspace_bytes(c, 4096, n, 4096)
-                (gx, gy), (bx, by) = NWP.prepass.geometry(c, 4096, n, 4096)
-                assert gx * gy * bx * by >= 4096 * ((n + 3) // 4)   # a thread per vector
-    assert NWP.prepass.scratch_bytes(NW.default_params(), 4096, 50, 4096) == 4 * 4096 * 52
-
-
-@pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["float32", "int32"])
-def test_narrow_padb_verifies_at_odd_shapes(dtype):
-    _need_cuda()
-    shapes = [s for s in NW_SHAPES if s[1] % 4] + [(8192, 50, 1000), (77, 63, 3001)]
-    ran = _verified_wherever_valid(NWP, shapes, dtype, also=lambda c: (c["bn"], c["splitk"] > 1))
-    assert {(r.params["bn"], r.params["splitk"] > 1) for r in ran} >= {
+    assert {(bn_of(r.params), r.params["splitk"] > 1) for r in ran} >= {
         (bn, sk) for bn in (16, 32, 48, 64) for sk in (False, True)}
 
 
@@ -726,7 +760,7 @@ def test_narrow_padb_verifies_at_odd_shapes(dtype):
 def test_narrow_splitk_is_deterministic_and_leaves_its_counters_zero(shape, params):
     _need_cuda()
     tiles = -(-shape[0] // params["bm"])
-    _assert_bitwise_repeatable(NW, params, shape, tiles, "fp32", seed=12)
+    _assert_bitwise_repeatable(RD, rd(**params), shape, tiles, "fp32", seed=12)
 
 
 # --- ladder v5, FP32: ffma_wide (cuda/lab/ffma_wide.cu) --------------------------------------

@@ -36,7 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engine.measure.kernel_check import parse_ptxas  # noqa: E402
+from engine.measure.kernel_check import (MAX_PROBE_SIDE, _never_met, parse_ptxas,  # noqa: E402
+                                         side_values)
 from engine.kernels.registry import REGISTRY, Variant, params_to_str  # noqa: E402
 from tests.code_paths import distinct_builds, select  # noqa: E402
 
@@ -75,18 +76,22 @@ def _param_reason(v: Variant, params: dict, dtype: str) -> str | None:
     tiled's 'multiple of block' are met and only parameter-level reasons remain.
     """
     # (a 0 such as persist=0 or streamk=0 does not enter the multiple: lcm(..., 0) is 0)
-    size = math.lcm(1, *(int(x) for x in params.values() if int(x) > 0))
-    # a class constraint is met at M or N = one of the parameter values (ffma_regdb's 80-
-    # and 96-row tiles are for M up to the tile height, ffma_narrow's tiles for N up to
-    # 64) or at N = size + 1 or one less than a parameter value (the _padb rungs are for
-    # N % 4 != 0: ffma_narrow_padb's 64-column tiles at N = 63), at K = size or a long K
-    # (ffma_regdb_b4's crows = 0 is for K > 2560), or at M = 4096 (its hybrid = 1 for grids
-    # of more than a wave)
+    # (values past check-kernel's sides, e.g. ffma_regdb's tile = 64128, neither)
+    size = math.lcm(1, *(int(x) for x in params.values() if 0 < int(x) <= MAX_PROBE_SIDE))
+    # a class constraint is met at M or N = one of the parameter values or of the derived
+    # values the shape does not change (ffma_regdb's 80- and 96-row tiles are for M up to
+    # the tile height, its narrow tiles for N up to their width) or at N = size + 1 or one
+    # less than such a value (its padded and warp-row copies of B are for N % 4 != 0: a
+    # 64-column tile at N = 63), at K = size or a long K (crows = 0 with the warp-row copies
+    # is for K > 2560), or at M = 4096 (hybrid = 1 for grids of more than a wave)
     why = v.check("cuda", params, size, size, size, dtype)
-    ms = sorted({int(x) for x in params.values() if int(x) > 1} | {size, 4096})
+    if why is not None and _never_met(v, params):     # a constraint that no shape changes
+        return why
+    ms = sorted({int(x) for x in params.values() if int(x) > 1} | side_values(v, params) | {size, 4096})
     if why is not None and any(v.check("cuda", params, m, n, k, dtype) is None
                                for k in (size, 8192)
-                               for m in ms for n in ms + [size + 1] + [x - 1 for x in ms]):
+                               for m in ms for n in ms + [size + 1] + [x - 1 for x in ms]
+                               if max(m, n, k) <= MAX_PROBE_SIDE):     # as check-kernel's sides
         return None
     return why
 

@@ -1,136 +1,181 @@
 /*
 +++
 name = "ffma_regdb"
-title = "FP32 SIMT with register double buffering (fragments of k+1 read while the FFMAs of k run), A transposed in shared memory so both fragments are LDS.128, 8×TN per thread in strided 4×4 pieces, BM×128 tiles, cp.async pipeline with one barrier per k-tile, optional parallel split-K (partials in a workspace, the last CTA of a tile sums them in slice order; where the tiles make more than a wave, only the last partial wave's tiles are split)."
-source = "register double buffering of hand-tuned SGEMMs (YHs_Sample sgemm, CUTLASS SIMT fragment prefetch); CUTLASS multistage mainloop; parallel split-K with an in-kernel fix-up by the last CTA to arrive (CUDA threadFenceReduction sample, CUTLASS split-K parallel / stream-K fix-up)"
+title = "FP32 SIMT, register double buffering, parallel split-K; tile and B's copy picked by the shape"
+summary = "Each thread keeps an 8×TN piece of the block tile of C in registers, made of 4×4 pieces strided across the tile. A is transposed into shared memory so that both operands' fragments are 16-byte loads, and the fragments of the next k-step load while this step's FFMAs run (register double buffering); a cp.async pipeline with one barrier per k-tile feeds shared memory. Tiles hold 64 to 128 rows of 128 columns, or, for N up to 64, 16 to 64 columns of 64 to 256 rows, so that a narrow B fills its tile and A is read once. Edge tiles copy clamped into the matrix like interior ones, without bounds checks. Grids too small for the GPU cut K into slices that run at once; each writes its partial tile to a workspace and the last CTA of a tile to arrive adds them in slice order, so the sum does not depend on who arrives last. Where the tiles make more than a wave, only the tiles of the partial last wave are split (hybrid). Where N % 4 != 0 no 16-byte copy of B's rows is aligned, and bcopy picks how B's k-tiles arrive: as they lie, 4 bytes at a time with bounds checks (0); from a copy padded to roundup(N, 4) with zeros by a pre-pass, so that every copy is 16 bytes (1); or as 4-byte copies laid along warp rows, coalesced and bounds-free, with no pre-pass (2). With the warp-row copies C's rows are misaligned too, and crows stores them by whole rows through shared memory where K is short enough for the stores to matter."
+source = "register double buffering of hand-tuned SGEMMs (YHs_Sample sgemm, CUTLASS SIMT fragment prefetch); CUTLASS multistage mainloop and tall-and-narrow SIMT threadblock shapes; parallel split-K with an in-kernel fix-up by the last CTA to arrive (CUDA threadFenceReduction sample, CUTLASS split-K parallel / stream-K fix-up); operand padding and alignment-1 (4-byte) copies of misaligned operands as cuBLAS and CUTLASS do"
 role = "rung"
 order = 18
 
 [params]
-bm = [128, 96, 80, 64]
-tn = [8]             # tn = 16, bk = 16: see the v4 notes
-bk = [8]
-splitk = [1, 2, 3, 4, 6, 8]   # small grids: M ≤ 128 with long K, 1000^3 (12 was never the fastest)
-hybrid = [0, 1]      # split-K for every tile (0) or the last partial wave's tiles only (1): by the grid
+tile = [128128, 96128, 80128, 64128, 128064, 64064, 256048, 256032, 128032, 256016]
+splitk = [1, 2, 3, 4, 6, 8, 12, 16]
+hybrid = [0, 1]
+bcopy = [0, 1, 2]
+crows = [0, 1]
+
+[descriptions]
+tile = "block tile, rows × 1000 + columns: 64128 is 64 rows × 128 columns (128-column tiles; 16–64 columns for N ≤ 64)"
+splitk = "k-slices per tile, run at once and added in slice order by the tile's last CTA (parallel split-K)"
+hybrid = "split only the tiles of a partial last wave (1) or every tile (0): by the shape, 1 where the tiles make more than a wave"
+bcopy = "B's k-tile copies where N % 4 != 0: 0 as B lies (4-byte, checked), 1 from a padded copy (pre-pass), 2 along warp rows"
+crows = "C stored by whole rows through shared memory (1; with bcopy = 2 where K ≤ 2560) or from the registers (0)"
 
 [derived]
-threads = "(bm // 8) * (128 // tn)"
-stages = "4 if bk == 8 else 3"                # this file's STAGES default
-tiles = "cdiv(M, bm) * cdiv(N, 128)"
-per_sm = "3 if bm == 64 else 2"                # CTAs per SM (registers)
+bm = "tile // 1000"                                  # block rows (the file's BM)
+bn = "tile % 1000"                                   # block columns (BN)
+tn = "8 if bn == 128 else bm * bn // 1024"           # columns per thread (TN): 128 threads for the narrow tiles
+threads = "(bm // 8) * (bn // tn)"
+smem = "4 * 8 * (bm + 4 + bn) * 4"                   # 4 stages of 8-deep k-tiles of A (transposed, padded) and B
+ldb = "roundup(N, 4)"                                # the row length of B's padded copy (bcopy = 1)
+tiles = "cdiv(M, bm) * cdiv(N, bn)"
+per_sm = "3 if bm == 64 else 2"                      # CTAs per SM (registers)
 wave = "SMS * per_sm"
-# the tiles split: with hybrid those of the last partial wave, else all (a grid short of a wave)
+# hybrid split-K, by the shape: the last partial wave's tiles only, where the tiles make more
+# than a wave (every tile is split where they make less)
+split_wave = "1 if bn == 128 and splitk > 1 and tiles > wave else 0"
+# the tiles split: with hybrid those of the last partial wave, else all
 rem = "0 if splitk == 1 else (tiles % wave if hybrid else tiles)"
 # workspace (parallel split-K): per-tile arrival counters (256-byte aligned), then each
-# slice's partial tile, bm × 128 floats, per split tile and slice
-workspace = "0 if splitk == 1 else roundup(4 * rem, 256) + splitk * rem * bm * 128 * 4"
+# slice's partial tile, bm × bn floats, per split tile and slice
+workspace = "0 if splitk == 1 else roundup(4 * rem, 256) + splitk * rem * bm * bn * 4"
 
 [chosen]             # the value a run that leaves it to the shape (auto) gets; the constraints say why
-hybrid = "1 if splitk > 1 and tiles > wave else 0"
+hybrid = "split_wave"
+bcopy = "0 if N % 4 == 0 else (1 if M >= 4096 and N > 32 else 0) if bn < 128 else 1 if split_wave or bm == 128 else 2"
+crows = "1 if bcopy == 2 and K <= 2560 else 0"
 
 [[constraints]]
-check = "(bm == 64 or bm == 80 or bm == 96 or bm == 128) and (tn == 8 or tn == 16) and (bk == 8 or bk == 16) and splitk >= 1"
-reason = "bm must be 64, 80, 96 or 128, tn 8 or 16, bk 8 or 16, splitk ≥ 1"
+check = "bcopy == 0 or N % 4 != 0"
+reason = "bcopy={bcopy} is for N % 4 != 0: at N = {N} B's rows are 16-byte aligned and bcopy=0 copies them 16 bytes at a time"
 
 [[constraints]]
-check = "bm == 64 or bm == 128 or (M <= bm and M > bm - 16)"
-reason = "{bm}-row tiles are for M = {bm - 15}..{bm}, one tile where 64-row ones take two; elsewhere 64-row tiles (3 blocks per SM) ran faster (M = 200: 70% of cuBLAS against 90%)"
+check = "bcopy != 2 or (bn == 128 and bm < 128)"
+reason = "the warp-row copies (bcopy=2) are for the 128-column tiles of 64, 80 or 96 rows, whose edges copy clamped (the 256-thread 128-row tile has no register for their pointers)"
 
 [[constraints]]
-check = "threads >= 128"
-reason = "bm=64 with tn=16 is 64 threads per block: too few warps per SM"
+check = "bn < 128 or bm == 64 or bm == 128 or (M <= bm and M > bm - 16)"
+reason = "{bm}-row tiles are for M = {bm - 15}..{bm}, one tile where 64-row ones take two; elsewhere 64-row tiles (3 blocks per SM) ran faster"
 
 [[constraints]]
-check = "not (bm == 128 and tn == 8 and splitk > 1)"
-reason = "split-K with the 256-thread 128×128 tile needs more than 128 registers (spills at 2 blocks/SM)"
+check = "bn == 128 or N <= 64"
+reason = "the {bn}-column tiles are for narrow N (≤ 64); N = {N} fills 128-column tiles"
 
 [[constraints]]
-check = "hybrid == (1 if splitk > 1 and tiles > wave else 0)"
-reason = "{tiles} tiles for {wave} CTAs a wave at split-K {splitk} take hybrid = {1 if splitk > 1 and tiles > wave else 0} (chosen by the shape: split-K for a last partial wave's tiles only where the tiles make more than a wave, every tile split where they make less)"
+check = "bn == 128 or (bn >= N and (bn - N < 16 or (bn == 64 and N > 32)))"
+reason = "N = {N} takes a tile that holds it with under 16 empty columns, or 64 columns past N = 32 (not {bn}: {'two column tiles would read A twice' if bn < N else 'too many empty columns'})"
+
+[[constraints]]
+check = "not (tile == 128128 and splitk > 1)"
+reason = "split-K with the 256-thread 128×128 tile needs more than 128 registers (spills at 2 blocks per SM)"
+
+[[constraints]]
+check = "bn < 128 or splitk <= 8"
+reason = "12 and 16 k-slices are for the narrow tiles' few row tiles; the 128-column tiles split at most 8 ways"
+
+[[constraints]]
+check = "hybrid == 0 or (bn == 128 and splitk > 1)"
+reason = "hybrid=1 splits the 128-column tiles of a partial last wave: it needs split-K and a 128-column tile (chosen by the shape)"
+
+[[constraints]]
+check = "hybrid == split_wave"
+reason = "{tiles} tiles for {wave} CTAs a wave at split-K {splitk} take hybrid = {split_wave} (chosen by the shape: split-K for a last partial wave's tiles only where 128-column tiles make more than a wave, every tile split where they make less)"
 
 [[constraints]]
 check = "splitk == 1 or rem > 0"
 reason = "the {tiles} tiles fill whole waves of {wave} CTAs: no tile of a partial wave to split"
 
 [[constraints]]
+check = "bn == 128 or splitk == 1 or tiles * splitk <= 4 * SMS"
+reason = "split-K {splitk} is for grids short of the GPU: {tiles} tiles × {splitk} slices is over 4 CTAs per SM"
+
+[[constraints]]
 check = "workspace <= 2**28"
 reason = "split-K {splitk} would need {workspace // 2**20} MiB of partial tiles (at most 256): split-K is for grids too small to fill the GPU"
 
 [[constraints]]
-check = "not (bm == 128 and tn == 8 and bk == 16)"
-reason = "bk=16 with the 256-thread 128×128 tile spills at 128 registers (2 blocks/SM)"
+check = "crows == 0 or bcopy == 2"
+reason = "crows=1 with bcopy={bcopy}: C goes by rows through shared memory only with the warp-row copies (bcopy=2), whose C rows are misaligned too; the other copies keep their epilogue (chosen by the shape)"
+
+[[constraints]]
+check = "crows == (1 if bcopy == 2 and K <= 2560 else 0)"
+reason = "crows={crows} with bcopy={bcopy} at K = {K}: the warp-row copies store C by rows through shared memory where K ≤ 2560 (chosen by the shape); at longer K the staging code costs the main loop more than it saves"
 
 [launch]
-grid = ["tiles + rem * (splitk - 1) if hybrid else cdiv(N, 128)", "1 if hybrid else cdiv(M, bm) * splitk"]
+grid = ["tiles + rem * (splitk - 1) if hybrid else cdiv(N, bn)", "1 if hybrid else cdiv(M, bm) * splitk"]
 block = ["threads", 1]
-shared = "stages * bk * (bm + 4 + 128) * 4"
+shared = "smem"
 workspace = "workspace"
+
+[prepass]            # bcopy = 1: B (K × N) -> its copy (K × ldb), zero columns N..ldb-1
+entry = "pad_b"
+when = "bcopy == 1"
+grid = ["cdiv(ldb, 4 * 128) if bn == 128 else cdiv(K * (ldb // 4), 128)", "min(K, 65535) if bn == 128 else 1"]
+block = [128, 1]
+scratch = "4 * K * ldb"
 +++
 */
 /*
- * ffma_regdb.cu -- FP32 (and int32) SIMT GEMM with register double buffering: while
- * the FFMAs of k-step k run, the A and B fragments of step k+1 are already being read
- * from shared memory into the second register buffer, so the LDS latency hides behind
- * 64-128 independent FFMAs of the same warp (the 4-8 warps per SM sub-partition alone
- * are too few to hide it). One barrier per k-tile, placed in the tile's last k-step:
- * after it the next tile's first fragments are read and the freed stage is refilled.
+ * ffma_regdb.cu -- FP32 (and int32) SIMT GEMM with register double buffering: while the
+ * FFMAs of k-step k run, the A and B fragments of step k+1 are already being read from
+ * shared memory into the second register buffer, so the shared-memory latency hides behind
+ * the FFMAs of the same warp (the few warps per scheduler alone are too few to hide it).
+ * One barrier per k-tile, in the tile's last k-step: after it the next tile's first
+ * fragments are read and the freed stage is refilled.
  *
- * Layout: BM x BN block tile (BN = 128 here; 16-64 in ffma_narrow.cu), each thread
- * TM x TN (TM = 8) made of 4x4 pieces strided by BM/(TM/4) rows and BN/(TN/4) columns;
- * A is stored transposed (As[k][m], padded by 4: conflict-free 4-byte cp.async stores)
- * so that both fragments are LDS.128:
- * per k a thread issues TM/4 + TN/4 LDS.128 for TM*TN FFMA. Within a warp the A reads
- * hit 2 (TN=8) or 4 (TN=16) consecutive 16-byte words (broadcast) and the B reads 16 or
- * 8 consecutive 16-byte words: no bank conflicts. TN = 16 with 128 threads is the
- * cuBLAS-like "few threads, 128 accumulators each" shape (2 blocks/SM at <= 255 registers).
- * STAGES-deep cp.async pipeline (A 4-byte transposing copies, B 16-byte copies).
+ * Layout: BM x BN block tile, each thread TM x TN (TM = 8) made of 4x4 pieces strided by
+ * BM/(TM/4) rows and BN/(TN/4) columns. A is stored transposed (As[k][m], padded by 4:
+ * conflict-free 4-byte cp.async stores) so that both fragments are LDS.128; within a warp
+ * the A reads are broadcasts and the B reads consecutive 16-byte words: no bank conflicts.
  *
- * Parallel split-K (SPLITK > 1): the k-range is cut into S slices, each a CTA of its own
- * (grid.y = ceil(M/BM) * S), and all of them run at once. Each writes its partial tile to
- * the workspace (thread-major float4s: coalesced, no bounds, as the workspace holds whole
- * tiles), then counts itself in the tile's arrival counter (threadfence, then atomicAdd);
- * the CTA that arrives last sums the S partials in slice order 0, 1, .., S-1 and stores C,
- * and resets the counter to 0 for the next launch. The sum's order does not depend on
- * which CTA arrives last: the result is deterministic, and bitwise the same from launch to
- * launch. Against 17_ffma_tuned's serial split-K (slice z waits for z-1 to have added its
- * part into C) no slice waits: the hand-offs there grow with S (64x4096x4096, S = 8: the
- * chain of eight load-add-stores cost more than the grid won), here the fix-up is one
- * CTA's S loads per element. cuBLAS's 64x128 SIMT kernel at that shape runs split-K 8 with
- * a separate reduction kernel.
+ * Technique and source: register double buffering and the strided 4x4 thread tile of the
+ * well-known hand-tuned SGEMMs (e.g. Yinghan Li's "YHs_Sample" sgemm, CUTLASS SIMT
+ * warp-level fragment prefetch); the multistage cp.async mainloop and tall-and-narrow
+ * threadblock shapes of CUTLASS; operand padding and 4-byte copies of a misaligned operand
+ * as the libraries do. Written anew here.
  *
- * Technique and source: register double buffering and the strided 4x4 thread tile of
- * the well-known hand-tuned SGEMMs (e.g. Yinghan Li's "YHs_Sample" sgemm, the
- * "how to optimize GEMM" write-ups, CUTLASS SIMT warp-level fragment prefetch);
- * multistage cp.async mainloop and serial split-K as in CUTLASS. Written anew here.
+ * Tiles (the header's tile = BM * 1000 + BN): 128 columns of 64, 80, 96 or 128 rows; 80
+ * and 96 rows make one tile of an M a little past 64 (a 112-row tile would leave too few
+ * warps or too few registers). For N <= 64 the narrow tiles (BN 16-64, BM 64-256, always
+ * 128 threads, TN = BM * BN / 1024) hold N with few empty columns, so A is read once; their
+ * few row tiles make split-K the way to fill the GPU.
  *
- * Tails: out-of-bounds elements are zero-filled by cp.async's src-size 0; B goes 4 bytes
- * at a time when N % 4 != 0; stores guarded: any M, N, K. Full k-tiles of tiles wholly in
- * bounds (with EDGE_CLAMP: of every tile) take a copy path without bounds logic where
- * N % 4 == 0. (The same for 4-byte B copies won 1-2% at N % 4 != 0 and cost 3-4% at
- * N % 4 == 0, the test on N then sitting in the copy path: not kept; see ffma_regdb_padb.
- * The narrow tiles of ffma_narrow.cu (BN < 128) do take it: there B is at most one copy
- * per thread per k-tile against 8-16 of A.)
+ * Parallel split-K (SPLITK > 1): the k-range is cut into S slices, each a CTA of its own,
+ * all running at once. Each writes its partial tile to the workspace and counts itself in
+ * the tile's arrival counter; the CTA that arrives last sums the S partials in slice order
+ * 0, 1, .., S-1, stores C and resets the counter (splitk_fixup, lab_ptx.cuh). The result
+ * does not depend on which CTA arrives last. Unlike a serial split-K (17_ffma_tuned), no
+ * slice waits for another.
  *
- * Tile heights 80 and 96 (160 and 192 threads) are for M in (64, 96]: 80 x 4096 x 4096 ran
- * 87% of cuBLAS as two 64-row tiles and 103% as one 80-row tile. 112 (224 threads) is not
- * offered: 2 blocks of 7 warps cap ptxas at 128 registers (4 warps per SM sub-partition),
- * and one block per SM leaves too few warps; both ran slower than two 64-row tiles.
+ * Tails: out-of-bounds elements are zero-filled by cp.async's src-size 0; stores guarded:
+ * any M, N, K. Full k-tiles of tiles wholly in bounds (with EDGE_CLAMP: of every tile) take
+ * a copy path without bounds logic where B's rows are 16-byte aligned (or, BCOPY 2, along
+ * warp rows; narrow tiles: four clamped 4-byte copies, one vector of B per thread).
  *
  * Compile-time constants (defaults let the file compile alone):
  *   ELEM, ACC  element and accumulator types                     (default float)
- *   BM         block rows (64, 80, 96 or 128; 256 in 28)          (default 128)
- *   BN         block columns (128; 16-64 in 28_ffma_narrow)       (default 128)
- *   TN         columns per thread (8 or 16); TM = 8               (default 8)
+ *   TILE       BM * 1000 + BN (the header's tile), or BM and BN   (default 128 x 128)
+ *   TN         columns per thread; TM = 8        (default 8 at BN = 128, else BM * BN / 1024)
  *   BK         k-tile depth                                       (default 8)
  *   STAGES     k-tiles in flight, >= 2                 (default 4 at BK=8, else 3)
- *   SPLITK     k-slices (grid.y = ceil(M/BM) * SPLITK)            (default 1)
- * Workspace (SPLITK > 1, the last kernel argument): roundup(4 * tiles, 256) bytes of
- * counters, zero between launches, then SPLITK * tiles * BM * BN floats of partial tiles.
+ *   SPLITK     k-slices                                           (default 1)
+ *   HYBRID     split only the last partial wave's tiles (1-D grid) (default 0)
+ *   BCOPY      B's copies: 0 as B lies, 1 padded copy (PAD_B), 2 warp rows (B4) (default 0)
+ *   CROWS      BCOPY 2: C by rows through shared memory           (default 1)
  *   MINB       __launch_bounds__ minimum blocks per SM            (default 2)
+ * Workspace (SPLITK > 1, the last kernel argument): roundup(4 * tiles, 256) bytes of
+ * counters, zero between launches, then SPLITK * tiles * BM * BN floats of partial tiles
+ * (with HYBRID: for the split tiles only).
  * Shared memory is dynamic: STAGES * (BK*(BM+4) + BK*BN) * sizeof(ELEM) bytes.
- * Launch geometry: block ((BM/TM)*(BN/TN), 1), grid (ceil(N/BN), ceil(M/BM)*SPLITK).
+ * Launch geometry: block ((BM/TM)*(BN/TN), 1), grid (ceil(N/BN), ceil(M/BM)*SPLITK), or with
+ * HYBRID (tiles + rem * (SPLITK - 1), 1). Entries: matmul(A, B, C, M, N, K, workspace), and
+ * pad_b(A, B, S, M, N, K), the pre-pass of BCOPY 1 (then matmul reads S for B).
  * Needs sm_80 or newer.
  */
+#ifndef BCOPY
+#define BCOPY 0
+#endif
+#define PAD_B (BCOPY == 1)            /* before lab_ptx.cuh: LDB_OF pads */
 #include "lab_ptx.cuh"
 
 #ifndef ELEM
@@ -139,15 +184,23 @@ workspace = "workspace"
 #ifndef ACC
 #define ACC float
 #endif
+#ifdef TILE
+#define BM (TILE / 1000)
+#define BN (TILE % 1000)
+#endif
 #ifndef BM
 #define BM 128
 #endif
 #ifndef BN
-#define BN 128          /* 16-64: ffma_narrow.cu */
+#define BN 128
 #endif
 #define TM 8
 #ifndef TN
+#if BN == 128
 #define TN 8
+#else
+#define TN (BM * BN / 1024)   /* the narrow tiles: 128 threads */
+#endif
 #endif
 #ifndef BK
 #define BK 8
@@ -168,31 +221,25 @@ workspace = "workspace"
 #define APAD 4
 /* EDGE_CLAMP: edge tiles (partial in M or N, N % 4 == 0) copy like interior ones, their
  * rows and columns clamped into the matrix (values past M or N reach only accumulators
- * that are never stored): at BM < 128 (64, 80, 96). In a one-wave grid (1000^3: 128 CTAs) the edge CTAs'
- * predicated copies set the kernel's time. The 256-thread 128x128 tile keeps
- * interior-only fast copies: it has no register to spare at 128 (2 blocks/SM). */
+ * that are never stored): at BM < 128 and on the narrow tiles. In a grid of one wave the
+ * edge CTAs' predicated copies would set the kernel's time. The 256-thread 128x128 tile
+ * keeps interior-only fast copies: it has no register to spare (2 blocks per SM). */
 #ifndef EDGE_CLAMP
-#define EDGE_CLAMP (BM < 128)
+#define EDGE_CLAMP (BM < 128 || BN < 128)
 #endif
-/* B4 (ffma_regdb_b4.cu): where N % 4 != 0, B's fast path is 4-byte copies laid out as
- * the warps' rows, a warp copying 32 consecutive columns of one B row per instruction
- * (coalesced, conflict-free stores), the columns past N predicated off; each B row's source
- * is one pointer per CTA, its 4 copies immediate offsets from it. No pre-pass pads B. Needs
- * the 128-column tile and EDGE_CLAMP (every full k-tile of every tile takes the fast path). */
-#ifndef B4
-#define B4 0
-#endif
-/* HYBRID (the header's hybrid, by the shape; 27 and 30 too): split-K only for the tiles of the
- * last partial wave, where the tiles make more than a wave. The grid
- * is 1-D: tiles - rem whole tiles first (data-parallel, full waves), then SPLITK slices of
- * rem tiles, rem = tiles % (SMs x CTAs per SM) (all tiles where they make less than one
- * wave, as plain split-K), worked out by the header; the kernel reads rem back from the grid
- * size. Where a last wave holds few tiles (2047 x 2049 x 1023: 544 tiles of 64 x 128 for 396
- * slots, 148 left over) plain split-K splits every tile, its fix-up traffic on all of them,
- * and still leaves a partial last wave (S = 3: 1632 CTAs, 4.1 waves). H100, % of cuBLAS
- * FP32: 2500^3 97.3 -> 102.3, 2000^3 92.7 -> 94.0, 2047x2049x1023 (rung 30) 82.2 -> 84.7. Where
- * the tiles make less than a wave the 2-D grid (HYBRID 0) stays: the same CTAs ran 1-1.7%
- * faster in that build (benchmarks/NOTES.md, issue 11 round 14). */
+/* B4 (BCOPY 2): where N % 4 != 0, B's fast path is 4-byte copies laid out as the warps'
+ * rows, a warp copying 32 consecutive columns of one B row per instruction (coalesced,
+ * conflict-free stores), the columns past N predicated off; each B row's source is one
+ * pointer per CTA, its 4 copies immediate offsets from it. No pre-pass pads B. Needs the
+ * 128-column tile and EDGE_CLAMP (every full k-tile of every tile takes the fast path). */
+#define B4 (BCOPY == 2)
+/* HYBRID (the header's hybrid, by the shape): split-K only for the tiles of the last
+ * partial wave, where the tiles make more than a wave. The grid is 1-D: tiles - rem whole
+ * tiles first (full waves), then SPLITK slices of the rem = tiles % (SMs x CTAs per SM)
+ * tiles, worked out by the header; the kernel reads rem back from the grid size. Plain
+ * split-K would split every tile, pay the fix-up on all of them and still leave a partial
+ * last wave. Where the tiles make less than a wave the 2-D grid (HYBRID 0) stays: it was
+ * the faster build there. */
 #ifndef HYBRID
 #define HYBRID 0
 #endif
@@ -257,9 +304,8 @@ __device__ __forceinline__ void load_tile(const ELEM* __restrict__ A, const ELEM
 #if EDGE_CLAMP
         /* a_src, b_src: each copy's source at k = 0, worked out once per CTA (rows and
            columns clamped into the matrix); a k-tile adds k0 (A) or k0 rows (B), one
-           IMAD.WIDE a copy. Rebuilt from row, column and k0 each k-tile, the 64-bit
-           offsets took ~45 integer ops a k-tile beside 6 copies (ncu: "wait" stalls on
-           them, 9% of the samples at 1000^3 with one CTA per SM). */
+           IMAD.WIDE a copy (rebuilt each k-tile, the 64-bit offsets cost several integer
+           instructions per copy). */
         const int kb = k0 * LDB_OF(N);
 #define A_SRC(it) (a_src[it] + k0)
 #define B_SRC(it, r) (b_src[it] + kb)
@@ -353,11 +399,10 @@ __device__ __forceinline__ void load_frag(const ELEM* st, int k, int ty, int tx,
 #if HYBRID
 /* HYBRID's tile of this CTA: tiles in row-band order, column tiles fastest (as the 2-D grid
  * runs); the first dp = tiles - rem whole, then the rem tiles of the last partial wave slice
- * by slice (slice z of tile dp + i at dp + z * rem + i: the 2-D grid's order where all tiles
- * are split; slices of one tile side by side ran 1025^3 at split-K 4 15% slower), rem read
- * back from the grid size. The CTA index is read with a volatile
- * mov so that the epilogue works it out again instead of holding it through the main loop
- * (held, ptxas kept the origin live: 193 registers against 165, 2 CTAs per SM, not 3). */
+ * by slice (slice z of tile dp + i at dp + z * rem + i: the 2-D grid's order; slices of one
+ * tile side by side ran slower), rem read back from the grid size. The CTA index is read
+ * with a volatile mov so that the epilogue works it out again instead of holding it through
+ * the main loop (held, the origin's registers cost a CTA per SM). */
 struct HybridTile {
     int row0, col0;       /* the tile's origin */
     int tile, dp, rem, z; /* its index; whole tiles; split tiles; its slice (0 if whole) */
@@ -495,10 +540,8 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
             }
             /* Row by row, every other row right to left (a snake): the last FFMA of a row
                and the first of the next share their B value, and ptxas keeps this order
-               and allocates registers after it. Against plain rows, best combination per
-               shape, H100: ffma_regdb 1000^3 +2.1%, 4096^3 +2.4%, 80x4096^2 +3.1%;
-               ffma_wide 4096^3 95.0 -> 97.5%, 8192^3 95.7 -> 98.1% of cuBLAS FP32
-               (fewer dispatch stalls on FFMA, benchmarks/NOTES.md, issue 11 round 13). */
+               and allocates registers after it: fewer dispatch stalls on FFMA than plain
+               rows. */
 #pragma unroll
             for (int i = 0; i < TM; ++i)
 #pragma unroll
@@ -531,11 +574,8 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
        shared memory, half the rows (one 4-row piece per thread) at a time, and warps store
        whole rows, 32 consecutive columns per instruction, as B4 copies B; stored from the
        fragments, each 4-byte store instruction writes 32 values 16 bytes apart. A parameter
-       (ffma_regdb_b4.cu takes it where K <= 2560): the extra code moves ptxas's
-       allocation of the main loop (157 -> 167 registers at BM = 64, split-K 3), H100:
-       1025^3 91.8 -> 93.9% of cuBLAS FP32, 127x4099x999 94.9 -> 96.9%, but 97x4099x4096
-       103.7 -> 99.9%, 3000x3001x3000 102.0 -> 100.0% (benchmarks/NOTES.md, issue 11
-       round 14). */
+       (the header takes it where K is short, where the stores are a larger part of the
+       time): the extra code moves ptxas's allocation of the main loop. */
     static_assert(SM_ * (BN + 4) <= STAGES * STAGE_WORDS, "half a C tile must fit the pipeline's shared memory");
 #pragma unroll
     for (int q = 0; q < PM; ++q) {
@@ -588,5 +628,32 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
 #endif
 #if HYBRID
     }
+#endif
+}
+
+/* The pre-pass of BCOPY 1 (the header runs it only then): B (K x N) copied into S (K x ldb,
+ * ldb = roundup(N, 4)), columns N .. ldb - 1 zero. A wide B: a block per row (pad_b_rows,
+ * lab_ptx.cuh); a narrow B is small (K x 64 at most), so one thread per 16-byte vector of S
+ * over the whole of it. */
+extern "C" __global__ __launch_bounds__(128)
+void pad_b(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
+           int M, int N, int K)
+{
+    (void)A; (void)M;
+#if BN == 128
+    pad_b_rows(B, S, N, K);
+#else
+    const int vecs = ((N + 3) & ~3) / 4;               /* 16-byte vectors per row of S */
+    const int g = blockIdx.x * blockDim.x + threadIdx.x;
+    if (g >= K * vecs)
+        return;
+    const int k = g / vecs, c = (g % vecs) * 4;
+    const ELEM* src = B + (size_t)k * N + c;
+    VEC v;
+    v.x = c + 0 < N ? src[0] : (ELEM)0;
+    v.y = c + 1 < N ? src[1] : (ELEM)0;
+    v.z = c + 2 < N ? src[2] : (ELEM)0;
+    v.w = c + 3 < N ? src[3] : (ELEM)0;
+    *reinterpret_cast<VEC*>(S + (size_t)k * ((N + 3) & ~3) + c) = v;
 #endif
 }

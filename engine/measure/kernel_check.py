@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from engine.kernels.kernel_file import (BACKEND_OF_SUFFIX, KERNEL_FILE_LIMIT, ExpressionError,
-                                        KernelFileError, parse_header, shown_text)
+                                        KernelFileError, _uses_shape, parse_header, shown_text)
 from engine.kernels.sources import check_includes, check_kernel_text, read_kernel_text, working_dirs
 from engine.kernels.registry import DTYPES, Variant, params_to_str, variant_from_headers
 from engine.common.units import format_bytes
@@ -73,6 +73,8 @@ PROBE_SIZES = (1024, 4096, 2048, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1, 8192,
 #: only for few tiles and a long K, or for a last partial wave of many) find a shape there.
 EDGE_SIZES = (1, 16, 61, 64, 127, 1000, 1001, 4095, 4096)
 EDGE_KS = (1024, 8192, 61)
+#: Values past this are no side tried (a tile's code, e.g. ffma_regdb's tile = 64128).
+MAX_PROBE_SIDE = 16384
 
 SEVERITIES = ("error", "warning", "note")
 
@@ -482,13 +484,50 @@ def combo_label(params: Mapping[str, int]) -> str:
     return params_to_str(params) or "default"
 
 
-def probe_shapes(params: Mapping[str, int]) -> Iterator[tuple[int, int, int]]:
+def side_values(variant: Variant, params: Mapping[str, int]) -> set[int]:
+    """Sizes a combination's class constraints may be met at: its parameter values, and the
+    values of the derived names that do not depend on the shape (ffma_regdb's tile = 80128
+    is bm = 80, a tile for M up to 80), those up to :data:`MAX_PROBE_SIDE`."""
+    values = {int(v) for v in params.values()}
+    header = variant.headers[0] if variant.headers else None
+    if header is not None:
+        env = header.env(dict(params))
+        for name, e in header.derived.items():
+            if _uses_shape(e, header.derived):
+                continue
+            try:
+                values.add(e.integer(env))
+            except Exception:        # a value-dependent failure: no side from it
+                pass
+    return {v for v in values if 1 < v <= MAX_PROBE_SIDE}
+
+
+def _never_met(variant: Variant, params: Mapping[str, int]) -> str | None:
+    """The reason of a constraint no shape can meet: one whose check reads no shape or
+    device name (through derived names neither) and fails for these parameters."""
+    header = variant.headers[0] if variant.headers else None
+    if header is None:
+        return None
+    env = header.env(dict(params))
+    for c in header.constraints:
+        if _uses_shape(c.check, header.derived):
+            continue
+        try:
+            if not c.check(env):
+                return c.reason_for(env)
+        except ExpressionError:
+            continue
+    return None
+
+
+def probe_shapes(params: Mapping[str, int], sides_from: Iterable[int] = ()
+                 ) -> Iterator[tuple[int, int, int]]:
     """The shapes tried, in order, for one combination: :data:`PROBE_SIZES` squares, then
     every (M, N) of :data:`EDGE_SIZES` and the combination's values (and each less one) at
-    each K of :data:`EDGE_KS`."""
+    each K of :data:`EDGE_KS`; ``sides_from``: more such values (:func:`side_values`)."""
     for size in PROBE_SIZES:
         yield size, size, size
-    values = {int(v) for v in params.values() if int(v) > 1}
+    values = {int(v) for v in [*params.values(), *sides_from] if 1 < int(v) <= MAX_PROBE_SIDE}
     sides = sorted(set(EDGE_SIZES) | values | {v - 1 for v in values})
     for k in EDGE_KS:
         for m in sides:
@@ -512,8 +551,13 @@ def _plan(variant: Variant, backend: str, dtype: str,
         if bad:
             rep.problems.append("error: " + bad)
             continue
+        never = _never_met(variant, params)
+        if never is not None:     # no shape can help: not worth trying them all
+            rep.skipped = f"no shape satisfies the header ({never})"
+            rep.ok = True
+            continue
         first_reason = None
-        for shape in probe_shapes(params):
+        for shape in probe_shapes(params, side_values(variant, params)):
             why = variant.check(backend, params, *shape, dtype)
             if why is None:
                 (_g, (bx, by)) = variant.geometry(params, *shape)
