@@ -308,7 +308,22 @@ REG = re.compile(r"REG:(\d+)")
 
 
 def disassemble(cubin: str, tool: str) -> dict[str, dict]:
-    """kernel name -> {"text": [instructions], "bits": [encodings], "regs": n, "res": line}."""
+    """kernel name -> {"text": [instructions], "bits": [encodings], "regs": n, "res": line};
+    kept beside the cubin (``.sass.json``), as the cubin's name is its build's hash."""
+    kept = Path(cubin).with_suffix(".sass.json")
+    if kept.is_file():
+        try:
+            return json.loads(kept.read_text())
+        except (OSError, ValueError):
+            pass
+    funcs = _disassemble(cubin, tool)
+    tmp = kept.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(funcs))
+    os.replace(tmp, kept)
+    return funcs
+
+
+def _disassemble(cubin: str, tool: str) -> dict[str, dict]:
     env = dict(os.environ)
     nvd = find_tool("nvdisasm")
     if nvd:
@@ -451,6 +466,10 @@ def main(argv=None) -> int:
         j["shape"] = j["shape"] or o.get("shape")
     new_rows = call_tree(new_tree, {**req, "jobs_list": new_jobs})["built"]
 
+    with ThreadPoolExecutor(max(1, args.jobs)) as pool:    # cuobjdump, as many at once as nvcc
+        sass = dict(zip((r["cubin"] for r in old_rows + new_rows if "cubin" in r),
+                        pool.map(lambda c: disassemble(c, tool),
+                                 [r["cubin"] for r in old_rows + new_rows if "cubin" in r])))
     rows = []
     i = 0
     for (on, op, nn, np_, shape) in pairs:
@@ -462,7 +481,7 @@ def main(argv=None) -> int:
                 if "error" in o or "error" in n:
                     row.update(result="ERROR", note=(o.get("error") or n.get("error")).splitlines()[0][:300])
                 else:
-                    od, nd = disassemble(o["cubin"], tool), disassemble(n["cubin"], tool)
+                    od, nd = sass[o["cubin"]], sass[n["cubin"]]
                     result, note = compare(od, nd)
                     entry = "matmul" if "matmul" in od else next(iter(od), None)
                     row.update(result=result, note=note,
