@@ -6,7 +6,6 @@ summary = "256 threads each keep an 8×16 piece of a 256×128 tile of C in regis
 source = "cuBLAS sm80 256x128x8 FFMA kernel shape (seen in ncu); register double buffering of hand-tuned SGEMMs; Triton grouped block order; CUTLASS multistage mainloop, serial split-K and alignment-1 (4-byte) copies of misaligned operands; operand padding for misaligned leading dimensions; stream-K's data-parallel + split-K hybrid for the last wave (Osama et al., 2023)"
 role = "rung"
 order = 19
-newcomer = true
 
 [params]
 bm = [256]

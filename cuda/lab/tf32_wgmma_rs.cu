@@ -6,7 +6,6 @@ summary = "wgmma reads a TF32 operand from shared memory only K-major: A (row-ma
 source = "PTX ISA wgmma.mma_async with the A operand in registers and its .tf32 register fragment layout, setmaxnreg, cp.async.bulk.tensor (loads and shared-to-global stores), cp.async.bulk.wait_group.read; the operand swap Cᵀ = Bᵀ·Aᵀ of column-major BLAS; CUTLASS sm90 register-sourced (RS) GMMA mainloops and TMA-store epilogues; cuda/ladder/23_tf32_wgmma_tma.cu"
 role = "rung"
 order = 26
-newcomer = true
 dtypes = ["float32"]
 precision = "tf32"
 arch_suffix = "a"
