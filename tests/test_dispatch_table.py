@@ -90,7 +90,9 @@ def test_parse_good_table(tmp_path):
     (GOOD.replace('"min(M, N) >= SMS"', '"min(M, Q) >= 1"'), 14, "unknown name 'Q'"),
     (GOOD.replace('"min(M, N) >= SMS"', '"__import__(1)"'), 14, "only cdiv"),
     (GOOD.replace('"min(M, N) >= SMS"', '"M +"'), 14, "does not parse"),
-    (GOOD.replace("params = { ts = 16 }", 'params = { ts = "big" }'), 16, "whole number"),
+    (GOOD.replace("params = { ts = 16 }", 'params = { ts = 1.5 }'), 16, "whole number"),
+    (GOOD.replace("params = { ts = 16 }", 'params = { ts = "big" }'), 16, "unknown name 'big'"),
+    (GOOD.replace("params = { ts = 16 }", 'params = { ts = "16 if" }'), 16, "does not parse"),
     (GOOD.replace('backend = "opencl"', 'backend = "metal"'), 4, "backend must be"),
     (GOOD.replace('precision = "fp32"', 'precision = "fp64"'), 5, "precision must be"),
     (GOOD.replace('variant = "wpt"', 'variant = "wpt"\ncolour = 1'), 16, "unknown key 'colour'"),
@@ -129,6 +131,39 @@ def test_rules_checked_against_the_registry(registered):
 def test_rule_params_checked(registered, params, words):
     registered(GOOD.replace("params = { ts = 16 }", f"params = {params}"))
     assert words in registry.get("lab_x").dispatch.problem
+
+
+EXPR = GOOD.replace("params = { ts = 16 }", 'params = { ts = "8 if N <= 300 else 16", wpt = "min(8, max(1, K // 16))" }')
+
+
+def test_expression_params_worked_out_at_the_shape(registered):
+    (t,), problems = registered(EXPR)
+    assert problems == [] and t.problem is None and registry.get("lab_x").dispatch.problem is None
+    rule = t.rules[1]
+    assert rule.params["ts"].text == "8 if N <= 300 else 16" and rule.values(200, 200, 30) == {"ts": 8, "wpt": 1}
+    assert registry.concrete("lab_x", {}, 200, 200, 30) == ("wpt", {"ts": 8, "wpt": 1})
+    assert registry.concrete("lab_x", {}, 200, 400, 130) == ("wpt", {"ts": 16, "wpt": 8})
+    assert registry.get("lab_x").check("opencl", {}, 200, 400, 130, "float32") is None
+
+
+def test_expression_param_value_the_kernel_lacks_says_why(registered):
+    """An expression's value is checked where it is routed: the table loads (its other shapes
+    run), the shape where it gives a value the kernel lacks has the reason, not a crash."""
+    registered(EXPR.replace("min(8, max(1, K // 16))", "K // 16"))
+    v = registry.get("lab_x")
+    assert v.dispatch.problem is None
+    assert registry.concrete("lab_x", {}, 200, 200, 64) == ("wpt", {"ts": 8, "wpt": 4})
+    with pytest.raises(DispatchError) as exc:
+        registry.route("lab_x", 200, 200, 48)
+    assert all(w in str(exc.value) for w in ("d.toml:13:", 'wpt = "K // 16" gives 3', "200×200×48",
+                                              "(4, 1, 2, 8)")), exc.value
+    why = v.check("opencl", {}, 200, 200, 48, "float32")
+    assert why and "d.toml:13:" in why and "gives 3" in why
+    assert registry.concrete("lab_x", {}, 200, 200, 48) == ("lab_x", {})
+    # an expression that fails at a shape (division by zero) is a reason too
+    registered(EXPR.replace("min(8, max(1, K // 16))", "8 // (K - 48)").replace("lab_x", "lab_z"))
+    why = registry.get("lab_z").check("opencl", {}, 200, 200, 48, "float32")
+    assert why and "d.toml:13:" in why and "division by zero" in why and "200×200×48" in why
 
 
 def test_resolution_fills_left_out_params(registered):

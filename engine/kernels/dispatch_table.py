@@ -14,11 +14,18 @@ first rule whose ``when`` holds picks the kernel and its parameters::
     variant = "skinny"
     params = { tile = 16 }            # left out: the variant's default or [chosen] value
 
+    [[lab_fp32.rule]]
+    when = "min(M, N) <= 64"
+    variant = "ffma_regdb"
+    params = { tile = "256016 if N <= 16 else 128064", splitk = 1 }   # a value by the shape
+
     [[lab_fp32.rule]]                 # the last rule has no 'when': every other shape
     variant = "ffma_wide"
 
 The expressions are those of kernel headers (:class:`~engine.kernels.kernel_file.Expr`,
-the same evaluator and limits). Every problem is a
+the same evaluator and limits), in ``when`` and in a parameter's value written as a text
+(a number stays a number). A number is checked against the kernel's values when the table
+loads; an expression's value at each shape, when the rule is routed there. Every problem is a
 :class:`~engine.kernels.kernel_file.KernelFileError` (``file:line: message``); a table
 with one is still listed, unusable, with that reason, so a bad table never stops the app.
 The registry (:mod:`engine.kernels.registry`) turns each table into a variant of role
@@ -62,7 +69,8 @@ class Rule:
     #: None: every shape (the last rule's catch-all).
     when: Expr | None
     variant: str
-    params: Mapping[str, int]
+    #: name -> a whole number, or an expression in M, N, K and SMS (worked out by :meth:`values`).
+    params: Mapping[str, int | Expr]
     #: The file and line of the rule's ``[[name.rule]]``, for messages.
     where: str
     #: Why this rule (a line the generator writes: the shapes it was learnt from).
@@ -72,6 +80,21 @@ class Rule:
         if self.when is None:
             return True
         return bool(self.when({"M": m, "N": n, "K": k, "SMS": sms or DEFAULT_SMS}))
+
+    def values(self, m: int, n: int, k: int, sms: int | None = None) -> dict[str, int]:
+        """The rule's parameters at M×N×K, each expression worked out there;
+        DispatchError (naming the rule's file:line and the shape) where one fails."""
+        env = {"M": m, "N": n, "K": k, "SMS": sms or DEFAULT_SMS}
+        out = {}
+        for name, value in self.params.items():
+            if not isinstance(value, Expr):
+                out[name] = value
+                continue
+            try:
+                out[name] = value.integer(env)
+            except ExpressionError as exc:
+                raise DispatchError(f"{self.where}: {exc} at {m}×{n}×{k}") from None
+        return out
 
 
 @dataclass(frozen=True)
@@ -241,14 +264,24 @@ def _rule(path: Path, lines: list[str], name: str, i: int, r: dict, line: int) -
         err("'variant' must name a kernel (lower-case letters, digits and _)", "variant")
     params = r.get("params", {})
     if not isinstance(params, dict):
-        err("'params' must be a table of parameter = whole number", "params")
+        err("'params' must be a table of parameter = whole number or expression", "params")
+    params = dict(params)
     for pname, value in params.items():
         if not NAME_RE.match(pname):
             err(f"'{shown_text(pname, 40)}' is not a parameter name", "params")
-        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_PARAM_VALUE:
+        if isinstance(value, str):
+            # a value by the shape: checked against the kernel's values where it is routed
+            e = _parse_expr(value, f"{where}.params.{pname}", lambda: _key_line(lines, line, "params"),
+                            path)
+            names = sorted(e.names() - set(SHAPE_NAMES) - set(DEVICE_NAMES) - set(FUNCTIONS))
+            if names:
+                err(f"unknown name '{names[0]}' in {pname} = \"{shown_text(value, 60)}\" (it may "
+                    f"use M, N, K, SMS and {', '.join(FUNCTIONS)})", "params")
+            params[pname] = e
+        elif isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_PARAM_VALUE:
             err(f"{pname} = {shown_text(repr(value), 40)}: a parameter is a whole number from 0 "
-                f"to {MAX_PARAM_VALUE} (leave it out for the kernel's default or [chosen] value)",
-                "params")
+                f"to {MAX_PARAM_VALUE} or an expression in quotes (leave it out for the kernel's "
+                "default or [chosen] value)", "params")
     why = r.get("why", "")
     if not isinstance(why, str) or len(why) > MAX_TEXT_CHARS:
         err(f"'why' must be a text of at most {MAX_TEXT_CHARS} characters", "why")

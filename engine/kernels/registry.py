@@ -612,9 +612,11 @@ def _checked_table(v: Variant) -> Variant:
         if target is None or target.dispatch is not None or t.backend not in target.sources:
             why = f"'{rule.variant}' is no {t.backend} kernel"
         else:
+            # a number is checked here; an expression's value where it is routed (route())
             why = next((f"{rule.variant} has no parameter '{p}'" if p not in target.space else
                         f"{p}={x} is not among {rule.variant}'s values {tuple(target.space[p])}"
-                        for p, x in rule.params.items() if x not in target.space.get(p, ())), None)
+                        for p, x in rule.params.items() if p not in target.space
+                        or (isinstance(x, int) and x not in target.space[p])), None)
         if why:
             bad = dataclasses.replace(t, problem=f"{rule.where}: {why}")
             return dataclasses.replace(v, dispatch=bad)
@@ -634,9 +636,15 @@ def route(name: str, m: int, n: int, k: int, sms: int | None = None,
     target = REGISTRY.get(rule.variant)
     if target is None or target.dispatch is not None:
         raise dispatch_table.DispatchError(f"{rule.where}: '{rule.variant}' is no kernel")
+    values = rule.values(m, n, k, sms)
+    for p, x in values.items():
+        if x not in target.space.get(p, ()):
+            raise dispatch_table.DispatchError(
+                f"{rule.where}: {p} = \"{getattr(rule.params[p], 'text', x)}\" gives {x} at {m}×{n}×{k}, not among "
+                f"{rule.variant}'s values {tuple(target.space.get(p, ()))}")
     params = target.default_params(arch)
     params.update({p: AUTO for p in target.chosen})
-    params.update(rule.params)
+    params.update(values)
     return dispatch_table.Route(target.name, target.resolve(params, m, n, k), rule)
 
 
