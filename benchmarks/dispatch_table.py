@@ -30,7 +30,11 @@ if str(ROOT) not in sys.path:
 from engine.kernels import dispatch_table, registry  # noqa: E402
 from engine.results import records  # noqa: E402
 
-DEFAULT_FROM = ["benchmarks/results/h200_shapes.json"]
+#: Every H200 results file: the suite and the off-suite sweeps (narrow N, small M, odd N).
+DEFAULT_FROM = ["benchmarks/results/h200_shapes.json", "benchmarks/results/h200_offsuite_narrow.json",
+                "benchmarks/results/h200_offsuite_small_m.json",
+                "benchmarks/results/h200_offsuite_small_m_tf32.json",
+                "benchmarks/results/h200_offsuite_odd_fp32.json", "benchmarks/results/h200_wide_bcopy.json"]
 #: How far from the lab best the dispatch line may be at a suite shape (issue 36).
 TOLERANCE = 1.03
 
@@ -43,18 +47,30 @@ def _regdb_tile(p: dict) -> int:
 #: issue 36: the B-copy specialists became ffma_wide's / ffma_regdb's ``bcopy``, the
 #: narrow tiles ffma_regdb's ``tile``, skinny_async skinny's ``stream = 1``.
 RENAMED = {
-    "ffma_wide": ("ffma_wide", lambda p: {**p, "bcopy": 0}),
-    "ffma_wide_padb": ("ffma_wide", lambda p: {**p, "bcopy": 1}),
+    # later records of ffma_wide name bcopy themselves: keep it (0 before the merge)
+    "ffma_wide": ("ffma_wide", lambda p: {"bcopy": 0, "crows": 0, **p}),
+    "ffma_wide_padb": ("ffma_wide", lambda p: {"crows": 0, **p, "bcopy": 1}),
     "ffma_wide_b4": ("ffma_wide", lambda p: {**p, "bcopy": 2}),
-    "ffma_regdb": ("ffma_regdb", lambda p: {"tile": _regdb_tile(p), "splitk": p["splitk"], "bcopy": 0}),
-    "ffma_regdb_padb": ("ffma_regdb", lambda p: {"tile": _regdb_tile(p), "splitk": p["splitk"], "bcopy": 1}),
-    "ffma_regdb_b4": ("ffma_regdb", lambda p: {"tile": _regdb_tile(p), "splitk": p["splitk"], "bcopy": 2}),
-    "ffma_narrow": ("ffma_regdb", lambda p: {"tile": _regdb_tile(p), "splitk": p["splitk"], "bcopy": 0}),
-    "ffma_narrow_padb": ("ffma_regdb", lambda p: {"tile": _regdb_tile(p), "splitk": p["splitk"], "bcopy": 1}),
-    "skinny": ("skinny", lambda p: {**p, "stream": 0}),
+    "ffma_regdb": ("ffma_regdb", lambda p: _regdb(p, 0)),
+    "ffma_regdb_padb": ("ffma_regdb", lambda p: _regdb(p, 1)),
+    # the warp-row copies kept their crows
+    "ffma_regdb_b4": ("ffma_regdb", lambda p: _regdb(p, 2)),
+    "ffma_narrow": ("ffma_regdb", lambda p: _regdb(p, 0)),
+    "ffma_narrow_padb": ("ffma_regdb", lambda p: _regdb(p, 1)),
+    "skinny": ("skinny", lambda p: {"stages": 3, **p, "stream": 0}),
+    # skinny_async ran `warps` warps a block; stream 1 runs fill blocks of 8 / fill warps
     "skinny_async": ("skinny", lambda p: {"stream": 1, "tile": p["tn"], "fill": 8 // p["warps"],
-                                          "stages": p["stages"]}),
+                                          "stages": p["stages"], "unroll": 8}),
 }
+
+
+def _regdb(p: dict, bcopy: int) -> dict:
+    """ffma_regdb's parameters of an old record: tn and bk were fixed (8), hybrid and crows
+    kept where it named them."""
+    out = {"tile": _regdb_tile(p), "splitk": p["splitk"], "bcopy": bcopy, "hybrid": 0, "crows": 0}
+    out.update({k: p[k] for k in ("hybrid", "crows") if k in p})
+    return out
+
 
 #: Shape classes, in the table's order (the first that holds picks): (expression, name).
 CLASSES = [
@@ -72,15 +88,16 @@ TITLES = {"fp32": "The lab's own FP32 GEMM: the kernel the shape suite found bes
           "tf32": "The lab's own TF32 GEMM: the kernel the shape suite found best, by shape class"}
 
 
-def new_name(variant: str, params: dict) -> tuple[str, dict[str, int]]:
-    """Today's (kernel, parameters) of a record's, [chosen] parameters left to the shape and
-    parameters today's kernel does not have (a merge not landed yet) left out."""
+def new_name(variant: str, params: dict, exact: bool = False) -> tuple[str, dict[str, int]]:
+    """Today's (kernel, parameters) of a record's: parameters today's kernel does not have
+    (a merge not landed yet) left out, and, unless ``exact``, those it picks by shape
+    ([chosen]) too (a rule leaves them to it)."""
     name, f = RENAMED.get(variant, (variant, dict))
     p = f(dict(params))
     v = registry.REGISTRY.get(name)
     if v is None:
         return name, p
-    return name, {k: x for k, x in p.items() if k in v.space and k not in v.chosen}
+    return name, {k: x for k, x in p.items() if k in v.space and (exact or k not in v.chosen)}
 
 
 def in_class(expr: str | None, shape) -> bool:
@@ -99,7 +116,7 @@ def load(paths: list[str]) -> list[records.ResultRecord]:
     return out
 
 
-def times(recs, precision: str) -> dict[tuple, dict[tuple, float]]:
+def times(recs, precision: str, exact: bool = False) -> dict[tuple, dict[tuple, float]]:
     """shape → (kernel, params as today's names) → the fastest verified time; a TF32
     request may be served by an FP32 kernel (records.lab_best's SERVES)."""
     out: dict[tuple, dict[tuple, float]] = {}
@@ -109,7 +126,7 @@ def times(recs, precision: str) -> dict[tuple, dict[tuple, float]]:
                 or not math.isfinite(r.median_ms) or records.record_precision(r) not in allowed
                 or r.extra.get("precision", precision) not in allowed):
             continue
-        name, p = new_name(r.variant, r.params)
+        name, p = new_name(r.variant, r.params, exact)
         key = (name, tuple(sorted(p.items())))
         here = out.setdefault((r.m, r.n, r.k), {})
         here[key] = min(here.get(key, math.inf), r.median_ms)
@@ -166,36 +183,44 @@ def toml_text(tables: dict[str, list[dict]], sources: list[str]) -> str:
 
 
 def check(recs, tables: list[dispatch_table.DispatchTable]) -> list[str]:
-    """Per table and suite shape: the pick's recorded time against the lab best's."""
+    """Per table and recorded shape: the pick's recorded time (that exact configuration,
+    [chosen] values as the shape resolves them) against the lab best's; then a summary:
+    within 3%, not (and why), and not checked (the pick was not recorded there)."""
     out = []
     for t in tables:
-        by_shape = times(recs, t.precision)
+        by_shape = times(recs, t.precision, exact=True)
         out.append(f"{t.name}: the table's pick against the lab best (recorded times)")
-        out.append(f"  {'shape':<18} {'pick':<58} {'best':<58} {'pick/best':>9}")
-        misses = []
+        out.append(f"  {'shape':<16} {'rule':<6} {'pick':<58} {'lab best':<58} {'ratio':>6}")
+        within, misses, unchecked = 0, [], []
         for shape in sorted(by_shape):
             best_key = min(by_shape[shape], key=by_shape[shape].get)
             best = by_shape[shape][best_key]
+            shown = "x".join(map(str, shape))
             try:
                 r = registry.route(t.name, *shape, arch="9.0")
             except dispatch_table.DispatchError as exc:
-                misses.append(f"  {shape}: no pick ({exc})")
+                misses.append(f"  {shown}: no pick ({exc})")
                 continue
-            # the records that ran this pick: today's kernel, each parameter they name as picked
+            # the records that ran exactly this pick (each parameter they name as picked)
             mine = min((v for (n, p), v in by_shape[shape].items() if n == r.variant
                         and all(r.params.get(k) == x for k, x in p)), default=None)
             label = registry.kernel_label(r.variant, r.params)
             ratio = mine / best if mine else math.nan
-            out.append(f"  {'x'.join(map(str, shape)):<18} {label[:58]:<58} "
+            rule_no = t.rules.index(r.rule) + 1
+            out.append(f"  {shown:<16} {rule_no:<6} {label[:58]:<58} "
                        f"{registry.kernel_label(best_key[0], dict(best_key[1]))[:58]:<58} "
-                       f"{ratio:>9.3f}")
-            if not ratio <= TOLERANCE:
-                why = ("the suite did not time this pick here" if mine is None else
-                       f"its class's one choice is {100 * (ratio - 1):.1f}% slower here than the "
-                       f"shape's own best")
-                misses.append(f"  {'x'.join(map(str, shape))}: {why}")
-        out.append(f"  not within {100 * (TOLERANCE - 1):.0f}% of the lab best: "
-                   + (str(len(misses)) if misses else "none"))
+                       f"{ratio:>6.3f}")
+            if mine is None:
+                unchecked.append(shown)
+            elif ratio <= TOLERANCE:
+                within += 1
+            else:
+                misses.append(f"  {shown} (rule {rule_no}): {100 * (ratio - 1):.1f}% slower than "
+                              f"the shape's own best, "
+                              f"{registry.kernel_label(best_key[0], dict(best_key[1]))}")
+        out.append(f"  {t.name}: {len(by_shape)} shapes; within {100 * (TOLERANCE - 1):.0f}% of the "
+                   f"lab best: {within}; not: {len(misses)}; not checked (pick not recorded "
+                   f"there): {len(unchecked)}" + (f" ({', '.join(unchecked)})" if unchecked else ""))
         out += misses
     return out
 
