@@ -1,7 +1,8 @@
 /*
 +++
 name = "tiled"
-title = "Shared-memory tiles of A and B (BLOCK×BLOCK), two barriers per tile; sizes must be multiples of the block."
+title = "Shared-memory tiles of A and B, two barriers a tile; M, N and K multiples of the block"
+summary = "Shared-memory tiles of A and B (block × block), two barriers per tile: each element of A and B is read from global memory once per tile instead of once per product. As the seed's CUDA sample there are no bounds checks, so the sizes must be multiples of the block; tiled_any takes any size."
 source = "seed 000/001: shared-memory matrixMul (CUDA sample style, no bounds checks)"
 role = "seed"
 order = 2
@@ -9,6 +10,9 @@ newcomer = true
 
 [params]
 block = [16, 8, 32]
+
+[descriptions]
+block = "side of the square tiles of A, B and C, and of the thread block (block × block threads)"
 
 [[constraints]]
 check = "M % block == 0 and N % block == 0 and K % block == 0"

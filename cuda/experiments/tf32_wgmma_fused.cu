@@ -1,7 +1,8 @@
 /*
 +++
 name = "tf32_wgmma_fused"
-title = "TF32 wgmma with B transposed in shared memory, no pre-pass (slower than tf32_wgmma_tma: the transposing warps are the limit): TMA lands B as it lies (N-major, eight 32 × 32 boxes in the 128B swizzle) in a raw ring; the producer warpgroup's warps 1-3 round A in place and transpose B into a K-major swizzled ring (4 × 4 register transposes, rounded to TF32), three decoupled rings (A, Bt, raw B); 128×256 tiles, 2 consumer warpgroups × wgmma.m64n256k8, persistent rasterised grid. One launch per GEMM where K and N are multiples of 4."
+title = "TF32 wgmma with B transposed in shared memory instead of a pre-pass (slower than tf32_wgmma_tma)"
+summary = "TF32 wgmma with B transposed in shared memory, no pre-pass (slower than tf32_wgmma_tma: the transposing warps are the limit): TMA lands B as it lies (N-major, eight 32 × 32 boxes in the 128B swizzle) in a raw ring; the producer warpgroup's warps 1-3 round A in place and transpose B into a K-major swizzled ring (4 × 4 register transposes, rounded to TF32), three decoupled rings (A, Bt, raw B); 128 × 256 tiles, 2 consumer warpgroups × wgmma.m64n256k8, a persistent rasterised grid. One launch per GEMM where K and N are multiples of 4."
 source = "PTX ISA cp.async.bulk.tensor, mbarrier expect_tx, fence.proxy.async, cvt.rna.tf32.f32, wgmma.mma_async; CUTLASS sm90 TMA warp-specialized persistent GMMA kernels (rings of mbarrier-guarded stages); cuda/ladder/23_tf32_wgmma_tma.cu"
 role = "experiment"
 order = 91
@@ -14,6 +15,12 @@ astages = [4, 3]     # A ring: TMA lands A here, rounded in place, read by wgmma
 bstages = [2, 3]     # Bt ring: the transposed, rounded B tiles wgmma reads (32 KB each)
 raws = [3, 2]        # raw ring: TMA lands B here as it lies (N-major, 32 KB each)
 persist = [1, 0]
+
+[descriptions]
+astages = "slots of the A ring (TMA lands A there, rounded in place, read by wgmma; 16 KB each)"
+bstages = "slots of the Bt ring (the transposed, rounded B tiles wgmma reads; 32 KB each)"
+raws = "slots of the raw ring (TMA lands B there as it lies, N-major; 32 KB each)"
+persist = "1: a persistent grid of one CTA per SM looping over the tiles; 0: one tile per CTA"
 
 [derived]
 tiles = "cdiv(M, 128) * cdiv(N, 256)"     # 128 (M) × 256 (N) tiles of C
@@ -70,10 +77,10 @@ box = [32, 32]
  *
  * Why: wgmma reads a .tf32 operand from shared memory only K-major. A (M x K, row-major) is
  * K-major; B (K x N) is N-major, so 21-23 transpose (and round) B into a scratch buffer in a
- * pre-pass: 8 bytes of DRAM traffic per element of B on every launch. Nsight Compute on an
- * H100 at 4096^3 (benchmarks/NOTES.md, issue 11 round 5): pre-pass 45 us, 23's GEMM 435 us,
- * cuBLAS TF32's single kernel 410 us, the same as 23 with neither operand rounded (409 us).
- * This kernel moves the transpose into the GEMM, where B passes through shared memory anyway.
+ * pre-pass: 8 bytes of DRAM traffic per element of B on every launch, a pre-pass kernel that
+ * cuBLAS TF32's single kernel does not pay (Nsight Compute figures: benchmarks/NOTES.md,
+ * tf32_wgmma_fused). This kernel moves the transpose into the GEMM, where B passes through
+ * shared memory anyway.
  *
  * A block of 3 warpgroups (384 threads) computes 128 x 256 tiles of C, K in steps of 32,
  * through three rings of shared memory, each with its own depth:
@@ -105,16 +112,15 @@ box = [32, 32]
  * ^ j, both permutations of 0..7 over l; the 8 tasks v of a box cover its 64 blocks
  * (tests/test_ladder.py emulates this). 64 tasks per k-tile over 12 quarter-warps: 6 rounds.
  *
- * Measured (H100, benchmarks/NOTES.md "Issue 11, round 5"): verified at every test shape and
- * combination, but 180-200 TFLOP/s at 2048^3-8192^3 whatever the ring depths (tf32_wgmma_tma
- * 300-330, cuBLAS TF32 330-380); 1024^3 0.052 ms (23: 0.064). The three transposing warps are
- * the limit: per k-tile they move 48 KB through registers (A 16 KB rounded, B 32 KB
- * transposed) where 23's move 16 KB; ncu: tensor pipe 39% active, 60.7% of the warps' cycles
- * stalled on shared-memory scoreboards, shared stores at 6 wavefronts per request (22% bank
- * conflicts that the quarter-warp model above does not predict), and the TF32 rounding,
- * which compiles to integer instructions, ~15% (a copy without the transposer's cvt:
- * 212 against 180 TFLOP/s). This file issues every load of a k-tile before its stores (one
- * wait per k-tile): 182 TFLOP/s at 4096^3, against 190 for one 4 x 4 block at a time.
+ * Why it stays an experiment (benchmarks/NOTES.md, tf32_wgmma_fused, has the figures): it
+ * verifies at every test shape and combination but runs well below tf32_wgmma_tma at the
+ * large sizes whatever the ring depths (faster only at 1024^3). The three transposing warps
+ * are the limit: per k-tile they move 48 KB through registers (A 16 KB rounded, B 32 KB
+ * transposed) where 23's move 16 KB; the warps stall on shared-memory scoreboards, the
+ * shared stores meet bank conflicts that the quarter-warp model above does not predict, and
+ * the TF32 rounding compiles to integer instructions. This file issues every load of a
+ * k-tile before its stores (one wait per k-tile), which was slightly slower than one 4 x 4
+ * block at a time.
  *
  * Pre-pass: TMA needs every row stride to be a multiple of 16 bytes. Where K % 4 != 0 the
  * pre-pass copies A into Ap (M x Kp, zero-padded), where N % 4 != 0 B into Bp (K x Np); with

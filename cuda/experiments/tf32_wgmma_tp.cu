@@ -1,8 +1,9 @@
 /*
 +++
 name = "tf32_wgmma_tp"
-title = "tf32_wgmma_ws without its pre-pass: the producer warpgroup loads B's 32×256 k-tiles with 16-byte read-only loads one k-tile ahead, transposes 4×4 blocks in registers and stores K-major 16-byte chunks (st.shared.v4, conflict-free) into the 128B-swizzled stage; A by 16-byte cp.async; fence.proxy.async + full/empty mbarriers; consumers unchanged (2 × wgmma.m64n256k8, 128×256 tiles)."
-source = "PTX ISA wgmma.mma_async, mbarrier, fence.proxy.async; CUTLASS sm90 warp-specialized GMMA mainloop with a transposing producer; cuda/21_tf32_wgmma_ws.cu"
+title = "tf32_wgmma_ws without its pre-pass: the producer transposes B's k-tiles in registers"
+summary = "tf32_wgmma_ws without its pre-pass: the producer warpgroup loads B's 32 × 256 k-tiles with 16-byte read-only loads one k-tile ahead, transposes 4 × 4 blocks in registers and stores K-major 16-byte chunks (st.shared.v4, conflict-free) into the 128B-swizzled stage; A by 16-byte cp.async; fence.proxy.async and full/empty mbarriers; the consumers unchanged (2 × wgmma.m64n256k8, 128 × 256 tiles)."
+source = "PTX ISA wgmma.mma_async, mbarrier, fence.proxy.async; CUTLASS sm90 warp-specialized GMMA mainloop with a transposing producer; cuda/ladder/22_tf32_wgmma_ws.cu"
 role = "experiment"
 order = 91
 dtypes = ["float32"]
@@ -11,6 +12,9 @@ arch_suffix = "a"
 
 [params]
 stages = [4, 3]
+
+[descriptions]
+stages = "shared-memory stages between the producer and the consumers: 3 or 4"
 
 [derived]
 smem = "stages * (128 + 256) * 32 * 4 + 1024 + 256"   # + atom alignment, mbarriers
@@ -31,7 +35,8 @@ shared = "smem"
  * way into shared memory instead of by a separate kernel (sm_90a).
  *
  * Technique. TF32 wgmma reads only K-major operands from shared memory; B (K x N,
- * row-major) is N-major. 21_ ran a transposing pre-pass (0.043 ms of 0.456 at 4096^2).
+ * row-major) is N-major. 22_ runs a transposing pre-pass (a noticeable part of its time:
+ * benchmarks/NOTES.md).
  * Here the producer warpgroup (128 threads) loads each 32 x 256 k-tile of B with 16-byte
  * read-only global loads (4 consecutive k-rows x 4 consecutive n per unit, 4 units per
  * thread, 64 registers, issued one k-tile ahead), transposes each 4 x 4 block in

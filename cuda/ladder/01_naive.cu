@@ -1,7 +1,8 @@
 /*
 +++
 name = "naive"
-title = "One thread per C element reading A and B straight from global memory; x along columns so loads of B coalesce."
+title = "One thread per element of C, reading A and B straight from global memory"
+summary = "One thread per C element reading A and B straight from global memory; x runs along the columns of C, so the loads of B and the stores of C coalesce. The baseline every other kernel is measured against."
 source = "seed 000/004: the 'naive' kernel timed against the shared-memory one"
 role = "baseline"
 order = 1
@@ -9,6 +10,9 @@ newcomer = true
 
 [params]
 block = [16, 8, 32]
+
+[descriptions]
+block = "side of the square thread block: block × block threads, one element of C each"
 
 [launch]
 grid = ["cdiv(N, block)", "cdiv(M, block)"]

@@ -1,13 +1,17 @@
 /*
 +++
 name = "tiled_any"
-title = "Shared-memory tiles with bounds-checked, zero-filled loads: any M, N, K."
+title = "Shared-memory tiles with bounds-checked, zero-filled loads: any M, N, K"
+summary = "tiled with every tile load bounds-checked: elements past M, N or K load as zero and the stores are guarded, so any size runs; threads outside C still take part in every load and barrier."
 source = "seed 003: matMul_SharedMem with guarded tile loads"
 role = "seed"
 order = 3
 
 [params]
 block = [16, 8, 32]
+
+[descriptions]
+block = "side of the square tiles of A, B and C, and of the thread block (block × block threads)"
 
 [launch]
 grid = ["cdiv(N, block)", "cdiv(M, block)"]

@@ -1,7 +1,8 @@
 /*
 +++
 name = "wpt"
-title = "Tiled with more work per thread: each thread computes WPT outputs of a row, TS/WPT threads per tile row."
+title = "Tiled with more work per thread: each thread computes wpt outputs of one row of C"
+summary = "Tiled with more work per thread: a block computes a ts × ts tile of C with ts/wpt × ts threads; each thread keeps wpt accumulators in registers for wpt outputs of one row, so each value of A read from shared memory feeds wpt multiply-adds."
 source = "seed 004: OpenCL submatrix + WPT kernel"
 role = "seed"
 order = 4
@@ -9,6 +10,10 @@ order = 4
 [params]
 ts = [32, 16, 8]
 wpt = [4, 1, 2, 8]
+
+[descriptions]
+ts = "side of the square tiles of A, B and C"
+wpt = "work per thread: outputs of one row of C each thread computes (ts/wpt threads along a tile row); divides ts"
 
 [[constraints]]
 check = "ts % wpt == 0"

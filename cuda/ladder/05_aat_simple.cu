@@ -1,7 +1,8 @@
 /*
 +++
 name = "aat_simple"
-title = "C = A·Aᵀ straight from global memory: the Aᵀ term is read with a stride of K (uncoalesced)."
+title = "C = A·Aᵀ straight from global memory: the Aᵀ term is read with a stride of K (uncoalesced)"
+summary = "C = A·Aᵀ with one thread per element of C, straight from global memory: the second operand is read with a stride of K across a warp (neighbouring threads read neighbouring rows of A), so it does not coalesce, which is the point of this seed."
 source = "seed 002: simpleMultiply (CUDA Best Practices, strided access)"
 role = "seed"
 order = 5
@@ -10,13 +11,16 @@ kind = "aat"
 [params]
 tile = [32, 16]
 
+[descriptions]
+tile = "side of the square thread block (tile × tile threads, one element of C each)"
+
 [launch]
 grid = ["cdiv(M, tile)", "cdiv(M, tile)"]
 block = ["tile", "tile"]
 +++
 */
 /*
- * 05_aat_simple.cu -- C = A*A^ELEM straight from global memory, one thread per element
+ * 05_aat_simple.cu -- C = A*A^T straight from global memory, one thread per element
  * of C: C[row][col] = sum_k A[row][k] * A[col][k]. The second term is read with a
  * stride of K across a warp (neighbouring threads = neighbouring rows of A), so it
  * does not coalesce: that is the point of this kernel.

@@ -1,7 +1,8 @@
 /*
 +++
 name = "aat_coalesced"
-title = "C = A·Aᵀ with coalesced loads into a tile and a transposed tile in shared memory (bank conflicts on the transposed store)."
+title = "C = A·Aᵀ with coalesced loads into shared tiles, one transposed (bank conflicts on its stores)"
+summary = "C = A·Aᵀ with coalesced loads into a tile and a transposed tile in shared memory: the reads from global memory coalesce, but the column-wise store of the transposed tile has a stride of tile words, so the threads of a warp hit the same bank (aat_padded removes the conflict)."
 source = "seed 002: coalescedMultiply"
 role = "seed"
 order = 6
@@ -10,13 +11,16 @@ kind = "aat"
 [params]
 tile = [32, 16]
 
+[descriptions]
+tile = "side of the thread block and of both shared tiles"
+
 [launch]
 grid = ["cdiv(M, tile)", "cdiv(M, tile)"]
 block = ["tile", "tile"]
 +++
 */
 /*
- * 06_aat_coalesced.cu -- C = A*A^ELEM with coalesced loads: per chunk of TILE columns
+ * 06_aat_coalesced.cu -- C = A*A^T with coalesced loads: per chunk of TILE columns
  * of A, a block loads its TILE rows of A into aTile and the TILE rows of A that
  * give its columns of C into transposedTile, transposing on the store to shared
  * memory. Reads from global memory coalesce; the column-wise store

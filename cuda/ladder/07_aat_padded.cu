@@ -1,7 +1,8 @@
 /*
 +++
 name = "aat_padded"
-title = "As aat_coalesced, the transposed tile padded to [T][T+1] so its column writes hit 32 different banks."
+title = "As aat_coalesced, the transposed tile padded to [T][T+1]: its column writes hit 32 banks"
+summary = "As aat_coalesced, with the transposed tile padded to [tile][tile + 1] so that its column-wise writes have a stride of tile + 1 words and the threads of a warp hit 32 different banks: the bank conflict disappears."
 source = "seed 002: coalescedMultiply with transposedTile[TILE_DIM][TILE_DIM+1]"
 role = "seed"
 order = 7
@@ -10,13 +11,16 @@ kind = "aat"
 [params]
 tile = [32, 16]
 
+[descriptions]
+tile = "side of the thread block and of both shared tiles (the transposed one padded by a word a row)"
+
 [launch]
 grid = ["cdiv(M, tile)", "cdiv(M, tile)"]
 block = ["tile", "tile"]
 +++
 */
 /*
- * 07_aat_padded.cu -- C = A*A^ELEM with coalesced loads, as 06_aat_coalesced, but the
+ * 07_aat_padded.cu -- C = A*A^T with coalesced loads, as 06_aat_coalesced, but the
  * transposed tile is padded to [TILE][TILE+1]: the column-wise store
  * transposedTile[tx][ty] then has a stride of TILE+1 words (33 for TILE = 32), so
  * the threads of a warp hit 32 different banks and the bank conflict disappears.

@@ -1,13 +1,17 @@
 /*
 +++
 name = "naive_uncoalesced"
-title = "One thread per C element with x along ROWS: loads of A and stores of C are strided (uncoalesced); compare with naive."
+title = "One thread per element of C with x along the rows of C: uncoalesced loads of A and stores of C"
+summary = "One thread per C element with x running along the ROWS of C: the 32 threads of a warp take 32 rows, so each load of A and each store of C is strided (uncoalesced) while B is one broadcast address. The counter-example to naive, which shows what coalescing buys."
 source = "siboehm's SGEMM_CUDA worklog (https://siboehm.com/articles/22/CUDA-MMM), kernel 1"
 role = "rung"
 order = 10
 
 [params]
 block = [32, 16]
+
+[descriptions]
+block = "side of the square thread block (block × block threads, one element of C each)"
 
 [launch]
 grid = ["cdiv(M, block)", "cdiv(N, block)"]

@@ -1,7 +1,8 @@
 /*
 +++
 name = "blocktile_1d"
-title = "1-D blocktiling: BM×BK and BK×BN shared tiles, each thread TM rows of one column (TM FMAs per shared load of B)."
+title = "1-D blocktiling: shared tiles of A and B, each thread tm rows of one column of C"
+summary = "1-D blocktiling: bm × bk and bk × bn shared tiles, each thread computing tm rows of one column of C, so each value of B read from shared memory feeds tm multiply-adds."
 source = "siboehm's SGEMM_CUDA worklog (https://siboehm.com/articles/22/CUDA-MMM), kernel 4"
 role = "rung"
 order = 11
@@ -12,7 +13,13 @@ bn = [64]
 bk = [8]
 tm = [8, 16]
 
-[defaults.sm_90]    # H200 (tests/data/h200_ladder_v2.json): tm=16 21.3 vs 16.5 TFLOP/s at 4096, 20.7 vs 16.7 at 2048
+[descriptions]
+bm = "rows of C per block"
+bn = "columns of C per block (and threads along x)"
+bk = "depth (k) of the shared tiles"
+tm = "rows of C per thread; divides bm"
+
+[defaults.sm_90]    # H200: the faster tm at 2048-8192 (benchmarks/NOTES.md, issue 36: the ladder's arch defaults)
 tm = 16
 
 [derived]

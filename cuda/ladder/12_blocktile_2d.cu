@@ -1,7 +1,8 @@
 /*
 +++
 name = "blocktile_2d"
-title = "2-D blocktiling: each thread a TM×TN sub-tile, an outer product of register-cached A and B values per k."
+title = "2-D blocktiling: each thread a tm × tn sub-tile, an outer product of cached A and B values"
+summary = "2-D blocktiling: each thread computes a tm × tn sub-tile of C as an outer product of tm values of A and tn values of B cached in registers per k."
 source = "siboehm's SGEMM_CUDA worklog (https://siboehm.com/articles/22/CUDA-MMM), kernel 5"
 role = "rung"
 order = 12
@@ -14,7 +15,14 @@ bk = [8]
 tm = [8]
 tn = [8]
 
-[defaults.sm_90]    # H200 (tests/data/h200_ladder_v2.json): bm=64, bn=128 27.9 vs 20.6 TFLOP/s at 4096, 30.9 vs 21.1 at 8192
+[descriptions]
+bm = "rows of C per block"
+bn = "columns of C per block"
+bk = "depth (k) of the shared tiles"
+tm = "rows of the sub-tile of C each thread computes; divides bm"
+tn = "columns of the sub-tile of C each thread computes; divides bn"
+
+[defaults.sm_90]    # H200: the faster tile at 4096-8192 (benchmarks/NOTES.md, issue 36: the ladder's arch defaults)
 bm = 64
 bn = 128
 

@@ -1,7 +1,8 @@
 /*
 +++
 name = "vectorized"
-title = "2-D blocktiling with 128-bit global and shared accesses and A transposed in shared memory; scalar guarded tails (fast path at N, K % 4 == 0)."
+title = "2-D blocktiling with 128-bit global and shared accesses, A transposed in shared memory"
+summary = "2-D blocktiling with 128-bit global and shared accesses and A transposed in shared memory, so a thread's tm values of A are one vector load; scalar, guarded tails (the fast path at N, K % 4 == 0)."
 source = "siboehm's SGEMM_CUDA worklog (https://siboehm.com/articles/22/CUDA-MMM), kernel 6"
 role = "rung"
 order = 13
@@ -13,7 +14,14 @@ bk = [8, 16]
 tm = [8]
 tn = [8]
 
-[defaults.sm_90]    # H200 (tests/data/h200_ladder_v2.json): bk=16 33.0 vs 31.6 TFLOP/s at 4096, 32.3 vs 31.6 at 8192
+[descriptions]
+bm = "rows of C per block"
+bn = "columns of C per block"
+bk = "depth (k) of the shared tiles; a multiple of 4"
+tm = "rows of the sub-tile of C per thread; a multiple of 4"
+tn = "columns of the sub-tile of C per thread; a multiple of 4"
+
+[defaults.sm_90]    # H200: the faster depth at 4096-8192 (benchmarks/NOTES.md, issue 36: the ladder's arch defaults)
 bk = 16
 
 [derived]

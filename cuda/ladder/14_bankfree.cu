@@ -1,7 +1,8 @@
 /*
 +++
 name = "bankfree"
-title = "vectorized with a bank-conflict-free shared layout: padded transposed A tile, per-thread columns split into strided groups of 4."
+title = "vectorized with a bank-conflict-free shared layout: padded transposed A, strided thread columns"
+summary = "vectorized with a bank-conflict-free shared layout: the transposed A tile padded by a few words a row, and each thread's columns split into strided groups of 4, so the 128-bit shared accesses of a warp hit distinct banks."
 source = "siboehm's SGEMM_CUDA worklog (https://siboehm.com/articles/22/CUDA-MMM), kernels 7-8; CUDA Best Practices padded tile"
 role = "rung"
 order = 14
@@ -13,7 +14,14 @@ bk = [8, 16]
 tm = [8]
 tn = [8]
 
-[defaults.sm_90]    # H200 (tests/data/h200_ladder_v2.json): bk=16 36.0 vs 32.0 TFLOP/s at 4096, 35.4 vs 31.7 at 8192
+[descriptions]
+bm = "rows of C per block"
+bn = "columns of C per block"
+bk = "depth (k) of the shared tiles; a multiple of 4"
+tm = "rows of the sub-tile of C per thread; a multiple of 4"
+tn = "columns of the sub-tile of C per thread, in strided groups of 4"
+
+[defaults.sm_90]    # H200: the faster depth at 4096-8192 (benchmarks/NOTES.md, issue 36: the ladder's arch defaults)
 bk = 16
 
 [derived]

@@ -1,7 +1,8 @@
 /*
 +++
 name = "warptile"
-title = "Warptiling: block tile → warp tiles → per-thread TM×TN pieces of WMITER×WNITER sub-tiles; 128-bit loads, padded transposed A."
+title = "Warptiling: block tile → warp tiles → per-thread tm × tn pieces; 128-bit loads"
+summary = "Warptiling: the block tile splits into warp tiles, each into wmiter × wniter sub-tiles, each into per-thread tm × tn pieces (the CUTLASS hierarchy), so a warp's shared reads are reused across its sub-tiles; 128-bit loads, a padded transposed A tile."
 source = "siboehm's SGEMM_CUDA worklog (https://siboehm.com/articles/22/CUDA-MMM), kernel 10; CUTLASS hierarchy"
 role = "rung"
 order = 15
@@ -16,6 +17,16 @@ wn = [32, 64]
 wniter = [2]
 tm = [8]
 tn = [4]
+
+[descriptions]
+bm = "rows of C per block"
+bn = "columns of C per block"
+bk = "depth (k) of the shared tiles"
+wm = "rows of a warp's tile; divides bm"
+wn = "columns of a warp's tile; divides bn"
+wniter = "sub-tiles of a warp tile along N (wmiter along M follows)"
+tm = "rows of a thread's piece of a sub-tile; a multiple of 4"
+tn = "columns of a thread's piece of a sub-tile; a multiple of 4"
 
 [derived]
 wmiter = "(wm * wn) // (32 * tm * tn * wniter)"

@@ -1,7 +1,8 @@
 /*
 +++
 name = "pipelined"
-title = "warptile fed by a STAGES-deep cp.async pipeline (sm_80+): copies of the next tiles overlap the FMAs, one barrier per tile."
+title = "warptile fed by a stages-deep cp.async pipeline: copies overlap the FMAs, one barrier a tile"
+summary = "warptile fed by a stages-deep cp.async pipeline (sm_80 and newer): the copies of the next tiles run in the background while the warps compute on the current one, one barrier per tile."
 source = "CUTLASS sm80 multistage mainloop; CUDA Programming Guide async copies; siboehm's SGEMM_CUDA worklog (https://siboehm.com/articles/22/CUDA-MMM), kernel 11"
 role = "rung"
 order = 16
@@ -18,7 +19,19 @@ tn = [4]
 stages = [3]
 minb = [2, 1]
 
-[defaults.sm_90]    # H200 (ladder v4 in benchmarks/NOTES.md): bm=64 40.9 vs 40.6 TFLOP/s at 4096, 41.9 vs 40.9 at 8192
+[descriptions]
+bm = "rows of C per block"
+bn = "columns of C per block"
+bk = "depth (k) of a tile"
+wm = "rows of a warp's tile; divides bm"
+wn = "columns of a warp's tile; divides bn"
+wniter = "sub-tiles of a warp tile along N"
+tm = "rows of a thread's piece of a sub-tile; a multiple of 4"
+tn = "columns of a thread's piece of a sub-tile; a multiple of 4"
+stages = "tiles in flight in the cp.async ring (at least 2)"
+minb = "blocks per SM asked of ptxas (__launch_bounds__), which caps the registers a thread"
+
+[defaults.sm_90]    # H200: the faster tile at 4096-8192 (benchmarks/NOTES.md, issue 36: the ladder's arch defaults)
 bm = 64
 
 [derived]

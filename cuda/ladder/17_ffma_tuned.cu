@@ -1,7 +1,8 @@
 /*
 +++
 name = "ffma_tuned"
-title = "FP32 SIMT tuned for Hopper: A un-transposed with 16-byte cp.async, 3-stage pipeline, BM×128 tiles of 256 threads, (BM/16)×8 per thread in strided 4×4 pieces (conflict-free LDS.64/128), optional deterministic serial split-K."
+title = "FP32 SIMT tuned for Hopper: 16-byte cp.async of A as it lies, conflict-free LDS.64/128 fragments"
+summary = "FP32 SIMT tuned for Hopper: A un-transposed with 16-byte cp.async, a 3-stage pipeline, bm × 128 tiles of 256 threads, (bm/16) × 8 outputs a thread in strided 4 × 4 pieces (conflict-free LDS.64/128), optional deterministic serial split-K."
 source = "classic 128×128 8×8-per-thread SGEMM layout; CUTLASS multistage mainloop and serial split-K"
 role = "rung"
 order = 17
@@ -11,7 +12,12 @@ bm = [128, 64]
 kv = [4, 2]
 splitk = [1, 2]
 
-[defaults.sm_90]    # H200 (ladder v3 in benchmarks/NOTES.md): kv=2 39.8 vs 39.1 TFLOP/s at 4096, 40.2 vs 39.3 at 8192
+[descriptions]
+bm = "rows of C per block: 128 or 64 (tm = bm / 16 rows a thread)"
+kv = "k-steps per load of A's fragment: 2 (LDS.64) or 4 (LDS.128)"
+splitk = "K split across blocks, summed in order through C (serial split-K; 1: none)"
+
+[defaults.sm_90]    # H200: the faster fragment loads at 2048-8192 (benchmarks/NOTES.md, issue 36: the ladder's arch defaults)
 kv = 2
 
 [derived]

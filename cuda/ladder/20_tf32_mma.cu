@@ -1,7 +1,8 @@
 /*
 +++
 name = "tf32_mma"
-title = "TF32 tensor cores via mma.sync.m16n8k8 (FP32 accumulate), 128×128 block, 64×32 warp tiles, cp.async pipeline, optional parallel split-K (partials in a workspace, summed in slice order by the tile's last CTA)."
+title = "TF32 tensor cores by mma.sync.m16n8k8: 128 × 128 tiles, cp.async pipeline, optional split-K"
+summary = "TF32 tensor cores via mma.sync.m16n8k8 (FP32 accumulate), 128 × 128 block, 64 × 32 warp tiles, a cp.async pipeline, optional parallel split-K (partials in a workspace, summed in slice order by the tile's last CTA)."
 source = "PTX ISA mma.m16n8k8 .tf32 fragment layouts; CUTLASS sm80 TF32 GEMM; parallel split-K with an in-kernel fix-up (CUTLASS split-K parallel / stream-K fix-up)"
 role = "rung"
 order = 20
@@ -12,6 +13,11 @@ precision = "tf32"
 bk = [32, 16]
 stages = [3, 4]
 splitk = [1, 2, 3, 4]     # > 1: grids of few tiles (1024³: 64 tiles on 132 SMs; 1536³: 144, 1.09 waves)
+
+[descriptions]
+bk = "depth (k) of a tile; a multiple of 8"
+stages = "tiles in flight in the cp.async ring"
+splitk = "K split across CTAs for grids of few tiles, partials summed in a fixed order (1: none)"
 
 [derived]
 tiles = "cdiv(M, 128) * cdiv(N, 128)"
@@ -43,8 +49,8 @@ workspace = "workspace"
  * pipeline (as 16_pipelined.cu) in padded row-major layouts chosen so that the fragment
  * loads are bank-conflict-free: As[m][BK+4] (lane (g,t) reads word g*(BK+4)+t: 32
  * distinct banks for BK = 16 or 32) and Bs[k][BN+8] (word 8t+g). (A variant that
- * permuted k to load A pairs as 64-bit words with As[m][BK+8] measured slower on an
- * H200: 119 vs 131 TFLOP/s at 4096; see benchmarks/NOTES.md.)
+ * permuted k to load A pairs as 64-bit words with As[m][BK+8] was slower: its bigger rows
+ * cost more than the wider loads saved; benchmarks/NOTES.md.)
  *
  * Technique and source: PTX ISA "mma.sync.aligned.m16n8k8 .tf32" fragment layouts
  * (NVIDIA PTX ISA, section "Matrix fragments for mma.m16n8k8"), the CUTLASS sm80 TF32

@@ -1,7 +1,8 @@
 /*
 +++
 name = "tf32_wgmma"
-title = "TF32 on Hopper's warpgroup MMA (wgmma.m64n128k8, sm_90a): 128×BN tiles, 2 warpgroups, operands in 128B-swizzled shared memory fed by a cp.async pipeline (B transposed to K-major on the way), each thread rounding the elements it copied to TF32 round-to-nearest like cuBLAS."
+title = "TF32 on Hopper's warpgroup MMA (wgmma, sm_90a) fed by a cp.async pipeline, 128 × bn tiles"
+summary = "TF32 on Hopper's warpgroup MMA (wgmma.m64n128k8, sm_90a): 128 × bn tiles, 2 warpgroups, operands in 128B-swizzled shared memory fed by a cp.async pipeline (B transposed to K-major on the way), each thread rounding the elements it copied to TF32 round-to-nearest like cuBLAS."
 source = "PTX ISA wgmma.mma_async + matrix descriptors, cvt.rna.tf32.f32; CUTLASS sm90 GMMA mainloop (cp.async instead of TMA)"
 role = "rung"
 order = 21
@@ -12,6 +13,10 @@ arch_suffix = "a"
 [params]
 bn = [128, 256]
 stages = [4, 3]
+
+[descriptions]
+bn = "columns of C per block: 128 or 256"
+stages = "shared-memory stages in the cp.async ring (at least 3)"
 
 [launch]
 grid = ["cdiv(N, bn)", "cdiv(M, 128)"]
@@ -40,8 +45,8 @@ shared = "stages * (128 + bn) * 32 * 4 + 1024"    # + 1024: swizzle-atom alignme
  * "tf32".
  *
  * Rounding (TF32_RN = 1, the default). Ignoring the low 13 bits truncates raw FP32 inputs
- * (rounds toward zero), a one-sided error that makes the relative L2 error ~2.5x cuBLAS
- * TF32's (6.9e-4 vs 2.7e-4 at 2048^3, uniform inputs, measured on 23_tf32_wgmma_tma.cu).
+ * (rounds toward zero), a one-sided error that makes the relative L2 error a few times cuBLAS
+ * TF32's (measured on 23_tf32_wgmma_tma.cu: benchmarks/NOTES.md).
  * cuBLAS and 20_tf32_mma round to nearest: cvt.rna.tf32.f32 (ties away from zero), whose
  * .b32 result is the FP32 pattern with the low 13 bits zero, stored back as a float. This
  * kernel has no pre-pass (adding one is 22's step), and cp.async cannot convert, so both

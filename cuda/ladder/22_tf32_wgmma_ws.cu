@@ -1,7 +1,8 @@
 /*
 +++
 name = "tf32_wgmma_ws"
-title = "TF32 wgmma (m64nBNk8, sm_90a), warp-specialized: a producer warpgroup fills STAGES 128B-swizzled stages with 16-byte cp.async (B pre-transposed to K-major by a one-off pre-pass kernel, timed with the GEMM), full/empty mbarriers per stage, 2 consumer warpgroups with one wgmma group in flight; inputs rounded to TF32 round-to-nearest like cuBLAS (B in the pre-pass, A by each producer thread on the chunks it copied); cl=2: 2-CTA clusters along M share the B tile (each loads half, DSMEM bulk copy to the peer)."
+title = "TF32 wgmma, warp-specialized: a cp.async producer warpgroup, two consumers, B pre-transposed"
+summary = "TF32 wgmma (m64nBNk8, sm_90a), warp-specialized: a producer warpgroup fills stages 128B-swizzled stages with 16-byte cp.async (B pre-transposed to K-major by a pre-pass kernel, timed with the GEMM), full/empty mbarriers per stage, 2 consumer warpgroups with one wgmma group in flight; inputs rounded to TF32 to nearest like cuBLAS (B in the pre-pass, A by each producer thread on the chunks it copied); cl = 2: 2-CTA clusters along M share the B tile (each loads half, a DSMEM bulk copy to the peer)."
 source = "PTX ISA wgmma.mma_async, mbarrier, fence.proxy.async, cvt.rna.tf32.f32; CUTLASS sm90 warp-specialized GMMA mainloop (cp.async instead of TMA)"
 role = "rung"
 order = 22
@@ -13,6 +14,11 @@ arch_suffix = "a"
 bn = [256, 128]
 stages = [4, 3]
 cl = [1, 2]          # clusters of cl CTAs along M
+
+[descriptions]
+bn = "columns of C per block: 256 or 128"
+stages = "shared-memory stages between the producer and the consumers"
+cl = "CTAs per cluster along M sharing the B tile: 1 or 2"
 
 [derived]
 smem = "stages * (128 + bn) * 32 * 4 + 1024 + 256"   # + atom alignment, mbarriers
@@ -43,8 +49,8 @@ scratch = "4 * kp * (N + (M if K % 4 else 0))"
  *    into a K-major scratch buffer Bt (N rows of Kp = roundup(K, 4) floats, zero-padded
  *    k in [K, Kp)), through a 32x33 shared tile (coalesced reads and writes). When K % 4
  *    != 0 it also copies A into M rows of Kp floats (zero-padded), so that every operand
- *    row starts 16-byte aligned. At 4096^2 the transpose moves 2 x 64 MB (~0.04 ms at
- *    ~3.5 TB/s) against ~0.34 ms of GEMM at 400 TFLOP/s. TF32 wgmma reads only K-major
+ *    row starts 16-byte aligned. At 4096^2 the transpose moves 2 x 64 MB, a small part of
+ *    what the GEMM's 137 GFLOP take on the tensor cores. TF32 wgmma reads only K-major
  *    operands from shared memory (no transpose flag for .tf32), hence the pre-pass. Every
  *    value it writes is rounded to TF32 (see "Rounding").
  * 2. matmul: a block of 3 warpgroups (384 threads) computes a 128 x BN tile of C.
@@ -75,9 +81,9 @@ scratch = "4 * kp * (N + (M if K % 4 else 0))"
  *
  * Rounding (TF32_RN = 1, the default). The tensor cores read a .tf32 operand as the FP32 bit
  * pattern and ignore its low 13 mantissa bits: raw FP32 inputs are truncated (rounded toward
- * zero), a one-sided error that made the relative L2 error ~2.5x cuBLAS TF32's (6.9e-4 vs
- * 2.7e-4 at 2048^3, uniform inputs, measured on 23_tf32_wgmma_tma.cu, whose operands are
- * these). cuBLAS and 20_tf32_mma round to nearest: cvt.rna.tf32.f32 (ties away from zero),
+ * zero), a one-sided error that made the relative L2 error a few times cuBLAS TF32's
+ * (measured on 23_tf32_wgmma_tma.cu, whose operands are these: benchmarks/NOTES.md).
+ * cuBLAS and 20_tf32_mma round to nearest: cvt.rna.tf32.f32 (ties away from zero),
  * whose .b32 result is the FP32 pattern with the low 13 bits zero, stored back as a float.
  * The pre-pass rounds Bt (and Ap) as it writes them: free, the bytes move anyway. A, when
  * K % 4 == 0, is copied from the caller's buffer, so each producer thread rounds the 8

@@ -1,7 +1,8 @@
 /*
 +++
 name = "tf32_wgmma_tma"
-title = "tf32_wgmma_ws with its producer replaced by TMA: one elected thread issues cp.async.bulk.tensor.2d loads (128B-swizzle tensor maps for A and the pre-transposed Bt, encoded on the host with cuTensorMapEncodeTiled and stored in the scratch tail) completing as tx bytes on the stage's full mbarrier; inputs rounded to TF32 to nearest like cuBLAS by the copy engine itself (TFLOAT32 tensor maps: TMA rounds each float as it lands in shared memory); 2 consumer warpgroups × wgmma.m64n256k8, 128×256 tiles; persist=1: persistent grid of #SMs CTAs looping over tiles rasterised in groups of 8 tile rows, the stage ring running on across tiles."
+title = "tf32_wgmma_ws with a TMA producer: tensor-map loads, TF32 rounding by the copy engine"
+summary = "tf32_wgmma_ws with its producer replaced by TMA: one elected thread issues cp.async.bulk.tensor.2d loads (128B-swizzle tensor maps for A and the pre-transposed Bt, encoded on the host with cuTensorMapEncodeTiled and stored in the scratch tail) completing as tx bytes on the stage's full mbarrier; inputs rounded to TF32 to nearest like cuBLAS by the copy engine itself (TFLOAT32 tensor maps); 2 consumer warpgroups × wgmma.m64n256k8, 128 × 256 tiles; persist = 1: a persistent grid of #SMs CTAs looping over tiles rasterised in groups of 8 tile rows, the stage ring running on across tiles."
 source = "PTX ISA cp.async.bulk.tensor, mbarrier expect_tx, fence.proxy.tensormap, wgmma.mma_async; CUDA driver cuTensorMapEncodeTiled and its CU_TENSOR_MAP_DATA_TYPE_TFLOAT32; CUTLASS sm90 TMA warp-specialized persistent GMMA kernels; cuda/ladder/22_tf32_wgmma_ws.cu"
 role = "rung"
 order = 23
@@ -12,6 +13,10 @@ arch_suffix = "a"
 [params]
 stages = [4, 3]
 persist = [1, 0]
+
+[descriptions]
+stages = "shared-memory stages of the TMA ring: 3 or 4"
+persist = "1: a persistent grid of one CTA per SM looping over the tiles; 0: one tile per CTA"
 
 [derived]
 tiles = "cdiv(M, 128) * cdiv(N, 256)"     # 128 (M) × 256 (N) tiles of C
@@ -88,16 +93,15 @@ elem = "tf32"
  *
  * Rounding. The tensor cores read a .tf32 operand as the FP32 bit pattern and ignore its low
  * 13 mantissa bits: raw FP32 inputs are truncated (rounded toward zero), a one-sided error
- * that made this kernel's relative L2 error 2.5x cuBLAS TF32's (6.9e-4 vs 2.7e-4 at 2048^3,
- * uniform inputs); one truncated operand alone is 1.6x (benchmarks/NOTES.md, issue 11 round
- * 5). cuBLAS rounds both operands to nearest. Here the copy engine does it: both tensor maps
+ * that made this kernel's relative L2 error a few times cuBLAS TF32's, one truncated operand
+ * alone less so (benchmarks/NOTES.md). cuBLAS rounds both operands to nearest. Here the copy engine does it: both tensor maps
  * are encoded with the element type TFLOAT32 (header: elem = "tf32"), and TMA then rounds
  * every float to TF32 as it writes shared memory, to nearest with ties to even (the low 13
  * bits cleared; NaN stays NaN, the largest floats round up to infinity, as any rounding
  * does; checked bit for bit by tests/test_tma_tf32.py on the GPU). No thread touches the
  * operands: earlier versions rounded Bt in the pre-pass (cvt.rna) and A in shared memory
  * with the producer warpgroup's three idle warps (16 KB read and written again per k-tile,
- * 6% of the GEMM at 4096^3, measured with ncu). Ties go to even here, away from zero with
+ * a measurable part of the GEMM). Ties go to even here, away from zero with
  * cvt.rna: a tie is 1 input in 8192 and moves the result by a part in 1e7, nothing the
  * error statistics can see.
  *
