@@ -262,7 +262,7 @@ def test_cuda_illegal_address_in_process_is_recorded_not_fatal(tmp_path):
                     ("naive", "fault_illegal_address", "tiled_any")],
                     shapes=[(128, 128, 128)], warmup=0, repeats=2)
         recs = eng.submit(plan, events.append).result(120)
-        print("RESULT", [(r.variant, r.status, r.error) for r in recs], events[-1].kind, flush=True)
+        print("RESULT", [(r.variant, str(r.status), r.error) for r in recs], events[-1].kind, flush=True)
         eng.shutdown(10)
     """))
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180)
