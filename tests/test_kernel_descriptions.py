@@ -1,9 +1,8 @@
 """Kernel headers' one-line titles (at most MAX_TITLE_CHARS, the longer story in
-``summary``) and their parameters' ``[descriptions]``; a copy of a long-titled kernel
-(new-kernel) keeps to the limit."""
+``summary``) and their parameters' ``[descriptions]``."""
 import pytest
 
-from engine.kernels import kernel_file, new_kernel, registry
+from engine.kernels import registry
 from engine.kernels.kernel_file import MAX_TITLE_CHARS, KernelFileError, parse_header
 
 HEADER = """\
@@ -45,33 +44,11 @@ def test_a_user_title_is_one_line_of_at_most_100_characters(tmp_path):
     assert parse_header(_file(tmp_path, " " * 5 + "t" * MAX_TITLE_CHARS + " ")).title
 
 
-def test_the_lab_s_own_files_are_held_to_it_once_switched_on(tmp_path, monkeypatch):
+def test_the_lab_s_own_files_are_held_to_it_too(tmp_path):
     long = "t" * (MAX_TITLE_CHARS + 1)
-    monkeypatch.setattr(kernel_file, "TITLE_LIMIT_FOR_BUILTINS", False)
-    assert parse_header(_file(tmp_path, long, role="rung")).title == long
-    monkeypatch.setattr(kernel_file, "TITLE_LIMIT_FOR_BUILTINS", True)
-    with pytest.raises(KernelFileError, match="move the longer story to 'summary'"):
-        parse_header(_file(tmp_path, long, role="rung"))
-
-
-def test_a_copy_of_a_long_titled_kernel_keeps_to_the_limit(tmp_path, monkeypatch):
-    """new-kernel copies a built-in as a user file, which the limit holds: a title past it
-    is cut at a word and kept whole as the copy's summary."""
-    long = ("Shared-memory tiles of A and B with a story that goes on; " * 4).strip()
-    found, problems = registry.read_kernel_files([_file(tmp_path, long, role="rung",
-                                                        name="long_one")])
-    assert not problems
-    monkeypatch.setitem(registry.REGISTRY, "long_one", found[0])
-    text = new_kernel.copy_text("long_one", "my_copy", ".cl")
-    copy = parse_header(tmp_path / "my_copy.cl", text)
-    assert copy.role == "user" and len(copy.title) <= MAX_TITLE_CHARS
-    assert copy.title.endswith("\u2026") and long.startswith(copy.title[:-1])
-    assert copy.summary == long
-    # a short title is copied as it is, with no summary made up
-    found, _ = registry.read_kernel_files([_file(tmp_path, "short", role="rung", name="short_one")])
-    monkeypatch.setitem(registry.REGISTRY, "short_one", found[0])
-    copy = parse_header(tmp_path / "c.cl", new_kernel.copy_text("short_one", "c2", ".cl"))
-    assert copy.title == "short" and copy.summary == ""
+    for role in ("rung", "seed", "experiment"):
+        with pytest.raises(KernelFileError, match="move the longer story to 'summary'"):
+            parse_header(_file(tmp_path, long, role=role))
 
 
 def test_every_built_in_title_fits_and_every_parameter_is_described():

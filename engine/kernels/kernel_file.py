@@ -80,9 +80,6 @@ MAX_TEXT_CHARS = 2000
 #: A title: one line that a row of the variant tree and ``bench --list`` show whole; the
 #: longer story goes to ``summary`` (docs/kernel-format.md, "Titles and descriptions").
 MAX_TITLE_CHARS = 100
-#: Whether :data:`MAX_TITLE_CHARS` holds for the lab's own files (any role but ``user``)
-#: too; off until every built-in title is short, so user files are held to it first.
-TITLE_LIMIT_FOR_BUILTINS = False
 #: A parameter's description: one line, for a tooltip and ``bench --list``.
 MAX_DESCRIPTION_CHARS = 200
 MAX_REASON_CHARS = 1000
@@ -794,7 +791,7 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
     if role not in ROLES:
         err(f"role must be one of {', '.join(ROLES)}, not {role!r}", "role")
     title = data["title"].strip()
-    if len(title) > MAX_TITLE_CHARS and (role == "user" or TITLE_LIMIT_FOR_BUILTINS):
+    if len(title) > MAX_TITLE_CHARS:
         err(f"'title' is {len(title)} characters long (at most {MAX_TITLE_CHARS}: one line); "
             "move the longer story to 'summary'", "title")
     order = data.get("order")

@@ -9,19 +9,14 @@ written.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
-import shlex
-import sys
 from pathlib import Path
-from typing import Sequence
 
 from engine.kernels import registry
 from engine.common.files import write_atomic
 from engine.kernels.sources import read_kernel_text
-from engine.kernels.kernel_file import (FENCE, MAX_TITLE_CHARS, NAME_RE, KernelHeader,
-                                        parse_header, shown_text)
+from engine.kernels.kernel_file import FENCE, NAME_RE, KernelHeader, parse_header, shown_text
 
 
 class NewKernelError(ValueError):
@@ -63,9 +58,6 @@ def copy_text(variant: str, name: str, suffix: str | None = None) -> str:
     for line in lines[start:end]:
         if re.match(r"\s*(role|order|newcomer)\s*=", line):
             continue                                    # a user kernel is no rung of the ladder
-        if re.match(r"\s*title\s*=", line) and len(header.title) > MAX_TITLE_CHARS:
-            body += _short_title(header)                # a user file is held to the limit
-            continue
         if re.match(r"\s*name\s*=", line):
             body += [f'name = "{name}"', f"# Copied from {variant} ({header.path.name}): edit freely.",
                      'role = "user"']
@@ -73,16 +65,6 @@ def copy_text(variant: str, name: str, suffix: str | None = None) -> str:
         body.append(line)
     lines[start:end] = body
     return "\n".join(lines)
-
-
-def _short_title(header: KernelHeader) -> list[str]:
-    """Header lines for a title past :data:`MAX_TITLE_CHARS`: cut at a word, the whole
-    title kept as the ``summary`` where the original has none."""
-    cut = header.title[:MAX_TITLE_CHARS - 1].rsplit(" ", 1)[0].rstrip(" ,;:(") + "\u2026"
-    lines = [f"title = {json.dumps(cut, ensure_ascii=False)}"]
-    if not header.summary:
-        lines.append(f"summary = {json.dumps(header.title, ensure_ascii=False)}")
-    return lines
 
 
 def name_from_path(path: Path) -> str:
