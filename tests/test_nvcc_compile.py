@@ -244,11 +244,13 @@ def test_distinct_builds_cover_every_code_path_and_value():
 
 
 def _kernel_files() -> list[Path]:
+    """Every kernel file and shared header of the lab (cuda/ladder, cuda/lab, the
+    experiments, opencl/ and cuda/*.cuh); dispatch tables are no kernel files."""
     files = []
     for folder in ("cuda", "opencl"):
         d = ROOT / folder
         if d.is_dir():
-            files += sorted(p for p in d.iterdir() if p.is_file())
+            files += sorted(p for p in d.rglob("*") if p.is_file() and p.suffix in (".cu", ".cl", ".cuh"))
     return files
 
 
