@@ -124,7 +124,7 @@ def times(recs, precision: str, exact: bool = False) -> dict[tuple, dict[tuple, 
     for r in recs:
         if (r.status != "ok" or r.passed is not True or records.is_reference_record(r)
                 or not math.isfinite(r.median_ms) or records.record_precision(r) not in allowed
-                or r.extra.get("precision", precision) not in allowed):
+                or (r.precision or precision) not in allowed):
             continue
         name, p = new_name(r.variant, r.params, exact)
         key = (name, tuple(sorted(p.items())))

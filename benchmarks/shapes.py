@@ -96,9 +96,14 @@ def items_at(backend: str, names: list[str], overrides, shape, dtype: str) -> li
             if registry.get(n).check(backend, p, *shape, dtype) is None]
 
 
+def _known(value: float | None) -> float | None:
+    """A record's measured figure, or None where it was not measured (NaN)."""
+    return value if value is not None and math.isfinite(value) and value > 0 else None
+
+
 def is_memory_bound(r: ResultRecord) -> bool:
     """Under the FP32 ridge point of the measured copy bandwidth: bytes, not FLOPs, decide."""
-    peak, copy = r.extra.get("peak_gflops"), r.extra.get("copy_gbps")
+    peak, copy = _known(r.peak_gflops), _known(r.copy_gbps)
     if record_precision(r) != "fp32":
         return False
     if not (peak and copy and r.bytes):
@@ -196,7 +201,7 @@ def summary_rows(recs: list[ResultRecord]) -> list[dict]:
                 "label": r.label(), "ms": r.median_ms, "gflops": r.gflops, "gbps": r.gbps,
                 "pct_of_cublas": 100.0 * ref / r.median_ms if ref else math.nan,
                 "pct_of_peak": r.pct_of_peak, "memory_bound": is_memory_bound(r),
-                "pct_of_copy": 100.0 * r.gbps / r.extra["copy_gbps"] if r.extra.get("copy_gbps") else math.nan,
+                "pct_of_copy": 100.0 * r.gbps / r.copy_gbps if _known(r.copy_gbps) else math.nan,
                 "cublas_ms": ref if ref else math.nan}
             row[precision]["pct_of_cublas_sweep"] = row[precision]["pct_of_cublas"]
             ratios = paired_ratios(recs, shape, precision)
@@ -321,9 +326,9 @@ def device_of(recs: list[ResultRecord]):
     peaks: dict[str, float] = {}
     copy = None
     for r in recs:
-        if r.extra.get("peak_gflops"):
-            peaks.setdefault(record_precision(r), float(r.extra["peak_gflops"]))
-        copy = copy or r.extra.get("copy_gbps")
+        if _known(r.peak_gflops):
+            peaks.setdefault(record_precision(r), float(r.peak_gflops))
+        copy = copy or _known(r.copy_gbps)
     return DeviceInfo(backend=first.backend, index=max(first.device_index, 0), name=first.device,
                       peak_gflops_fp32=peaks.get("fp32"), peak_gflops_tf32=peaks.get("tf32"),
                       peak_gops_int32=peaks.get("int32"), copy_gbps=copy)

@@ -91,7 +91,7 @@ def test_shapes_script_runs_verifies_tunes_and_guesses(tmp_path):
     ran = [r for r in recs if r.status != "skipped"]
     assert ran and all(r.status == "ok" and r.passed is True for r in ran)
     assert {(r.m, r.n, r.k) for r in ran} == set(parse_sizes(sizes))
-    assert all(r.extra.get("precision") == "fp32" for r in ran)
+    assert all(r.precision == "fp32" for r in ran)
     table = (out / "shapes.txt").read_text()
     mod = _shapes_module()
     rows = mod.summary_rows(recs)
@@ -125,7 +125,7 @@ def test_lab_best_keeps_the_fastest_verified_lab_kernel_per_shape_and_precision(
                                  n=shape[1], k=shape[2], dtype="float32", median_ms=ms, status=status,
                                  passed=passed)
         if precision:
-            r.extra["precision"] = precision
+            r.precision = precision
         return r
 
     recs = [rec("ffma_wide", 2.0), rec("skinny", 1.5, passed=False, status="failed"),
@@ -156,7 +156,7 @@ def test_paired_rounds_give_the_ratio_and_never_pick_the_lab_best():
         r = records.ResultRecord(backend="cuda", device="dev", variant=variant, params=dict(params or {}),
                                  m=96, n=80, k=64, dtype="float32", median_ms=ms, status=status,
                                  passed=passed)
-        r.extra["precision"] = "fp32"
+        r.precision = "fp32"
         if paired:
             r.extra["paired"] = {"precision": "fp32", "round": paired[0], "line": paired[1]}
         return r
