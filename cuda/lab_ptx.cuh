@@ -10,7 +10,7 @@
  */
 #pragma once
 
-/* PAD_B = 1 (the _padb rungs, 25 and 27): B arrives as a copy whose rows are padded to LDB =
+/* PAD_B = 1 (bcopy = 1 of ffma_regdb and ffma_wide): B arrives as a copy whose rows are padded to LDB =
  * roundup(N, 4) floats with zeros (a pre-pass, pad_b_rows), so every B row is 16-byte aligned
  * and every copy takes the 16-byte path whatever N is; C keeps its N columns. */
 #ifndef PAD_B
@@ -128,7 +128,7 @@ __device__ __forceinline__ unsigned dyn_smem_bytes()
     return r;
 }
 
-/* The _padb rungs' pre-pass: B (K x N) copied into S (K x LDB_OF(N) with PAD_B = 1), columns N
+/* The padded copy's pre-pass (bcopy = 1): B (K x N) copied into S (K x LDB_OF(N) with PAD_B = 1), columns N
  * .. ldb - 1 zero. Each thread one 16-byte group of a padded row (column c = 4 * (blockIdx.x *
  * blockDim.x + threadIdx.x)), rows blockIdx.y, blockIdx.y + gridDim.y, ... */
 template <typename T>
@@ -273,7 +273,7 @@ __device__ __forceinline__ bool splitk_fixup(T (&acc)[COUNT], unsigned char* wor
         if constexpr (AHEAD == 1) {
             /* kept apart from the loop below: that loop at AHEAD = 1 issues all of a part's
                loads before its adds, which changes the code of ffma_regdb, tf32_mma and
-               skinny_async (each load added as it lands is what their registers were measured with) */
+               skinny's stream 1 (each load added as it lands is what their registers were measured with) */
 #pragma unroll 1
             for (int zz = 1; zz < slices; ++zz) {
                 const V* const part = partials + (size_t)zz * TILE4;
