@@ -244,9 +244,9 @@ __device__ __forceinline__ const typename vec4_of<T>::type* splitk_arrive(
  * deterministic, bitwise the same every launch). Returns whether this CTA must store the
  * tile. acc must stay in registers (constant indices after unrolling). The sum runs in PARTS
  * parts of acc (one where acc's 4-vectors do not divide), one slice's loads of a part in
- * flight at a time: whole-acc loads overlapped across slices raised ffma_regdb (BM = 64) from
- * 155 to 204 registers, 3 CTAs per SM down to 2. A kernel with few accumulators and a short,
- * latency-bound sum takes PARTS = 1 (ffma_small: two halves cost 4% at 256x256x4096), and
+ * flight at a time: whole-acc loads overlapped across slices cost ffma_regdb (BM = 64) a third
+ * CTA per SM in registers. A kernel with few accumulators and a short, latency-bound sum
+ * takes PARTS = 1 (ffma_small: halves cost time, benchmarks/NOTES.md), and
  * AHEAD > 1: the loads of AHEAD slices go out together before they are added (still in slice
  * order, so the sum is bitwise the same), one L2 round trip per AHEAD slices instead of one
  * per slice; with AHEAD = 1 each slice's loads are added before the next slice's go out. */
@@ -504,11 +504,10 @@ __device__ __forceinline__ unsigned map_peer(unsigned addr, unsigned rank)
 
 /* one arrival on an mbarrier of another CTA of the cluster (address from map_peer), .release at
  * cluster scope: this thread's earlier reads of its shared memory are ordered before what the
- * waiting CTA does next (overwrite them). ptxas puts a MEMBAR.ALL.GPU before each such arrive
- * (45 % of a 2-CTA build of tf32_wgmma_rs's time at 4096^3). A build with the instruction's
- * default semantics (.release.cta, as CUTLASS's ClusterBarrier::arrive) ran at the speed of
- * one CTA but failed verification once at 2049 x 2100 x 36, where this one had passed:
- * benchmarks/NOTES.md "Issue 11, round 8". */
+ * waiting CTA does next (overwrite them). ptxas puts a MEMBAR.ALL.GPU before each such arrive,
+ * which is what makes 2-CTA clusters of tf32_wgmma_rs slow. A build with the instruction's
+ * default semantics (.release.cta, as CUTLASS's ClusterBarrier::arrive) was faster but failed
+ * verification once where this one passed (benchmarks/NOTES.md, issue 11, round 8). */
 __device__ __forceinline__ void mbar_arrive_remote(unsigned cluster_bar)
 {
     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" :: "r"(cluster_bar) : "memory");
