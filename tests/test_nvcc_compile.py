@@ -114,7 +114,8 @@ class Group:
 def _groups() -> list[Group]:
     out = []
     for v in REGISTRY.values():
-        if "cuda" not in v.sources or v.library:  # library lines (cuBLAS) compile nothing
+        # library lines (cuBLAS) and dispatch tables compile nothing of their own
+        if "cuda" not in v.sources or v.library or v.dispatch is not None:
             continue
         for dtype in v.dtypes:
             combos = tuple(p for p in v.combos() if not _param_reason(v, p, dtype))
@@ -258,7 +259,8 @@ KERNEL_FILES = _kernel_files()
 
 #: kernel file (relative) -> (backend, kind) from the registry
 _REGISTERED = {src: (backend, v.kind, v.workspace is not None) for v in REGISTRY.values()
-               for backend, src in v.sources.items() if backend in ("cuda", "opencl") and not v.library}
+               for backend, src in v.sources.items() if backend in ("cuda", "opencl") and not v.library
+               and v.dispatch is None}
 
 _ENTRY_DECL = {
     "cuda": re.compile(r'extern\s+"C"\s+__global__\b[^;{]*?\bvoid\s+matmul\s*\(([^)]*)\)'),
