@@ -251,7 +251,7 @@ class ResultsTable(QTableView):
         for i, col in enumerate(COLUMNS):
             sample = {"Variant": "aat_coalesced", "Params": "ts=32,wpt=4", "Source": "this session",
                       "Device": "a device name of some length #0", "Host": "a host name",
-                      "Status": "unverified",
+                      "Status": "unverified", "Ran": "ffma_wide[bm=256,bk=16,tailk=8]",
                       "Median ms": "0.0000", "GFLOP/s": "10,000.0", "GB/s": "0.00000", "Rel-L2": "0.00e-00",
                       "Max abs": "0.00e-00"}.get(col.title, "")
             width = max(fm.horizontalAdvance(col.title), fm.horizontalAdvance(sample)) + 18
