@@ -225,12 +225,28 @@ def check(recs, tables: list[dispatch_table.DispatchTable]) -> list[str]:
     return out
 
 
+def hand_written(path: Path) -> str:
+    """The first rule of the table file at ``path`` with an expression value ("" if none,
+    or if there is no such file)."""
+    if not path.is_file():
+        return ""
+    tables, _problems = dispatch_table.parse(path)
+    for t in tables:
+        for r in t.rules:
+            if any(not isinstance(x, int) for x in r.params.values()):
+                return r.where
+    return ""
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--from", dest="sources", action="append",
                     help="a shape-suite results file (repeatable; default "
                          f"{DEFAULT_FROM[0]})")
     ap.add_argument("--write", metavar="PATH", help="write the table there (else print it)")
+    ap.add_argument("--force", action="store_true",
+                    help="with --write: replace a table even where its rules hold expressions "
+                         "(written by hand; this script writes single values only)")
     ap.add_argument("--check", action="store_true",
                     help="only check the table the registry holds against the results")
     args = ap.parse_args(argv)
@@ -239,6 +255,13 @@ def main(argv=None) -> int:
     if not args.check:
         text = toml_text({p: derive(recs, p) for p in ("fp32", "tf32")}, sources)
         if args.write:
+            hand = hand_written(Path(args.write))
+            if hand and not args.force:
+                print(f"{args.write} has rules with expression values ({hand}), written by "
+                      "hand: this script writes single values only and would lose them. "
+                      "Print the new table (no --write) to compare, or give --force.",
+                      file=sys.stderr)
+                return 2
             Path(args.write).write_text(text, encoding="utf-8")
             tables, problems = dispatch_table.parse(Path(args.write))
             print(f"wrote {args.write}", *(str(p) for p in problems), sep="\n")

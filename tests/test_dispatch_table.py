@@ -270,3 +270,28 @@ def test_opencl_dispatch_runs_the_picked_seed_verified():
         assert math.isfinite(rec.median_ms) and (rec.m, rec.n, rec.k) == shape
     assert {r.dispatched_to.split("[")[0] for r in recs} == {"tiled", "wpt", "tiled_any"}
     assert len({r.series_key() for r in recs}) == 1
+
+
+def test_the_generator_does_not_write_over_a_hand_written_table(tmp_path, capsys):
+    """benchmarks/dispatch_table.py --write makes single-value rules: over a table whose
+    rules hold expressions (written by hand) it refuses and leaves the file as it was,
+    unless --force."""
+    import importlib.util
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("dispatch_script", root / "benchmarks" / "dispatch_table.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    saved = dict(registry.REGISTRY)
+    try:
+        path = tmp_path / "dispatch.toml"
+        hand = (root / "cuda" / "lab" / "dispatch.toml").read_text()
+        path.write_text(hand)
+        assert script.hand_written(path)                 # the lab's table has expressions
+        assert script.main(["--write", str(path)]) == 2
+        assert path.read_text() == hand
+        assert "written by hand" in capsys.readouterr().err
+        assert script.main(["--write", str(path), "--force"]) == 0
+        assert path.read_text() != hand and script.hand_written(path) == ""
+    finally:
+        registry.REGISTRY.clear()
+        registry.REGISTRY.update(saved)
