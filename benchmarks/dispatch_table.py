@@ -28,7 +28,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from engine.kernels import dispatch_table, registry  # noqa: E402
-from engine.results import records  # noqa: E402
+from engine.results import derived, records  # noqa: E402
 
 #: Every H200 results file: the suite and the off-suite sweeps (narrow N, small M, odd N).
 DEFAULT_FROM = ["benchmarks/results/h200_shapes.json", "benchmarks/results/h200_offsuite_narrow.json",
@@ -118,12 +118,12 @@ def load(paths: list[str]) -> list[records.ResultRecord]:
 
 def times(recs, precision: str, exact: bool = False) -> dict[tuple, dict[tuple, float]]:
     """shape → (kernel, params as today's names) → the fastest verified time; a TF32
-    request may be served by an FP32 kernel (records.lab_best's SERVES)."""
+    request may be served by an FP32 kernel (derived.lab_best's SERVES)."""
     out: dict[tuple, dict[tuple, float]] = {}
     allowed = {"fp32"} if precision == "fp32" else {"fp32", "tf32"}
     for r in recs:
-        if (r.status != "ok" or r.passed is not True or records.is_reference_record(r)
-                or not math.isfinite(r.median_ms) or records.record_precision(r) not in allowed
+        if (r.status != "ok" or r.passed is not True or derived.is_reference_record(r)
+                or not math.isfinite(r.median_ms) or derived.record_precision(r) not in allowed
                 or (r.precision or precision) not in allowed):
             continue
         name, p = new_name(r.variant, r.params, exact)

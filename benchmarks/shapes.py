@@ -10,7 +10,7 @@ timed through the engine (``Sweep``), with the library references (cuBLAS strict
 TF32) in the same run. The winners are stored in the autotune cache (``--cache``), so the
 window's and the CLI's autotune start from them.
 
-Per shape the table gives the lab best (engine.results.records.lab_best: the fastest verified
+Per shape the table gives the lab best (engine.results.derived.lab_best: the fastest verified
 kernel of the lab, what dispatching by shape gives) of each precision with its % of the
 same-precision cuBLAS line and % of the precision's peak, and, for memory-bound shapes
 (arithmetic intensity under the FP32 ridge of the measured copy bandwidth), the
@@ -50,8 +50,9 @@ from engine.run import autotune  # noqa: E402
 from engine.results import records  # noqa: E402
 from engine.kernels import registry  # noqa: E402
 from cli.bench import parse_param_overrides  # noqa: E402
-from engine.results.records import (ResultRecord, is_reference_record, lab_best, problem_key,
-                                    record_precision, reference_times)  # noqa: E402
+from engine.results.derived import (is_reference_record, lab_best, pct_of, pct_of_reference,  # noqa: E402
+                                    problem_key, record_precision, reference_times)
+from engine.results.records import ResultRecord  # noqa: E402
 from engine.kernels.registry import params_to_str  # noqa: E402
 from engine.run.runner import Plan, Sweep, expand_items  # noqa: E402
 from engine.inputs.sizes import SHAPE_SUITE, format_shape, parse_sizes  # noqa: E402
@@ -199,9 +200,9 @@ def summary_rows(recs: list[ResultRecord]) -> list[dict]:
             ref = refs.get(key)
             row[precision] = {
                 "label": r.label(), "ms": r.median_ms, "gflops": r.gflops, "gbps": r.gbps,
-                "pct_of_cublas": 100.0 * ref / r.median_ms if ref else math.nan,
+                "pct_of_cublas": pct_of_reference(ref, r.median_ms),
                 "pct_of_peak": r.pct_of_peak, "memory_bound": is_memory_bound(r),
-                "pct_of_copy": 100.0 * r.gbps / r.copy_gbps if _known(r.copy_gbps) else math.nan,
+                "pct_of_copy": pct_of(r.gbps, r.copy_gbps),
                 "cublas_ms": ref if ref else math.nan}
             row[precision]["pct_of_cublas_sweep"] = row[precision]["pct_of_cublas"]
             ratios = paired_ratios(recs, shape, precision)

@@ -337,12 +337,12 @@ def _results_table(recs: list[records.ResultRecord]):
 
 
 def lab_best_table(recs: list[records.ResultRecord]):
-    """Per shape and precision, the lab best (:func:`engine.results.records.lab_best`: the fastest
+    """Per shape and precision, the lab best (:func:`engine.results.derived.lab_best`: the fastest
     verified lab kernel) beside cuBLAS of that precision; None when fewer than two of the
     lab's variants ran (one kernel is its own best)."""
     from rich.table import Table  # noqa: PLC0415
 
-    lab = [r for r in recs if not records.is_reference_record(r)]
+    lab = [r for r in recs if not derived.is_reference_record(r)]
     if len({r.variant for r in lab}) < 2:
         return None
     best = derived.lab_best(recs)

@@ -91,7 +91,7 @@ class Series:
     color: QColor = field(default_factory=QColor)
     style_round: int = 0            # > 0 once the colours came round again: another marker
     short: str = ""                 # legend text: the label without parameters all its kin share
-    #: A "lab best" line: per shape the fastest verified lab kernel (engine.results.records.lab_best)
+    #: A "lab best" line: per shape the fastest verified lab kernel (engine.results.derived.lab_best)
     lab: bool = False
 
     @property

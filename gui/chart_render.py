@@ -15,7 +15,8 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics
 
-from engine.results.records import RecordStatus, record_precision
+from engine.results.derived import record_precision
+from engine.results.records import RecordStatus
 
 from .chart_data import (METRICS, Series, describe_record, intensity, peaks_by_model, pick_unit,
                          problem_size, roof, shape_of, shape_text, shapes_in, speedups,

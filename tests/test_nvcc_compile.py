@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from engine.measure.kernel_check import (MAX_PROBE_SIDE, _never_met, parse_ptxas,  # noqa: E402
+from engine.measure.kernel_check import (MAX_PROBE_SIDE, never_met, parse_ptxas,  # noqa: E402
                                          side_values)
 from engine.kernels.registry import REGISTRY, Variant, params_to_str  # noqa: E402
 from tests.code_paths import distinct_builds, preprocess_key, select  # noqa: E402
@@ -85,7 +85,7 @@ def _param_reason(v: Variant, params: dict, dtype: str) -> str | None:
     # 64-column tile at N = 63), at K = size or a long K (crows = 0 with the warp-row copies
     # is for K > 2560), or at M = 4096 (hybrid = 1 for grids of more than a wave)
     why = v.check("cuda", params, size, size, size, dtype)
-    if why is not None and _never_met(v, params):     # a constraint that no shape changes
+    if why is not None and never_met(v, params):     # a constraint that no shape changes
         return why
     ms = sorted({int(x) for x in params.values() if int(x) > 1} | side_values(v, params) | {size, 4096})
     if why is not None and any(v.check("cuda", params, m, n, k, dtype) is None

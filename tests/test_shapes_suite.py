@@ -12,7 +12,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
 
-from engine.results import records  # noqa: E402
+from engine.results import derived, records  # noqa: E402
 from engine.inputs.sizes import PRESETS, SHAPE_SUITE, format_shape, parse_sizes  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,7 +131,7 @@ def test_lab_best_keeps_the_fastest_verified_lab_kernel_per_shape_and_precision(
     recs = [rec("ffma_wide", 2.0), rec("skinny", 1.5, passed=False, status="failed"),
             rec("cublas_fp32", 0.5), rec("ffma_regdb", 1.8), rec("tf32_mma", 0.9),
             rec("tf32_wgmma_tma", 0.7), rec("cublas_tf32", 0.1), rec("ffma_wide", 3.0, shape=(1, 64, 64))]
-    best = records.lab_best(recs)
+    best = derived.lab_best(recs)
     got = {((r.m, r.n, r.k), k[-1]): r.variant for k, r in best.items()}
     # failed verification, references: never the lab best
     assert got == {((64, 64, 64), "fp32"): "ffma_regdb", ((64, 64, 64), "tf32"): "tf32_wgmma_tma",
@@ -139,7 +139,7 @@ def test_lab_best_keeps_the_fastest_verified_lab_kernel_per_shape_and_precision(
     # A TF32 request may run an FP32 kernel (as accurate or more) where that one is faster;
     # without a TF32 kernel at a shape there is no TF32 line at all.
     recs.append(rec("skinny", 0.3))
-    best = records.lab_best(recs)
+    best = derived.lab_best(recs)
     got = {((r.m, r.n, r.k), k[-1]): r.variant for k, r in best.items()}
     assert got[((64, 64, 64), "tf32")] == got[((64, 64, 64), "fp32")] == "skinny"
     assert ((1, 64, 64), "tf32") not in got
@@ -198,7 +198,7 @@ def test_paired_pass_times_the_lab_best_and_its_line_in_turn(tmp_path):
     try:
         items = expand_items("opencl", ["naive", "tiled_any"], {"ts": (8, 16)})
         recs = sweep.run(Plan(items=items, shapes=[shape], **plan_args), lambda ev: None)
-        (key, winner), = records.lab_best(recs).items()
+        (key, winner), = derived.lab_best(recs).items()
         # the other kernel stands in for cuBLAS; the lab best against itself is no pair
         other = "naive" if winner.variant != "naive" else "tiled_any"
         assert mod.paired_items(recs, shape, against={"fp32": winner.variant}) == []
@@ -254,7 +254,7 @@ def test_results_table_marks_the_lab_best_rows(make_window, tmp_path, qtbot):
     starred = {model.record(i).label() + f"@{model.record(i).m}": model.data(model.index(i, col))
                for i in range(model.rowCount()) if model.data(model.index(i, col))}
     want = {}
-    for key, r in records.lab_best(model.store.records).items():
+    for key, r in derived.lab_best(model.store.records).items():
         want.setdefault(r.label() + f"@{r.m}", []).append(key[-1].upper())
     want = {k: "★ " + ", ".join(sorted(v)) for k, v in want.items()}
     assert starred == want and len(want) == 3          # FP32 and TF32 at both shapes

@@ -944,7 +944,7 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
     shared = None
     if "shared" in launch:
         shared = expr(launch["shared"], "launch.shared", "launch", "shared")
-        shape_bound = _uses_shape(shared, derived)
+        shape_bound = uses_shape(shared, derived)
         if shape_bound:
             err(f"launch.shared may depend on the parameters only, not {shape_bound}",
                 "launch", "shared")
@@ -1085,7 +1085,7 @@ def _arch_defaults(raw: Any, space: Mapping[str, tuple[int, ...]], err: Callable
     return out
 
 
-def _uses_shape(e: Expr, derived: Mapping[str, Expr], seen=None) -> str:
+def uses_shape(e: Expr, derived: Mapping[str, Expr], seen=None) -> str:
     """The shape or device name (M, N, K or SMS) ``e`` depends on, through derived names
     too; '' if none."""
     seen = seen or set()
@@ -1094,7 +1094,7 @@ def _uses_shape(e: Expr, derived: Mapping[str, Expr], seen=None) -> str:
             return name
         if name in derived and name not in seen:
             seen.add(name)
-            got = _uses_shape(derived[name], derived, seen)
+            got = uses_shape(derived[name], derived, seen)
             if got:
                 return got
     return ""

@@ -587,7 +587,7 @@ def dispatch_variant(table: dispatch_table.DispatchTable) -> Variant:
             r = route(table.name, m, n, k)
         except dispatch_table.DispatchError as exc:
             return str(exc)
-        why = get(r.variant).check(get(table.name).dispatch.backend, r.params, m, n, k, dtype)
+        why = get(r.variant).check(table.backend, r.params, m, n, k, dtype)
         return f"{kernel_label(r.variant, r.params)} (its pick): {why}" if why else None
 
     return Variant(name=table.name, technique=table.title or f"the lab's own {table.precision} GEMM",

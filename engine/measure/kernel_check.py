@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from engine.kernels.kernel_file import (BACKEND_OF_SUFFIX, KERNEL_FILE_LIMIT, ExpressionError,
-                                        KernelFileError, _uses_shape, parse_header, shown_text)
+                                        KernelFileError, uses_shape, parse_header, shown_text)
 from engine.kernels.sources import check_includes, check_kernel_text, read_kernel_text, working_dirs
 from engine.kernels.registry import DTYPES, Variant, params_to_str, variant_from_headers
 from engine.common.units import format_bytes
@@ -493,7 +493,7 @@ def side_values(variant: Variant, params: Mapping[str, int]) -> set[int]:
     if header is not None:
         env = header.env(dict(params))
         for name, e in header.derived.items():
-            if _uses_shape(e, header.derived):
+            if uses_shape(e, header.derived):
                 continue
             try:
                 values.add(e.integer(env))
@@ -502,7 +502,7 @@ def side_values(variant: Variant, params: Mapping[str, int]) -> set[int]:
     return {v for v in values if 1 < v <= MAX_PROBE_SIDE}
 
 
-def _never_met(variant: Variant, params: Mapping[str, int]) -> str | None:
+def never_met(variant: Variant, params: Mapping[str, int]) -> str | None:
     """The reason of a constraint no shape can meet: one whose check reads no shape or
     device name (through derived names neither) and fails for these parameters."""
     header = variant.headers[0] if variant.headers else None
@@ -510,7 +510,7 @@ def _never_met(variant: Variant, params: Mapping[str, int]) -> str | None:
         return None
     env = header.env(dict(params))
     for c in header.constraints:
-        if _uses_shape(c.check, header.derived):
+        if uses_shape(c.check, header.derived):
             continue
         try:
             if not c.check(env):
@@ -551,7 +551,7 @@ def _plan(variant: Variant, backend: str, dtype: str,
         if bad:
             rep.problems.append("error: " + bad)
             continue
-        never = _never_met(variant, params)
+        never = never_met(variant, params)
         if never is not None:     # no shape can help: not worth trying them all
             rep.skipped = f"no shape satisfies the header ({never})"
             rep.ok = True

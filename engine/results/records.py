@@ -19,10 +19,6 @@ from typing import Any, Callable, Iterable, Mapping
 from engine.common.files import read_text, write_atomic
 from engine.kernels.registry import AUTO, kernel_label, params_to_str
 from engine.common.terminal import visible
-# Derived figures live in engine.results.derived; these names stay importable from here.
-from engine.results.derived import (SERVES, is_reference_record, lab_best,  # noqa: F401
-                                    problem_key, ratio_to_best_baseline, record_precision,
-                                    reference_times)
 from engine.results.status import RAN, RecordStatus  # noqa: F401
 
 
