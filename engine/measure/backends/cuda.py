@@ -26,6 +26,7 @@ from engine.common.files import read_text
 from engine.kernels.sources import check_includes, read_kernel_text
 from engine.kernels.kernel_file import KernelFileError
 from engine.measure.peaks import cuda_peaks
+from engine.measure.conditions import LoopConditions, LoopSampler, open_monitor
 from engine.kernels.registry import ROOT, Variant, is_builtin_file
 from engine.measure.backends.base import (BUILD_TIMEOUT_S, COPY_BYTES, FLOAT_POISON_BITS,
                                           INT_POISON, Backend, BackendError, BackendStatus,
@@ -255,6 +256,13 @@ def _device_info(drv, index: int) -> DeviceInfo:
         notes.append("bandwidth = 2 × memory clock × bus width")
     info.notes = "; ".join(notes)
     info.extra["shared_per_block_optin"] = attr("MAX_SHARED_MEMORY_PER_BLOCK_OPTIN")
+    # NVML finds the GPU by its PCI bus id (CUDA_VISIBLE_DEVICES may renumber indices)
+    try:
+        info.extra["pci_bus_id"] = dev.pci_bus_id()
+    except (AttributeError, drv.Error):
+        info.extra["pci_bus_id"] = ""
+    monitor, why = open_monitor(info.extra["pci_bus_id"])
+    info.extra.update(monitor.identity() if monitor is not None else {"nvml": why})
     return info
 
 
@@ -275,6 +283,8 @@ class CudaBackend(Backend):
         self._hold = None    # StreamHold, made lazily on the engine thread; False: unavailable
         self.hold_note = ""  # why timed launches cannot be held back to back, if so
         self._timing_note = ""  # what the last time_launches could not do (timing_note)
+        self._monitor = None    # engine.measure.conditions.Monitor of the open GPU, or None
+        self._conditions = LoopConditions()  # what NVML saw during the last time_launches
 
     # -- discovery --------------------------------------------------------------------
 
@@ -308,6 +318,7 @@ class CudaBackend(Backend):
         major, minor = dev.compute_capability()
         self.arch = f"sm_{major}{minor}"
         self.info = _device_info(drv, device_index)
+        self._monitor, _why = open_monitor(self.info.extra.get("pci_bus_id"))
         self._kernels.clear()
         return self.info
 
@@ -755,6 +766,11 @@ class CudaBackend(Backend):
     def timing_note(self) -> str:
         return self._timing_note
 
+    def loop_conditions(self) -> LoopConditions:
+        """Clocks, power, temperature, throttle reasons and energy of the last timed loop
+        (empty without NVML)."""
+        return self._conditions
+
     def _stream_hold(self):
         """The :class:`StreamHold` of this context, or None where it cannot be made (then
         ``hold_note`` says why and launches are timed as the host issues them)."""
@@ -777,38 +793,45 @@ class CudaBackend(Backend):
         self._timing_note = self.hold_note
         timeouts = hold.timeouts if hold is not None else 0
         pairs = []
-        start = time.perf_counter()
-        # Batches between host syncs, so that a time budget can be honoured without a host
-        # sync between every pair of launches. Each batch is queued behind the stream hold
-        # (stream_hold.py) and released at once, so its launches run back to back and each
-        # event pair times its launch on the GPU, not the host's way of issuing it.
-        while keep_timing(len(pairs), repeats, budget_s, time.perf_counter() - start):
-            batch = []
-            if hold is not None:
-                hold.hold()
-            try:
-                for _ in range(8 if budget_s is not None else min(max(repeats, 1), HELD_BATCH)):
-                    if cold:
-                        self._flush_l2()
-                    e0, e1 = drv.Event(), drv.Event()
-                    e0.record()
-                    self._launch(kernel, ws, m, n, k)
-                    e1.record()
-                    batch.append((e0, e1))
-                    if budget_s is None and len(pairs) + len(batch) >= repeats:
-                        break
-            finally:
+        self._conditions = LoopConditions()
+        sampler = LoopSampler(self._monitor)   # its own thread: no NVML call among the events
+        sampler.__enter__()
+        try:
+            start = time.perf_counter()
+            # Batches between host syncs, so that a time budget can be honoured without a host
+            # sync between every pair of launches. Each batch is queued behind the stream hold
+            # (stream_hold.py) and released at once, so its launches run back to back and each
+            # event pair times its launch on the GPU, not the host's way of issuing it.
+            while keep_timing(len(pairs), repeats, budget_s, time.perf_counter() - start):
+                batch = []
                 if hold is not None:
-                    hold.release()
-            try:
-                batch[-1][1].synchronize()
-            except drv.Error as exc:
-                raise BackendError(f"timed launches failed: {exc}") from None
-            if hold is not None and hold.timed_out():
-                self._timing_note = (f"the stream hold timed out in {hold.timeouts - timeouts} "
-                                     "batch(es): their first launches may include host time")
-            pairs.extend(batch)
-            if should_stop():
-                break
+                    hold.hold()
+                try:
+                    for _ in range(8 if budget_s is not None else min(max(repeats, 1), HELD_BATCH)):
+                        if cold:
+                            self._flush_l2()
+                        e0, e1 = drv.Event(), drv.Event()
+                        e0.record()
+                        self._launch(kernel, ws, m, n, k)
+                        e1.record()
+                        batch.append((e0, e1))
+                        if budget_s is None and len(pairs) + len(batch) >= repeats:
+                            break
+                finally:
+                    if hold is not None:
+                        hold.release()
+                try:
+                    batch[-1][1].synchronize()
+                except drv.Error as exc:
+                    raise BackendError(f"timed launches failed: {exc}") from None
+                if hold is not None and hold.timed_out():
+                    self._timing_note = (f"the stream hold timed out in {hold.timeouts - timeouts} "
+                                         "batch(es): their first launches may include host time")
+                pairs.extend(batch)
+                if should_stop():
+                    break
+        finally:
+            sampler.__exit__(None, None, None)
+        self._conditions = sampler.result
         self._check("timed launches")
         return [e0.time_till(e1) for e0, e1 in pairs]
