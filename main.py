@@ -7,6 +7,9 @@
                                                     parameter combination, without running it
     python main.py bench --profile ...              time, then profile each kernel with
                                                     Nsight Compute (hardware counters)
+    python main.py compare BASE NEW [--threshold PCT] [--fail-on-slower] [--markdown]
+                                                    two results files, kernel by kernel:
+                                                    SAME / FASTER / SLOWER beyond the noise
 """
 from __future__ import annotations
 
@@ -24,6 +27,9 @@ def main(argv: list[str]) -> int:
     if argv and argv[0] == "check-kernel":
         from cli.check_kernel import run_check_kernel  # noqa: PLC0415
         return run_check_kernel(argv[1:])
+    if argv and argv[0] == "compare":
+        from cli.compare import run_compare  # noqa: PLC0415
+        return run_compare(argv[1:])
     if argv and argv[0] == "profile-target":
         from cli.profile_target import target_main  # noqa: PLC0415
         return target_main(argv[1:])
