@@ -1,0 +1,253 @@
+"""NVML conditions of a timed loop (engine.measure.conditions) with a test double of the
+pynvml API: sampling, throttle flags, energy per launch, the record fields, the paths
+without NVML, and the clock lock's refusal and restore."""
+from __future__ import annotations
+
+import math
+import sys
+import time
+import types
+
+import pytest
+
+from engine.measure import conditions
+from engine.measure.conditions import (ClockLock, ClockMode, LoopSampler, Monitor,
+                                       ThrottleReason, open_monitor)
+from engine.results import derived
+from engine.results.records import ResultRecord
+from engine.run.runner import fill_conditions
+
+
+class NVMLError(Exception):
+    pass
+
+
+class NVMLError_NoPermission(NVMLError):
+    pass
+
+
+class FakeNVML:
+    """The part of pynvml the lab calls, with scripted readings."""
+
+    NVML_CLOCK_SM, NVML_CLOCK_MEM, NVML_TEMPERATURE_GPU = 1, 2, 0
+    NVML_CLOCK_LIMIT_ID_TDP = 0xFFFFFF01
+    nvmlClocksEventReasonGpuIdle = 0x1
+    nvmlClocksEventReasonApplicationsClocksSetting = 0x2
+    nvmlClocksEventReasonSwPowerCap = 0x4
+    nvmlClocksEventReasonHwSlowdown = 0x8
+    nvmlClocksEventReasonSyncBoost = 0x10
+    nvmlClocksEventReasonSwThermalSlowdown = 0x20
+    nvmlClocksEventReasonHwThermalSlowdown = 0x40
+    nvmlClocksEventReasonHwPowerBrakeSlowdown = 0x80
+    nvmlClocksEventReasonDisplayClockSetting = 0x100
+
+    def __init__(self, sm=(1980,), power_mw=(400_000,), reasons=(0,), energy_step_mj=500,
+                 lock_error: Exception | None = None):
+        self.sm, self.power_mw, self.reasons = list(sm), list(power_mw), list(reasons)
+        self.calls: list[str] = []
+        self.energy, self.energy_step = 1_000_000, energy_step_mj
+        self.lock_error = lock_error
+        self.locked: tuple | None = None
+        self.i = 0
+
+    def _next(self, seq):
+        return seq[min(self.i, len(seq) - 1)]
+
+    def nvmlDeviceGetHandleByPciBusId(self, bus):
+        if bus != "0000:41:00.0":
+            raise NVMLError("Not Found")
+        return "handle"
+
+    def nvmlDeviceGetClockInfo(self, handle, which):
+        self.calls.append("clock")
+        return self._next(self.sm) if which == self.NVML_CLOCK_SM else 2619
+
+    def nvmlDeviceGetPowerUsage(self, handle):
+        return self._next(self.power_mw)
+
+    def nvmlDeviceGetTemperature(self, handle, sensor):
+        return 40 + self.i
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle):
+        value = self._next(self.reasons)
+        self.i += 1                       # one sample read per call of this
+        return value
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle):
+        self.energy += self.energy_step
+        return self.energy
+
+    def nvmlDeviceGetUUID(self, handle):
+        return "GPU-1234"
+
+    def nvmlSystemGetDriverVersion(self):
+        return "570.1"
+
+    def nvmlSystemGetCudaDriverVersion(self):
+        return 12080
+
+    def nvmlDeviceGetMaxClockInfo(self, handle, which):
+        return 1980
+
+    def nvmlDeviceSetGpuLockedClocks(self, handle, low, high):
+        if self.lock_error:
+            raise self.lock_error
+        self.locked = (low, high)
+
+    def nvmlDeviceResetGpuLockedClocks(self, handle):
+        self.locked = None
+
+
+def monitor(**kw) -> tuple[Monitor, FakeNVML]:
+    nv = FakeNVML(**kw)
+    mon, why = open_monitor("0000:41:00.0", nvml=nv)
+    assert mon is not None, why
+    return mon, nv
+
+
+def test_sampler_takes_before_during_and_after_samples():
+    mon, nv = monitor(sm=(1980, 1700, 1500, 1900), power_mw=(300_000, 480_000, 490_000, 470_000),
+                      reasons=(0x1, 0x4, 0x0, 0x0))
+    with LoopSampler(mon, period_s=0.005) as s:
+        time.sleep(0.05)
+    c = s.result
+    assert c.samples >= 4                 # before, some during, after
+    assert c.sm_clock_min_mhz == 1500 and 1500 <= c.sm_clock_median_mhz <= 1980
+    assert c.mem_clock_mhz == 2619 and 300 <= c.power_w <= 490
+    assert c.throttle == ["sw_power_cap"]          # gpu_idle at an edge is not a cap
+    assert c.throttled
+    assert math.isnan(c.energy_j)         # 50 ms: shorter than the counter is good for
+
+
+def test_energy_from_the_counter_over_a_long_loop(monkeypatch):
+    monkeypatch.setattr(conditions, "ENERGY_COUNTER_MIN_S", 0.0)
+    mon, nv = monitor(energy_step_mj=2000)
+    with LoopSampler(mon, period_s=0.5):
+        pass
+    s = LoopSampler(mon, period_s=0.5)
+    with s:
+        pass
+    assert s.result.energy_j == pytest.approx(2.0)                    # one step of 2000 mJ
+    assert conditions.energy_per_launch_j(s.result, 100, 1.0) == pytest.approx(0.02)
+
+
+def test_energy_per_launch_falls_back_to_power_times_time():
+    c = conditions.LoopConditions(samples=3, power_w=400.0)
+    assert conditions.energy_per_launch_j(c, 20, 2.5) == pytest.approx(1.0)   # 400 W × 2.5 ms
+    assert math.isnan(conditions.energy_per_launch_j(conditions.LoopConditions(), 20, 2.5))
+    assert derived.gflops_per_watt(2 * 10**9, 1.0) == pytest.approx(2.0)
+    assert math.isnan(derived.gflops_per_watt(2 * 10**9, math.nan))
+
+
+def test_thermal_and_power_brake_flag_a_record_but_sync_boost_does_not():
+    mon, _ = monitor(reasons=(0x10,))
+    with LoopSampler(mon, period_s=1) as s:
+        pass
+    assert s.result.throttle == ["sync_boost"] and not s.result.throttled
+    mon, _ = monitor(reasons=(0x40 | 0x80,))
+    with LoopSampler(mon, period_s=1) as s:
+        pass
+    assert set(s.result.throttle) == {"hw_thermal", "hw_power_brake"} and s.result.throttled
+
+
+def test_the_record_gets_the_conditions_and_gflops_per_watt():
+    mon, _ = monitor(sm=(1600,), power_mw=(500_000,), reasons=(0x4,))
+    with LoopSampler(mon, period_s=1) as s:
+        pass
+    rec = ResultRecord("cuda", "H200", "naive", {}, 1024, 1024, 1024, "float32", repeats=10,
+                       median_ms=2.0, flops=2 * 1024**3)
+    fill_conditions(rec, lambda: s.result)
+    assert rec.sm_clock_min_mhz == 1600 and rec.power_w == 500 and rec.throttled
+    assert rec.throttle == ["sw_power_cap"]
+    assert rec.energy_j_per_launch == pytest.approx(1.0)              # 500 W × 2 ms
+    assert rec.gflops_per_watt == pytest.approx(2 * 1024**3 / 1e9)
+
+
+def test_without_nvml_nothing_is_sampled_and_nothing_fails(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)      # the package missing
+    mon, why = open_monitor("0000:41:00.0")
+    assert mon is None and "nvidia-ml-py" in why
+    assert open_monitor("", nvml=FakeNVML())[0] is None   # OpenCL / cpu: no bus id
+    mon, why = open_monitor("0000:99:00.0", nvml=FakeNVML())
+    assert mon is None and "0000:99:00.0" in why
+    with LoopSampler(None) as s:
+        pass
+    assert s.result.samples == 0 and not s.result.throttled
+    rec = ResultRecord("opencl", "pocl", "naive", {}, 8, 8, 8, "float32")
+    fill_conditions(rec, lambda: s.result)
+    fill_conditions(rec, None)                            # a backend without NVML
+    assert math.isnan(rec.power_w) and rec.throttle == [] and not rec.throttled
+
+
+def test_a_driver_that_does_not_initialise(monkeypatch):
+    fake = types.ModuleType("pynvml")
+
+    def no_driver():
+        raise NVMLError("Driver Not Loaded")
+    fake.nvmlInit = no_driver
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    mon, why = open_monitor("0000:41:00.0")
+    assert mon is None and "Driver Not Loaded" in why
+
+
+def test_unsupported_readings_are_empty_not_errors():
+    nv = FakeNVML()
+
+    def unsupported(*a):
+        raise NVMLError("Not Supported")
+    nv.nvmlDeviceGetPowerUsage = unsupported
+    nv.nvmlDeviceGetTotalEnergyConsumption = unsupported
+    mon, _ = open_monitor("0000:41:00.0", nvml=nv)
+    with LoopSampler(mon, period_s=1) as s:
+        pass
+    assert math.isnan(s.result.power_w) and math.isnan(s.result.energy_j)
+    assert s.result.sm_clock_median_mhz == 1980
+
+
+def test_identity():
+    mon, _ = monitor()
+    assert mon.identity() == {"uuid": "GPU-1234", "driver": "570.1", "cuda_driver": "12.8"}
+
+
+def test_lock_clocks_locks_and_restores():
+    mon, nv = monitor()
+    with ClockLock(ClockMode.MAX, [mon]) as lock:
+        assert nv.locked == (1980, 1980) and "1980 MHz" in lock.note
+    assert nv.locked is None
+    with ClockLock(ClockMode.BASE, [mon]):
+        assert nv.locked == (nv.NVML_CLOCK_LIMIT_ID_TDP,) * 2
+    assert nv.locked is None
+
+
+def test_lock_clocks_restores_after_an_exception_and_ctrl_c():
+    mon, nv = monitor()
+    with pytest.raises(RuntimeError):
+        with ClockLock(ClockMode.MAX, [mon]):
+            raise RuntimeError("an engine crashed")
+    assert nv.locked is None
+    with pytest.raises(KeyboardInterrupt):
+        with ClockLock(ClockMode.BASE, [mon]):
+            raise KeyboardInterrupt
+    assert nv.locked is None
+
+
+def test_lock_clocks_refused_without_permission_names_the_fix():
+    mon, nv = monitor(lock_error=NVMLError_NoPermission("Insufficient Permissions"))
+    with ClockLock(ClockMode.MAX, [mon]) as lock:
+        assert not lock.locked
+    assert "not locked" in lock.note and "root" in lock.note and "nvidia-smi -lgc" in lock.note
+    assert "goes on unlocked" in lock.note
+
+
+def test_lock_clocks_without_nvml_or_not_asked():
+    with ClockLock(ClockMode.MAX, []) as lock:
+        pass
+    assert "no GPU" in lock.note
+    with ClockLock(ClockMode.NONE, []) as lock:
+        pass
+    assert lock.note == ""
+
+
+def test_reason_names_are_the_enum_values():
+    mon, _ = monitor()
+    assert mon.reason_names(0x1FF) == [r.value for r in ThrottleReason]
