@@ -110,3 +110,31 @@ class Number:
 
     def __repr__(self) -> str:
         return f"number of {self.unit}"
+
+
+@dataclass(frozen=True)
+class Percent:
+    """An argparse ``type``: a percentage from ``low`` to ``high``, written ``0.5%`` or ``0.5``."""
+
+    low: float
+    high: float
+
+    def range_text(self) -> str:
+        return f"a percentage from {self.low:g} to {self.high:g}, such as 0.5%"
+
+    def __call__(self, text: str) -> float:
+        raw = str(text).strip().removesuffix("%").strip()
+        try:
+            if len(raw) > MAX_NUMBER_TEXT:
+                raise ValueError
+            value = float(raw)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{_shown(text)} is not a percentage (write {self.range_text()})") from None
+        if not (math.isfinite(value) and self.low <= value <= self.high):
+            raise argparse.ArgumentTypeError(
+                f"{_shown(text)} is out of range (write {self.range_text()})")
+        return value
+
+    def __repr__(self) -> str:
+        return "percentage"

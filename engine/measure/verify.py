@@ -177,6 +177,39 @@ class Reference:
             return Verdict("full", rel, mabs, passed, tol, detail)
         return self._freivalds_float(c, tol, TF32_EPS if tf32 else float(np.finfo(np.float32).eps))
 
+    def quick_check(self, c: np.ndarray, precision: str = "fp32") -> Verdict:
+        """:meth:`check` where the full reference is cheap (``method == "full"``), else only
+        the :data:`SAMPLED_ENTRIES` sampled entries, each against its float64 (or exact
+        int) value and its own rounding-noise bound: a re-check whose cost stays small at
+        any size (the row and column of each entry, no product of whole matrices)."""
+        if self.method == "full" or c.shape != self.shape:
+            return self.check(c, precision)
+        rows, cols, exact = self._sampled()
+        picked = c[rows, cols]
+        if self.is_int:
+            wrong = picked != exact
+            mabs = float(np.abs(picked.astype(np.int64) - exact.astype(np.int64)).max(initial=0))
+            detail = "" if not wrong.any() else (f"{int(wrong.sum())} of {len(rows)} sampled entries "
+                                                 f"wrong, first at [{rows[wrong][0]}, {cols[wrong][0]}]")
+            return Verdict("sampled", 0.0 if not wrong.any() else math.nan, mabs, not wrong.any(),
+                           0.0, detail)
+        tf32 = precision == "tf32"
+        tol = tf32_tolerance(self.k) if tf32 else float32_tolerance(self.k)
+        eps = TF32_EPS if tf32 else float(np.finfo(np.float32).eps)
+        got = picked.astype(np.float64)
+        diff = np.abs(got - exact)
+        av = self.a[rows].astype(np.float64)
+        bv = np.ascontiguousarray(self.b[:, cols].T).astype(np.float64)
+        scale = np.sqrt(((av * bv) ** 2).sum(axis=1))
+        limit = ROW_NOISE_FACTOR * eps * math.sqrt(self.k) * scale + 1e-30
+        wrong = ~(diff <= limit)                       # NaN (unwritten) is wrong too
+        rel = float(np.linalg.norm(np.nan_to_num(got - exact, nan=np.inf))
+                    / max(np.linalg.norm(exact), 1e-300))
+        passed = not wrong.any()
+        detail = "" if passed else (f"{int(wrong.sum())} of {len(rows)} sampled entries far above "
+                                    f"rounding noise, first at [{rows[wrong][0]}, {cols[wrong][0]}]")
+        return Verdict("sampled", rel, float(np.nanmax(diff, initial=0.0)), passed, tol, detail)
+
     def _freivalds_float(self, c: np.ndarray, tol: float, eps: float) -> Verdict:
         if self._proj is None:
             r = self._rng.standard_normal((self.shape[1], FREIVALDS_VECTORS))

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from engine.measure.peaks import copy_gbps
+from engine.measure.timing import NoiseStop, TimingLoop, TimingMode
 from engine.kernels.registry import Variant
 
 
@@ -268,8 +269,21 @@ class Backend(ABC):
     @abstractmethod
     def time_launches(self, kernel: CompiledKernel, ws: Workspace, m: int, n: int, k: int,
                       warmup: int, repeats: int, cold: bool, budget_s: float | None,
-                      should_stop=lambda: False) -> list[float]:
-        """Per-launch kernel times in ms: one event pair per launch, transfers excluded."""
+                      should_stop=lambda: False, noise: NoiseStop | None = None) -> list[float]:
+        """Per-launch kernel times in ms: one event pair per launch, transfers excluded.
+        The series stops by ``noise`` when given, else by ``budget_s``, else after
+        ``repeats`` launches; :attr:`last_timing` then holds its :class:`TimingLoop`."""
+
+    #: The stop rule of the last timed series (what stopped it, its launches).
+    last_timing: TimingLoop | None = None
+
+    def timing_mode(self) -> TimingMode:
+        """How the last timed series was timed."""
+        return TimingMode.EVENTS
+
+    def read_output(self, ws: Workspace) -> np.ndarray:
+        """C as the last launch left it, copied to the host (no launch)."""
+        raise BackendError(f"the {self.name} backend cannot read C back")
 
     @abstractmethod
     def release(self, ws: Workspace) -> None: ...

@@ -12,7 +12,8 @@ from engine.common import host_memory
 from engine.kernels.registry import Variant
 from engine.measure.backends.base import (COPY_BYTES, COPY_REPEATS, INT_POISON, Backend,
                                           BackendError, BackendStatus, CompiledKernel, DeviceInfo,
-                                          Workspace, copy_bandwidth, keep_timing)
+                                          Workspace, copy_bandwidth)
+from engine.measure.timing import TimingLoop, TimingMode
 
 #: Written before each cold launch: larger than any desktop CPU's last-level cache.
 FLUSH_BYTES = 256 * 2**20
@@ -109,22 +110,27 @@ class CpuBackend(Backend):
         return ws.c.copy()
 
     def time_launches(self, kernel, ws, m, n, k, warmup, repeats, cold, budget_s,
-                      should_stop=lambda: False) -> list[float]:
+                      should_stop=lambda: False, noise=None) -> list[float]:
         for _ in range(warmup):
             self._launch(kernel, ws)
         if cold and self._flush is None:
             self._flush = np.empty(FLUSH_BYTES // 8)
-        times: list[float] = []
-        start = time.perf_counter()
-        while keep_timing(len(times), repeats, budget_s, time.perf_counter() - start):
+        loop = self.last_timing = TimingLoop(repeats, budget_s, noise)
+        while loop.due():
             if cold:
-                self._flush.fill(len(times))  # evicts A, B and C from the caches
+                self._flush.fill(len(loop.times))  # evicts A, B and C from the caches
             t0 = time.perf_counter()
             self._launch(kernel, ws)
-            times.append((time.perf_counter() - t0) * 1e3)
+            loop.add((time.perf_counter() - t0) * 1e3)
             if should_stop():
-                break
-        return times
+                loop.cancel()
+        return loop.times
+
+    def timing_mode(self) -> TimingMode:
+        return TimingMode.HOST_CLOCK
+
+    def read_output(self, ws) -> np.ndarray:
+        return ws.c.copy()
 
     def release(self, ws) -> None:
         ws.a = ws.b = ws.c = None

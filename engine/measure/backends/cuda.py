@@ -32,7 +32,8 @@ from engine.measure.backends.base import (BUILD_TIMEOUT_S, COPY_BYTES, FLOAT_POI
                                           INT_POISON, Backend, BackendError, BackendStatus,
                                           BuildError, CompiledKernel, DeviceInfo, Workspace,
                                           argument_mismatch, copy_bandwidth, entry_line,
-                                          keep_timing, missing_entry)
+                                          missing_entry)
+from engine.measure.timing import TimingLoop, TimingMode
 
 
 #: Timed launches queued behind one stream hold at most (without a time budget).
@@ -784,7 +785,7 @@ class CudaBackend(Backend):
         return self._hold or None
 
     def time_launches(self, kernel, ws, m, n, k, warmup, repeats, cold, budget_s,
-                      should_stop=lambda: False) -> list[float]:
+                      should_stop=lambda: False, noise=None) -> list[float]:
         drv = self.drv
         for _ in range(warmup):
             self._launch(kernel, ws, m, n, k)
@@ -797,17 +798,18 @@ class CudaBackend(Backend):
         sampler = LoopSampler(self._monitor)   # its own thread: no NVML call among the events
         sampler.__enter__()
         try:
-            start = time.perf_counter()
             # Batches between host syncs, so that a time budget can be honoured without a host
             # sync between every pair of launches. Each batch is queued behind the stream hold
             # (stream_hold.py) and released at once, so its launches run back to back and each
             # event pair times its launch on the GPU, not the host's way of issuing it.
-            while keep_timing(len(pairs), repeats, budget_s, time.perf_counter() - start):
+            # The stop rule looks at each launch's own time, after each batch's sync.
+            loop = self.last_timing = TimingLoop(repeats, budget_s, noise)
+            while loop.due():
                 batch = []
                 if hold is not None:
                     hold.hold()
                 try:
-                    for _ in range(8 if budget_s is not None else min(max(repeats, 1), HELD_BATCH)):
+                    for _ in range(loop.batch(HELD_BATCH)):
                         if cold:
                             self._flush_l2()
                         e0, e1 = drv.Event(), drv.Event()
@@ -815,8 +817,6 @@ class CudaBackend(Backend):
                         self._launch(kernel, ws, m, n, k)
                         e1.record()
                         batch.append((e0, e1))
-                        if budget_s is None and len(pairs) + len(batch) >= repeats:
-                            break
                 finally:
                     if hold is not None:
                         hold.release()
@@ -828,10 +828,21 @@ class CudaBackend(Backend):
                     self._timing_note = (f"the stream hold timed out in {hold.timeouts - timeouts} "
                                          "batch(es): their first launches may include host time")
                 pairs.extend(batch)
+                for e0, e1 in batch:
+                    loop.add(e0.time_till(e1))
                 if should_stop():
-                    break
+                    loop.cancel()
         finally:
             sampler.__exit__(None, None, None)
         self._conditions = sampler.result
         self._check("timed launches")
-        return [e0.time_till(e1) for e0, e1 in pairs]
+        return loop.times
+
+    def timing_mode(self) -> TimingMode:
+        return TimingMode.HELD if self._hold else TimingMode.EVENTS
+
+    def read_output(self, ws) -> np.ndarray:
+        self._check("the timed launches")
+        out = np.empty(ws.c_shape, dtype=ws.dtype)
+        self.drv.memcpy_dtoh(out, ws.c)
+        return out

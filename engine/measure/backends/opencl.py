@@ -20,7 +20,8 @@ from engine.kernels.registry import Variant
 from engine.measure.backends.base import (COPY_BYTES, COPY_REPEATS, FLOAT_POISON_BITS, INT_POISON,
                                           Backend, BackendError, BackendStatus, BuildError,
                                           CompiledKernel, DeviceInfo, Workspace, argument_mismatch,
-                                          copy_bandwidth, entry_line, keep_timing, missing_entry)
+                                          copy_bandwidth, entry_line, missing_entry)
+from engine.measure.timing import TimingLoop
 
 
 def _import_cl():
@@ -327,7 +328,7 @@ class OpenCLBackend(Backend):
         return out
 
     def time_launches(self, kernel, ws, m, n, k, warmup, repeats, cold, budget_s,
-                      should_stop=lambda: False) -> list[float]:
+                      should_stop=lambda: False, noise=None) -> list[float]:
         cl = self.cl
         for _ in range(warmup):
             self._enqueue(kernel, ws, m, n, k)
@@ -335,17 +336,23 @@ class OpenCLBackend(Backend):
         if cold and self._flush is None:
             size = max(2 * (self.dev.global_mem_cache_size or 0), 64 * 2**20)
             self._flush = cl.Buffer(self.ctx, cl.mem_flags.READ_WRITE, size)
-        times: list[float] = []
-        start = time.perf_counter()
-        while keep_timing(len(times), repeats, budget_s, time.perf_counter() - start):
+        loop = self.last_timing = TimingLoop(repeats, budget_s, noise)
+        while loop.due():
             if cold:
-                cl.enqueue_fill_buffer(self.queue, self._flush, np.uint32(len(times)), 0, self._flush.size)
+                cl.enqueue_fill_buffer(self.queue, self._flush, np.uint32(len(loop.times)), 0,
+                                       self._flush.size)
             ev = self._enqueue(kernel, ws, m, n, k)
             ev.wait()
-            times.append((ev.profile.end - ev.profile.start) * 1e-6)
+            loop.add((ev.profile.end - ev.profile.start) * 1e-6)
             if should_stop():
-                break
-        return times
+                loop.cancel()
+        return loop.times
+
+    def read_output(self, ws) -> np.ndarray:
+        out = np.empty(ws.c_shape, dtype=ws.dtype)
+        self.cl.enqueue_copy(self.queue, out, ws.c)
+        self.queue.finish()
+        return out
 
     def release(self, ws) -> None:
         for name in ("a", "b", "c"):
