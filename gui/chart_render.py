@@ -22,7 +22,7 @@ from .chart_data import (METRICS, Series, describe_record, intensity, peaks_by_m
                          problem_size, roof, shape_of, shape_text, shapes_in, speedups,
                          value_text)
 from .chart_view import ChartView, LegendEntry, plain_number
-from .theme import FAILED_COLOR, REFERENCE_STYLES, SOURCE_SYMBOLS, ChartTheme
+from .theme import FAILED_COLOR, REFERENCE_STYLES, SOURCE_SYMBOLS, VERDICT_COLORS, ChartTheme
 
 PRECISION_LABELS = {"tf32": "TF32 tensor-core", "int32": "int32"}
 SIZE_AXIS_LABEL = "Problem size  ∛(M·N·K)"
@@ -51,6 +51,10 @@ class ChartOptions:
     #: At most this many new curves per drawing (None: all): a live chart spreads the
     #: building of many new curves over several redraws, so none of them is long.
     max_new_curves: int | None = None
+    #: A comparison with a results file (gui.compare_flow): (id(record), verdict, NEW/BASE)
+    #: per paired record, and the file's name; the compare chart colours its bars by verdict.
+    verdicts: tuple[tuple[int, str, float], ...] = ()
+    verdict_base: str = ""
 
 
 def _log(a, on: bool) -> np.ndarray:
@@ -363,7 +367,9 @@ def render_compare(view: ChartView, series: list[Series], opts: ChartOptions
     values = np.array([v for _, _, v in rows])
     ys = np.arange(len(rows), dtype=float)
     ref_brush = _with_alpha(view.theme.ceiling, 110)
-    brushes = [pg.mkBrush(ref_brush if s.reference else s.color) for s, _, _ in rows]
+    verdicts = {i: (v, ratio) for i, v, ratio in opts.verdicts}
+    brushes = [pg.mkBrush(VERDICT_COLORS[verdicts[id(r)][0]] if verdicts.get(id(r), ("",))[0] in VERDICT_COLORS
+                          else ref_brush if s.reference else s.color) for s, r, _ in rows]
     pens = [pg.mkPen(FAILED_COLOR, width=2.5) if r.status == RecordStatus.FAILED
             else pg.mkPen(view.theme.foreground, width=1.2, style=Qt.PenStyle.DashLine) if s.reference
             else pg.mkPen(s.color.darker(130)) for s, r, _ in rows]
@@ -384,6 +390,10 @@ def render_compare(view: ChartView, series: list[Series], opts: ChartOptions
             parts.append(f"{pct:.0f}% of cuBLAS")
         if rec.status == RecordStatus.FAILED:
             parts.append("✗ failed verification")
+        if id(rec) in verdicts:
+            verdict, ratio = verdicts[id(rec)]
+            parts.append(f"{ratio:.3g}× base, {verdict.upper()}" if math.isfinite(ratio)
+                         else verdict.upper())
         text = "  ·  ".join(parts)
         texts.append(text)
         label = pg.TextItem(text, anchor=(0, 0.5),
@@ -416,6 +426,8 @@ def render_compare(view: ChartView, series: list[Series], opts: ChartOptions
     height_px = max((vb.height() or view.height() - 90), 100)
     fit = max(3, int(height_px // COMPARE_ROW_PX))
     title = f"Problem size {shape_text(shape)}"
+    if opts.verdict_base:
+        title += f"  —  against {opts.verdict_base}: green faster, orange slower, grey same"
     vb.setMouseEnabled(x=False, y=True)
     if len(rows) > fit:
         vb.wheel_scrolls = True

@@ -66,6 +66,9 @@ class ChartsPanel(QWidget):
         self._peak_device: str | None = None
         self._derived: dict[str, float] = {}
         self._ceilings: dict[str, dict[str, float]] = {}
+        #: The compare chart's verdicts against a compared file (see set_verdicts).
+        self._verdicts: tuple[tuple[int, str, float], ...] = ()
+        self._verdict_base = ""
         self._build()
         store.changed.connect(self.mark_stale)
         self._timer = QTimer(self)
@@ -200,7 +203,17 @@ class ChartsPanel(QWidget):
             derived_peaks=tuple(self._derived.items()),
             ceilings=tuple((d, what, v) for d, per in self._ceilings.items() for what, v in per.items()),
             hidden=frozenset(self.hidden),
+            verdicts=self._verdicts,
+            verdict_base=self._verdict_base,
         )
+
+    def set_verdicts(self, verdicts: tuple[tuple[int, str, float], ...], base_name: str) -> None:
+        """Colour the compare chart's bars by verdict against ``base_name``: (id(record),
+        verdict, NEW/BASE) per paired record; ``()`` and "" turn it off."""
+        self._verdicts, self._verdict_base = tuple(verdicts), base_name
+        self._stale.add("compare")
+        if self.current_kind == "compare":
+            self._draw("compare")
 
     def set_device(self, info: DeviceInfo | None) -> None:
         """Take the roofline's ceilings from the device's estimates (0 when unknown)."""

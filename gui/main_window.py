@@ -33,6 +33,7 @@ from engine.run.runner import Event
 
 from . import dialogs
 from .charts import ChartsPanel
+from .compare_flow import CompareFlow
 from .config_panel import ConfigPanel
 from .device_panel import DevicePanel, backend_line
 from .editor_flow import EditorFlow
@@ -147,6 +148,7 @@ class MainWindow(QMainWindow):
         self.profile_flow = ProfileFlow(self, self._start_plan)
         self.editor_flow = EditorFlow(self)
         self.results_flow = ResultsFlow(self)
+        self.compare_flow = CompareFlow(self)
         self._build_actions()
         self._connect()
         self.kernel_folders.reload()   # before the saved choices name user kernels
@@ -282,6 +284,16 @@ class MainWindow(QMainWindow):
         self.recent_menu = menu.addMenu("Open &recent")
         menu.addAction(self.save_action)
         menu.addAction(self.export_action)
+        menu.addSeparator()
+        self.compare_action = self._action("Co&mpare with…", self.compare_flow.choose, None, None,
+                                           "Compare the shown results with a results file: ratio and "
+                                           "verdict columns, compare chart bars by verdict")
+        self.clear_compare_action = self._action("Clear co&mparison", self.compare_flow.clear)
+        self.clear_compare_action.setEnabled(False)
+        self.compare_flow.changed.connect(
+            lambda: self.clear_compare_action.setEnabled(self.compare_flow.active))
+        menu.addAction(self.compare_action)
+        menu.addAction(self.clear_compare_action)
         menu.addSeparator()
         self.add_folder_action = self._action("Add &kernel folder…", self.add_kernel_folder_dialog,
                                               None, None, "Read the kernel files of a folder as "

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Callable
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QSortFilterProxyModel, Qt, QTimer
 from PySide6.QtGui import QAction, QColor, QKeySequence
 from PySide6.QtWidgets import QAbstractItemView, QApplication, QHeaderView, QMenu, QTableView
 
+from engine.results.compare import Pair
 from engine.results.derived import lab_best
 from engine.results.records import RecordStatus, ResultRecord
 from engine.kernels.registry import params_to_str
 
 from .chart_data import rate_text
 from .results_store import ResultStore, source_name
-from .theme import failed_row_colors, is_dark
+from .theme import VERDICT_COLORS, failed_row_colors, is_dark
 
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1
 #: How long after new rows the "Lab best" column is brought up to date (one pass over the
@@ -65,6 +67,12 @@ COLUMNS: list[Column] = [
     Column("K", lambda r: r.k, numeric=True),
     Column("Status", lambda r: r.status),
     Column("Median ms", lambda r: r.median_ms, _num(".4g"), True),
+    # File ▸ Compare with… (gui.compare_flow): shown only while a comparison is on.
+    Column("vs base", lambda r, model: model.compared(r).ratio, _num(".3f"), True,
+           "Median time over the compared file's (NEW/BASE): below 1 is faster", of_all=True),
+    Column("Verdict", lambda r, model: model.verdict_text(r), of_all=True,
+           tip="FASTER or SLOWER only beyond both the threshold and the two records' combined "
+               "noise, else SAME (the rule of 'main.py compare')"),
     Column("GFLOP/s", lambda r: r.gflops, _rate, True),
     Column("GB/s", lambda r: r.gbps, _rate, True),
     Column("× naive", lambda r: r.speedup_vs_naive, _num(".2f"), True, "Speed-up over the naive kernel"),
@@ -94,6 +102,9 @@ COLUMNS: list[Column] = [
 
 SOURCE_COLUMN = [c.title for c in COLUMNS].index("Source")
 HOST_COLUMN = [c.title for c in COLUMNS].index("Host")
+COMPARE_COLUMNS = tuple([c.title for c in COLUMNS].index(t) for t in ("vs base", "Verdict"))
+#: What a row without a comparison shows (no pair: NaN ratio, no verdict).
+_NO_PAIR = SimpleNamespace(ratio=math.nan, verdict=None)
 
 
 class ResultsModel(QAbstractTableModel):
@@ -112,6 +123,8 @@ class ResultsModel(QAbstractTableModel):
         self._lab_timer.setSingleShot(True)
         self._lab_timer.setInterval(LAB_BEST_DELAY_MS)
         self._lab_timer.timeout.connect(self._lab_changed)
+        #: id(record) → its pair against a compared file; None: no comparison on.
+        self.comparison: dict[int, Pair] | None = None
         store.rows_appended.connect(self._appended)
         store.reset.connect(self._reset)
         store.values_changed.connect(self._values_changed)
@@ -149,6 +162,20 @@ class ResultsModel(QAbstractTableModel):
 
     def lab_best_mark(self, rec: ResultRecord) -> str:
         return self.lab_marks().get(id(rec), "")
+
+    def compared(self, rec: ResultRecord):
+        return (self.comparison or {}).get(id(rec), _NO_PAIR)
+
+    def verdict_text(self, rec: ResultRecord) -> str:
+        if self.comparison is None:
+            return ""
+        pair = self.comparison.get(id(rec))
+        return pair.verdict.name if pair is not None else "not in base"
+
+    def set_comparison(self, pairs: dict[int, Pair] | None) -> None:
+        """Pairs against a compared file by id(record), or None (no comparison)."""
+        self.comparison = pairs
+        self._values_changed()
 
     def _values_changed(self) -> None:
         self._texts.clear()
@@ -194,6 +221,9 @@ class ResultsModel(QAbstractTableModel):
                 v = float(v) if v is not None else math.inf
                 return math.inf if not math.isfinite(v) else v  # blanks sort last (ascending)
             return str(v)
+        if (role == Qt.ItemDataRole.ForegroundRole and col.title == "Verdict"
+                and self.compared(rec).verdict in VERDICT_COLORS):
+            return QColor(VERDICT_COLORS[self.compared(rec).verdict])
         if role == Qt.ItemDataRole.BackgroundRole and rec.status == RecordStatus.FAILED:
             return failed_row_colors()[0]
         if role == Qt.ItemDataRole.ForegroundRole:
@@ -252,7 +282,7 @@ class ResultsTable(QTableView):
             sample = {"Variant": "aat_coalesced", "Params": "ts=32,wpt=4", "Source": "this session",
                       "Device": "a device name of some length #0", "Host": "a host name",
                       "Status": "unverified", "Ran": "ffma_wide[bm=256,bk=16,tailk=8]",
-                      "Median ms": "0.0000", "GFLOP/s": "10,000.0", "GB/s": "0.00000", "Rel-L2": "0.00e-00",
+                      "Median ms": "0.0000", "Verdict": "not in base", "GFLOP/s": "10,000.0", "GB/s": "0.00000", "Rel-L2": "0.00e-00",
                       "Max abs": "0.00e-00"}.get(col.title, "")
             width = max(fm.horizontalAdvance(col.title), fm.horizontalAdvance(sample)) + 18
             self.setColumnWidth(i, max(width, 40))
@@ -263,6 +293,13 @@ class ResultsTable(QTableView):
         recs = self.model_.store.records
         self.setColumnHidden(SOURCE_COLUMN, len(self.model_.store.sources()) <= 1)
         self.setColumnHidden(HOST_COLUMN, len({r.host for r in recs}) <= 1)
+        for col in COMPARE_COLUMNS:
+            self.setColumnHidden(col, self.model_.comparison is None)
+
+    def set_comparison(self, pairs: dict[int, Pair] | None) -> None:
+        """Show each row's ratio and verdict against a compared file (None: hide them)."""
+        self.model_.set_comparison(pairs)
+        self._sources_changed()
 
     def _rows_inserted(self, *_):
         # Follow a live run unless the user scrolled away from the bottom.

@@ -25,6 +25,9 @@ SERIES_COLORS = (
     "#845ef7", "#d9480f", "#74c0fc", "#b197fc", "#e599f7",
 )
 FAILED_COLOR = "#e3242b"
+#: A comparison's verdicts (File ▸ Compare with…), by Verdict value: slower in orange, as
+#: red already means "failed verification"; same in grey, so that changes stand out.
+VERDICT_COLORS = {"faster": "#2f9e44", "slower": "#f76707", "same": "#909296", "failed": FAILED_COLOR}
 #: Line styles by source (live run, first file, second file, ...).
 SOURCE_STYLES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine,
                  Qt.PenStyle.DashDotLine, Qt.PenStyle.DashDotDotLine)
