@@ -392,7 +392,7 @@ def render_compare(view: ChartView, series: list[Series], opts: ChartOptions
             parts.append("✗ failed verification")
         if id(rec) in verdicts:
             verdict, ratio = verdicts[id(rec)]
-            parts.append(f"{ratio:.3g}× base, {verdict.upper()}" if math.isfinite(ratio)
+            parts.append(f"{ratio:.2f}× base, {verdict.upper()}" if math.isfinite(ratio)
                          else verdict.upper())
         text = "  ·  ".join(parts)
         texts.append(text)
@@ -427,7 +427,7 @@ def render_compare(view: ChartView, series: list[Series], opts: ChartOptions
     fit = max(3, int(height_px // COMPARE_ROW_PX))
     title = f"Problem size {shape_text(shape)}"
     if opts.verdict_base:
-        title += f"  —  against {opts.verdict_base}: green faster, orange slower, grey same"
+        title += f"  —  vs {opts.verdict_base}: green faster · orange slower · grey same"
     vb.setMouseEnabled(x=False, y=True)
     if len(rows) > fit:
         vb.wheel_scrolls = True

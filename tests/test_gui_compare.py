@@ -81,7 +81,7 @@ def test_compare_columns_and_bar_colours(make_window, files, error_dialogs):
     assert colours[1] == colours[4] == VERDICT_COLORS["same"]
     assert colours[0] == VERDICT_COLORS["faster"] and colours[3] == VERDICT_COLORS["slower"]
     assert colours[2] == plain[2] and colours[2] not in VERDICT_COLORS.values()
-    assert any("1.2× base, SLOWER" in t for t in texts)
+    assert any("1.20× base, SLOWER" in t for t in texts)
     assert win.clear_compare_action.isEnabled()
     assert "base.json" in win.statusBar().currentMessage()
 
