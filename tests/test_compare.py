@@ -130,10 +130,32 @@ def test_clock_fields_where_records_carry_them():
         r.sm_clock_median_mhz = 1980.0        # the NVML fields of another part of the issue
     for r in new:
         r.sm_clock_median_mhz = 1600.0
-        r.throttle = ["sw_power_cap"]
+        r.throttled = True
     what = {d.what: (d.base, d.new) for d in compare(base, new).differences}
     assert what["SM clock MHz (median of records)"] == ("1980", "1600")
     assert what["throttled (power or thermal cap)"] == ("none", "5 of 5 records")
+
+
+def test_environment_blocks_differences():
+    from engine.results.environment import DeviceEnvironment, Environment, TimingSettings
+
+    def env(uuid, driver, digest, repeats, lock=""):
+        return Environment(app_version="0.37 (abc)", host="vm",
+                           devices=(DeviceEnvironment("cuda", 0, "NVIDIA H200", uuid=uuid, driver=driver),),
+                           kernels={"cuda/lab/ffma_wide.cu": digest, "cuda/ladder/01_naive.cu": "aa"},
+                           timing=TimingSettings(warmup="3", repeats=repeats, mode="hot", clock_lock=lock))
+
+    base = env("GPU-1", "570.1", "1111", "20")
+    same = compare(run_set(), run_set(), base_environment=base, new_environment=base)
+    assert same.differences == []
+    other = env("GPU-2", "580.2", "2222", "budget 1 s", "max (locked)")
+    what = {d.what: (d.base, d.new) for d in compare(run_set(), run_set(), base_environment=base,
+                                                      new_environment=other).differences}
+    assert what == {"GPU UUID": ("GPU-1", "GPU-2"), "driver": ("570.1", "580.2"),
+                    "timed launches": ("20", "budget 1 s"), "clock lock": ("—", "max (locked)"),
+                    "kernel file cuda/lab/ffma_wide.cu (SHA-256)": ("1111", "2222")}
+    old = compare(run_set(), run_set(), base_environment=None, new_environment=other).differences
+    assert [(d.what, d.base, d.new) for d in old] == [("environment block", "none (an older file)", "yes")]
 
 
 def test_failed_and_untimed_records_get_their_own_verdict():

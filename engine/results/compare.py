@@ -21,10 +21,11 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Sequence
 
 from engine.inputs.sizes import format_shape
 from engine.kernels.registry import kernel_label
+from engine.results.environment import Environment
 from engine.results.records import ResultRecord
 from engine.results.status import RAN, RecordStatus
 
@@ -184,10 +185,10 @@ def make_pair(key: PairKey, base: ResultRecord, new: ResultRecord, threshold_pct
 
 def compare(base: Sequence[ResultRecord], new: Sequence[ResultRecord],
             threshold_pct: float = DEFAULT_THRESHOLD_PCT,
-            base_environment: Mapping[str, Any] | None = None,
-            new_environment: Mapping[str, Any] | None = None) -> Comparison:
+            base_environment: Environment | None = None,
+            new_environment: Environment | None = None) -> Comparison:
     """Pair ``base`` and ``new`` and give each pair its verdict (see the module for the
-    rule). ``*_environment``: a results file's environment block, where it has one."""
+    rule). ``*_environment``: the results files' environment blocks, where they have one."""
     if not (_finite(threshold_pct) and threshold_pct >= 0):
         raise ValueError(f"the threshold is {threshold_pct!r}, not a per cent ≥ 0")
     by_device = bool({r.device for r in base} & {r.device for r in new})
@@ -214,9 +215,7 @@ def compare(base: Sequence[ResultRecord], new: Sequence[ResultRecord],
 
 #: Text fields of a record (or a results file's environment) the header compares, with
 #: the name it gives them. Fields a record does not have are skipped (getattr).
-_TEXT_FIELDS = (("GPU", "device"), ("GPU UUID", "gpu_uuid"), ("host", "host"),
-                ("backend", "backend"), ("driver", "driver"), ("CUDA", "cuda_version"),
-                ("app version", "app_version"), ("clocks locked", "locked_clocks"),
+_TEXT_FIELDS = (("GPU", "device"), ("host", "host"), ("backend", "backend"),
                 ("stop rule", "stop_rule"), ("timing mode", "timing_mode"))
 #: Numeric fields (the median over a run's records is compared; 2% apart counts).
 _NUMBER_FIELDS = (("SM clock MHz", "sm_clock_median_mhz"), ("memory clock MHz", "mem_clock_mhz"),
@@ -224,11 +223,25 @@ _NUMBER_FIELDS = (("SM clock MHz", "sm_clock_median_mhz"), ("memory clock MHz", 
 NUMBER_TOLERANCE = 0.02
 
 
-def _text_values(recs: Iterable[ResultRecord], name: str, env: Mapping[str, Any] | None) -> str:
+def _text_values(recs: Iterable[ResultRecord], name: str) -> str:
     values = {str(getattr(r, name, "") or "") for r in recs} - {""}
-    if not values and env and env.get(name) not in (None, ""):
-        values = {str(env[name])}
     return ", ".join(sorted(values))
+
+
+def _joined(values: Iterable[str]) -> str:
+    return ", ".join(dict.fromkeys(v for v in values if v))
+
+
+def _environment_items(env: Environment | None) -> dict[str, str]:
+    """The parts of a file's environment block the header compares (empty: no block)."""
+    if env is None:
+        return {}
+    devices, timing = env.devices, env.timing
+    return {"GPU UUID": _joined(d.uuid for d in devices), "driver": _joined(d.driver for d in devices),
+            "CUDA driver": _joined(d.cuda_driver for d in devices),
+            "compute capability": _joined(d.compute_capability for d in devices),
+            "app version": env.app_version, "warm-up": timing.warmup,
+            "timed launches": timing.repeats, "clock lock": timing.clock_lock}
 
 
 def _versions(recs: Iterable[ResultRecord]) -> dict[str, str]:
@@ -248,22 +261,34 @@ def _median_of(recs: Iterable[ResultRecord], name: str) -> float:
 
 
 def _throttled(recs: Sequence[ResultRecord]) -> str:
-    flagged = [r for r in recs if getattr(r, "throttle", None) or getattr(r, "throttled", False)]
+    flagged = [r for r in recs if getattr(r, "throttled", False)]
     return f"{len(flagged)} of {len(recs)} records" if flagged else ""
 
 
 def differences(base: Sequence[ResultRecord], new: Sequence[ResultRecord],
-                base_env: Mapping[str, Any] | None = None, new_env: Mapping[str, Any] | None = None,
+                base_env: Environment | None = None, new_env: Environment | None = None,
                 by_device: bool = True) -> list[Difference]:
-    """How the two runs' conditions differ: GPU, host, driver and library versions, and
-    the clocks, power and throttling where the records carry them."""
+    """How the two runs' conditions differ: GPU, host, driver and library versions, the
+    app version, timing settings and kernel files (from the files' environment blocks),
+    and the clocks, power and throttling where the records carry them."""
     out: list[Difference] = []
     for what, name in _TEXT_FIELDS:
-        b, n = _text_values(base, name, base_env), _text_values(new, name, new_env)
+        b, n = _text_values(base, name), _text_values(new, name)
         if b != n and (b or n):
             if name == "device" and not by_device:
                 what = "GPU (no device in common: pairs made by kernel, shape and dtype)"
             out.append(Difference(what, b or "—", n or "—"))
+    eb, en = _environment_items(base_env), _environment_items(new_env)
+    if (base_env is None) != (new_env is None):
+        out.append(Difference("environment block", "none (an older file)" if base_env is None else "yes",
+                              "none (an older file)" if new_env is None else "yes"))
+    elif base_env is not None and new_env is not None:
+        out.extend(Difference(what, eb[what] or "—", en[what] or "—") for what in eb
+                   if eb[what] != en[what])
+        for name in sorted(base_env.kernels.keys() & new_env.kernels.keys()):
+            if base_env.kernels[name] != new_env.kernels[name]:
+                out.append(Difference(f"kernel file {name} (SHA-256)", base_env.kernels[name],
+                                      new_env.kernels[name]))
     vb, vn = _versions(base), _versions(new)
     for name in [k for k in vb if k in vn] + [k for k in vn if k not in vb] + [k for k in vb if k not in vn]:
         if vb.get(name) != vn.get(name) and not any(d.what == name for d in out):
