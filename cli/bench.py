@@ -21,8 +21,11 @@ from engine.run.events import EventKind, LogLevel
 from engine.kernels import registry, user_kernels
 from engine.common import terminal
 from engine.measure.backends import BACKENDS, probe_all
-from cli.args import Number, Parser, WholeNumber
+from cli.args import Number, Parser, Percent, WholeNumber
+from engine.measure import timing
 from engine.run.dispatch import MODES, Run
+from engine.measure.conditions import ClockLock, ClockMode, open_monitor
+from engine.results import environment
 from engine.run.engines import EngineHandle, LocalEngine
 from engine.common.files import check_regular_file
 from engine.kernels.kernel_file import KERNEL_FILE_LIMIT, shown_text
@@ -84,6 +87,8 @@ WARMUP = WholeNumber(*WARMUP_RANGE)
 REPEATS = WholeNumber(*REPEATS_RANGE)
 SEED = WholeNumber(*SEED_RANGE)
 BUDGET = Number(*BUDGET_RANGE, unit="seconds", low_included=True)
+NOISE_PCT = Percent(*timing.NOISE_PCT_RANGE)
+NOISE_TIME = Number(*timing.NOISE_TIME_RANGE, unit="seconds", low_included=True)
 LAUNCH_TIMEOUT = Number(0.0, LAUNCH_TIMEOUT_MAX_S, unit="seconds")
 
 
@@ -135,7 +140,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--budget", type=BUDGET, default=None, metavar="SECONDS",
                    help="time budget per variant in seconds (replaces --repeats; "
                         f"{BUDGET.range_text()})")
+    p.add_argument("--until-noise", type=NOISE_PCT, default=None, metavar="PCT",
+                   help="time until the relative standard error of the mean of the launch "
+                        "times is below PCT (replaces --repeats and --budget; "
+                        f"{NOISE_PCT.range_text().replace('%', '%%')}), between --noise-min-time and --noise-max-time")
+    p.add_argument("--noise-min-time", type=NOISE_TIME, default=timing.NOISE_MIN_S, metavar="SECONDS",
+                   help=f"with --until-noise: time at least this long (default {timing.NOISE_MIN_S:g})")
+    p.add_argument("--noise-max-time", type=NOISE_TIME, default=timing.NOISE_MAX_S, metavar="SECONDS",
+                   help=f"with --until-noise: stop after this long whatever the noise "
+                        f"(default {timing.NOISE_MAX_S:g})")
     p.add_argument("--cold", action="store_true", help="flush the L2 cache before each timed launch")
+    p.add_argument("--lock-clocks", choices=[m.value for m in ClockMode if m is not ClockMode.NONE],
+                   default=None,
+                   help="cuda: lock the GPU's SM clock at its base (TDP) or highest clock for the "
+                        "run through NVML, restored at the end (needs root; refused: the run goes "
+                        "on unlocked and says how to fix it)")
     p.add_argument("--no-verify", action="store_true", help="skip verification")
     p.add_argument("--seed", type=SEED, default=0,
                    help=f"seed of the generated matrices ({SEED.range_text()}; default 0)")
@@ -303,11 +322,17 @@ def _results_table(recs: list[records.ResultRecord]):
         t.add_column("device", justify="left")
     if with_worker:
         t.add_column("worker", justify="left")
+    # NVML's figures (cuda with nvidia-ml-py): columns only where some record has them
+    with_power = any(math.isfinite(r.power_w) for r in recs)
+    if with_power:
+        for col in ("SM MHz", "W", "GFLOP/s/W"):
+            t.add_column(col, justify="right")
 
     def num(x, fmt):
         return "—" if x is None or not math.isfinite(x) else format(x, fmt)
 
     notes: dict[str, list[str]] = {}
+    throttled: dict[str, list[str]] = {}
     for r, worker in zip(recs, workers):
         if r.status == RecordStatus.SKIPPED:
             verdict = "[dim]skipped[/dim]"
@@ -323,15 +348,24 @@ def _results_table(recs: list[records.ResultRecord]):
             verdict = "not checked"
         if r.error:
             notes.setdefault(r.error, []).append(f"{r.label()}@{format_shape((r.m, r.n, r.k))}")
-        t.add_row(literal(r.label()), format_shape((r.m, r.n, r.k)), num(r.median_ms, ".4f"),
+        if r.throttled:
+            throttled.setdefault(", ".join(r.throttle), []).append(
+                f"{r.label()}@{format_shape((r.m, r.n, r.k))}")
+        t.add_row(literal(r.label()), format_shape((r.m, r.n, r.k)),
+                  num(r.median_ms, ".4f") + (" [yellow]*[/yellow]" if r.throttled else ""),
                   num(r.noise_pct, ".1f"), num(r.gflops, ",.1f"), num(r.gbps, ",.1f"),
                   num(r.speedup_vs_naive, ".2f") + ("×" if math.isfinite(r.speedup_vs_naive) else ""),
                   num(r.pct_of_peak, ".1f"), verdict,
                   *([literal(r.device_label(with_host=several_hosts))] if with_device else []),
-                  *([literal(worker)] if with_worker else []))
-    t.caption = "\n".join(literal(f"{', '.join(who[:4])}{' …' if len(who) > 4 else ''}: {msg}",
-                                   keep_newlines=True)
-                           for msg, who in notes.items()) or None
+                  *([literal(worker)] if with_worker else []),
+                  *([num(r.sm_clock_median_mhz, ".0f"), num(r.power_w, ".0f"),
+                     num(r.gflops_per_watt, ",.1f")] if with_power else []))
+    lines = [literal(f"{', '.join(who[:4])}{' …' if len(who) > 4 else ''}: {msg}", keep_newlines=True)
+             for msg, who in notes.items()]
+    lines += [literal(f"* timed under a power or thermal cap ({why}): {', '.join(who[:4])}"
+                      f"{' …' if len(who) > 4 else ''}; kept and flagged, the clocks were held "
+                      "down, compare with care") for why, who in throttled.items()]
+    t.caption = "\n".join(lines) or None
     t.caption_justify = "left"
     return t
 
@@ -453,6 +487,12 @@ def check_options(args: argparse.Namespace, given: set[str]) -> list[str]:
     if "budget" in given and "repeats" in given:
         raise UsageError("--budget replaces --repeats (the launches run until the budget is "
                          "spent); give one of them")
+    for other in ("repeats", "budget"):
+        if "until_noise" in given and other in given:
+            raise UsageError(f"--until-noise replaces --{other} (the launches run until their "
+                             "times are quiet enough); give one of them")
+    needs("--noise-min-time", "noise_min_time", "until_noise")
+    needs("--noise-max-time", "noise_max_time", "until_noise")
     if args.in_process and "launch_timeout" in given:
         raise UsageError("--launch-timeout ends a launch by restarting the engine process; "
                          "with --in-process there is none: drop one of them")
@@ -603,6 +643,8 @@ def run_bench(argv: Sequence[str]) -> int:
         plan = Plan(backend=backend, items=items, shapes=shapes, dtype=args.dtype,
                     device=devices[0], warmup=args.warmup, repeats=args.repeats,
                     time_budget_s=args.budget, cold=args.cold, verify=not args.no_verify,
+                    until_noise=None if args.until_noise is None else timing.NoiseStop(
+                        args.until_noise, args.noise_min_time, args.noise_max_time),
                     seed=args.seed, dist=args.dist, matrices=mats,
                     autotune=args.autotune or args.retune or args.guess, retune=args.retune,
                     tune="guess" if args.guess else "search",
@@ -621,11 +663,21 @@ def run_bench(argv: Sequence[str]) -> int:
     cache_problems = _autotune_cache_check(plan, err) if plan.autotune else []
     target = RunTarget(backend, tuple(devices), args.mode or ("share" if ray_engs else "compare"),
                        args.ray)
+    # The lock is held here, in the command's process, not in an engine: a crashed engine
+    # cannot leave the clocks locked; the lock's finally (and atexit) restores them.
+    monitors = _lock_monitors(args, backend, devices, probed, err)
+    lock = ClockLock(ClockMode(args.lock_clocks) if monitors is not None else ClockMode.NONE,
+                     monitors or [])
     try:
-        recs, interrupted = _run_with_progress(pool, target, plan, err, quiet=args.quiet,
-                                               cache_problems=cache_problems)
+        with lock:
+            if lock.note:
+                err.print(literal(f"--lock-clocks {args.lock_clocks}: {lock.note}"))
+            recs, interrupted = _run_with_progress(pool, target, plan, err, quiet=args.quiet,
+                                                   cache_problems=cache_problems)
     finally:
         pool.close(ENGINE_CLOSE_S)
+    for problem in lock.restore_problems:
+        err.print(f"[red]error:[/red] {literal(problem)}")
     console.print(_results_table(recs))
     lab = lab_best_table(recs)
     if lab is not None:
@@ -635,7 +687,13 @@ def run_bench(argv: Sequence[str]) -> int:
         profile_failed = _profile(recs, plan, profile_dir, profile_metrics, console, err)
     if args.out:
         try:
-            path = records.save(recs, args.out)
+            used = probed[backend].devices if args.ray is None and backend in probed else []
+            env = environment.collect(
+                recs, [d for d in used if d.index in devices],
+                environment.timing_of(recs, args.budget, clock_lock=(
+                    f"{args.lock_clocks}: {lock.note or f'not used ({backend})'}"
+                    if args.lock_clocks else "")))
+            path = records.save(recs, args.out, environment=env)
             err.print(f"saved {len(recs)} records to {literal(path)}")
         except (OSError, ValueError) as exc:
             # The folder was writable at the start; keep the results anyway.
@@ -657,6 +715,26 @@ def run_bench(argv: Sequence[str]) -> int:
         err.print("[yellow]warning: the autotune results above were not cached (exit code 1)"
                   "[/yellow]", markup=True, highlight=False)
     return EXIT_FAILED if bad or profile_failed or not_cached else EXIT_OK
+
+
+def _lock_monitors(args, backend: str, devices: list[int], probed, err) -> list | None:
+    """The NVML monitors of the GPUs ``--lock-clocks`` locks (a GPU without one: it is said
+    why); None where nothing is to be locked (not asked, not cuda, --ray)."""
+    if not args.lock_clocks:
+        return None
+    if args.ray is not None or backend != "cuda":
+        _say_warning(err, f"--lock-clocks locks the clocks of this machine's NVIDIA GPUs (cuda); "
+                          f"not used with {'--ray' if args.ray is not None else backend}")
+        return None
+    monitors = []
+    for info in probed[backend].devices:
+        if info.index in devices:
+            mon, why = open_monitor(info.extra.get("pci_bus_id"))
+            if mon is None:
+                _say_warning(err, f"--lock-clocks: {info.name} #{info.index}: {why}")
+            else:
+                monitors.append(mon)
+    return monitors
 
 
 def _autotune_cache_check(plan: Plan, err) -> list:

@@ -62,7 +62,7 @@ def test_bench_ray_local_opencl_share(local_cluster, capsys, tmp_path):
                            "naive,tiled_any", "--sizes", "64,96", "--warmup", 0, "--repeats", 2,
                            "--out", out_file)
     assert code == 0, err
-    data = json.loads(out_file.read_text())
+    data = json.loads(out_file.read_text())["records"]
     keys = [_key(d) for d in data]
     items = expand_items("opencl", ["naive", "tiled_any"])
     assert sorted(keys) == sorted((n, params_to_str(p), s, s, s) for n, p in items for s in (64, 96))

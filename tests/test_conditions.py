@@ -127,14 +127,18 @@ def test_energy_from_the_counter_over_a_long_loop(monkeypatch):
     s = LoopSampler(mon, period_s=0.5)
     with s:
         pass
-    assert s.result.energy_j == pytest.approx(2.0)                    # one step of 2000 mJ
-    assert conditions.energy_per_launch_j(s.result, 100, 1.0) == pytest.approx(0.02)
+    c = s.result
+    assert c.energy_j == pytest.approx(2.0)                           # one step of 2000 mJ
+    assert c.power_w == pytest.approx(2.0 / c.loop_s)                 # the counter's mean power
+    assert conditions.energy_per_launch_j(c, 1.0) == pytest.approx(c.power_w * 1e-3)
 
 
-def test_energy_per_launch_falls_back_to_power_times_time():
-    c = conditions.LoopConditions(samples=3, power_w=400.0)
-    assert conditions.energy_per_launch_j(c, 20, 2.5) == pytest.approx(1.0)   # 400 W × 2.5 ms
-    assert math.isnan(conditions.energy_per_launch_j(conditions.LoopConditions(), 20, 2.5))
+def test_energy_per_launch_is_the_loops_mean_power_times_the_median():
+    c = conditions.LoopConditions(samples=3, power_w=400.0, energy_j=200.0, loop_s=0.5)
+    assert conditions.energy_per_launch_j(c, 2.5) == pytest.approx(1.0)      # 400 W × 2.5 ms
+    # a loop too short for the counter: no figure, not the lagging sampled power
+    short = conditions.LoopConditions(samples=3, power_w=400.0, loop_s=0.01)
+    assert math.isnan(conditions.energy_per_launch_j(short, 2.5))
     assert derived.gflops_per_watt(2 * 10**9, 1.0) == pytest.approx(2.0)
     assert math.isnan(derived.gflops_per_watt(2 * 10**9, math.nan))
 
@@ -150,14 +154,17 @@ def test_thermal_and_power_brake_flag_a_record_but_sync_boost_does_not():
     assert set(s.result.throttle) == {"hw_thermal", "hw_power_brake"} and s.result.throttled
 
 
-def test_the_record_gets_the_conditions_and_gflops_per_watt():
+def test_the_record_gets_the_conditions_and_gflops_per_watt(monkeypatch):
+    monkeypatch.setattr(conditions, "ENERGY_COUNTER_MIN_S", 0.0)
     mon, _ = monitor(sm=(1600,), power_mw=(500_000,), reasons=(0x4,))
     with LoopSampler(mon, period_s=1) as s:
         pass
+    # the loop's energy as summarize() reads it from the counter: 5 J in 10 ms, 500 W
+    s.result = conditions.summarize(mon, [mon.sample()], 0, 5000, 0.01)
     rec = ResultRecord("cuda", "H200", "naive", {}, 1024, 1024, 1024, "float32", repeats=10,
                        median_ms=2.0, flops=2 * 1024**3)
     fill_conditions(rec, lambda: s.result)
-    assert rec.sm_clock_min_mhz == 1600 and rec.power_w == 500 and rec.throttled
+    assert rec.sm_clock_min_mhz == 1600 and rec.power_w == pytest.approx(500) and rec.throttled
     assert rec.throttle == ["sw_power_cap"]
     assert rec.energy_j_per_launch == pytest.approx(1.0)              # 500 W × 2 ms
     assert rec.gflops_per_watt == pytest.approx(2 * 1024**3 / 1e9)
@@ -251,3 +258,31 @@ def test_lock_clocks_without_nvml_or_not_asked():
 def test_reason_names_are_the_enum_values():
     mon, _ = monitor()
     assert mon.reason_names(0x1FF) == [r.value for r in ThrottleReason]
+
+
+@pytest.mark.gpu
+def test_a_record_on_a_real_gpu_has_its_conditions(tmp_path):
+    """On an NVIDIA GPU with nvidia-ml-py: clocks, power, temperature and energy filled
+    and within what a GPU does; the environment block names the GPU's UUID and driver."""
+    from engine.results import environment, records
+    from engine.run.runner import Plan
+    from tests.helpers import backend_status, require_backend, run_plan
+
+    require_backend("cuda")
+    pytest.importorskip("pynvml")
+    plan = Plan(backend="cuda", items=[("tiled_any", {"block": 16})], shapes=[(2048, 2048, 2048)],
+                warmup=2, repeats=200)
+    recs, _events = run_plan(plan)
+    (rec,) = recs
+    assert rec.status == "ok", rec.error
+    assert 100 < rec.sm_clock_min_mhz <= rec.sm_clock_median_mhz < 4000
+    assert 100 < rec.mem_clock_mhz < 10000 and 10 < rec.power_w < 2000
+    assert 0 < rec.temperature_c < 110
+    assert 0 < rec.energy_j_per_launch < 10 and rec.gflops_per_watt > 0
+    assert all(r in [t.value for t in ThrottleReason] for r in rec.throttle)
+    info = backend_status("cuda").devices[0]
+    env = environment.collect(recs, [info])
+    assert env.devices[0].uuid.startswith("GPU-") and env.devices[0].driver
+    back = records.load_file(records.save(recs, tmp_path / "r.csv", environment=env))
+    assert back.environment.devices[0].uuid == env.devices[0].uuid
+    assert back.records[0].power_w == rec.power_w

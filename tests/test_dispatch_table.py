@@ -240,7 +240,7 @@ def test_record_field_round_trips(tmp_path):
         path = records.save([rec], tmp_path / f"r.{suffix}")
         (back,) = records.load(path)
         assert back.dispatched_to == "wpt[ts=16,wpt=4]" and back.variant == "lab_opencl"
-    data = json.loads((tmp_path / "r.json").read_text())
+    data = json.loads((tmp_path / "r.json").read_text())["records"]
     assert data[0]["dispatched_to"] == "wpt[ts=16,wpt=4]"
     assert records.parse_field("dispatched_to", "") == ""
     assert records.parse_field("dispatched_to", "skinny") == "skinny"

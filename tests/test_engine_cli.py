@@ -33,7 +33,7 @@ def test_bench_end_to_end_json(capsys, tmp_path):
                            "--params", "block=16", "--sizes", "64,33x17x29", "--repeats", 2,
                            "--warmup", 0, "--out", out_file, "--seed", 11)
     assert code == 0, err
-    data = json.loads(out_file.read_text())
+    data = json.loads(out_file.read_text())["records"]
     got = sorted((d["variant"], json.dumps(d["params"], sort_keys=True), d["m"], d["n"], d["k"])
                  for d in data)
     tiles = registry.get("aat_padded").space["tile"]
@@ -164,7 +164,7 @@ def test_npy_inputs_are_verified(capsys, tmp_path):
                            "--out", out_file, "--quiet")
     assert code == 0, err
     assert "A: 37×23 float32, B: 23×41 float32" in err
-    data = json.loads(out_file.read_text())
+    data = json.loads(out_file.read_text())["records"]
     assert [(d["variant"], d["m"], d["n"], d["k"], d["passed"]) for d in data] == \
         [("naive", 37, 41, 23, True), ("wpt", 37, 41, 23, True)]   # --sizes ignored
 
@@ -177,7 +177,7 @@ def test_wrong_kernel_exits_1(capsys, tmp_path, monkeypatch):
                            "--warmup", 0, "--out", out_file, "--quiet")
     assert code == 1
     assert "FAILED" in out and "wrong result" in err
-    data = {d["variant"]: d for d in json.loads(out_file.read_text())}
+    data = {d["variant"]: d for d in json.loads(out_file.read_text())["records"]}
     assert data["naive"]["passed"] is True and data[name]["passed"] is False
 
 

@@ -122,7 +122,7 @@ def test_an_old_files_extra_keys_load_as_fields_and_save_as_fields(tmp_path, ext
     (again,) = records.load(new)
     assert repr(again) == repr(rec)
     if ext == "json":
-        (saved,) = json.loads(new.read_text())
+        (saved,) = json.loads(new.read_text())["records"]
         assert saved["precision"] == "tf32" and saved["extra"] == {"note": "kept"}
 
 

@@ -71,13 +71,16 @@ def test_json_file_is_plain_json_without_nan(realistic, tmp_path):
     path = records.save(realistic, tmp_path / "r.json")
     text = path.read_text()
     assert "NaN" not in text and "Infinity" not in text
-    data = json.loads(text)
-    assert isinstance(data, list) and set(data[0]) == set(FIELDS)
+    data = json.loads(text)      # format 2: the environment block, then the records
+    assert data["format"] == 2 and isinstance(data["environment"], dict)
+    assert isinstance(data["records"], list) and set(data["records"][0]) == set(FIELDS)
 
 
 def test_csv_header_is_the_field_list(realistic, tmp_path):
     path = records.save(realistic, tmp_path / "r.CSV")
-    assert path.read_text().splitlines()[0].split(",") == FIELDS
+    lines = path.read_text().splitlines()
+    header = next(line for line in lines if not line.startswith("#"))   # after the environment
+    assert lines[0] == "# format: 2" and header.split(",") == FIELDS
     assert len(records.load(path)) == len(realistic)
 
 

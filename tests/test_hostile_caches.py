@@ -121,7 +121,7 @@ def test_a_cache_that_cannot_be_read_is_said_up_front_and_the_results_are_kept(
     assert said.count(words) == 1                 # said once, though every search met it
     assert "internal error" not in said
     assert "cpu_numpy" in stdout                  # the table
-    saved = json.loads(out.read_text())
+    saved = json.loads(out.read_text())["records"]
     assert [(r["variant"], r["m"], r["status"]) for r in saved] == [("cpu_numpy", 32, "ok")]
     assert _kind_of(cache) == before              # left as it is, nothing written over it
 
@@ -183,7 +183,7 @@ def test_a_full_disk_while_storing_keeps_the_results_and_the_old_cache(tmp_path)
     assert cache.read_bytes() == before
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".autotune.json")]  # no temp left
     assert "cpu_numpy" in proc.stdout
-    assert [r["variant"] for r in json.loads(out.read_text())] == ["cpu_numpy"]
+    assert [r["variant"] for r in json.loads(out.read_text())["records"]] == ["cpu_numpy"]
 
 
 def test_a_search_says_the_cache_problem_before_its_first_result_once_per_run(tmp_path):
@@ -587,7 +587,7 @@ def test_a_results_file_is_written_through_its_link_and_kept_whole_on_a_full_dis
     link = tmp_path / "results.json"
     link.symlink_to(target)
     records.save([_record(1)], link)
-    assert link.is_symlink() and [r["m"] for r in json.loads(target.read_text())] == [16]
+    assert link.is_symlink() and [r["m"] for r in json.loads(target.read_text())["records"]] == [16]
     before = target.read_bytes()
     proc = subprocess.run([sys.executable, "-c", SAVE_WHEN_FULL, str(link)], cwd=REPO, env=_env(),
                           capture_output=True, text=True, timeout=60,

@@ -132,7 +132,7 @@ def test_bench_profile_command(tmp_path):
     for r in recs:
         assert r.profile["counters"]["duration_ns"] > 0, r.label()
         assert Path(r.profile["report"]).is_file()
-    assert json.loads(out.read_text())[0]["profile"]["tool"].startswith("ncu ")
+    assert json.loads(out.read_text())["records"][0]["profile"]["tool"].startswith("ncu ")
 
 
 def test_a_crashing_kernel_fails_its_profile_only(tmp_path):

@@ -42,7 +42,7 @@ def test_new_kernel_copies_a_builtin_that_bench_runs_next_to_it(tmp_path, capsys
     code, out, err = bench(capsys, "--kernel", path, "--variants", "tiled_any",
                            "--sizes", "127x61x253", "--params", "block=16", "--out", res)
     assert code == 0, err
-    recs = json.loads(res.read_text())
+    recs = json.loads(res.read_text())["records"]
     assert sorted(r["variant"] for r in recs) == ["my_tiled", "tiled_any"]
     assert all(r["status"] == "ok" and r["passed"] is True for r in recs)
 
@@ -85,7 +85,7 @@ def test_a_compile_error_is_exit_2_and_the_log_names_the_line(tmp_path, capsys):
     code, out, err = bench(capsys, "--kernel", path, "--sizes", "64", "--params", "block=16",
                            "--out", res)
     assert code == 2, err
-    rec = json.loads(res.read_text())[0]
+    rec = json.loads(res.read_text())["records"][0]
     assert rec["status"] == "error" and "build" in rec["error"]
     assert re.search(rf"{re.escape(str(path))}:{target + 1}:\d+:", rec["error"]), rec["error"]
 
@@ -104,12 +104,12 @@ def test_a_kernel_that_computes_wrong_results_is_exit_1(tmp_path, capsys):
     code, out, err = bench(capsys, "--kernel", path, "--sizes", "61x45x33", "--params",
                            "block=16", "--out", res)
     assert code == 1, err
-    rec = json.loads(res.read_text())[0]
+    rec = json.loads(res.read_text())["records"][0]
     assert rec["passed"] is False and rec["status"] == "failed"
 
 
 def _kept_builtin(res_path) -> list[dict]:
-    recs = json.loads(res_path.read_text())
+    recs = json.loads(res_path.read_text())["records"]
     return [r for r in recs if r["variant"] == "tiled_any"]
 
 
@@ -129,7 +129,7 @@ def test_a_kernel_that_never_finishes_is_ended_and_the_other_results_kept(tmp_pa
     code, out, err = bench(capsys, "--kernel", path, "--variants", "tiled_any", "--sizes", "64",
                            "--params", "block=16", "--launch-timeout", "3", "--out", res)
     assert code == 1, err
-    recs = json.loads(res.read_text())
+    recs = json.loads(res.read_text())["records"]
     mine = [r for r in recs if r["variant"] == "mine"]
     assert mine and all(r["status"] == "error" for r in mine)
     assert all("timed out" in r["error"] and "engine restarted" in r["error"] for r in mine), mine
@@ -153,7 +153,7 @@ def test_a_kernel_that_writes_far_out_of_bounds_takes_only_its_engine(tmp_path, 
     code, out, err = bench(capsys, "--kernel", path, "--variants", "tiled_any", "--sizes", "64",
                            "--params", "block=16", "--out", res)
     assert code == 1, err
-    recs = json.loads(res.read_text())
+    recs = json.loads(res.read_text())["records"]
     mine = [r for r in recs if r["variant"] == "mine"]
     assert mine and all(r["status"] in ("error", "failed") for r in mine)
     assert all(r["error"] or r["passed"] is False for r in mine)
@@ -173,7 +173,7 @@ def test_the_user_kernel_folder_is_read_by_bench_and_a_bad_file_there_only_warns
                            "--params", "block=16", "--out", res)
     assert code == 0, err
     assert "broken.cl:4" in " ".join(err.split()) and "warning" in err
-    recs = json.loads(res.read_text())
+    recs = json.loads(res.read_text())["records"]
     assert [r["variant"] for r in recs] == ["in_folder"] and recs[0]["passed"]
     # --no-user-kernels leaves the folder out: the name is unknown.
     code, out, err = bench(capsys, "--no-user-kernels", "--variants", "in_folder", "--sizes", "64")
@@ -190,7 +190,7 @@ def test_kernels_dir_adds_a_folder_and_a_bad_file_there_is_exit_2(tmp_path, caps
     code, out, err = bench(capsys, "--kernels", folder, "--variants", "extra_wpt",
                            "--sizes", "64", "--params", "ts=16;wpt=4", "--out", res)
     assert code == 0, err
-    assert json.loads(res.read_text())[0]["passed"]
+    assert json.loads(res.read_text())["records"][0]["passed"]
     (folder / "bad.cl").write_text("/* no header */\n__kernel void matmul() {}\n")
     code, out, err = bench(capsys, "--kernels", folder, "--variants", "extra_wpt", "--sizes", "64")
     assert code == 2 and "bad.cl:1" in " ".join(err.split())

@@ -31,7 +31,8 @@ from typing import Any
 SAMPLE_PERIOD_S = 0.010
 
 #: Below this loop time the energy counter (updated every few to ~100 ms, by GPU) is too
-#: coarse: energy per launch is then median power × the kernel's median time instead.
+#: coarse: no energy figure then (NVML's power reading is itself a ~1 s average on an H200,
+#: so a sampled power would carry the previous kernel's draw into a short loop).
 ENERGY_COUNTER_MIN_S = 0.25
 
 
@@ -109,7 +110,7 @@ class LoopConditions:
     sm_clock_min_mhz: float = math.nan
     sm_clock_median_mhz: float = math.nan
     mem_clock_mhz: float = math.nan
-    power_w: float = math.nan               # median of the samples
+    power_w: float = math.nan               # the energy counter's mean, else the samples' median
     temperature_c: float = math.nan         # the highest sample
     throttle: list[str] = field(default_factory=list)
     energy_j: float = math.nan              # NaN: the counter is missing or too coarse
@@ -255,28 +256,28 @@ def summarize(monitor: Monitor, samples: list[Sample], energy0: int | None,
     if energy0 is not None and energy1 is not None and energy1 > energy0 \
             and loop_s >= ENERGY_COUNTER_MIN_S:
         energy = (energy1 - energy0) / 1e3
+    power = energy / loop_s if math.isfinite(energy) else _median(s.power_w for s in samples)
     temps = [s.temperature_c for s in samples if s.temperature_c is not None]
     return LoopConditions(
         samples=len(samples),
         sm_clock_min_mhz=float(min(sms)) if sms else math.nan,
         sm_clock_median_mhz=_median(sms),
         mem_clock_mhz=_median(s.mem_mhz for s in samples),
-        power_w=_median(s.power_w for s in samples),
+        power_w=power,
         temperature_c=float(max(temps)) if temps else math.nan,
         # GPU idle is left out: the samples at the loop's edges may see the GPU between launches
         throttle=[r for r in monitor.reason_names(mask) if r != ThrottleReason.GPU_IDLE.value],
         energy_j=energy, loop_s=loop_s)
 
 
-def energy_per_launch_j(cond: LoopConditions, launches: int, median_ms: float) -> float:
-    """Joules per launch: the energy counter over the loop ÷ its launches where the loop
-    ran long enough for the counter (:data:`ENERGY_COUNTER_MIN_S`), else the median power
-    × the median launch time; NaN when neither is known. The counter's figure includes
-    the short gaps between batches of launches (host syncs), so it is a slight overestimate."""
-    if launches > 0 and math.isfinite(cond.energy_j):
-        return cond.energy_j / launches
-    if math.isfinite(cond.power_w) and math.isfinite(median_ms):
-        return cond.power_w * median_ms / 1e3
+def energy_per_launch_j(cond: LoopConditions, median_ms: float) -> float:
+    """Joules per launch: the loop's mean power from the energy counter (its energy over
+    its time) × the median launch time; NaN where the loop was too short for the counter
+    (:data:`ENERGY_COUNTER_MIN_S`). Not energy ÷ launches: the loop also holds the gaps
+    between batches of launches (host syncs), which on an H200 added up to 25% to short
+    kernels' figure; the mean power counts them at the loop's own draw instead."""
+    if math.isfinite(cond.energy_j) and cond.loop_s > 0 and math.isfinite(median_ms):
+        return cond.energy_j / cond.loop_s * median_ms / 1e3
     return math.nan
 
 
@@ -326,7 +327,7 @@ class ClockLock:
         if self.mode is ClockMode.NONE:
             return self
         if not self.monitors:
-            self.note = "--lock-clocks: no GPU to lock through NVML; the clocks are left as they are"
+            self.note = "no GPU to lock through NVML; the clocks are left as they are"
             return self
         atexit.register(self.restore)
         notes = []

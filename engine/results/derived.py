@@ -1,5 +1,5 @@
 """Figures derived from records, computed here and only here: speed-up over the baseline
-(× naive), per cent of cuBLAS, per cent of peak, and the lab best per problem. The runner
+(× naive), per cent of cuBLAS, per cent of peak, GFLOP/s per watt, and the lab best per problem. The runner
 fills a run's final records with them, and the charts, the results table and ``bench``
 read or recompute them through these functions, so every view shows the same numbers.
 
@@ -21,6 +21,14 @@ def pct_of(part: float, whole: float | None) -> float:
     if not whole or not math.isfinite(whole) or whole <= 0:
         return math.nan
     return 100.0 * part / whole
+
+
+def gflops_per_watt(flops: int, joules_per_launch: float) -> float:
+    """GFLOP/s per watt, i.e. GFLOP per joule: a launch's FLOPs over the energy it took;
+    NaN where the energy is not known."""
+    if not flops or not math.isfinite(joules_per_launch) or joules_per_launch <= 0:
+        return math.nan
+    return flops / 1e9 / joules_per_launch
 
 
 def pct_of_peak(gflops: float, peak_gflops: float | None) -> float:

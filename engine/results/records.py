@@ -1,8 +1,10 @@
 """Result records and their CSV / JSON files.
 
 A record is one (backend, device, variant, params, shape, dtype, mode) measurement.
-JSON files hold a list of records with the field names below; CSV files hold the same
-fields as columns, ``params`` written as ``name=value,...``.
+JSON files hold ``{"format": 2, "environment": {...}, "records": [...]}`` (older files: a
+bare list of records, still read) with the field names below; CSV files hold the same
+fields as columns, ``params`` written as ``name=value,...``, after the environment block
+as leading ``# key: value`` lines (:mod:`engine.results.environment`).
 """
 from __future__ import annotations
 
@@ -20,6 +22,9 @@ from engine.common.files import read_text, write_atomic
 from engine.kernels.registry import AUTO, kernel_label, params_to_str
 from engine.common.terminal import visible
 from engine.results.status import RAN, RecordStatus  # noqa: F401
+from engine.results import environment as env_block
+from engine.results.environment import Environment
+from engine.measure.timing import StopReason, TimingMode
 
 
 @dataclass
@@ -84,6 +89,36 @@ class ResultRecord:
     #: (GB/s) the record was compared with; NaN: not known.
     peak_gflops: float = math.nan
     copy_gbps: float = math.nan
+    #: The GPU's conditions over the timed loop, from NVML (engine.measure.conditions);
+    #: NaN / empty where not measured (no NVML: OpenCL, cpu, no driver). SM clock: the
+    #: lowest and the median sample; memory clock: the median; power: the energy counter's
+    #: mean over the loop (else the samples' median); temperature: the highest.
+    sm_clock_min_mhz: float = math.nan
+    sm_clock_median_mhz: float = math.nan
+    mem_clock_mhz: float = math.nan
+    power_w: float = math.nan
+    temperature_c: float = math.nan
+    #: The clock-event (throttle) reasons NVML reported during the loop (ThrottleReason values).
+    throttle: list[str] = field(default_factory=list)
+    #: Timed under a power or thermal cap (engine.measure.conditions.CAP_REASONS): kept, flagged.
+    throttled: bool = False
+    #: Joules per launch (engine.measure.conditions.energy_per_launch_j) and the
+    #: efficiency it gives (engine.results.derived.gflops_per_watt).
+    energy_j_per_launch: float = math.nan
+    gflops_per_watt: float = math.nan
+    #: How the timed launches were timed (engine.measure.timing.TimingMode: per-launch events,
+    #: held back to back behind the stream hold, the host's clock); "": not recorded.
+    timing_mode: TimingMode | str = ""
+    #: The stop rule the series ran under ("repeats 20", "budget 0.05 s", "noise < 0.5% …")
+    #: and what ended it (StopReason: the noise target met, its maximum time...); "": not recorded.
+    stop_rule: str = ""
+    stopped_by: StopReason | str = ""
+    #: Every launch the item took on the device: verification, warm-up, timed, re-checks
+    #: (``repeats`` counts the timed ones); 0: not recorded.
+    launches: int = 0
+    #: What was checked again after the timed launches, all passed ("last timed launch,
+    #: second seed (sampled)"); "": nothing (not verified, or an older file).
+    recheck: str = ""
 
     def __post_init__(self):
         # A status given as its word becomes the enum; a wrong one is left for
@@ -287,6 +322,19 @@ def _choice(options: tuple[str, ...]) -> Callable[[Any, str], str]:
     return parse
 
 
+def _word_of(enum) -> Callable[[Any, str], Any]:
+    """A parser of one of ``enum``'s words (the member), or "" for empty (not recorded)."""
+    words = tuple(e.value for e in enum)
+
+    def parse(value: Any, name: str):
+        if value is None or value == "":
+            return ""
+        if not isinstance(value, str) or value not in words:
+            raise RecordFieldError(name, value, f"empty or one of {', '.join(words)}")
+        return enum(value)
+    return parse
+
+
 def _status(value: Any, name: str) -> RecordStatus:
     if not isinstance(value, str) or value not in STATUSES:
         raise RecordFieldError(name, value, f"one of {', '.join(STATUSES)}")
@@ -481,6 +529,9 @@ def _field_parsers() -> dict[str, Callable[[Any, str], Any]]:
         "device_index": whole(-1, 1 << 31, -1),
         "passed": _bool, "extra": _extra, "profile": _profile,
         "by_shape": _names, "build_failed": _flag, "dispatched_to": _kernel_label,
+        "throttle": _names, "throttled": _flag,
+        "timing_mode": _word_of(TimingMode), "stopped_by": _word_of(StopReason),
+        "launches": whole(0, 1 << 62, 0),
     }
     for f in fields(ResultRecord):
         if f.name in parsers:
@@ -583,10 +634,12 @@ def profile_data(rec: ResultRecord) -> ProfileData:
                        p.get("tool", ""), p.get("error", ""))
 
 
-def save(records: Iterable[ResultRecord], path: str | Path) -> Path:
+def save(records: Iterable[ResultRecord], path: str | Path,
+         environment: Environment | None = None) -> Path:
     """Write records to ``.json`` or ``.csv`` (chosen by the extension), atomically: a
     temporary file in the same folder, then a rename, so a failure never leaves a torn
-    file and never destroys an earlier one."""
+    file and never destroys an earlier one. ``environment``: the block written with them
+    (:func:`engine.results.environment.collect` of the records when not given)."""
     path = Path(path)
     recs = list(records)
     suffix = path.suffix.lower()
@@ -594,10 +647,13 @@ def save(records: Iterable[ResultRecord], path: str | Path) -> Path:
         raise ValueError(f"{path} is a folder, not a results file")
     if suffix not in (".json", ".csv"):
         raise ValueError(f"results go to .json or .csv, not '{path.suffix or path.name}'")
+    env = environment if environment is not None else env_block.collect(recs)
     if suffix == ".json":
-        text = json.dumps([to_dict(r) for r in recs], indent=1)
+        text = json.dumps({"format": env_block.FORMAT, "environment": env.to_dict(),
+                           "records": [to_dict(r) for r in recs]}, indent=1)
     else:
         fh = io.StringIO(newline="")
+        fh.write("\n".join(env_block.csv_lines(env)) + "\n")
         w = csv.DictWriter(fh, fieldnames=FIELDS)
         w.writeheader()
         for r in recs:
@@ -606,6 +662,7 @@ def save(records: Iterable[ResultRecord], path: str | Path) -> Path:
             for name in ("extra", "profile"):      # mappings: JSON in one cell
                 row[name] = json.dumps(row[name]) if row[name] else ""
             row["by_shape"] = ",".join(r.by_shape)
+            row["throttle"] = ",".join(r.throttle)
             w.writerow({k: ("" if v is None else v) for k, v in row.items()})
         text = fh.getvalue()
     # A link named as the results file is the user's choice (they gave the name): the
@@ -620,6 +677,17 @@ def _json_int(text: str) -> int | float:
     return int(text) if len(text) <= 400 else float(text)
 
 
+@dataclass(frozen=True)
+class ResultsFile:
+    """A results file read back: its valid records, what was skipped and why, its
+    environment block (empty for an old file) and why that could not be read, if so."""
+
+    records: list[ResultRecord]
+    skipped: list[str]
+    environment: Environment = Environment()
+    environment_problem: str = ""
+
+
 def load_report(path: str | Path) -> tuple[list[ResultRecord], list[str]]:
     """Read records written by :func:`save` (or by hand, with at least the key fields).
 
@@ -628,6 +696,32 @@ def load_report(path: str | Path) -> tuple[list[ResultRecord], list[str]]:
     to 2147483648"; a CSV names the row and its line). Raises ResultsFileError when the
     file is not a results file at all, or when no record is valid.
     """
+    got = load_file(path)
+    return got.records, got.skipped
+
+
+def _json_rows(data: Any, name: str) -> tuple[list, Any]:
+    """(records, environment) of a JSON results file: a bare list (format 1) or the
+    object :func:`save` writes (format 2)."""
+    if isinstance(data, list):
+        return data, None
+    if not isinstance(data, dict):
+        raise ResultsFileError(f"{name}: the file does not hold a JSON list of records")
+    fmt = data.get("format")
+    if isinstance(fmt, bool) or not isinstance(fmt, int) or "records" not in data:
+        raise ResultsFileError(f"{name}: the file does not hold a JSON list of records "
+                               "(nor an object with 'format' and 'records')")
+    if fmt != env_block.FORMAT:
+        raise ResultsFileError(f"{name}: results format {fmt} is not one this version reads "
+                               f"(it reads 1 and {env_block.FORMAT}): written by another version "
+                               "of the app")
+    if not isinstance(data["records"], list):
+        raise ResultsFileError(f"{name}: 'records' is not a list of records")
+    return data["records"], data.get("environment")
+
+
+def load_file(path: str | Path) -> ResultsFile:
+    """:func:`load_report` with the file's environment block (:class:`ResultsFile`)."""
     path = Path(path)
     from engine.inputs.memory import HOST_SHARE  # noqa: PLC0415
     from engine.common.host_memory import host_available_bytes  # noqa: PLC0415
@@ -635,21 +729,26 @@ def load_report(path: str | Path) -> tuple[list[ResultRecord], list[str]]:
     if suffix not in (".json", ".csv"):
         raise ResultsFileError(f"{path.name}: results files are .json or .csv")
     rows: list[tuple[str, Any]] = []          # (where, row)
+    env_data: Any = None
+    env_lines: list[str] = []
     try:
         text = read_text(path, path.name, ResultsFileError,
                          max_bytes=int(host_available_bytes() * HOST_SHARE) // 8)
         if suffix == ".json":
-            data = json.loads(text, parse_int=_json_int)
-            if not isinstance(data, list):
-                raise ResultsFileError(f"{path.name}: the file does not hold a JSON list of records")
+            data, env_data = _json_rows(json.loads(text, parse_int=_json_int), path.name)
             rows = [(f"record {i}", row) for i, row in enumerate(data, 1)]
         else:
-            reader = csv.DictReader(io.StringIO(text.removeprefix("\ufeff"), newline=""))
-            ended = 1                         # the header's last line
+            text = text.removeprefix("\ufeff")
+            # the environment block: leading "# key: value" lines (env_block.csv_lines)
+            while text.startswith("#"):
+                line, _, text = text.partition("\n")
+                env_lines.append(line.rstrip("\r"))
+            reader = csv.DictReader(io.StringIO(text, newline=""))
+            ended = 1 + len(env_lines)        # the header's last line
             for i, row in enumerate(reader, 1):
                 # a row's first line: a quoted cell may hold line breaks
                 rows.append((f"row {i} (line {ended + 1})", row))
-                ended = reader.line_num
+                ended = reader.line_num + len(env_lines)
     except ResultsFileError:
         raise
     except RecursionError:
@@ -669,7 +768,15 @@ def load_report(path: str | Path) -> tuple[list[ResultRecord], list[str]]:
     if skipped and not out:
         raise ResultsFileError(f"{path.name}: not a results file: no valid record ({skipped[0]}"
                                + (f"; and {len(skipped) - 1} more" if len(skipped) > 1 else "") + ")")
-    return out, skipped
+    environment, problem = Environment(), ""
+    try:
+        if env_data is not None:
+            environment = env_block.from_dict(env_data)
+        elif env_lines:
+            environment = env_block.from_csv_lines(env_lines)
+    except (ValueError, RecursionError) as exc:
+        problem = visible(str(exc))
+    return ResultsFile(out, skipped, environment, problem)
 
 
 def load(path: str | Path) -> list[ResultRecord]:

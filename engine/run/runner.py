@@ -20,7 +20,7 @@ from typing import Callable, Iterable, Mapping
 import numpy as np
 
 from engine.inputs import matrices, memory
-from engine.measure import metrics, peaks
+from engine.measure import conditions, metrics, peaks
 from engine.kernels import registry, sources
 from engine.measure.backends import get_backend
 from engine.measure.backends.base import (BUILD_TIMEOUT_S, Backend, BackendError, BuildError,
@@ -30,6 +30,7 @@ from engine.results.records import RecordStatus, ResultRecord, now_stamp
 from engine.run.events import EventKind, LogLevel, Phase
 from engine.inputs.sizes import format_shape
 from engine.measure.verify import Reference
+from engine.measure.timing import NoiseStop, stop_rule_text
 
 Shape = tuple[int, int, int]
 
@@ -74,6 +75,9 @@ class Plan:
     warmup: int = 3
     repeats: int = 20
     time_budget_s: float | None = None
+    #: Time until the per-launch times are quiet enough (engine.measure.timing.NoiseStop);
+    #: replaces ``repeats`` and ``time_budget_s``.
+    until_noise: NoiseStop | None = None
     cold: bool = False
     verify: bool = True
     seed: int = 0
@@ -215,6 +219,12 @@ class Plan:
                 BUDGET_RANGE[0] <= self.time_budget_s <= BUDGET_RANGE[1]):   # NaN fails too
             raise ValueError(f"the time budget must be from {BUDGET_RANGE[0]} to {BUDGET_RANGE[1]} s, "
                              f"not {self.time_budget_s}")
+        if self.until_noise is not None:
+            if self.time_budget_s is not None:
+                raise ValueError("the noise rule and the time budget are two stop rules: choose one")
+            why = self.until_noise.problem()
+            if why:
+                raise ValueError(why)
         if self.launch_timeout_s is not None and not (0 < self.launch_timeout_s <= 86400):
             raise ValueError(f"the launch timeout must be from 0 to 86400 s, not {self.launch_timeout_s}")
         if self.build_timeout_s is not None and not (0 < self.build_timeout_s <= 86400):
@@ -467,6 +477,8 @@ class Sweep:
         self.device: DeviceInfo | None = None
         #: Written into every record: which engine ran it.
         self.worker = worker
+        #: The shape in flight's second input set (the re-check on fresh inputs).
+        self._second: SecondInputs | None = None
 
     def ensure_open(self, name: str, index: int) -> DeviceInfo:
         if self.backend is not None and self.backend.name == name and self.device_index == index:
@@ -551,6 +563,7 @@ class Sweep:
                 break
             refs: dict[str, Reference] = _references_for(plan, shape)
             ws: Workspace | None = None
+            self._second = SecondInputs(plan, shape, backend, needs_b)
             try:
                 ws = backend.prepare(a, b if needs_b else None)
                 emit(Event(EventKind.LOG, f"{m}×{n}×{k} {plan.dtype}: inputs uploaded in {ws.upload_ms:.3f} ms"))
@@ -595,6 +608,7 @@ class Sweep:
             finally:
                 if ws is not None:
                     backend.release(ws)  # device memory goes back between shapes
+                    self._second.release()
         final = final_records(results)
         emit(Event(EventKind.FINISHED, f"{done} of {total} runs", done=done, total=total,
                    cancelled=cancel.cancelled, started=True, records=final))
@@ -670,25 +684,40 @@ class Sweep:
                                              seed=plan.seed + 1)
                 verdict = refs[v.kind].check(c, precision=v.precision)
                 del c
+                rec.launches += 1
                 rec.verify_method, rec.rel_l2, rec.max_abs, rec.passed = (
                     verdict.method, verdict.rel_l2, verdict.max_abs, verdict.passed)
                 if not verdict.passed:
                     rec.status = RecordStatus.FAILED
                     rec.error = f"wrong result: {verdict.detail}"
                     emit(Event(EventKind.LOG, f"{v.label(params)} at {m}×{n}×{k}: {rec.error}", level=LogLevel.ERROR))
+                else:
+                    # Poisoned again, so that the check after the timed launches sees only
+                    # what they wrote (a kernel that computes only on its first launch fails).
+                    self.backend.poison_output(ws)
             else:
                 rec.status = RecordStatus.UNVERIFIED
             if cancel.cancelled:
                 rec.error = (rec.error + "; " if rec.error else "") + "cancelled before timing"
                 return rec
-            launches = plan.warmup + (plan.repeats if plan.time_budget_s is None else 3)
+            noise = plan.until_noise
+            launches = plan.warmup + (plan.repeats if plan.time_budget_s is None and noise is None else 3)
+            longest = noise.max_s if noise is not None else (plan.time_budget_s or 0.0)
             emit(Event(EventKind.PHASE, Phase.TIME, item=item,
-                       expected_s=per_launch * launches + (plan.time_budget_s or 0.0)))
+                       expected_s=per_launch * launches + longest))
             times = self.backend.time_launches(kernel, ws, m, n, k, plan.warmup, plan.repeats,
                                                plan.cold, plan.time_budget_s,
-                                               should_stop=lambda: cancel.cancelled)
+                                               should_stop=lambda: cancel.cancelled,
+                                               **({"noise": noise} if noise is not None else {}))
             # e.g. launches that could not be held back to back
             rec.timing_note = self.backend.timing_note() or ""
+            rec.timing_mode = self.backend.timing_mode()
+            rec.stop_rule = stop_rule_text(plan.repeats, plan.time_budget_s, noise)
+            loop = self.backend.last_timing
+            rec.stopped_by = loop.stopped_by if loop is not None and loop.stopped_by else ""
+            rec.launches += plan.warmup + len(times)
+            if rec.passed:
+                self._recheck(rec, v, kernel, ws, refs[v.kind], shape, item, per_launch, emit)
             st = metrics.summarize(times)
             rec.repeats = st.count
             rec.median_ms, rec.min_ms, rec.max_ms = st.median_ms, st.min_ms, st.max_ms
@@ -696,6 +725,7 @@ class Sweep:
             rec.gflops = metrics.gflops(rec.flops, st.median_ms)
             rec.gbps = metrics.gbps(rec.bytes, st.median_ms)
             fill_ceilings(rec, v.precision, device)
+            fill_conditions(rec, getattr(self.backend, "loop_conditions", None))
         except DeviceLost as exc:
             rec.status, rec.error = RecordStatus.ERROR, str(exc)
             exc.record = rec
@@ -714,12 +744,110 @@ class Sweep:
             self._raise_if_lost(rec)
         return rec
 
+    def _recheck(self, rec: ResultRecord, v, kernel, ws: Workspace, ref: Reference,
+                 shape: Shape, item, per_launch: float, emit: Emit) -> None:
+        """After the timed launches of a kernel that passed: the last timed launch's output
+        against the same reference (C was poisoned before the warm-up), then one launch on
+        fresh inputs from a second seed writing over C as the timed launches left it (the
+        first inputs' answer). A failure makes the record ``failed``, naming the check."""
+        m, n, k = shape
+        checks = []
+        emit(Event(EventKind.PHASE, Phase.CHECK, item=item))
+        verdict = ref.check(self.backend.read_output(ws), precision=v.precision)
+        if not verdict.passed:
+            self._recheck_failed(rec, v, shape, emit, "re-check of the timed launches: the last "
+                                 "one's output is wrong, though the verified launch was right (a "
+                                 "kernel that reads C, computes only on its first launch, or races "
+                                 f"when launched back to back): {verdict.detail}")
+            return
+        checks.append("last timed launch")
+        second = self._second
+        ws2 = second.workspace() if second is not None else None
+        if ws2 is None:
+            rec.recheck = ", ".join(checks) + (f"; second seed not checked: {second.note}"
+                                               if second is not None and second.note else "")
+            return
+        emit(Event(EventKind.PHASE, Phase.VERIFY, item=item, expected_s=per_launch))
+        # C as the timed launches left it: a kernel that keeps an answer it finds there fails.
+        ws2.c, ws2.c_shape = ws.c, ws.c_shape
+        try:
+            c2 = self.backend.run_once(kernel, ws2, m, n, k)
+        finally:
+            ws2.c, ws2.c_shape = None, None
+        rec.launches += 1
+        emit(Event(EventKind.PHASE, Phase.CHECK, item=item))
+        verdict = second.reference(v.kind).quick_check(c2, precision=v.precision)
+        if not verdict.passed:
+            self._recheck_failed(rec, v, shape, emit, "re-check on fresh inputs (seed "
+                                 f"{second.seed}): wrong, though right on the first inputs (a "
+                                 "kernel that keeps an answer it finds in C, which held the first "
+                                 f"inputs' answer): {verdict.detail}")
+            return
+        checks.append(f"second seed ({verdict.method})")
+        rec.recheck = ", ".join(checks)
+
+    @staticmethod
+    def _recheck_failed(rec: ResultRecord, v, shape: Shape, emit: Emit, why: str) -> None:
+        rec.status, rec.passed, rec.error = RecordStatus.FAILED, False, why
+        m, n, k = shape
+        emit(Event(EventKind.LOG, f"{v.label(rec.params)} at {m}×{n}×{k}: {why}", level=LogLevel.ERROR))
+
     def _raise_if_lost(self, rec: ResultRecord) -> None:
         """After a failed item: a backend whose device context no longer works (CUDA's
         sticky errors: illegal address, trap, misaligned access) raises DeviceLost."""
         lost = self.backend.context_lost()
         if lost:
             raise DeviceLost(f"{rec.error} ({lost})" if rec.error else lost, record=rec)
+
+
+#: The second input set's seed is the run's seed plus this (a different random stream).
+SECOND_SEED_OFFSET = 1_000_003
+
+
+class SecondInputs:
+    """Fresh inputs of one shape from a second seed, for the re-check of kernels that
+    passed (:meth:`Sweep._recheck`): made and uploaded on first use, once per shape;
+    where they do not fit (host or device memory) :attr:`note` says so and the check is
+    left out."""
+
+    def __init__(self, plan: Plan, shape: Shape, backend: Backend, needs_b: bool):
+        self.plan, self.shape, self.backend, self.needs_b = plan, shape, backend, needs_b
+        self.seed = (plan.seed + SECOND_SEED_OFFSET) % (SEED_RANGE[1] + 1)
+        self.note = ""
+        self._ws: Workspace | None = None
+        self._pair: tuple[np.ndarray, np.ndarray] | None = None
+        self._refs: dict[str, Reference] = {}
+
+    def workspace(self) -> Workspace | None:
+        if self._ws is not None or self.note:
+            return self._ws
+        m, n, k = self.shape
+        itemsize = registry.ITEMSIZE[self.plan.dtype]
+        need = (m * k + (k * n if self.needs_b else 0)) * itemsize
+        if need > self.backend.free_memory() // 2:
+            self.note = "no room on the device for a second input set"
+            return None
+        try:
+            a, b = matrices.generate_pair(m, n, k, self.plan.dtype, dist=self.plan.dist,
+                                          seed=self.seed)
+            self._ws = self.backend.prepare(a, b if self.needs_b else None)
+        except (matrices.MatrixInputError, MemoryError, BackendError) as exc:
+            self.note = f"the second input set could not be made ({exc or 'out of memory'})"
+            return None
+        self._pair = (a, b)
+        return self._ws
+
+    def reference(self, kind: str) -> Reference:
+        if kind not in self._refs:
+            a, b = self._pair
+            self._refs[kind] = Reference(a, None if kind == "aat" else b, kind=kind,
+                                         seed=self.seed + 1)
+        return self._refs[kind]
+
+    def release(self) -> None:
+        if self._ws is not None:
+            self.backend.release(self._ws)
+        self._ws, self._pair, self._refs = None, None, {}
 
 
 class _NewerSources:
@@ -762,11 +890,27 @@ def fill_ceilings(rec: ResultRecord, variant_precision: str, device: DeviceInfo)
         rec.copy_gbps = device.copy_gbps
 
 
+def fill_conditions(rec: ResultRecord, loop_conditions) -> None:
+    """The GPU's clocks, power, temperature, throttle reasons and energy over the timed
+    loop (a backend with NVML: ``loop_conditions()``; others leave the fields empty)."""
+    if loop_conditions is None:
+        return
+    cond = loop_conditions()
+    if not cond.samples:
+        return
+    rec.sm_clock_min_mhz, rec.sm_clock_median_mhz = cond.sm_clock_min_mhz, cond.sm_clock_median_mhz
+    rec.mem_clock_mhz, rec.power_w, rec.temperature_c = cond.mem_clock_mhz, cond.power_w, cond.temperature_c
+    rec.throttle, rec.throttled = list(cond.throttle), cond.throttled
+    rec.energy_j_per_launch = conditions.energy_per_launch_j(cond, rec.median_ms)
+    rec.gflops_per_watt = derived.gflops_per_watt(rec.flops, rec.energy_j_per_launch)
+
+
 def final_records(results: list[ResultRecord]) -> list[ResultRecord]:
     """New copies of a sweep's records with the post-run columns (speed-up over naive,
     % of cuBLAS) filled in; the records already sent in result events stay unchanged."""
     final = [dataclasses.replace(r, params=dict(r.params), extra=dict(r.extra),
-                                 by_shape=list(r.by_shape)) for r in results]
+                                 by_shape=list(r.by_shape), throttle=list(r.throttle))
+             for r in results]
     derived.fill_speedups(final)
     derived.fill_pct_of_cublas(final)
     return final
