@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 from cli.args import Number, Parser
 from cli.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
@@ -21,6 +21,7 @@ from engine.common.terminal import literal, visible
 from engine.results import records
 from engine.results.compare import (DEFAULT_THRESHOLD_PCT, Comparison, Pair, Verdict, compare,
                                     row_label)
+from engine.results.environment import Environment
 from engine.results.records import ResultRecord, ResultsFileError
 
 THRESHOLD = Number(0.0, 1000.0, "per cent", low_included=True)
@@ -52,23 +53,24 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def load_side(path_text: str, side: str) -> tuple[list[ResultRecord], list[str], Mapping[str, Any] | None]:
+def load_side(path_text: str, side: str) -> tuple[list[ResultRecord], list[str], Environment | None]:
     """A side's valid records, the reasons others were skipped, and the file's environment
-    block where the results format carries one."""
+    block (None: an older file without one, or a block that could not be read)."""
     path = Path(path_text)
     if path.is_dir():
         raise CompareInputError(f"{side} {visible(path_text)} is a folder, not a results file")
     try:
-        report = records.load_report(path)
+        got = records.load_file(path)
     except ResultsFileError as exc:
         raise CompareInputError(f"{side}: {exc}") from None
     except (ValueError, OSError) as exc:
         raise CompareInputError(f"{side}: {path.name}: {getattr(exc, 'strerror', None) or exc}") from None
-    recs, skipped = report[0], report[1]
-    env = getattr(report, "environment", None) or (report[2] if len(report) > 2 else None)
-    if not recs:
+    if not got.records:
         raise CompareInputError(f"{side}: {path.name} holds no results")
-    return list(recs), list(skipped), env if isinstance(env, Mapping) else None
+    skipped = list(got.skipped) + ([f"the environment block: {got.environment_problem}"]
+                                   if got.environment_problem else [])
+    env = None if got.environment == Environment() else got.environment
+    return list(got.records), skipped, env
 
 
 def _ms(x: float) -> str:

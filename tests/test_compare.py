@@ -239,6 +239,8 @@ def test_cli_header_for_different_devices(capsys, tmp_path):
     (lambda d: (d / "x.txt").write_text("hello") and d / "x.txt", "results files are .json or .csv"),
     (lambda d: d / "missing.json", "was not found"),
     (lambda d: (d / "x.json").write_bytes(b"\xff\xfe[") and d / "x.json", "not utf-8 text"),
+    (lambda d: (d / "x.json").write_text(json.dumps({"format": 3, "records": []})) and d / "x.json",
+     "results format 3 is not one this version reads"),
 ])
 def test_cli_bad_inputs_exit_2_with_one_line(capsys, tmp_path, make, message):
     good = saved(tmp_path, "good.json", run_set())
@@ -264,3 +266,13 @@ def test_cli_huge_file_no_pair_nan_only_and_bad_threshold(capsys, tmp_path, monk
     monkeypatch.setattr(host_memory, "host_available_bytes", lambda: 1000)
     code, _, err = cli(capsys, a, a)
     assert code == 2 and "more than this machine can load" in err
+
+
+def test_cli_environment_block_of_new_files_against_an_old_one(capsys, tmp_path):
+    new = saved(tmp_path, "new.csv", run_set())          # save() writes the block
+    old = tmp_path / "old.json"                           # a bare list: an older file
+    old.write_text(json.dumps([records.to_dict(r) for r in run_set()]))
+    code, out, _ = cli(capsys, old, new)
+    assert code == 0 and "environment block: BASE none (an older file) · NEW yes" in " ".join(out.split())
+    code, out, _ = cli(capsys, new, saved(tmp_path, "again.json", run_set()))
+    assert code == 0 and "The runs differ" not in out
