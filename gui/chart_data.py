@@ -76,6 +76,9 @@ METRICS: dict[str, Metric] = {
     "runtime": Metric("runtime", "Runtime", "ms", lambda r: (r.median_ms, r.min_ms, r.max_ms)),
     "gflops": Metric("gflops", "Throughput", "GFLOP/s", _rate(_gflops, lambda r: r.gflops)),
     "bandwidth": Metric("bandwidth", "Effective bandwidth", "GB/s", _rate(_gbps, lambda r: r.gbps)),
+    # energy per launch has no per-launch spread (one counter over the loop): no error bars
+    "efficiency": Metric("efficiency", "Energy efficiency", "GFLOP/s per W",
+                         lambda r: (r.gflops_per_watt, math.nan, math.nan)),
 }
 
 
@@ -313,6 +316,7 @@ UNITS: dict[str, tuple[tuple[str, float], ...]] = {
     "runtime": (("µs", 1e3), ("ms", 1.0), ("s", 1e-3)),
     "gflops": (("MFLOP/s", 1e3), ("GFLOP/s", 1.0), ("TFLOP/s", 1e-3)),
     "bandwidth": (("MB/s", 1e3), ("GB/s", 1.0), ("TB/s", 1e-3)),
+    "efficiency": (("MFLOP/s per W", 1e3), ("GFLOP/s per W", 1.0), ("TFLOP/s per W", 1e-3)),
 }
 
 
@@ -376,6 +380,23 @@ def rate_text(v: float) -> str:
     return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
 
 
+def conditions_text(rec: ResultRecord) -> str:
+    """``SM 1725 MHz (min 1665) · 506 W · 55 °C · 457 GFLOP/s per W``, or "" (no NVML)."""
+    parts = []
+    if _finite(rec.sm_clock_median_mhz):
+        parts.append(f"SM {rec.sm_clock_median_mhz:.0f} MHz"
+                     + (f" (min {rec.sm_clock_min_mhz:.0f})"
+                        if _finite(rec.sm_clock_min_mhz) and rec.sm_clock_min_mhz < rec.sm_clock_median_mhz
+                        else ""))
+    if _finite(rec.power_w):
+        parts.append(f"{rec.power_w:.0f} W")
+    if _finite(rec.temperature_c):
+        parts.append(f"{rec.temperature_c:.0f} °C")
+    if _finite(rec.gflops_per_watt):
+        parts.append(value_text(rec.gflops_per_watt, "efficiency"))
+    return " · ".join(parts)
+
+
 def describe_record(rec: ResultRecord, speedup: float | None = None) -> str:
     """Hover text (HTML) for one point: what, where, how fast, how correct."""
     lines = [f"<b>{rec.label()}</b>",
@@ -396,6 +417,12 @@ def describe_record(rec: ResultRecord, speedup: float | None = None) -> str:
         rates.append(f"{rec.pct_of_cublas:.0f}% of cuBLAS")
     if rates:
         lines.append(" · ".join(rates))
+    cond = conditions_text(rec)
+    if cond:
+        lines.append(html.escape(cond))
+    if rec.throttled:
+        lines.append(f"<span style='color:#f39c12'><b>▲ timed under a power/thermal cap</b></span> "
+                     f"({html.escape(', '.join(rec.throttle))})")
     if rec.passed is True:
         lines.append(f"verified ✓ rel-L2 {rec.rel_l2:.2e}, max-abs {rec.max_abs:.2e}")
     elif rec.passed is False:

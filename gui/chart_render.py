@@ -8,7 +8,7 @@ to a few milliseconds.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyqtgraph as pg
@@ -68,6 +68,15 @@ def _log(a, on: bool) -> np.ndarray:
 def _failed_item(x, y, theme: ChartTheme) -> pg.ScatterPlotItem:
     return pg.ScatterPlotItem(x=x, y=y, symbol="x", size=15, pen=pg.mkPen(FAILED_COLOR, width=2.5),
                               brush=pg.mkBrush(FAILED_COLOR), name="✗ verification failed")
+
+
+#: The marker of a point timed under a power or thermal cap (ResultRecord.throttled).
+THROTTLED_COLOR = "#f39c12"
+
+
+def _throttled_item(x, y) -> pg.ScatterPlotItem:
+    return pg.ScatterPlotItem(x=x, y=y, symbol="t1", size=13, pen=pg.mkPen(THROTTLED_COLOR, width=2),
+                              brush=pg.mkBrush(None), name="▲ timed under a power/thermal cap")
 
 
 def _symbol(s: Series) -> str:
@@ -150,6 +159,7 @@ class _Curve:
     err: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None   # x, y, top, bottom
     texts: list[str]
     failed: list[tuple[float, float]]
+    throttled: list[tuple[float, float]] = field(default_factory=list)
 
 
 def _prepare_curves(series: list[Series], metric_key: str, opts: ChartOptions) -> list[_Curve]:
@@ -173,8 +183,9 @@ def _prepare_curves(series: list[Series], metric_key: str, opts: ChartOptions) -
             tlo, thi = _log(lo[good], log), _log(hi[good], log)
             err = (tx[good], ty[good], thi - ty[good], ty[good] - tlo)
         failed = [(float(px), float(py)) for r, px, py in zip(recs, tx, ty) if r.status == RecordStatus.FAILED]
+        throttled = [(float(px), float(py)) for r, px, py in zip(recs, tx, ty) if r.throttled]
         out.append(_Curve(s, x, y, tx, ty, err,
-                          [describe_record(r, sp.get(id(r))) for r in recs], failed))
+                          [describe_record(r, sp.get(id(r))) for r in recs], failed, throttled))
     return out
 
 
@@ -191,6 +202,7 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
     curves = _prepare_curves(series, metric_key, opts)
     shown = [c for c in curves if c.series.label not in opts.hidden]
     failed = [p for c in shown for p in c.failed]
+    throttled = [p for c in shown for p in c.throttled]
     all_tx = np.concatenate([c.tx for c in curves]) if curves else np.empty(0)
     span = float(all_tx.max() - all_tx.min()) if all_tx.size else 0.0
     beam = 0.012 * span if span > 0 else 0.02 * (1.0 if log else max(1.0, float(all_tx.max(initial=1.0))))
@@ -214,7 +226,8 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
                 view.framed = False
                 plot.getViewBox().enableAutoRange()
         wanted = {c.series.label for c in curves}
-        for label in [k for k in view.items if k != "__failed__" and k not in wanted]:
+        for label in [k for k in view.items if k not in ("__failed__", "__throttled__")
+                      and k not in wanted]:
             view.drawn.pop(label, None)
             for item in view.items.pop(label):
                 if item is not None:
@@ -236,6 +249,7 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
         view.signature = frame + (tuple((c.series.label, c.err is not None) for c in curves),)
         shown = [c for c in curves if c.series.label not in opts.hidden]
         failed = [p for c in shown for p in c.failed]
+        throttled = [p for c in shown for p in c.throttled]
     if not updated and view.signature != signature:
         view.pending = False
         plot = view.reset()
@@ -256,8 +270,12 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
             plot.getViewBox().setRange(xRange=(1, 3.7) if log else (0, 4096),
                                        yRange=(-2, 2) if log else (0, 100), padding=0)
             view.framed = True
-            view.show_placeholder("No results" if opts.for_export
-                                  else "No results yet — press Run, or open a results file")
+            view.show_placeholder(
+                "No energy figures: NVML (nvidia-ml-py) measures them on an NVIDIA GPU,\n"
+                "over timed loops of at least 0.25 s (e.g. a time budget of 0.5 s)"
+                if metric_key == "efficiency" and not opts.for_export
+                else "No results" if opts.for_export
+                else "No results yet — press Run, or open a results file")
         view.signature = signature
     plot = view.getPlotItem()
     if getattr(view, "unit", None) != unit:
@@ -267,6 +285,9 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
     if failed and "__failed__" not in view.items:
         view.items["__failed__"] = (_failed_item([], [], view.theme), None)
         plot.addItem(view.items["__failed__"][0])
+    if throttled and "__throttled__" not in view.items:
+        view.items["__throttled__"] = (_throttled_item([], []), None)
+        plot.addItem(view.items["__throttled__"][0])
     view.hover.clear()
     for c in curves:
         curve, bars = view.items[c.series.label]
@@ -290,6 +311,8 @@ def render_metric(view: ChartView, series: list[Series], metric_key: str,
     view.sync_legend(opts.hidden)
     if "__failed__" in view.items:
         view.items["__failed__"][0].setData([p[0] for p in failed], [p[1] for p in failed])
+    if "__throttled__" in view.items:
+        view.items["__throttled__"][0].setData([p[0] for p in throttled], [p[1] for p in throttled])
     sizes = sorted({round(float(v), 6) for c in curves for v in c.x})
     axis = plot.getAxis("bottom")
     vb = plot.getViewBox()

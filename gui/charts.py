@@ -31,6 +31,7 @@ CHARTS: dict[str, str] = {
     "runtime": "Runtime",
     "gflops": "GFLOP/s",
     "bandwidth": "Bandwidth",
+    "efficiency": "GFLOP/s/W",
     "compare": "Compare",
     "roofline": "Roofline",
 }

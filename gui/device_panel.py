@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
                                QVBoxLayout, QWidget)
 
 from engine.measure.backends import BACKENDS, BackendStatus, DeviceInfo
+from engine.results.environment import Environment
 
 OK_COLOR, NO_COLOR = QColor("#2e9d4f"), QColor("#d0453a")
 
@@ -31,6 +32,10 @@ def device_rows(info: DeviceInfo) -> list[tuple[str, str]]:
     return rows
 
 
+#: The tree's role for the "Run info" rows (not a backend).
+RUN_INFO = "__run_info__"
+
+
 class DevicePanel(QWidget):
     """Backend status tree on the left, device properties on the right.
 
@@ -45,6 +50,8 @@ class DevicePanel(QWidget):
     def __init__(self, parent=None):
         super().__init__(parent)
         self.statuses: dict[str, BackendStatus] = {}
+        #: Opened results files' environment blocks, by source: the "Run info" rows.
+        self.run_infos: dict[str, Environment] = {}
         self.tree = QTreeWidget()
         self.tree.setHeaderHidden(True)
         self.tree.setColumnCount(1)
@@ -108,6 +115,35 @@ class DevicePanel(QWidget):
                 child.setData(0, Qt.ItemDataRole.UserRole, (name, d.index))
                 child.setToolTip(0, f"{d.name}\n{specs}\nDouble-click to use this device")
             top.setExpanded(True)
+        self._add_run_infos()
+
+    def set_run_infos(self, infos: dict[str, Environment]) -> None:
+        """The environment blocks of the opened results files: a "Run info" branch whose
+        rows show where and how each file's numbers were taken."""
+        self.run_infos = dict(infos)
+        for i in reversed(range(self.tree.topLevelItemCount())):
+            top = self.tree.topLevelItem(i)
+            if (top.data(0, Qt.ItemDataRole.UserRole) or (None,))[0] == RUN_INFO:
+                self.tree.takeTopLevelItem(i)
+        self._add_run_infos()
+
+    def _add_run_infos(self) -> None:
+        if not self.run_infos:
+            return
+        top = QTreeWidgetItem(self.tree, ["Run info of opened results files"])
+        top.setData(0, Qt.ItemDataRole.UserRole, (RUN_INFO, None))
+        for source, env in self.run_infos.items():
+            child = QTreeWidgetItem(top, [source + ("" if env.app_version else " (an older file: none)")])
+            child.setData(0, Qt.ItemDataRole.UserRole, (RUN_INFO, source))
+            child.setToolTip(0, "Where and how this file's numbers were taken")
+        top.setExpanded(True)
+
+    def show_run_info(self, source: str) -> None:
+        env = self.run_infos.get(source)
+        if env is None:
+            return
+        rows = env.rows() or [("Run info", "this file has none (saved before results files carried it)")]
+        self._fill(f"Run info: {source}", rows)
 
     def status_text(self, name: str) -> str:
         """The tree's text for backend ``name`` and the line below it (tests, a11y)."""
@@ -159,14 +195,17 @@ class DevicePanel(QWidget):
         if item is None:
             return
         backend, index = item.data(0, Qt.ItemDataRole.UserRole) or (None, None)
-        if index is not None:
+        if backend == RUN_INFO:
+            if index is not None:
+                self.show_run_info(index)
+        elif index is not None:
             self.show_device(self.device(backend, index))
         elif backend is not None:
             self.show_backend(backend)
 
     def _double_clicked(self, item, _col) -> None:
         backend, index = item.data(0, Qt.ItemDataRole.UserRole) or (None, None)
-        if index is not None:
+        if index is not None and backend != RUN_INFO:
             self.device_activated.emit(backend, index)
 
 

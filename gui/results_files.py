@@ -26,6 +26,7 @@ from PySide6.QtCore import QObject, Signal
 
 from engine.results import records
 from engine.common.files import check_regular_file
+from engine.results.environment import Environment
 from engine.results.records import ResultRecord, ResultsFileError
 
 from .journal import OrphanJournal, SessionJournal
@@ -43,8 +44,15 @@ def read_results(path: Path) -> tuple[list[ResultRecord], list[str]]:
     ResultsFileError
         Not a regular file, unreadable, not a results file, or no valid record in it.
     """
+    got = read_results_file(path)
+    return got.records, got.skipped
+
+
+def read_results_file(path: Path) -> records.ResultsFile:
+    """:func:`read_results` with the file's environment block (see there)."""
     try:
-        recs, skipped = records.load_report(path)
+        got = records.load_file(path)
+        recs = got.records
     except ResultsFileError:
         raise
     except ValueError as exc:
@@ -53,7 +61,7 @@ def read_results(path: Path) -> tuple[list[ResultRecord], list[str]]:
         raise ResultsFileError(f"{path.name}: {exc.strerror or exc}") from None
     if not recs:
         raise ResultsFileError(f"{path.name} holds no results.")
-    return recs, skipped
+    return got
 
 
 class ResultsFiles(QObject):
@@ -94,6 +102,8 @@ class ResultsFiles(QObject):
         self.store = store
         self.settings = settings
         self._opened: dict[str, str] = {}   # resolved results file path → source name
+        #: Each opened file's environment block (engine.results.environment), by source name.
+        self.environments: dict[str, Environment] = {}
         self._live: list[ResultRecord] = []
         self._runs = 0                      # live runs started, for "run N" labels
         self._running = False
@@ -142,12 +152,18 @@ class ResultsFiles(QObject):
             valid record.
         """
         path = Path(path)
-        recs, skipped = read_results(path)
-        self._add_file(path, recs)
-        return recs, skipped
+        got = read_results_file(path)
+        self._add_file(path, got.records, got)
+        return got.records, got.skipped
 
-    def _add_file(self, path: Path, recs: list[ResultRecord]) -> None:
+    def _add_file(self, path: Path, recs: list[ResultRecord],
+                  got: records.ResultsFile | None = None) -> None:
         source = self.source_for(path)
+        if got is not None:
+            # the file's environment block: the window's Run info (device panel)
+            self.environments[source] = got.environment
+            if got.environment_problem:
+                self.log.emit("warning", f"{path.name}: {got.environment_problem}")
         for r in recs:
             # A file saved from an overlay keeps its own sources; a plain run gets the name.
             r.source = r.source or source
@@ -176,12 +192,12 @@ class ResultsFiles(QObject):
 
     def _read_in_thread(self, token: int, path: Path) -> None:
         try:
-            recs, skipped = read_results(path)
-            outcome = (token, path, recs, skipped, "")
+            got = read_results_file(path)
+            outcome = (token, path, got, "")
         except ResultsFileError as exc:
-            outcome = (token, path, None, None, str(exc))
+            outcome = (token, path, None, str(exc))
         except Exception as exc:  # noqa: BLE001  (a reader bug still becomes a message)
-            outcome = (token, path, None, None,
+            outcome = (token, path, None,
                        f"{path.name}: unexpected error while reading: {type(exc).__name__}: {exc}")
         if self._shut_down:
             return
@@ -191,15 +207,15 @@ class ResultsFiles(QObject):
             pass                            # the window is gone already
 
     def _background_read(self, outcome) -> None:
-        token, path, recs, skipped, error = outcome
+        token, path, got, error = outcome
         if self._shut_down or self.loading.pop(token, None) is None:
             return
         self.loading_changed.emit()
         if error:
             self.open_failed.emit(str(path), error)
             return
-        self._add_file(path, recs)
-        self.opened.emit(str(path), recs, skipped)
+        self._add_file(path, got.records, got)
+        self.opened.emit(str(path), got.records, got.skipped)
 
     def shutdown(self) -> None:
         """Stop delivering background loads (their threads end on their own)."""

@@ -68,6 +68,7 @@ class ResultsFlow(QObject):
         log = self.window.log
         name = Path(path).name
         log.append("info", f"opened {name}: {len(recs)} results")
+        self.window.devices.set_run_infos(self.files.environments)
         if skipped:
             shown = "; ".join(skipped[:5]) + (f"; and {len(skipped) - 5} more"
                                               if len(skipped) > 5 else "")

@@ -86,6 +86,16 @@ COLUMNS: list[Column] = [
            "Share of the device's peak for the row's arithmetic (FP32 SIMT, TF32 tensor cores or int32)"),
     Column("% cuBLAS", lambda r: r.pct_of_cublas, _num(".1f"), True,
            "Speed relative to the best cuBLAS run of the same shape"),
+    # NVML's conditions of the timed loop (cuda with nvidia-ml-py; empty elsewhere)
+    Column("Throttled", lambda r: ("▲ " + ", ".join(r.throttle)) if r.throttled else "",
+           tip="▲: timed under a power or thermal cap (NVML's clock-event reasons); the record "
+               "is kept and flagged: its clocks were held down, compare it with care"),
+    Column("SM MHz", lambda r: r.sm_clock_median_mhz, _num(".0f"), True,
+           "Median SM clock over the timed launches (NVML, sampled every 10 ms)"),
+    Column("W", lambda r: r.power_w, _num(".0f"), True,
+           "Mean board power over the timed launches (NVML's energy counter)"),
+    Column("GFLOP/s/W", lambda r: r.gflops_per_watt, _rate, True,
+           "GFLOP per joule: the work of one launch over its energy (loops of 0.25 s or more)"),
     Column("Lab best", lambda r, model: model.lab_best_mark(r), of_all=True,
            tip="★: the fastest verified kernel of the lab at this shape and precision (what "
                "dispatching by shape, as cuBLAS does, would run), beside cuBLAS"),

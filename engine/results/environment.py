@@ -73,7 +73,10 @@ class Environment:
                                "versions": list(self.versions)}
 
     def rows(self) -> list[tuple[str, str]]:
-        """(label, text) pairs for a "Run info" view or ``bench``'s printout."""
+        """(label, text) pairs for a "Run info" view or ``bench``'s printout; none for
+        the empty block of an older file."""
+        if self == Environment():
+            return []
         out = [("App version", self.app_version), ("Host", self.host), ("Saved", self.time)]
         for d in self.devices:
             ids = ", ".join(x for x in (d.uuid, f"driver {d.driver}" if d.driver else "",
