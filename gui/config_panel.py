@@ -18,6 +18,7 @@ from engine.kernels import registry, user_kernels
 from engine.measure.backends import BACKENDS, BackendStatus, DeviceInfo
 from engine.results.records import ResultRecord
 from engine.run.runner import BUDGET_RANGE, REPEATS_RANGE, WARMUP_RANGE, Plan
+from engine.measure.timing import NOISE_DEFAULT_PCT, NOISE_PCT_RANGE, NoiseStop
 
 from .device_picker import DevicePicker
 from .labels import WrapLabel
@@ -126,6 +127,13 @@ class ConfigPanel(QWidget):
         timing_group = QButtonGroup(self)
         timing_group.addButton(self.repeats_radio)
         timing_group.addButton(self.budget_radio)
+        rule = NoiseStop()
+        self.noise_radio = QRadioButton("Noise <")
+        self.noise_radio.setToolTip(
+            "Time each item until the relative standard error of the mean of its launch times "
+            f"is below this ({rule.min_s:g} s at least, {rule.max_s:g} s at most; "
+            "bench --until-noise)")
+        timing_group.addButton(self.noise_radio)
         self.repeats_radio.setChecked(True)
         self.repeats = QSpinBox()
         self.repeats.setRange(*REPEATS_RANGE)
@@ -136,6 +144,12 @@ class ConfigPanel(QWidget):
         self.budget.setSingleStep(0.1)
         self.budget.setValue(0.5)
         self.budget.setSuffix(" s")
+        self.noise = QDoubleSpinBox()
+        self.noise.setRange(*NOISE_PCT_RANGE)
+        self.noise.setDecimals(2)
+        self.noise.setSingleStep(0.1)
+        self.noise.setValue(NOISE_DEFAULT_PCT)
+        self.noise.setSuffix(" %")
         self.verify = QCheckBox("Verify results")
         self.verify.setChecked(True)
         self.verify.setToolTip("Compare each kernel's C against a reference before timing")
@@ -171,6 +185,8 @@ class ConfigPanel(QWidget):
         r3.addWidget(self.repeats, 1)
         r3.addWidget(self.budget_radio)
         r3.addWidget(self.budget, 1)
+        r3.addWidget(self.noise_radio)
+        r3.addWidget(self.noise, 1)
         mform.addRow("Timing", r3)
         measure = _group("Measurement", mform)
 
@@ -195,7 +211,7 @@ class ConfigPanel(QWidget):
         self.dtype.currentTextChanged.connect(self._changed)
         for sig in (self.mode.currentIndexChanged, self.warmup.valueChanged,
                     self.repeats.valueChanged, self.budget.valueChanged,
-                    self.repeats_radio.toggled, self.verify.toggled, self.autotune.toggled,
+                    self.noise.valueChanged, self.repeats_radio.toggled, self.noise_radio.toggled, self.verify.toggled, self.autotune.toggled,
                     self.guess.toggled):
             sig.connect(self._changed)
         self.inputs.changed.connect(self._inputs_changed)
@@ -428,6 +444,7 @@ class ConfigPanel(QWidget):
             warmup=self.warmup.value(),
             repeats=self.repeats.value(),
             time_budget_s=self.budget.value() if self.budget_radio.isChecked() else None,
+            until_noise=NoiseStop(self.noise.value()) if self.noise_radio.isChecked() else None,
             cold=self.mode.currentData() == "cold",
             verify=True if files is not None else self.verify.isChecked(),
             seed=self.inputs.seed.value(),
@@ -469,6 +486,8 @@ class ConfigPanel(QWidget):
             "repeats": self.repeats.value(),
             "use_budget": self.budget_radio.isChecked(),
             "budget_s": self.budget.value(),
+            "use_noise": self.noise_radio.isChecked(),
+            "noise_pct": self.noise.value(),
             "verify": self.verify.isChecked() if self.inputs.mode != "files" else self._saved_verify,
             "autotune": self.autotune.isChecked(),
             "guess": self.guess.isChecked(),
@@ -513,7 +532,10 @@ class ConfigPanel(QWidget):
             self.repeats.setValue(get("repeats", int))
         if get("budget_s", float) is not None:
             self.budget.setValue(get("budget_s", float))
-        (self.budget_radio if state.get("use_budget") else self.repeats_radio).setChecked(True)
+        if get("noise_pct", float) is not None:
+            self.noise.setValue(get("noise_pct", float))
+        (self.noise_radio if state.get("use_noise") is True else self.budget_radio
+         if state.get("use_budget") else self.repeats_radio).setChecked(True)
         self._saved_verify = bool(state.get("verify", True))
         self.verify.setChecked(self._saved_verify)
         self.autotune.setChecked(bool(state.get("autotune", False)))

@@ -149,10 +149,14 @@ def test_reference_is_built_once_per_input_set_and_kind(sweep, monkeypatch):
                                warmup=0, repeats=1, seed=SEED))
     assert all(r.passed for r in recs if r.status != "skipped")
     ran = [r for r in recs if r.status != "skipped"]
-    assert len(checks) == len(ran) == len(recs) - 1   # tiled skipped at 127x253x61
-    # One gemm and one aat reference per input set, each product computed once.
-    assert built == [((127, 61), "gemm"), ((127, 61), "aat"), ((64, 64), "gemm"), ((64, 64), "aat")]
-    assert sorted(full_products) == ["aat", "aat", "gemm", "gemm"]
+    assert len(ran) == len(recs) - 1   # tiled skipped at 127x253x61
+    # Three checks per kernel: the verified launch, the last timed one, the second seed's.
+    assert len(checks) == 3 * len(ran)
+    # One gemm and one aat reference per input set (the run's and the second seed's, made
+    # as the first kernel of each kind passes), each product computed once.
+    assert built == [((127, 61), "gemm")] * 2 + [((127, 61), "aat")] * 2 + \
+        [((64, 64), "gemm")] * 2 + [((64, 64), "aat")] * 2
+    assert sorted(full_products) == ["aat"] * 4 + ["gemm"] * 4
 
 
 # --- Reference on numpy arrays -----------------------------------------------------------

@@ -116,6 +116,8 @@ class TimingLoop:
     def __init__(self, repeats: int, budget_s: float | None, noise: NoiseStop | None = None):
         self.repeats, self.budget_s, self.noise = max(repeats, 1), budget_s, noise
         self.times: list[float] = []
+        # Running sums: the rule is asked after every launch, so it must not re-read them all.
+        self._sum = self._sum_sq = 0.0
         self.start = time.perf_counter()
         self.stopped_by: StopReason | None = None
         #: The noise statistic when the series stopped (NaN until then).
@@ -126,6 +128,17 @@ class TimingLoop:
 
     def add(self, ms: float) -> None:
         self.times.append(ms)
+        self._sum += ms
+        self._sum_sq += ms * ms
+
+    def noise_pct(self) -> float:
+        """:func:`relative_standard_error` of the times so far, from the running sums."""
+        n = len(self.times)
+        if n < 2 or not self._sum > 0:
+            return math.inf
+        mean = self._sum / n
+        var = max(self._sum_sq - n * mean * mean, 0.0) / (n - 1)
+        return 100.0 * math.sqrt(var / n) / mean
 
     def cancel(self) -> None:
         self.stopped_by = StopReason.CANCELLED
@@ -145,7 +158,7 @@ class TimingLoop:
         if self.noise is not None:
             noise = self.noise
             if count >= max(MIN_LAUNCHES, NOISE_MIN_LAUNCHES) and elapsed >= noise.min_s \
-                    and relative_standard_error(self.times) < noise.pct:
+                    and self.noise_pct() < noise.pct:
                 reason = StopReason.NOISE
             elif count >= MIN_LAUNCHES and elapsed >= noise.max_s:
                 reason = StopReason.MAX_TIME
