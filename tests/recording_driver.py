@@ -63,4 +63,5 @@ def recording_backend() -> cuda_backend.CudaBackend:
     be = object.__new__(cuda_backend.CudaBackend)
     be.drv = RecordingDriver()
     be.info = SimpleNamespace(compute_units=132)
+    be._monitor = None              # no NVML behind a recording driver
     return be
