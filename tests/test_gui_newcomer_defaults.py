@@ -6,8 +6,9 @@ A ticked variant or value that fits none of the chosen sizes is marked "not for 
 sizes" and a run leaves it out, so no run makes "skipped" rows for a kernel that does not
 apply to the sizes; settings saved before keep their choices.
 
-Set ``MATMUL_LAB_SHOTS=FOLDER`` to keep the screenshot of the first run on opencl, at
-sizes 64–512 then (``assets/first_run_opencl.png`` comes from here).
+Set ``MATMUL_LAB_SHOTS=FOLDER`` to keep the screenshots of the first run on opencl, at
+sizes 64–512 then, and on cuda with the window's defaults (``assets/first_run_opencl.png``
+and ``assets/first_run_h200.png`` come from here).
 """
 import dataclasses
 import json
@@ -133,6 +134,32 @@ def test_first_run_draws_few_curves_and_no_skipped_rows(qtbot, make_window, shot
         win.charts.set_current("gflops")
         qtbot.wait(100)
         win.grab().save(str(shots / "first_run_opencl.png"))
+
+
+@pytest.mark.gpu
+def test_first_run_on_cuda_with_the_defaults(qtbot, make_window, shots):
+    """A first start on CUDA, Run as it comes: the dispatch lines and cuBLAS beside the
+    seeds and two ladder steps, every row verified, none skipped, at most ten curves."""
+    from tests.helpers import backend_status
+    if not backend_status("cuda").available:
+        pytest.skip("cuda backend unavailable")
+    win = make_window()
+    win.resize(1280, 800)
+    cfg = win.config
+    cfg.select("cuda", 0)
+    names = cfg.variants.checked_variants()
+    assert sorted(names) == sorted(CUDA_FIRST)
+    recs = _run(qtbot, win, timeout=300_000)
+    assert _skipped(recs) == []
+    assert len(recs) == len(names) * len(cfg.sizes.shapes())
+    assert all(r.status == "ok" and r.passed for r in recs), [
+        (r.label(), r.m, r.status, r.error) for r in recs if not r.passed]
+    assert {r.dispatched_to.split("[")[0] for r in recs if r.variant == "lab_fp32"} <= {
+        "ffma_regdb", "ffma_wide", "ffma_small", "skinny"}
+    assert len(win.charts.curves("gflops")) == _curves_expected("cuda", names) <= MAX_CURVES
+    win.charts.set_current("gflops")
+    qtbot.wait(100)
+    win.grab().save(str(shots / "first_run_h200.png"))
 
 
 def test_a_specialist_ticked_for_sizes_it_does_not_fit_is_marked_and_not_run(qtbot, make_window):

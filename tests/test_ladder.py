@@ -50,9 +50,14 @@ SPECIALISTS = {"skinny": (lambda m, n, k: min(m, n) <= 64, (1, 4096, 4096))}
 #: shape (each stream built once: the other stream's parameters at one value), and its
 #: shared-memory stream's tile width N, and with it the rows a block holds (the ring of
 #: stages that fits).
-CHOSEN_BY_SHAPE = {"ffma_regdb": "chosen by the shape",
-                   "ffma_small": "chosen by the shape",
-                   "skinny": "built once"}
+CHOSEN_BY_SHAPE = {"ffma_regdb": ("chosen by the shape",),
+                   "ffma_small": ("chosen by the shape",),
+                   "skinny": ("built once", "(M = 1 or N = 1)")}
+
+
+def chosen_by_shape(name: str, why: str | None) -> bool:
+    """Whether a rung's reason to skip is one of its parameters' shape rules."""
+    return any(s in (why or "") for s in CHOSEN_BY_SHAPE.get(name, ()))
 
 
 def home(v) -> tuple[int, int, int]:
@@ -105,9 +110,9 @@ def test_space_small_and_valid(v):
     # any shape (tf32_wgmma_rs's 72 declared: its clusters only where the tiles leave most
     # SMs idle; ffma_regdb's 960: its 80- and 96-row tiles are for M <= 96 only, its narrow
     # tiles for N <= 64, each N taking one or two tile widths, and B's copies other than
-    # as it lies for N % 4 != 0; skinny's 120: each of its two streams ignores the other's
+    # as it lies for N % 4 != 0; skinny's 180: each of its three streams ignores the others'
     # parameters, which its constraints hold at one value)
-    assert len(valid) <= 12 and len(combos) <= {"ffma_regdb": 960, "skinny": 120}.get(v.name, 96), (
+    assert len(valid) <= 12 and len(combos) <= {"ffma_regdb": 960, "skinny": 180}.get(v.name, 96), (
         v.name, len(valid), len(combos))
     for shape in ODD_SHAPES + SKINNY_SHAPES + [(90, 4096, 4096), (80, 4095, 4096)]:
         at = [c for c in combos if v.check("cuda", c, *shape, "float32") is None]
@@ -128,7 +133,7 @@ def test_no_shape_constraints(v, shape):
         if v.check("cuda", c, *home(v), "float32") is None:
             why = v.check("cuda", c, *shape, "float32")
             if in_class(v, shape):
-                assert why is None or CHOSEN_BY_SHAPE.get(v.name, "\0") in why, why
+                assert why is None or chosen_by_shape(v.name, why), why
             else:
                 assert why and ("use ffma_" in why or "runs the same without the copy" in why), why
     if in_class(v, shape):           # some combination always runs in the class
@@ -144,8 +149,8 @@ def test_geometry_fits_a_block(v):
                                             else (1000, 3001, 17) if v.name.endswith("_padb")
                                             else (1000, 30, 17)))
         assert 32 <= bx * by <= 1024 and gx >= 1 and gy >= 1
-        if v.dynamic_shared:
-            assert 0 < v.dynamic_shared(c) <= 227 * 1024
+        if v.dynamic_shared:         # skinny's many-warps stream: static shared memory only
+            assert 0 < v.dynamic_shared(c) <= 227 * 1024 or (v.name, c.get("stream")) == ("skinny", 2)
 
 
 def test_dtypes_and_precision():
@@ -295,7 +300,7 @@ def test_ladder_verifies_at_odd_shapes(dtype):
     ran_at = {(r.variant, r.m, r.n, r.k) for r in recs if r.status == "ok"}
     skipped = [(r.label(), r.m, r.n, r.k, r.error) for r in recs if r.status == "skipped"
                and in_class(registry.get(r.variant), (r.m, r.n, r.k))
-               and CHOSEN_BY_SHAPE.get(r.variant, "\0") not in (r.error or "")
+               and not chosen_by_shape(r.variant, r.error)
                and (r.variant, r.m, r.n, r.k) not in ran_at]
     assert not skipped, skipped
     for v in KERNELS:
@@ -1536,23 +1541,25 @@ def _tile_pick(n):
 
 
 def test_skinny_streams_and_their_parameters():
-    """One file, two streams of the large operand: the shape picks shared memory (stream 1)
-    where A is the large operand and N is 5-64, registers (stream 0) elsewhere, and the tile
-    with it (the tile that holds N, or 16); each stream is built once whatever the other's
-    parameters (unroll is stream 0's, stages stream 1's); stream 1 has the pre-pass and the
-    workspace, stream 0 neither; fill sets stream 1's warps a block (8 / fill)."""
+    """One file, three streams of the large operand: the shape picks many warps (stream 2) for
+    matrix-vector products, shared memory (stream 1) where A is the large operand and N is
+    5-64, registers (stream 0) elsewhere, and the tile with it (the tile that holds N, or
+    16); each stream is built once whatever the others' parameters (unroll is stream 0's and
+    2's, stages stream 1's); stream 1 has the pre-pass and the workspace, stream 0 neither;
+    fill sets stream 1's warps a block (8 / fill)."""
     assert SK.role == "rung" and SK.order == 24 and SK.precision == "fp32"
     assert list(SK.chosen) == ["stream", "tile"] and set(SK.dtypes) == {"float32", "int32"}
     assert set(SK.space) == {"stream", "tile", "unroll", "fill", "stages"}
     auto = dict(stream=registry.AUTO, tile=registry.AUTO, unroll=8, fill=2, stages=3)
     for (m, n, k), stream in {(8192, 16, 8192): 1, (8192, 5, 8192): 1, (8192, 64, 8192): 1,
-                              (61, 7, 1000): 1, (8192, 4, 8192): 0, (8192, 1, 8192): 0,
-                              (1, 8192, 8192): 0, (16, 8192, 8192): 0, (64, 64, 2048): 0,
+                              (61, 7, 1000): 1, (8192, 4, 8192): 0, (8192, 1, 8192): 2,
+                              (1, 8192, 8192): 2, (1, 1, 1): 2, (2, 8192, 8192): 0,
+                              (16, 8192, 8192): 0, (64, 64, 2048): 0,
                               (30, 64, 1000): 0, (8192, 65, 8192): 0}.items():
         p = SK.resolve(auto, m, n, k)
-        assert (p["stream"], p["tile"]) == (stream, _tile_pick(n) if stream else 16), (m, n, k)
+        assert (p["stream"], p["tile"]) == (stream, _tile_pick(n) if stream == 1 else 16), (m, n, k)
         assert SK.prepass.applies(p, m, n, k) == (stream == 1)
-        assert stream == 1 or SK.workspace_bytes(p, m, n, k) == 0
+        assert stream != 0 or SK.workspace_bytes(p, m, n, k) == 0
     s0 = dict(stream=0, tile=16, unroll=8, fill=2, stages=3)
     assert SK.check("cuda", s0, 16, 65, 8192, "float32") is None
     assert "N ≤ 64" in SK.check("cuda", dict(s0, stream=1), 16, 65, 8192, "float32")
@@ -1617,6 +1624,60 @@ def test_skinny_smem_stream_header():
     for shape, slices in fastest.items():
         c = sk1(tile=_tile_pick(shape[1]), warps=8, stages=3)
         assert _async_splits(c, *shape)[1] == slices and SK.geometry(c, *shape)[0][1] == slices, shape
+
+
+#: matrix-vector shapes for the many-warps stream (stream = 2): N % 4 != 0 (B's rows
+#: unaligned), K % 4 != 0 (A's rows start off a 16-byte boundary), K split or not, a dot
+#: product, rows past M in the last group, a long K split 16 ways
+GEMV_SHAPES = [(1, 1, 1), (1, 253, 5000), (1, 4095, 3001), (1, 4096, 129), (3001, 1, 4093),
+               (4093, 1, 3001), (5, 1, 7), (100000, 1, 37), (1, 7, 70001), (3, 1, 100000)]
+
+
+def _gemv_geometry(m, n, k, sms=SMS):
+    """The many-warps stream's grid: (32-column strips at M = 1, else 8-row groups; slices
+    of K that keep the grid within one wave of 4 blocks an SM, >= 128 k each)."""
+    tiles = -(-n // 32) if m == 1 else -(-m // 8)
+    return tiles, max(1, min(-(-k // 128), 4 * sms // tiles))
+
+
+def test_skinny_gemv_stream_header():
+    """stream = 2 takes M = 1 or N = 1 only, is built once (tile 16, fill 1, stages 3; unroll
+    4 or 8), runs blocks of 256 threads on a grid of strips (or row groups) x slices of K,
+    has no pre-pass and no dynamic shared memory, and a workspace (counters, then each
+    slice's 32 or 8 sums a block) only where K is split."""
+    s2 = dict(stream=2, tile=16, unroll=8, fill=1, stages=3)
+    for m, n, k in GEMV_SHAPES + [(1, 2048, 2048), (1, 8192, 8192), (8192, 1, 8192), (1, 3000, 5000)]:
+        tiles, splits = _gemv_geometry(m, n, k)
+        for c in (s2, dict(s2, unroll=4)):
+            assert SK.check("cuda", c, m, n, k, "float32") is None, (m, n, k)
+            assert SK.geometry(c, m, n, k) == ((tiles, splits), (256, 1)), (m, n, k)
+            assert shared_bytes(SK, c) == 0 and not SK.prepass.applies(c, m, n, k)
+            assert SK.workspace_bytes(c, m, n, k) == (
+                0 if splits == 1 else -(-4 * tiles // 256) * 256 + splits * tiles * (32 if m == 1 else 8) * 4)
+    assert _gemv_geometry(1, 2048, 2048) == (64, 8) and _gemv_geometry(8192, 1, 8192) == (1024, 1)
+    assert "M = 1 or N = 1" in SK.check("cuda", s2, 2, 4096, 4096, "float32")
+    assert "built once" in SK.check("cuda", dict(s2, tile=32), 1, 4096, 4096, "float32")
+    assert "built once" in SK.check("cuda", dict(s2, fill=2), 1, 4096, 4096, "float32")
+    assert "built once" in SK.check("cuda", dict(s2, stages=4), 1, 4096, 4096, "float32")
+    # the lab's dispatch runs it with 4 loads a thread at matrix-vector shapes
+    for table in ("lab_fp32", "lab_tf32"):
+        for shape in [(1, 3000, 5000), (5000, 1, 3000)]:
+            name, params = registry.concrete(table, {}, *shape, SMS)
+            assert name == "skinny" and (params["stream"], params["unroll"]) == (2, 4), (shape, name, params)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float32", "int32"])
+def test_skinny_gemv_stream_verifies_and_is_deterministic(dtype):
+    _need_cuda()
+    s2 = [dict(stream=2, tile=16, unroll=u, fill=1, stages=3) for u in (8, 4)]
+    ran = _verified_wherever_valid(SK, GEMV_SHAPES, dtype, combos=s2)
+    assert {r.params["unroll"] for r in ran} == {4, 8}
+    if dtype == "float32":       # split K (a fix-up in slice order): bitwise the same every launch
+        for shape in [(1, 4095, 3001), (3, 1, 100000)]:
+            tiles, splits = _gemv_geometry(*shape)
+            assert splits > 1
+            _assert_bitwise_repeatable(SK, s2[1], shape, tiles, "fp32", seed=35)
 
 
 @pytest.mark.gpu

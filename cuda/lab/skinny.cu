@@ -10,17 +10,17 @@ dtypes = ["float32", "int32"]
 precision = "fp32"
 
 [params]             # the first value of each list is the default
-stream = [0, 1]
+stream = [0, 1, 2]
 tile = [16, 32, 8, 24, 64]
 unroll = [8, 4]
 fill = [2, 1]
 stages = [3, 4, 6]
 
 [descriptions]
-stream = "how the large operand streams: 0 through registers (a rolling ring of 16-byte loads), 1 through a shared-memory ring of async copies (N ≤ 64)"
+stream = "how the large operand streams: 0 through registers (a rolling ring of 16-byte loads), 1 through a shared-memory ring of async copies (N ≤ 64), 2 through many small warps (M = 1 or N = 1)"
 tile = "the small side's tile: stream 0 caps it at 16 or 32 rows (M ≤ N) or columns (M > N) a block; stream 1 takes 8, 16, 24, 32 or 64 columns of B a block"
-unroll = "stream 0: depth of the load rings, 8 the full depth (up to 16 loads of 16 bytes in flight a thread), 4 half of it"
-fill = "blocks per SM the launch is sized for (8 warps an SM either way): stream 0 aims its grid and split-K at fill x SMs blocks of 8 warps; stream 1 runs fill blocks of 8 / fill warps on each SM"
+unroll = "stream 0: depth of the load rings, 8 the full depth (up to 16 loads of 16 bytes in flight a thread), 4 half of it; stream 2: loads a thread issues before their first use"
+fill = "blocks per SM to size for: stream 0 aims grid and split-K at fill x SMs blocks of 8 warps; stream 1 runs fill blocks of 8 / fill warps an SM"
 stages = "stream 1: depth of the shared-memory ring in units of 128 k (3, 4 or 6), at most what fits"
 
 [defaults.sm_90]     # H100, H200: stream 1 in 8-warp blocks (benchmarks/NOTES.md, "Bulk copies want a shallow ring")
@@ -100,18 +100,26 @@ split_want = "(max(1, min(slots // s_blocks, smax)) if 2 * s_blocks <= slots els
 # then as few slices as give every one the same whole chunks, the last maybe fewer (none empty)
 s_splits = "cdiv(chunks, cdiv(chunks, split_want))"
 
+# --- stream 2 (many warps; M = 1 or N = 1) ---
+# 32-column strips of B (M = 1) or 8-row groups of A (N = 1), 256 threads a block; K split
+# into as many slices as keep the grid within one wave of 4 blocks an SM (>= 128 k a slice):
+# more slices, each block's fix-up and a second wave, cost more than the SMs they fill
+g_out = "32 if M == 1 else 8"
+g_tiles = "cdiv(N, 32) if M == 1 else cdiv(M, 8)"
+g_splits = "max(1, min(cdiv(K, 128), 4 * SMS // g_tiles))"
+
 # --- the launch ---
-blocks = "r_blocks if stream == 0 else s_blocks"
-splits = "r_splits if stream == 0 else s_splits"
-# stream 0: two stages of its largest instantiation; stream 1: the ring
-shared_bytes = "8192 * unroll if stream == 0 else ring * chunk"
+blocks = "r_blocks if stream == 0 else s_blocks if stream == 1 else g_tiles"
+splits = "r_splits if stream == 0 else s_splits if stream == 1 else g_splits"
+# stream 0: two stages of its largest instantiation; stream 1: the ring; stream 2: static only
+shared_bytes = "8192 * unroll if stream == 0 else ring * chunk if stream == 1 else 0"
 # stream 1's split-K: per-block arrival counters (256-byte aligned), then each slice's
 # partial (rw * tl / kl outputs a thread, rounded up to 4); stream 0's serial split-K
 # keeps its counters in a __device__ array of its own
-workspace = "0 if stream == 0 or s_splits == 1 else roundup(4 * s_blocks, 256) + s_splits * s_blocks * warps * 32 * roundup(rw * tl // kl, 4) * 4"
+workspace = "0 if stream == 0 else (0 if s_splits == 1 else roundup(4 * s_blocks, 256) + s_splits * s_blocks * warps * 32 * roundup(rw * tl // kl, 4) * 4) if stream == 1 else (0 if g_splits == 1 else roundup(4 * g_tiles, 256) + g_splits * g_tiles * g_out * 4)"
 
 [chosen]             # the values a run that leaves them to the shape (auto) gets, in this order
-stream = "stream_pick"
+stream = "2 if M == 1 or N == 1 else stream_pick"
 # stream 1: the tile that holds N; stream 0: 16 (in the H100 and H200 sweeps 32 was ahead
 # only within noise at matrix-vector shapes, or where another kernel was faster still)
 tile = "tn_pick if stream == 1 else 16"
@@ -121,24 +129,32 @@ check = "min(M, N) <= 64"
 reason = "made for skinny shapes (M or N ≤ 64); use ffma_wide"
 
 [[constraints]]
-check = "stream == 0 or N <= 64"
+check = "stream != 1 or N <= 64"
 reason = "the shared-memory stream (stream = 1) is for N ≤ 64, A the large operand; use stream = 0"
+
+[[constraints]]
+check = "stream != 2 or M == 1 or N == 1"
+reason = "the many-warps stream (stream = 2) is for matrix-vector products (M = 1 or N = 1); use stream = 0"
+
+[[constraints]]
+check = "stream != 2 or (tile == 16 and fill == 1)"
+reason = "tile and fill size the other streams' blocks: the many-warps stream (stream = 2) is built once, at tile = 16, fill = 1"
 
 [[constraints]]
 check = "stream == 1 or tile == 16 or tile == 32"
 reason = "the register stream (stream = 0) takes tile = 16 or 32"
 
 [[constraints]]
-check = "stream == 0 or tile == tn_pick or (ntiles == 2 and (tile == 16 or tile == 32))"
+check = "stream != 1 or tile == tn_pick or (ntiles == 2 and (tile == 16 or tile == 32))"
 reason = "N = {N} takes {tn_pick}-column tiles (or two of 16 or 32 columns), not {ntiles} of {tile}"
 
 [[constraints]]
-check = "stream == 0 or stages == 3 or (4 if stages == 6 else 3) * 128 // kc < fit"
+check = "stream != 1 or stages == 3 or (4 if stages == 6 else 3) * 128 // kc < fit"
 reason = "N = {N} in {tile}-column tiles of {rb} rows: {stages} stages make the ring of {4 if stages == 6 else 3} ({fit} chunks of {chunk // 1024} KB fill the shared memory), built once, at the fewer stages"
 
 [[constraints]]
-check = "stream == 0 or unroll == 8"
-reason = "unroll sets the register stream's rings (stream = 0): the shared-memory stream is built once, at unroll = 8"
+check = "stream != 1 or unroll == 8"
+reason = "unroll sets the register stream's rings (stream = 0) and the many-warps stream's loads (stream = 2): the shared-memory stream is built once, at unroll = 8"
 
 [[constraints]]
 check = "stream == 1 or stages == 3"
@@ -146,7 +162,7 @@ reason = "stages sets the shared-memory stream's ring (stream = 1): the register
 
 [launch]
 grid = ["blocks", "splits"]
-block = ["(8 if cols else 32 * wr) if stream == 0 else 32 * warps", "(32 if cols else 8 // wr) if stream == 0 else 1"]
+block = ["(8 if cols else 32 * wr) if stream == 0 else 32 * warps if stream == 1 else 256", "(32 if cols else 8 // wr) if stream == 0 else 1"]
 shared = "shared_bytes"
 workspace = "workspace"
 
@@ -219,8 +235,8 @@ scratch = "4 * np * ldk"
 #ifndef STAGES
 #define STAGES 3
 #endif
-#if STREAM != 0 && STREAM != 1
-#error "STREAM must be 0 (registers) or 1 (shared memory)"
+#if STREAM != 0 && STREAM != 1 && STREAM != 2
+#error "STREAM must be 0 (registers), 1 (shared memory) or 2 (many warps, matrix-vector)"
 #endif
 #define VEC vec4_of<ELEM>::type
 
@@ -1180,3 +1196,242 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
     }
 }
 #endif /* STREAM == 1 */
+
+
+#if STREAM == 2
+/* ==== stream 2: matrix-vector products, the bytes in flight held by many warps ============
+ *
+ * At M = 1 or N = 1 there is one output per column (or row) of the large operand, so a
+ * thread needs 4 accumulators, not 64-128: the kernel fits 64 registers and 4 or more blocks
+ * of 256 threads run on each SM. The loads in flight then come from many warps (UNROLL
+ * 16-byte loads each, issued before their first use) instead of one block's deep ring, and
+ * the grid is sized in whole waves of such blocks by splitting K: stream 0's one block per
+ * SM leaves SMs without work where the columns (rows) give fewer blocks than SMs.
+ *
+ * Columns path (M = 1; B streamed), block 256 = 8 column threads (4 columns each: a
+ * 32-column strip) x 32 k-lanes: a warp reads 4 rows of B, 128 bytes each, per 16-byte load
+ * (4 scalar loads when N % 4 != 0), and the vector A through L1 (every block reads it).
+ * Rows path (N = 1; A streamed), block 256 = 8 warps, one row each: a warp reads 512
+ * contiguous bytes of its row per load (128 bytes by scalar loads when K % 4 != 0) and the
+ * vector B through L1.
+ * Grid (tiles, S): tiles = ceil(N / 32) strips or ceil(M / 8) row groups, S slices of K (the
+ * header's rule: the most that keep the grid within one wave of 4 blocks an SM, >= 128 k a
+ * slice). A block sums its k-lanes in a fixed order (shuffles, then its 8 warps through
+ * shared memory); with S > 1 each block writes its 32 (8) sums to the workspace, and the
+ * block of a tile that arrives last adds the S partials in slice order and stores them:
+ * deterministic, and no block ever waits for another.
+ */
+#if UNROLL != 4 && UNROLL != 8
+#error "inconsistent parameters"
+#endif
+#define NT 256
+
+/* The tile's OUT sums (thread tid < OUT holds output out0 + tid of C, stored where < count):
+ * stored at once without split-K, else through the workspace (counters, then partials
+ * [slice][tile][OUT]) by the tile's last block, summed in slice order. */
+template <int OUT>
+__device__ __forceinline__ void finish(ACC v, ELEM* __restrict__ C, int out0, int count,
+                                       unsigned char* __restrict__ workspace, int tid)
+{
+    const int tiles = gridDim.x, tile = blockIdx.x, splits = gridDim.y, z = blockIdx.y;
+    if (splits > 1) {
+        __shared__ bool last;
+        ACC* const part = reinterpret_cast<ACC*>(partials_after_counters(workspace, tiles));
+        unsigned* const counter = reinterpret_cast<unsigned*>(workspace) + tile;
+        if (tid < OUT)
+            __stcg(&part[((size_t)z * tiles + tile) * OUT + tid], v);
+        __threadfence();                          /* the partial is visible before the count */
+        __syncthreads();
+        if (tid == 0) {
+            const unsigned before = atomicAdd(counter, 1u);
+            last = before == (unsigned)splits - 1u;
+            if (last)
+                *counter = 0u;                    /* ready for the next launch */
+        }
+        __syncthreads();
+        if (!last)
+            return;
+        __threadfence();                          /* the others' partials before reading them */
+        if (tid < OUT) {
+            v = (ACC)0;
+#pragma unroll 4
+            for (int s = 0; s < splits; ++s)
+                v += __ldcg(&part[((size_t)s * tiles + tile) * OUT + tid]);
+        }
+    }
+    if (tid < OUT && out0 + tid < count)
+        C[out0 + tid] = (ELEM)v;
+}
+
+/* [kbeg, kend) of slice z: ceil(K / splits) rounded up to `align` k a slice */
+__device__ __forceinline__ void gemv_slice(int K, int align, int& kbeg, int& kend)
+{
+    const int per = ((K + gridDim.y - 1) / gridDim.y + align - 1) / align * align;
+    kbeg = min(K, (int)blockIdx.y * per);
+    kend = min(K, kbeg + per);
+}
+
+/* M = 1: C (1 x N) = A (1 x K) . B (K x N). VB: N % 4 == 0 (B's rows 16-byte aligned). */
+template <bool VB>
+__device__ __forceinline__ void gemv_cols(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
+                                          ELEM* __restrict__ C, int N, int K,
+                                          unsigned char* __restrict__ workspace, int tid)
+{
+    const int x = tid & 7, y = tid >> 3;          /* column thread, k-lane */
+    const int col0 = blockIdx.x * 32, col = col0 + 4 * x;
+    int kbeg, kend;
+    gemv_slice(K, 32, kbeg, kend);
+    /* columns past N read clamped, valid addresses (never stored) */
+    auto load_b = [&](int k) -> VEC {
+        const ELEM* row = B + (size_t)k * N;
+        VEC v;
+        if (VB) {
+            v = __ldg(reinterpret_cast<const VEC*>(row + min(col, N - 4)));
+        } else {
+            v.x = __ldg(row + min(col, N - 1));
+            v.y = __ldg(row + min(col + 1, N - 1));
+            v.z = __ldg(row + min(col + 2, N - 1));
+            v.w = __ldg(row + min(col + 3, N - 1));
+        }
+        return v;
+    };
+    ACC a0 = (ACC)0, a1 = (ACC)0, a2 = (ACC)0, a3 = (ACC)0;
+    int k = kbeg + y;
+#pragma unroll 1
+    for (; k + 32 * (UNROLL - 1) < kend; k += 32 * UNROLL) {
+        VEC b[UNROLL];
+        ELEM a[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            b[u] = load_b(k + 32 * u);
+            a[u] = __ldg(A + k + 32 * u);
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            a0 += (ACC)a[u] * (ACC)b[u].x; a1 += (ACC)a[u] * (ACC)b[u].y;
+            a2 += (ACC)a[u] * (ACC)b[u].z; a3 += (ACC)a[u] * (ACC)b[u].w;
+        }
+    }
+#pragma unroll 1
+    for (; k < kend; k += 32) {
+        const VEC b = load_b(k);
+        const ACC a = (ACC)__ldg(A + k);
+        a0 += a * (ACC)b.x; a1 += a * (ACC)b.y; a2 += a * (ACC)b.z; a3 += a * (ACC)b.w;
+    }
+    /* the 4 k-lanes of a warp (lanes 8 apart), then the 8 warps in order */
+#pragma unroll
+    for (int d = 8; d < 32; d <<= 1) {
+        a0 += __shfl_xor_sync(0xffffffffu, a0, d); a1 += __shfl_xor_sync(0xffffffffu, a1, d);
+        a2 += __shfl_xor_sync(0xffffffffu, a2, d); a3 += __shfl_xor_sync(0xffffffffu, a3, d);
+    }
+    __shared__ ACC red[8][32];
+    const int warp = tid >> 5, lane = tid & 31;
+    if (lane < 8) {
+        red[warp][4 * lane] = a0; red[warp][4 * lane + 1] = a1;
+        red[warp][4 * lane + 2] = a2; red[warp][4 * lane + 3] = a3;
+    }
+    __syncthreads();
+    ACC v = (ACC)0;
+    if (tid < 32) {
+#pragma unroll
+        for (int w = 0; w < 8; ++w)
+            v += red[w][tid];
+    }
+    finish<32>(v, C, col0, N, workspace, tid);
+}
+
+/* One warp's part of its row for N = 1: the body of the row (`body` elements from `off`, the
+ * row's first 16-byte boundary) in this slice, by 16-byte loads of A, UA of them issued
+ * before their first use. The vector's words line up with them only where off == 0 (XV);
+ * else they are 4 single loads (L1 hits: every warp of the SM reads the vector). */
+template <bool XV>
+__device__ __forceinline__ ACC gemv_row(const ELEM* __restrict__ arow, const ELEM* __restrict__ B,
+                                        int off, int body, int lane)
+{
+    constexpr int UA = UNROLL == 8 ? 6 : UNROLL;  /* 8 spill beside the vector's loads */
+    const ELEM* const a0 = arow + off;
+    const ELEM* const x0 = B + off;
+    auto load_x = [&](int j) -> VEC {
+        if (XV)
+            return __ldg(reinterpret_cast<const VEC*>(x0 + j));
+        VEC v;
+        v.x = __ldg(x0 + j); v.y = __ldg(x0 + j + 1); v.z = __ldg(x0 + j + 2); v.w = __ldg(x0 + j + 3);
+        return v;
+    };
+    int jbeg, jend;
+    gemv_slice(body, 128, jbeg, jend);
+    ACC acc = (ACC)0;
+    int j = jbeg + 4 * lane;
+#pragma unroll 1
+    for (; j + 128 * (UA - 1) < jend; j += 128 * UA) {
+        VEC a[UA];
+#pragma unroll
+        for (int u = 0; u < UA; ++u)
+            a[u] = __ldg(reinterpret_cast<const VEC*>(a0 + j + 128 * u));
+#pragma unroll
+        for (int u = 0; u < UA; ++u) {
+            const VEC x = load_x(j + 128 * u);
+            acc += (ACC)a[u].x * (ACC)x.x + (ACC)a[u].y * (ACC)x.y
+                 + (ACC)a[u].z * (ACC)x.z + (ACC)a[u].w * (ACC)x.w;
+        }
+    }
+#pragma unroll 1
+    for (; j < jend; j += 128) {                  /* body and jend are whole 16-byte words */
+        const VEC a = __ldg(reinterpret_cast<const VEC*>(a0 + j));
+        const VEC x = load_x(j);
+        acc += (ACC)a.x * (ACC)x.x + (ACC)a.y * (ACC)x.y + (ACC)a.z * (ACC)x.z + (ACC)a.w * (ACC)x.w;
+    }
+    return acc;
+}
+
+/* N = 1: C (M x 1) = A (M x K) . B (K x 1), one row a warp. Where K % 4 != 0 the rows start
+ * at different offsets from a 16-byte boundary: each warp reads its row's body by 16-byte
+ * loads from its first boundary and the at most 3 + 3 elements around it by single loads
+ * (in slice 0). */
+__device__ __forceinline__ void gemv_rows(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
+                                          ELEM* __restrict__ C, int M, int K,
+                                          unsigned char* __restrict__ workspace, int tid)
+{
+    const int warp = tid >> 5, lane = tid & 31;
+    const int row0 = blockIdx.x * 8, m = min(row0 + warp, M - 1);   /* past M: clamped, never stored */
+    const size_t start = (size_t)m * K;
+    const ELEM* const arow = A + start;
+    const int off = min((int)((4 - (start & 3)) & 3), K);   /* elements before the boundary */
+    const int body = (K - off) / 4 * 4;
+    ACC acc = off == 0 ? gemv_row<true>(arow, B, 0, body, lane) : gemv_row<false>(arow, B, off, body, lane);
+    if (blockIdx.y == 0) {
+        if (lane < off)
+            acc += (ACC)__ldg(arow + lane) * (ACC)__ldg(B + lane);
+        const int t = off + body + lane;         /* the tail: fewer than 4 elements */
+        if (lane < 3 && t < K)
+            acc += (ACC)__ldg(arow + t) * (ACC)__ldg(B + t);
+    }
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1)
+        acc += __shfl_xor_sync(0xffffffffu, acc, d);
+    __shared__ ACC red[8];
+    if (lane == 0)
+        red[warp] = acc;
+    __syncthreads();
+    finish<8>(tid < 8 ? red[tid] : (ACC)0, C, row0, M, workspace, tid);
+}
+
+/* The entry (the same signature in every stream). workspace: split-K's counters and
+ * partials (null where K is not split). */
+extern "C" __global__ __launch_bounds__(NT, 4)
+void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ C,
+            int M, int N, int K, unsigned char* __restrict__ workspace)
+{
+    const int tid = threadIdx.x;
+    if (blockDim.x != NT || blockDim.y != 1 || (M != 1 && N != 1))
+        __trap();                                 /* a launch that does not match the header */
+    if (M == 1) {
+        if ((N & 3) == 0)
+            gemv_cols<true>(A, B, C, N, K, workspace, tid);
+        else
+            gemv_cols<false>(A, B, C, N, K, workspace, tid);
+    } else {
+        gemv_rows(A, B, C, M, K, workspace, tid);
+    }
+}
+#endif /* STREAM == 2 */
