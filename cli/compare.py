@@ -4,8 +4,9 @@ Each pair (same kernel, parameters, shape, dtype, mode and device) gets NEW/BASE
 median times and a verdict: FASTER or SLOWER only when the change exceeds both the
 threshold and the combined noise of the two records, otherwise SAME (the rule:
 :mod:`engine.results.compare`). Exit codes: 0 compared, 1 with --fail-on-slower when a
-pair is SLOWER (a regression gate for CI), 2 bad input (a file that is not a results file,
-a folder, a huge file, no result in common, no usable time).
+pair is SLOWER or newly fails verification (a regression gate for CI), 2 bad input (a
+file that is not a results file, a folder, a huge file, no result in common, no usable
+time).
 """
 from __future__ import annotations
 
@@ -47,7 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the least change in per cent that counts, beside the noise "
                         f"(default {DEFAULT_THRESHOLD_PCT:g})")
     p.add_argument("--fail-on-slower", action="store_true",
-                   help="exit 1 when a pair is SLOWER (a regression gate)")
+                   help="exit 1 when a pair is SLOWER, or failed verification in NEW "
+                        "after passing it in BASE (a regression gate)")
     p.add_argument("--markdown", action="store_true",
                    help="print Markdown tables (for a pull request or a CI summary)")
     return p
@@ -166,7 +168,8 @@ def run_compare(argv: Sequence[str]) -> int:
         new, new_skipped, new_env = load_side(args.new, "NEW")
         result = compare(base, new, args.threshold, base_env, new_env)
         problem = result.problem()
-        if problem:
+        # A gate's run whose every pair newly fails is a regression to report, not bad input.
+        if problem and not (args.fail_on_slower and result.newly_failed()):
             raise CompareInputError(problem)
     except CompareInputError as exc:
         err.print(f"[red]error:[/red] {literal(str(exc))}", soft_wrap=True)
@@ -181,6 +184,13 @@ def run_compare(argv: Sequence[str]) -> int:
         print(markdown(result, names))
     else:
         print_rich(result, names, terminal.console())
-    if args.fail_on_slower and result.with_verdict(Verdict.SLOWER):
-        return EXIT_FAILED
+    if args.fail_on_slower:
+        broken = result.newly_failed()
+        if broken:
+            err.print(f"[red]regression:[/red] {len(broken)} kernel"
+                      f"{'s' if len(broken) != 1 else ''} passed verification in BASE and "
+                      f"failed it in NEW: {literal(', '.join(p.key.label() for p in broken[:5]))}"
+                      f"{' …' if len(broken) > 5 else ''}", soft_wrap=True)
+        if broken or result.with_verdict(Verdict.SLOWER):
+            return EXIT_FAILED
     return EXIT_OK

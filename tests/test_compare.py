@@ -276,3 +276,28 @@ def test_cli_environment_block_of_new_files_against_an_old_one(capsys, tmp_path)
     assert code == 0 and "environment block: BASE none (an older file) · NEW yes" in " ".join(out.split())
     code, out, _ = cli(capsys, new, saved(tmp_path, "again.json", run_set()))
     assert code == 0 and "The runs differ" not in out
+
+
+def test_cli_fail_on_slower_catches_a_kernel_that_became_wrong(capsys, tmp_path):
+    base = saved(tmp_path, "base.json", run_set())
+    wrong = run_set()
+    wrong[2].status, wrong[2].passed = RecordStatus.FAILED, False     # same time, wrong C
+    new = saved(tmp_path, "new.json", wrong)
+    assert [p.key.variant for p in compare(run_set(), wrong).newly_failed()] == ["ffma_wide"]
+    code, out, _ = cli(capsys, base, new)
+    assert code == 0 and "FAILED" in out                 # without the gate: said, not failed
+    code, _, err = cli(capsys, base, new, "--fail-on-slower")
+    assert code == 1 and "passed verification in BASE and failed it in NEW" in err
+    # failing on both sides is no new regression; nor is one that was never verified
+    code, _, _ = cli(capsys, new, new, "--fail-on-slower")
+    assert code == 0
+    unverified = run_set()
+    unverified[2].passed = None
+    code, _, _ = cli(capsys, saved(tmp_path, "unverified.json", unverified), new, "--fail-on-slower")
+    assert code == 0
+    # the gate's only pair newly failing: exit 1 (a regression), not 2 (no usable time)
+    one_base, one_new = saved(tmp_path, "b1.json", run_set()[2:3]), saved(tmp_path, "n1.json", wrong[2:3])
+    code, _, _ = cli(capsys, one_base, one_new, "--fail-on-slower")
+    assert code == 1
+    code, _, _ = cli(capsys, one_base, one_new)
+    assert code == 2

@@ -132,6 +132,12 @@ class Comparison:
     def with_verdict(self, verdict: Verdict) -> list[Pair]:
         return [p for p in self.pairs if p.verdict == verdict]
 
+    def newly_failed(self) -> list[Pair]:
+        """Pairs whose BASE passed verification and whose NEW failed it: a kernel that
+        became wrong (a regression gate must catch it, whatever its time)."""
+        return [p for p in self.pairs if p.verdict == Verdict.FAILED and p.base.passed is True
+                and _timed(p.new) == "failed verification"]
+
     def problem(self) -> str | None:
         """Why there is nothing to compare (no pair in common, no pair timed on both
         sides), or None."""
