@@ -63,6 +63,7 @@ from engine.common.files import TEXT_FILE_LIMIT, read_bytes, write_atomic
 from engine.results.records import RecordStatus, ResultRecord, now_stamp
 from engine.run.events import EventKind, LogLevel
 from engine.kernels.registry import params_from_str, params_to_str
+from engine.measure.timing import NoiseStop
 from engine.run.runner import CancelToken, Event, Plan, final_records
 
 CACHE_ENV = "MATMUL_LAB_CACHE"
@@ -786,14 +787,18 @@ def _only_logs(emit):
 
 def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Shape,
              dtype: str = "float32", *, warmup: int = 3, repeats: int = 10,
-             time_budget_s: float | None = None, cold: bool = False, verify: bool = True,
-             retune: bool = False, combos: Iterable[Mapping[str, int]] | None = None,
+             time_budget_s: float | None = None, until_noise: NoiseStop | None = None,
+             cold: bool = False, verify: bool = True, retune: bool = False, combos: Iterable[Mapping[str, int]] | None = None,
              seed: int = 0, dist: str = "uniform", emit=None, cancel=None,
              cache: Path | None = None, device_name: str | None = None,
              launch_timeout_s: float | None = None, mode: str = "search",
              guess_top: int = GUESS_TOP, arch: str | None = None,
              ) -> tuple[dict[str, int] | None, list[ResultRecord]]:
     """Best parameters of ``variant`` at ``shape`` on this device, and the search's records.
+
+    ``warmup``, ``repeats``, ``time_budget_s`` and ``until_noise``: how each candidate
+    is timed, as a :class:`~engine.run.runner.Plan` says (a run's search is timed by the
+    run's own stop rule).
 
     ``sweep_or_engine`` is a :class:`~engine.run.runner.Sweep` (this thread), an
     :class:`~engine.run.worker.EngineThread` or an executor ``(plan, emit, cancel) ->
@@ -857,8 +862,8 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
                               f"{len(space)} combinations"))
     plan = Plan(backend=backend, items=[(variant, p) for p in tried], shapes=[shape],
                 dtype=dtype, device=device, warmup=warmup, repeats=repeats,
-                time_budget_s=time_budget_s, cold=cold, verify=verify, seed=seed, dist=dist,
-                launch_timeout_s=launch_timeout_s)
+                time_budget_s=time_budget_s, until_noise=until_noise, cold=cold, verify=verify,
+                seed=seed, dist=dist, launch_timeout_s=launch_timeout_s)
     recs = _runner(sweep_or_engine)(plan, _only_logs(emit), cancel)
     best = best_record(recs)
     if best is None:
@@ -938,7 +943,7 @@ def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str
             emit(Event(EventKind.LOG, note))
     done = 0
     kw = dict(warmup=plan.warmup, repeats=plan.repeats, time_budget_s=plan.time_budget_s,
-              cold=plan.cold, verify=plan.verify, seed=plan.seed, dist=plan.dist)
+              until_noise=plan.until_noise, cold=plan.cold, verify=plan.verify, seed=plan.seed, dist=plan.dist)
     for shape in plan.shapes:
         fitting = {n for n, _ in plan.items_at(shape)}    # only_fitting: the others said above
         for vname, combos in spaces.items():
