@@ -79,9 +79,9 @@ def test_a_read_that_never_returns_holds_neither_later_loads_nor_the_exit(
     np.save(tmp_path / "stuck.npy", np.ones((2, 2), dtype=np.float32))
     np.save(tmp_path / "good.npy", np.ones((3, 3), dtype=np.float32))
     release = threading.Event()
-    real_results, real_matrices = gui.results_files.read_results, gui.matrix_inputs.load_inputs
+    real_results, real_matrices = gui.results_files.read_results_file, gui.matrix_inputs.load_inputs
 
-    def read_results(path):
+    def read_results_file(path):
         if path.name == "stuck.json":
             release.wait(60)
         return real_results(path)
@@ -91,7 +91,7 @@ def test_a_read_that_never_returns_holds_neither_later_loads_nor_the_exit(
             release.wait(60)
         return real_matrices(a_path, b_path, dtype)
 
-    monkeypatch.setattr(gui.results_files, "read_results", read_results)
+    monkeypatch.setattr(gui.results_files, "read_results_file", read_results_file)
     monkeypatch.setattr(gui.matrix_inputs, "load_inputs", load_inputs)
     win = make_window()
     assert win.open_results_in_background(stuck)
