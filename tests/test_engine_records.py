@@ -143,7 +143,7 @@ def test_label_and_series_key(realistic):
 
 def test_bad_records_are_skipped_with_reasons(tmp_path, realistic):
     good = records.to_dict(realistic[0])
-    rows = [good, dict(good, m=0), dict(good, dtype="float16"), dict(good, median_ms=-1.0),
+    rows = [good, dict(good, m=0), dict(good, dtype="float64"), dict(good, median_ms=-1.0),
             dict(good, status="weird"), dict(good, params={"block": "x"}), "text", good]
     p = tmp_path / "mixed.json"
     p.write_text(json.dumps(rows))

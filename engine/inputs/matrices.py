@@ -28,8 +28,11 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from collections.abc import Mapping
+
 import numpy as np
 
+from engine.common.dtypes import ELEMENT_NAMES, ElementType, TypeUnavailable, check_scale
 from engine.inputs.errors import MatrixInputError
 from engine.kernels.registry import gemm_bytes
 from engine.common.units import format_bytes
@@ -48,9 +51,32 @@ __all__ = [
     "check_device_fit",
     "matmul_bytes",
     "describe",
+    "Operands",
+    "generate_operands",
+    "load_operands",
+    "save_operands",
 ]
 
-DTYPES = {"float32": np.float32, "int32": np.int32}
+
+class _NumpyTypes(Mapping):
+    """Type name → NumPy scalar type, for every :class:`ElementType`; the ml_dtypes ones
+    are looked up on first use (KeyError where ml_dtypes is missing, said by
+    :func:`_check_dtype`)."""
+
+    def __getitem__(self, name):
+        try:
+            return ElementType(name).numpy_dtype.type
+        except (ValueError, TypeUnavailable):
+            raise KeyError(name) from None
+
+    def __iter__(self):
+        return iter(ELEMENT_NAMES)
+
+    def __len__(self):
+        return len(ELEMENT_NAMES)
+
+
+DTYPES = _NumpyTypes()
 DISTRIBUTIONS = ("uniform", "normal", "int")
 SUPPORTED_EXTENSIONS = (".npy", ".npz", ".csv", ".txt", ".mtx")
 
@@ -128,15 +154,20 @@ def _first_index(mask: np.ndarray) -> tuple[int, int]:
     return row, col
 
 
-def _check_dtype(dtype: str) -> type:
-    """Map a dtype name to its NumPy type or raise MatrixInputError."""
+def _check_dtype(dtype) -> ElementType:
+    """Map a dtype name to its :class:`ElementType` or raise MatrixInputError."""
     try:
-        return DTYPES[dtype]
-    except (KeyError, TypeError):
+        element = ElementType(dtype)
+    except (ValueError, TypeError):
         choices = ", ".join(DTYPES)
         raise MatrixInputError(
             f"Unsupported dtype {dtype!r}; choose one of: {choices}."
         ) from None
+    try:
+        element.numpy_dtype
+    except TypeUnavailable as exc:
+        raise MatrixInputError(f"{element} cannot be used here: {exc}.") from None
+    return element
 
 
 def _check_positive_int(value, what: str) -> int:
@@ -154,7 +185,7 @@ def _check_positive_int(value, what: str) -> int:
 # ---------------------------------------------------------------------------
 
 
-def _check_generation_args(dtype: str, dist: str, seed, low, high) -> type:
+def _check_generation_args(dtype: str, dist: str, seed, low, high) -> ElementType:
     """Validate the non-shape arguments of :func:`generate`; return the type."""
     target = _check_dtype(dtype)
     if dist not in DISTRIBUTIONS:
@@ -181,7 +212,7 @@ def _check_generation_args(dtype: str, dist: str, seed, low, high) -> type:
         raise MatrixInputError(f"low ({low}) must not be greater than high ({high}).")
     # Integer draws are used for int32 whatever `dist` says, and for
     # dist="int"; [0, 0] could then only ever produce the zero matrix.
-    if (target is np.int32 or dist == "int") and low == high == 0:
+    if (target is ElementType.INT32 or dist == "int") and low == high == 0:
         raise MatrixInputError(
             "The integer range [0, 0] only contains zero; widen low/high so the "
             "matrix is not all zeros."
@@ -193,24 +224,30 @@ def _draw(
     rng: np.random.Generator,
     rows: int,
     cols: int,
-    target: type,
+    element: ElementType,
     dist: str,
     low: int,
     high: int,
 ) -> np.ndarray:
-    """Draw one matrix from ``rng``; arguments are already validated."""
+    """Draw one matrix from ``rng``; arguments are already validated. Half types are the
+    float draws rounded to the type; FP8 draws are returned unrounded (in float64) for
+    :func:`_to_float8` to scale into the type's range."""
     shape = (rows, cols)
-    if target is np.int32 or dist == "int":
+    integers = element is ElementType.INT32 or dist == "int"
+    if integers:
         values = rng.integers(low, high, size=shape, endpoint=True, dtype=np.int64)
     elif dist == "uniform":
         values = rng.uniform(-1.0, 1.0, size=shape)
     else:  # "normal"
         values = rng.standard_normal(size=shape)
-    out = np.ascontiguousarray(values, dtype=target)
-    if not out.any():
+    if element.is_float8:
+        out = np.ascontiguousarray(values, dtype=np.float64)
+    else:
+        out = np.ascontiguousarray(values, dtype=element.numpy_dtype)
+    if not np.any(out.astype(np.float64) != 0):
         # A zero input makes every kernel look correct; force one nonzero
         # entry.  Deterministic (no redraw) so seeds stay reproducible.
-        if target is np.int32 or dist == "int":
+        if integers:
             out[0, 0] = high if high != 0 else low
         else:
             out[0, 0] = 1
@@ -262,7 +299,8 @@ def generate(
     cols = _check_positive_int(cols, "The number of columns")
     target = _check_generation_args(dtype, dist, seed, low, high)
     rng = np.random.default_rng(seed)
-    return _draw(rng, rows, cols, target, dist, low, high)
+    out = _draw(rng, rows, cols, target, dist, low, high)
+    return _to_float8(out, target)[0] if target.is_float8 else out
 
 
 def generate_pair(
@@ -284,8 +322,25 @@ def generate_pair(
     Returns
     -------
     tuple of numpy.ndarray
-        ``(A, B)``, each C-contiguous of the requested dtype.
+        ``(A, B)``, each C-contiguous of the requested dtype. For FP8 the scales
+        are in :func:`generate_operands`' answer (which also unpacks as ``a, b``).
     """
+    return generate_operands(m, n, k, dtype, dist, seed, low, high)
+
+
+def generate_operands(
+    m: int,
+    n: int,
+    k: int,
+    dtype: str,
+    dist: str = "uniform",
+    seed: int | None = 0,
+    low: int = -8,
+    high: int = 8,
+) -> "Operands":
+    """:func:`generate_pair` with the FP8 scales: each FP8 matrix is its float draw
+    divided by a per-tensor scale that maps its largest magnitude onto the type's largest
+    finite value, rounded to the type (the scale recorded; 1 for other types)."""
     m = _check_positive_int(m, "m (rows of A)")
     n = _check_positive_int(n, "n (columns of B)")
     k = _check_positive_int(k, "k (columns of A, rows of B)")
@@ -293,7 +348,44 @@ def generate_pair(
     rng = np.random.default_rng(seed)
     a = _draw(rng, m, k, target, dist, low, high)
     b = _draw(rng, k, n, target, dist, low, high)
-    return a, b
+    if not target.is_float8:
+        return Operands(a, b, target)
+    (a8, sa), (b8, sb) = _to_float8(a, target), _to_float8(b, target)
+    return Operands(a8, b8, target, sa, sb)
+
+
+@dataclass(frozen=True, eq=False)
+class Operands:
+    """A and B of one run in their element type (B as K×N whatever layout the kernel
+    reads), with FP8's per-tensor scales: the product meant is
+    ``scale_a · scale_b · A @ B``. Unpacks as ``a, b`` like a pair."""
+
+    a: np.ndarray
+    b: np.ndarray
+    element: ElementType
+    scale_a: float = 1.0
+    scale_b: float = 1.0
+    #: What loading did to the values (rounded to the type, scaled into FP8's range), or "".
+    note: str = ""
+
+    def __iter__(self):
+        return iter((self.a, self.b))
+
+    def __getitem__(self, index):
+        return (self.a, self.b)[index]
+
+    def __len__(self) -> int:
+        return 2
+
+
+def _to_float8(values: np.ndarray, element: ElementType) -> tuple[np.ndarray, float]:
+    """Finite float values → (FP8 matrix, scale) with ``values ≈ scale · matrix``: the
+    largest magnitude lands on the type's largest finite value."""
+    values = np.asarray(values, dtype=np.float64)
+    amax = float(np.max(np.abs(values), initial=0.0))
+    scale = check_scale(amax / element.max_finite if amax > 0 else 1.0, "the FP8 scale")
+    out = np.ascontiguousarray(values / scale, dtype=element.numpy_dtype)
+    return out, scale
 
 
 # ---------------------------------------------------------------------------
@@ -303,7 +395,7 @@ def generate_pair(
 
 def matmul_bytes(m: int, n: int, k: int, dtype: str) -> int:
     """Bytes needed on the device for A (m×k), B (k×n) and C (m×n)."""
-    return gemm_bytes(m, n, k, np.dtype(_check_dtype(dtype)).itemsize)
+    return gemm_bytes(m, n, k, _check_dtype(dtype).itemsize)
 
 
 def check_device_fit(
@@ -341,6 +433,27 @@ def check_device_fit(
 # ---------------------------------------------------------------------------
 # Validation and conversion of a loaded array
 # ---------------------------------------------------------------------------
+
+
+def _ml_float(arr: np.ndarray, element: ElementType | None, label: str) -> np.ndarray | None:
+    """An ml_dtypes array (bfloat16, FP8) as float64, or None for other arrays. np.save
+    writes those types as raw bytes ('V2', 'V1'): such bytes are read as the chosen type
+    when its size matches; the file does not say which type they are."""
+    if arr.dtype.kind != "V" or arr.dtype.fields is not None:
+        return None
+    if arr.dtype.name in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        return arr.astype(np.float64)
+    size = arr.dtype.itemsize
+    if element is not None and element.is_low_precision and element.itemsize == size \
+            and element is not ElementType.FLOAT16:
+        return arr.view(element.numpy_dtype).astype(np.float64)
+    guess = {2: "bfloat16", 1: "float8_e4m3 or float8_e5m2"}.get(size)
+    if guess:
+        raise MatrixInputError(
+            f"{label} holds {size}-byte values of a type the file does not name (an "
+            f"ml_dtypes {guess} array saved with np.save?); choose {guess} as the type to "
+            f"read it.")
+    return None
 
 
 def _check_kind(arr: np.ndarray, label: str) -> np.ndarray:
@@ -453,14 +566,45 @@ def _to_float32(arr: np.ndarray, label: str) -> np.ndarray:
     return out
 
 
-def _to_matrix(raw, target: type, label: str) -> np.ndarray:
-    """Validate a raw loaded array and convert it to ``target``."""
-    arr = _check_kind(np.asarray(raw), label)
+def _to_low_precision(arr: np.ndarray, element: ElementType, label: str,
+                      notes: list[str] | None = None) -> np.ndarray:
+    """Round finite values to a half type, refusing values that overflow it (the first
+    one named): rounding to nearest turns them into Inf (float16) or NaN (FP8 e4m3)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.ascontiguousarray(arr, dtype=element.numpy_dtype)
+    overflow = ~np.isfinite(out.astype(np.float32))
+    count = int(np.count_nonzero(overflow))
+    if count:
+        row, col = _first_index(overflow)
+        raise MatrixInputError(
+            f"{label} has {count} value{'s' if count > 1 else ''} too large for "
+            f"{element} (largest is {element.max_finite:.6g}), the first "
+            f"{_format_value(arr[row, col])} at [{row}, {col}] {_ZERO_BASED}."
+        )
+    if notes is not None:
+        changed = int(np.count_nonzero(out.astype(np.float64) != arr))
+        if changed:
+            notes.append(f"{label}: {changed:,} of {arr.size:,} values rounded to {element} "
+                         f"(to nearest; the reference uses the rounded values)")
+    return out
+
+
+def _to_matrix(raw, target: ElementType, label: str,
+               notes: list[str] | None = None) -> np.ndarray:
+    """Validate a raw loaded array and convert it to ``target``; values a half or FP8
+    type cannot hold exactly are rounded (said in ``notes``), those it cannot hold at all
+    refused. FP8 files hold the FP8 values themselves: their scale is 1, or the one an
+    .npz stores next to them (:func:`load_operands`)."""
+    arr = np.asarray(raw)
+    ml = _ml_float(arr, target, label)
+    arr = _check_kind(arr if ml is None else ml, label)
     _check_shape(arr, label)
     _check_finite(arr, label)
-    if target is np.int32:
+    if target is ElementType.INT32:
         return _to_int32(arr, label)
-    return _to_float32(arr, label)
+    if target is ElementType.FLOAT32:
+        return _to_float32(arr, label)
+    return _to_low_precision(arr, target, label, notes)
 
 
 # ---------------------------------------------------------------------------
@@ -603,6 +747,11 @@ def _numpy_error(label: str, err: Exception) -> MatrixInputError:
             f"{label} holds Python objects (pickled data), which is refused for "
             f"safety; save plain numeric arrays instead."
         )
+    if "'<f1'" in text or "'>f1'" in text:
+        return MatrixInputError(
+            f"{label} holds 1-byte floats that NumPy cannot read back (an ml_dtypes FP8 "
+            f"array saved with np.save); save it as raw bytes (arr.view('V1')) and choose "
+            f"its FP8 type to read it.")
     detail = f" ({_detail(err)})" if text else ""
     return MatrixInputError(
         f"{label} is truncated or corrupt and could not be read{detail}."
@@ -813,7 +962,7 @@ def _npz_pair_keys(npz, label: str) -> tuple[str, str]:
     """Keys of A and B in an archive holding both: the arrays named a and b (either case),
     else the only two arrays, in file order. Anything else is refused with what the
     archive holds: taking the first two of x, y, z would multiply what nobody chose."""
-    files = list(npz.files)
+    files = [f for f in npz.files if f not in _NPZ_META]
     by_lower: dict[str, list[str]] = {}
     for f in files:
         by_lower.setdefault(f.lower(), []).append(f)
@@ -848,7 +997,8 @@ class LoadedPair:
     note: str = ""
 
 
-def _load_pair_from_npz(path, target: type) -> LoadedPair:
+def _load_pair_from_npz(path, target: ElementType, notes: list[str] | None = None,
+                        scales: dict[str, float] | None = None) -> LoadedPair:
     """Load A and B from a single .npz archive."""
     p = _check_file(path, "A")
     if p.suffix.lower() != ".npz":
@@ -863,8 +1013,11 @@ def _load_pair_from_npz(path, target: type) -> LoadedPair:
             key_a, key_b = _npz_pair_keys(npz, f"B: {label}")
             la = f"A: {label}, array {key_a!r}"
             lb = f"B: {label}, array {key_b!r}"
-            a = _to_matrix(_npz_member(npz, key_a, la), target, la)
-            b = _to_matrix(_npz_member(npz, key_b, lb), target, lb)
+            _check_npz_type(npz, target, label)
+            a = _to_matrix(_npz_member(npz, key_a, la), target, la, notes)
+            b = _to_matrix(_npz_member(npz, key_b, lb), target, lb, notes)
+            if scales is not None:
+                scales.update(_npz_scales(npz, label))
             return LoadedPair(a, b, la, lb, f"A is array {key_a!r} and B is array {key_b!r} "
                                             f"of {label}")
 
@@ -918,3 +1071,110 @@ def load_pair_report(path_a, path_b, dtype: str) -> LoadedPair:
             f"A's columns ({a.shape[1]}) must equal B's rows ({b.shape[0]})."
         )
     return pair
+
+
+# ---------------------------------------------------------------------------
+# Typed operands: half precision and FP8 (scales), files in these types
+# ---------------------------------------------------------------------------
+
+#: Members of an .npz written by :func:`save_operands` that are not matrices: the type's
+#: name (np.save keeps ml_dtypes types only as raw bytes) and FP8's per-tensor scales.
+_NPZ_META = ("dtype", "scale_a", "scale_b")
+
+
+def _check_npz_type(npz, target: ElementType, label: str) -> None:
+    """Refuse an archive whose ``dtype`` member names another type than the chosen one:
+    its raw bytes would be read as the wrong type."""
+    if "dtype" not in npz.files:
+        return
+    try:
+        named = str(np.asarray(npz["dtype"]).reshape(-1)[0])
+    except (*_READER_ERRORS, IndexError):
+        raise MatrixInputError(f"{label}: its 'dtype' member is not a type name.") from None
+    if named != str(target):
+        raise MatrixInputError(
+            f"{label} holds {named} matrices (its 'dtype' member), but {target} was chosen; "
+            f"choose {named} to read it.")
+
+
+def _npz_scales(npz, label: str) -> dict[str, float]:
+    """The FP8 scales an archive stores (``scale_a``, ``scale_b``), each checked."""
+    out = {}
+    for key in ("scale_a", "scale_b"):
+        if key not in npz.files:
+            continue
+        value = np.asarray(_npz_member(npz, key, f"{label}, array {key!r}"))
+        if value.size != 1 or value.dtype.kind not in "iuf":
+            raise MatrixInputError(f"{label}: {key} must be one number, not {describe(value)}.")
+        try:
+            out[key] = check_scale(value.reshape(-1)[0], f"{key}")
+        except ValueError as exc:
+            raise MatrixInputError(f"{label}: {exc}.") from None
+    return out
+
+
+def load_operands(path_a, path_b, dtype, scale_a=None, scale_b=None) -> Operands:
+    """A and B for a run in ``dtype`` (any :class:`ElementType` name): :func:`load_pair`
+    for every type, with the rounding said in ``note`` and FP8's scales from the
+    arguments, else from an .npz holding both (``scale_a``/``scale_b``), else 1.
+    A scale of zero, NaN or Inf is refused."""
+    target = _check_dtype(dtype)
+    notes: list[str] = []
+    scales: dict[str, float] = {}
+    if path_b is None:
+        pair = _guard_memory(lambda: _load_pair_from_npz(path_a, target, notes, scales),
+                             f"A/B: {Path(str(path_a)).name}")
+    else:
+        def one(path, name):
+            p = _check_file(path, name)
+            label = f"{name}: {p.name}"
+
+            def work():
+                if p.suffix.lower() == ".npz":
+                    with _open_npz(p, label) as npz:
+                        _check_npz_type(npz, target, label)
+                raw, raw_label = _read_raw(p, name, None)
+                return _to_matrix(raw, target, raw_label, notes)
+            return _guard_memory(work, label)
+        pair = LoadedPair(one(path_a, "A"), one(path_b, "B"),
+                          f"A: {Path(path_a).name}", f"B: {Path(path_b).name}")
+    a, b = pair.a, pair.b
+    if a.shape[1] != b.shape[0]:
+        raise MatrixInputError(
+            f"A is {_shape_text(a.shape)} but B is {_shape_text(b.shape)}: "
+            f"A's columns ({a.shape[1]}) must equal B's rows ({b.shape[0]})."
+        )
+    sa, sb = scales.get("scale_a", 1.0), scales.get("scale_b", 1.0)
+    try:
+        if scale_a is not None:
+            sa = check_scale(scale_a, "scale_a")
+        if scale_b is not None:
+            sb = check_scale(scale_b, "scale_b")
+    except ValueError as exc:
+        raise MatrixInputError(f"{exc}.") from None
+    if not target.is_float8 and (sa, sb) != (1.0, 1.0):
+        raise MatrixInputError(f"per-tensor scales apply to FP8 inputs only, not {target}.")
+    note = "; ".join(([pair.note] if pair.note else []) + notes)
+    return Operands(a, b, target, sa, sb, note)
+
+
+def save_operands(path, ops: Operands) -> None:
+    """Write A and B (and the type's name, and FP8's scales) to an .npz that
+    :func:`load_operands` reads back exactly; a .npy path gets A alone."""
+    p = Path(path)
+    if p.suffix.lower() == ".npy":
+        np.save(p, _raw_bytes(ops.a))
+        return
+    if p.suffix.lower() != ".npz":
+        raise MatrixInputError(f"{p.name}: operands are saved as .npz (or A alone as .npy).")
+    meta = {"dtype": np.array(str(ops.element))}
+    if ops.element.is_float8:
+        meta.update(scale_a=np.float64(ops.scale_a), scale_b=np.float64(ops.scale_b))
+    np.savez(p, a=_raw_bytes(ops.a), b=_raw_bytes(ops.b), **meta)
+
+
+def _raw_bytes(arr: np.ndarray) -> np.ndarray:
+    """An ml_dtypes array as raw bytes ('V1', 'V2'): np.load cannot read the descriptor
+    np.save writes for some of them (float8_e5m2's '<f1'); the reader views them back."""
+    ml_types = ("bfloat16", "float8_e4m3fn", "float8_e5m2")
+    return arr.view(f"V{arr.dtype.itemsize}") if arr.dtype.name in ml_types else arr

@@ -119,6 +119,17 @@ class ResultRecord:
     #: What was checked again after the timed launches, all passed ("last timed launch,
     #: second seed (sampled)"); "": nothing (not verified, or an older file).
     recheck: str = ""
+    #: A share-mode run over several devices of one model (engine.run.dispatch): the devices,
+    #: e.g. "2 × NVIDIA H200 (#0, #1)"; their records are one table (one lab best,
+    #: engine.results.derived.table_key). "": the record's own device is its table.
+    share_group: str = ""
+    #: The output type of C and B's layout (engine.common.dtypes): "" in files written
+    #: before half precision, meaning the input type and "kn" (B as K×N).
+    out_dtype: str = ""
+    layout: str = ""
+    #: FP8's per-tensor scales of A and B (C = scale_a·scale_b·A·B); NaN: no scales.
+    scale_a: float = math.nan
+    scale_b: float = math.nan
 
     def __post_init__(self):
         # A status given as its word becomes the enum; a wrong one is left for
@@ -312,6 +323,12 @@ def _name(value: Any, name: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise RecordFieldError(name, value, "a name")
     return value
+
+
+def _optional_choice(options: tuple[str, ...]) -> Callable[[Any, str], str]:
+    """One of ``options``, or "" (empty, None: a file from before the field)."""
+    chosen = _choice(tuple(str(o) for o in options))
+    return lambda value, name: "" if value in (None, "") else chosen(value, name)
 
 
 def _choice(options: tuple[str, ...]) -> Callable[[Any, str], str]:
@@ -514,7 +531,7 @@ _profile = _keyed(_PROFILE_KEYS)
 
 
 def _field_parsers() -> dict[str, Callable[[Any, str], Any]]:
-    from engine.kernels.registry import DTYPES  # noqa: PLC0415
+    from engine.common.dtypes import ELEMENT_NAMES, Layout  # noqa: PLC0415
 
     def whole(low, high, default):
         return lambda v, n: _whole(v, n, low, high, default)
@@ -523,7 +540,8 @@ def _field_parsers() -> dict[str, Callable[[Any, str], Any]]:
     parsers: dict[str, Callable[[Any, str], Any]] = {
         "backend": _name, "variant": _name, "params": _params,
         "m": size, "n": size, "k": size,
-        "dtype": _choice(tuple(DTYPES)), "mode": _choice(MODES), "status": _status,
+        "dtype": _choice(ELEMENT_NAMES), "out_dtype": _optional_choice(ELEMENT_NAMES),
+        "layout": _optional_choice(tuple(Layout)), "mode": _choice(MODES), "status": _status,
         "warmup": whole(0, 10**9, 0), "repeats": whole(0, 10**9, 0),
         "flops": whole(0, 1 << 100, 0), "bytes": whole(0, 1 << 100, 0),
         "device_index": whole(-1, 1 << 31, -1),
