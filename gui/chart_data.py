@@ -17,7 +17,7 @@ from PySide6.QtGui import QColor
 from engine.measure import metrics
 from engine.kernels import registry
 from engine.results import derived
-from engine.results.derived import is_reference_record, lab_best, record_precision
+from engine.results.derived import is_reference_record, lab_best, record_precision, table_key
 from engine.results.records import RecordStatus, ResultRecord
 from engine.inputs.sizes import format_shape
 
@@ -168,11 +168,11 @@ def lab_best_series(recs: list[ResultRecord], parts=(), source_list=None) -> lis
     kernels: dict[tuple, set] = {}
     groups: dict[tuple, list[ResultRecord]] = {}
     for key, r in lab_best(recs).items():
-        group = key[:2] + r.device_key() + (r.dtype, r.mode, key[-1])
+        group = key[:2] + table_key(r) + (r.dtype, r.mode, key[-1])
         groups.setdefault(group, []).append(r)
     for r in recs:
         if r.status == RecordStatus.OK and r.passed is True and not is_reference_record(r):
-            group = (r.source, r.backend) + r.device_key() + (r.dtype, r.mode, record_precision(r))
+            group = (r.source, r.backend) + table_key(r) + (r.dtype, r.mode, record_precision(r))
             kernels.setdefault(group, set()).add(r.variant)
     out = []
     for group, rs in groups.items():
@@ -180,7 +180,9 @@ def lab_best_series(recs: list[ResultRecord], parts=(), source_list=None) -> lis
             continue
         first, precision = rs[0], group[-1]
         name = f"{LAB_BEST_LABEL} {precision.upper()}"
-        label = " · ".join([name] + [fmt(first) for on, fmt in parts if on])
+        # a share run's one table names its devices, not the first row's
+        label = " · ".join([name] + [first.share_group if i == 2 and first.share_group
+                                     else fmt(first) for i, (on, fmt) in enumerate(parts) if on])
         out.append(Series(("lab",) + group, name, label, source_list.index(first.source),
                           sorted(rs, key=problem_size), lab=True, short=label))
     return out

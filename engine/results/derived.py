@@ -81,22 +81,44 @@ def is_reference_record(r) -> bool:
     return v.role == "reference" if v is not None else r.variant.lower().startswith("cublas")
 
 
+def table_key(r) -> tuple:
+    """The devices whose records make one table: a share-mode run over devices of one model
+    is one (its :attr:`~ResultRecord.share_group`: one lab best over all of them); any
+    other record's table is its own device's (:meth:`~ResultRecord.device_key`)."""
+    return ("share", r.share_group) if r.share_group else r.device_key()
+
+
 def problem_key(r) -> tuple:
-    """(source, backend, device, M, N, K, dtype, mode, precision): one problem of one run,
-    the key of :func:`lab_best` and :func:`reference_times`."""
+    """(source, backend, table, M, N, K, dtype, mode, precision): one problem of one run's
+    table (:func:`table_key`), the key of :func:`lab_best`."""
+    return (r.source, r.backend) + table_key(r) + (r.m, r.n, r.k, r.dtype, r.mode,
+                                                   record_precision(r))
+
+
+def device_problem_key(r) -> tuple:
+    """:func:`problem_key` on the record's own device: the key of :func:`reference_times`
+    (a ratio is of a reference line timed on the device that timed the record)."""
     return (r.source, r.backend) + r.device_key() + (r.m, r.n, r.k, r.dtype, r.mode,
                                                      record_precision(r))
 
 
 def reference_times(records: Iterable) -> dict[tuple, float]:
     """The fastest run (median ms) of the library reference line (cuBLAS) per
-    :func:`problem_key`: what a lab best row is compared with."""
+    :func:`device_problem_key`: what a lab best row is compared with."""
     out: dict[tuple, float] = {}
     for r in records:
         if is_reference_record(r) and r.status == RecordStatus.OK and math.isfinite(r.median_ms):
-            key = problem_key(r)
+            key = device_problem_key(r)
             out[key] = min(out.get(key, math.inf), r.median_ms)
     return out
+
+
+def lab_best_pct_of_reference(key: tuple, best, refs: dict[tuple, float]) -> float:
+    """% of the reference line for the lab best row ``key`` (of :func:`lab_best`), whose
+    record is ``best``: the line of the row's precision timed on ``best``'s own device
+    (``refs`` from :func:`reference_times`); NaN where that device ran none."""
+    own = device_problem_key(best)[:-1] + (key[-1],)
+    return pct_of_reference(refs.get(own), best.median_ms)
 
 
 #: Arithmetic a request of a precision may run on: a TF32 request may take an FP32 kernel
@@ -105,8 +127,8 @@ SERVES = {"tf32": ("tf32", "fp32")}
 
 
 def lab_best(records: Iterable) -> dict[tuple, Any]:
-    """The lab's best per problem: for each (source, backend, device, M, N, K, dtype, mode,
-    precision), the fastest record of the lab's own kernels (not a library reference) that
+    """The lab's best per problem: for each (source, backend, table, M, N, K, dtype, mode,
+    precision) (:func:`problem_key`: a device, or the devices of a share run of one model), the fastest record of the lab's own kernels (not a library reference) that
     ran and passed verification. It is what a user gets by dispatching each shape to the
     fastest kernel, as cuBLAS does, and stands beside cuBLAS of the same precision. Where a
     TF32 kernel ran, the TF32 best may be an FP32 kernel (:data:`SERVES`): dispatching a

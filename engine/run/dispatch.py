@@ -27,6 +27,14 @@ item, and the run's later tasks record that build without trying it again.
 
 The kernel files are read once, when the run starts (:meth:`Plan.with_sources
 <engine.run.runner.Plan.with_sources>`): every engine gets those texts with its tasks.
+
+A share run over several devices keeps one honest table: the lines other records are
+compared with (the ``reference`` and ``baseline`` roles: cuBLAS, naive) run on every
+device that runs items of their shape, so every ratio is of a line timed on the record's
+own device; over devices of one model the records carry a ``share_group`` (one lab best,
+engine.results.derived.table_key), over different models the run says their lab bests
+stay apart. Tasks go out longest expected first (:func:`expected_item_s`), and the run's
+:class:`~engine.run.timeline.Timeline` keeps what each engine did when.
 """
 from __future__ import annotations
 
@@ -47,6 +55,7 @@ from engine.run.events import EventKind, LogLevel
 from engine.kernels import registry
 from engine.run.runner import (CancelToken, Emit, Event, FailedBuild, Plan, final_records,
                                fitting_count, input_sets, make_record)
+from engine.run.timeline import Activity, Timeline
 
 MODES = ("compare", "share")
 #: How often a share-mode run asks its ``joiners`` for new engines.
@@ -60,6 +69,43 @@ EARLY_DEATHS_MAX = 3
 #: Engines that can join a run now (devices that became free); [] when none.
 Joiners = Callable[[], list[EngineHandle]]
 
+#: Roles of the lines other records' ratios are of (% of cuBLAS, speed-up over naive):
+#: a share run times them on every device that runs their shape.
+LINE_ROLES = ("reference", "baseline")
+#: Share of the device's peak an item's launches are assumed to reach when the tasks are
+#: ordered (only the order matters: the baseline, naive, is far slower than the others).
+ASSUMED_SHARE_OF_PEAK = {"baseline": 0.02}
+DEFAULT_SHARE_OF_PEAK = 0.4
+#: Peak GFLOP/s assumed for ordering where the device's is unknown (a CPU driver).
+UNKNOWN_PEAK_GFLOPS = 100.0
+#: Seconds an item costs besides its launches (build from cache, checks, its record).
+ITEM_OVERHEAD_S = 0.05
+#: A share run cuts each shape's items in this many pieces per engine: the last pieces are
+#: short, so that no engine waits long for another at the end.
+PIECES_PER_ENGINE = 3
+
+
+def is_line(name: str) -> bool:
+    """A reference or baseline line (:data:`LINE_ROLES`)."""
+    return registry.role_of(name) in LINE_ROLES
+
+
+def expected_item_s(plan: Plan, name: str, params, shape, peak_gflops: float | None) -> float:
+    """Rough seconds one item takes on a device of ``peak_gflops``: its launches (verify,
+    warm-up, timed, re-checks) at an assumed share of the peak, or the time budget."""
+    v = registry.get(name)
+    m, n, k = shape
+    flops = v.flops(m, v.effective_n(m, n), k)
+    share = ASSUMED_SHARE_OF_PEAK.get(v.role, DEFAULT_SHARE_OF_PEAK)
+    launch_s = flops / (max(peak_gflops or UNKNOWN_PEAK_GFLOPS, 1e-3) * 1e9 * share)
+    if plan.until_noise is not None:
+        timed_s = max(plan.until_noise.min_s, 3 * launch_s)
+    elif plan.time_budget_s is not None:
+        timed_s = max(plan.time_budget_s, 3 * launch_s)
+    else:
+        timed_s = plan.repeats * launch_s
+    return ITEM_OVERHEAD_S + (plan.warmup + 3) * launch_s + timed_s
+
 
 @dataclass
 class Task:
@@ -70,22 +116,44 @@ class Task:
     order: tuple[int, int]
     #: Engine deaths so far before the task's first item (each one restarts the engine).
     early_deaths: int = 0
+    #: The reference and baseline items of the task's shape, run first by a device that has
+    #: not run them at that shape (a share run: every ratio of its own device's lines).
+    lines: tuple = ()
+    #: Seconds the task is expected to take (:func:`expected_item_s`): longest first.
+    expected_s: float = 0.0
 
 
-def split_plan(plan: Plan, pieces: int) -> list[Task]:
+def split_plan(plan: Plan, pieces: int, lines_apart: bool = False,
+               peak_gflops: float | None = None) -> list[Task]:
     """One task per shape (or per loaded matrix pair), its items cut in about ``pieces``
-    chunks so several devices can share one shape's items."""
+    chunks so several devices can share one shape's items.
+
+    With several pieces, each shape's costliest items go in its first chunks, and the tasks
+    come longest expected first (the shortest last: the engines finish together).
+    ``lines_apart``: the shape's reference and baseline lines are no chunk's items but
+    every chunk's :attr:`Task.lines`."""
     sets = [None] if plan.matrices is not None else list(plan.shapes)
-    size = max(1, -(-len(plan.items) // max(pieces, 1)))
     tasks = []
     for si, shape in enumerate(sets):
         # only_fitting: the items that do not fit the shape make no task (no record)
-        items = plan.items_at(plan.input_shapes()[0] if shape is None else shape)
-        for start in range(0, len(items), size):
-            sub = dataclasses.replace(plan, items=list(items[start:start + size]),
+        at = plan.input_shapes()[0] if shape is None else shape
+        items = plan.items_at(at)
+        lines = [it for it in items if is_line(it[0])] if lines_apart else []
+        rest = [it for it in items if not is_line(it[0])] if lines else items
+        if not rest:        # only lines at this shape: a task like any other
+            rest, lines = items, []
+        cost = {i: expected_item_s(plan, n, p, at, peak_gflops) for i, (n, p) in enumerate(rest)}
+        ranked = sorted(cost, key=lambda i: -cost[i]) if pieces > 1 else list(cost)
+        size = max(1, -(-len(rest) // max(pieces, 1)))
+        for start in range(0, len(ranked), size):
+            chunk = sorted(ranked[start:start + size])      # the plan's order within a chunk
+            sub = dataclasses.replace(plan, items=[rest[i] for i in chunk],
                                       shapes=[] if shape is None else [shape], autotune=False,
                                       retune=False)
-            tasks.append(Task(sub, (si, start)))
+            tasks.append(Task(sub, (si, chunk[0]), lines=tuple(lines),
+                              expected_s=sum(cost[i] for i in chunk)))
+    if pieces > 1:
+        tasks.sort(key=lambda t: -t.expected_s)     # stable: a shape's chunks stay in order
     return tasks
 
 
@@ -96,6 +164,8 @@ class Run:
         self.cancel_token = CancelToken()
         self.future: Future[list[ResultRecord]] = Future()
         self.thread: threading.Thread | None = None
+        #: What each engine did when (filled while the run goes on).
+        self.timeline = Timeline()
 
     def cancel(self) -> None:
         self.cancel_token.cancel()
@@ -130,6 +200,11 @@ class Dispatcher:
         self._total = 0
         self._t0 = time.perf_counter()
         self._results: list[tuple[tuple, int, ResultRecord]] = []
+        #: What each engine did when (engine.run.timeline); the run's handle shows it too.
+        self.timeline = self.run_handle.timeline
+        #: A share run over devices of one model: its records' share_group, and that model.
+        self._share_group = ""
+        self._share_model = ""
         self._live: list[EngineHandle] = []
         #: Builds whose engine was ended past the build time limit: later tasks record
         #: them instead of building them again (each try would cost the whole limit).
@@ -150,6 +225,8 @@ class Dispatcher:
         eng_index = self.engines.index(engine)
 
         def inner(ev: Event) -> None:
+            if self._timed(engine, ev):
+                return
             if ev.kind == EventKind.RESULT and ev.record is not None:
                 got.append(ev.record)
                 self._add_result(order, eng_index, ev.record)
@@ -165,7 +242,29 @@ class Dispatcher:
                 self._emit(dataclasses.replace(ev, message=tag + ev.message))
         return inner
 
+    def _timed(self, engine: EngineHandle, ev: Event) -> bool:
+        """Puts an engine's phase (and an item's end) on the timeline; True for a phase
+        event, which goes no further."""
+        if ev.kind == EventKind.PHASE:
+            what = ""
+            if ev.item is not None:
+                name, params, (m, n, k) = ev.item
+                v = registry.REGISTRY.get(name)
+                what = f"{v.label(params) if v is not None else name} @ {m}×{n}×{k}"
+            self.timeline.begin(self._lane(engine), Activity(ev.message), what)
+            return True
+        if ev.kind == EventKind.RESULT:
+            self.timeline.end(self._lane(engine))
+        return False
+
+    def _lane(self, engine: EngineHandle) -> str:
+        """The engine's row in the timeline: its label, numbered where two engines share it."""
+        same = [e for e in self.engines if e.label == engine.label]
+        return engine.label if len(same) < 2 else f"{engine.label}/{same.index(engine) + 1}"
+
     def _add_result(self, order: tuple, eng_index: int, rec: ResultRecord) -> None:
+        if self._share_group and rec.device == self._share_model and not rec.share_group:
+            rec.share_group = self._share_group     # before anyone sees it
         with self._emit_lock:
             self._results.append((order, eng_index, rec))
             self._done += 1
@@ -196,6 +295,8 @@ class Dispatcher:
             self._emit(Event(EventKind.FINISHED, msg))
             return []
         devices = [e.info for e in self._live]
+        if self.mode == "share":
+            self._one_table()
         per_device = fitting_count(plan)
         self._total = per_device * (len(self._live) if self.mode == "compare" else 1)
         where = (devices[0].name if len(devices) == 1
@@ -220,6 +321,27 @@ class Dispatcher:
                          total=self._total, cancelled=self.cancel.cancelled, started=True,
                          records=final))
         return final
+
+    def _one_table(self) -> None:
+        """A share run over several devices: one model makes one table (the records'
+        share_group); different models keep their lab bests apart, and the log says so."""
+        keys = {(e.host, e.info.name, e.info.index) for e in self._live}
+        if len(keys) < 2:
+            return          # engines on one device: its table is the run's
+        models = sorted({name for _h, name, _i in keys})
+        if len(models) > 1:
+            self._emit(Event(EventKind.LOG, "the work is shared by different devices ("
+                             + "; ".join(models) + "): each keeps its own lab best, and every "
+                             "ratio is of its own device's reference lines", level=LogLevel.WARNING))
+            return
+        hosts = {h for h, _n, _i in keys}
+        where = ", ".join(f"#{i}" + (f" @ {h}" if len(hosts) > 1 else "")
+                          for h, _n, i in sorted(keys, key=lambda t: (t[0], t[2])))
+        self._share_model = models[0]
+        self._share_group = f"{len(keys)} × {models[0]} ({where})"
+        self._emit(Event(EventKind.LOG, f"one table over {self._share_group}: one lab best, "
+                         "each row naming its device; every ratio is of its own device's "
+                         "reference lines"))
 
     def _guard(self, fn: Callable, *args) -> None:
         try:
@@ -305,8 +427,15 @@ class Dispatcher:
         """
         joinable = self.joiners is not None and engines is self._live
         # With engines that may join, every item is a task of its own: work to take.
-        pieces = len(plan.items) if joinable else 2 * len(engines) if len(engines) > 1 else 1
-        tasks = deque(split_plan(plan, pieces))
+        pieces = (len(plan.items) if joinable else PIECES_PER_ENGINE * len(engines)
+                  if len(engines) > 1 else 1)
+        # A share run's own items: each device times the lines of the shapes it runs.
+        lines_apart = emit is None and self.mode == "share" and len(engines) > 1
+        peaks = [e.info.peak_gflops_fp32 for e in engines if e.info is not None]
+        tasks = deque(split_plan(plan, pieces, lines_apart,
+                                 max((p for p in peaks if p), default=None)))
+        #: (device, shape) pairs whose lines have run (or are running).
+        lines_run: set[tuple] = set()
         # Guards tasks, out, live and busy; idle engines wait on it while another engine
         # may still put the rest of a task back (its engine lost), so nothing is stranded.
         lock = threading.Condition()
@@ -326,15 +455,34 @@ class Dispatcher:
                     lock.wait(0.2)
                 return None
 
+        def with_lines(engine: EngineHandle, task: Task) -> Task:
+            """``task`` with its shape's lines first, where ``engine``'s device has not run them."""
+            if not task.lines or engine.info is None:
+                return task
+            key = (engine.host, engine.info.name, engine.info.index, tuple(task.plan.shapes))
+            with lock:
+                if key in lines_run:
+                    return task
+                lines_run.add(key)
+            have = {(n, tuple(sorted(p.items()))) for n, p in task.plan.items}
+            extra = [(n, p) for n, p in task.lines if (n, tuple(sorted(p.items()))) not in have]
+            if emit is None:
+                with self._emit_lock:
+                    self._total += len(extra)
+            return dataclasses.replace(task, plan=dataclasses.replace(
+                task.plan, items=extra + list(task.plan.items)), lines=())
+
         def work(engine: EngineHandle) -> None:
             while True:
                 task = next_task()
                 if task is None:
                     return
                 try:
-                    if not run_task(engine, task):
+                    self.timeline.begin(self._lane(engine), Activity.SETUP)
+                    if not run_task(engine, with_lines(engine, task)):
                         return
                 finally:
+                    self.timeline.end(self._lane(engine))
                     with lock:
                         busy[0] -= 1
                         lock.notify_all()
@@ -347,6 +495,8 @@ class Dispatcher:
                 fwd = self._forward(engine, task.order, got)
             else:
                 def fwd(ev, got=got):
+                    if self._timed(engine, ev):
+                        return
                     if ev.kind == EventKind.RESULT and ev.record is not None:
                         got.append(ev.record)
                     elif ev.kind == EventKind.LOG:
@@ -481,7 +631,8 @@ class Dispatcher:
             return None
         self._emit(Event(EventKind.LOG, f"{engine.label}: {len(remaining)} item(s) of that task go "
                                 "back to the queue", level=LogLevel.WARNING))
-        return Task(dataclasses.replace(task.plan, items=remaining), task.order)
+        return dataclasses.replace(task, plan=dataclasses.replace(task.plan, items=remaining),
+                                   early_deaths=0)
 
     def _fail_task(self, engine: EngineHandle, task: Task, why: str, emit: Emit | None) -> None:
         """Every item of ``task`` is recorded as an error saying ``why``; it is not retried."""

@@ -228,6 +228,7 @@ class RemoteEngine(EngineHandle):
                         deadline = time.monotonic() + deadline_len
                     else:
                         deadline = None
+                    emit(ev)        # the run's timeline (engine.run.timeline)
                     continue
                 if ev.kind == EventKind.PROGRESS:
                     item = self.in_flight = ev.item

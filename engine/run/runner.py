@@ -386,11 +386,18 @@ _LAST_REFS: dict[tuple, dict[str, Reference]] = {}
 _INPUTS_LOCK = threading.Lock()
 
 
+#: Input sets kept: a shape's first and its second (re-check) set, so that a share run's
+#: next piece of the shape makes neither again.
+_INPUTS_KEPT = 2
+
+
 def _generated_pair(key: tuple) -> tuple[np.ndarray, np.ndarray]:
     with _INPUTS_LOCK:
         if key not in _LAST_INPUTS:
-            _LAST_INPUTS.clear()
-            _LAST_REFS.clear()
+            while len(_LAST_INPUTS) >= _INPUTS_KEPT:
+                oldest = next(iter(_LAST_INPUTS))
+                del _LAST_INPUTS[oldest]
+                _LAST_REFS.pop(oldest, None)
             m, n, k, dtype, dist, seed = key
             _LAST_INPUTS[key] = matrices.generate_pair(m, n, k, dtype, dist=dist, seed=seed)
         return _LAST_INPUTS[key]
@@ -828,8 +835,7 @@ class SecondInputs:
             self.note = "no room on the device for a second input set"
             return None
         try:
-            a, b = matrices.generate_pair(m, n, k, self.plan.dtype, dist=self.plan.dist,
-                                          seed=self.seed)
+            a, b = _generated_pair((m, n, k, self.plan.dtype, self.plan.dist, self.seed))
             self._ws = self.backend.prepare(a, b if self.needs_b else None)
         except (matrices.MatrixInputError, MemoryError, BackendError) as exc:
             self.note = f"the second input set could not be made ({exc or 'out of memory'})"
