@@ -19,6 +19,7 @@ from engine.measure.backends import BACKENDS, BackendStatus, DeviceInfo
 from engine.results.records import ResultRecord
 from engine.run.runner import BUDGET_RANGE, REPEATS_RANGE, WARMUP_RANGE, Plan
 from engine.measure.timing import NOISE_DEFAULT_PCT, NOISE_PCT_RANGE, NoiseStop
+from engine.measure.conditions import ClockMode
 
 from .device_picker import DevicePicker
 from .labels import WrapLabel
@@ -30,6 +31,10 @@ from .variant_tree import VariantTree
 #: Preferred backend when the saved one is not available here.
 BACKEND_PREFERENCE = ("cuda", "opencl", "cpu")
 MODES = (("hot", "Hot — back-to-back launches"), ("cold", "Cold — caches flushed before each launch"))
+#: The Clocks choice: bench's --lock-clocks (none, base, max).
+CLOCK_CHOICES = ((ClockMode.NONE, "As the driver sets them"),
+                 (ClockMode.BASE, "Locked at the base clock"),
+                 (ClockMode.MAX, "Locked at the highest clock"))
 
 
 def _group(title: str, *widgets_or_layouts) -> QGroupBox:
@@ -150,6 +155,14 @@ class ConfigPanel(QWidget):
         self.noise.setSingleStep(0.1)
         self.noise.setValue(NOISE_DEFAULT_PCT)
         self.noise.setSuffix(" %")
+        self.clocks = QComboBox()
+        for clock_mode, text in CLOCK_CHOICES:
+            self.clocks.addItem(text, clock_mode.value)
+        self.clocks.setToolTip(
+            "Lock the NVIDIA GPUs' SM clock for the run (base or highest clock; bench "
+            "--lock-clocks), restored at its end, on Cancel and when the window closes. "
+            "The driver allows it to root only: a refusal is said in the Log and the run "
+            "goes on unlocked.")
         self.verify = QCheckBox("Verify results")
         self.verify.setChecked(True)
         self.verify.setToolTip("Compare each kernel's C against a reference before timing")
@@ -185,9 +198,13 @@ class ConfigPanel(QWidget):
         r3.addWidget(self.repeats, 1)
         r3.addWidget(self.budget_radio)
         r3.addWidget(self.budget, 1)
-        r3.addWidget(self.noise_radio)
-        r3.addWidget(self.noise, 1)
         mform.addRow("Timing", r3)
+        # the noise rule on a row of its own: three choices on one row widen the panel
+        r3b = QHBoxLayout()
+        r3b.addWidget(self.noise_radio)
+        r3b.addWidget(self.noise, 1)
+        mform.addRow("", r3b)
+        mform.addRow("Clocks", self.clocks)
         measure = _group("Measurement", mform)
 
         self.inputs = MatrixInputs()
@@ -212,7 +229,7 @@ class ConfigPanel(QWidget):
         for sig in (self.mode.currentIndexChanged, self.warmup.valueChanged,
                     self.repeats.valueChanged, self.budget.valueChanged,
                     self.noise.valueChanged, self.repeats_radio.toggled, self.noise_radio.toggled, self.verify.toggled, self.autotune.toggled,
-                    self.guess.toggled):
+                    self.guess.toggled, self.clocks.currentIndexChanged):
             sig.connect(self._changed)
         self.inputs.changed.connect(self._inputs_changed)
 
@@ -458,6 +475,10 @@ class ConfigPanel(QWidget):
         plan.validate()
         return plan
 
+    def clock_mode(self) -> ClockMode:
+        """The Clocks choice: what the window's run does with the GPU clocks."""
+        return ClockMode(self.clocks.currentData() or ClockMode.NONE.value)
+
     def set_running(self, running: bool) -> None:
         """Freeze everything a running sweep depends on."""
         for child in self.findChildren(QGroupBox):
@@ -488,6 +509,7 @@ class ConfigPanel(QWidget):
             "budget_s": self.budget.value(),
             "use_noise": self.noise_radio.isChecked(),
             "noise_pct": self.noise.value(),
+            "clock_lock": self.clock_mode().value,
             "verify": self.verify.isChecked() if self.inputs.mode != "files" else self._saved_verify,
             "autotune": self.autotune.isChecked(),
             "guess": self.guess.isChecked(),
@@ -536,6 +558,9 @@ class ConfigPanel(QWidget):
             self.noise.setValue(get("noise_pct", float))
         (self.noise_radio if state.get("use_noise") is True else self.budget_radio
          if state.get("use_budget") else self.repeats_radio).setChecked(True)
+        i = self.clocks.findData(state.get("clock_lock"))
+        if i >= 0:
+            self.clocks.setCurrentIndex(i)
         self._saved_verify = bool(state.get("verify", True))
         self.verify.setChecked(self._saved_verify)
         self.autotune.setChecked(bool(state.get("autotune", False)))

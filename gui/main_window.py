@@ -544,8 +544,11 @@ class MainWindow(QMainWindow):
                                 f"{'cold' if plan.cold else 'hot'}, warm-up {plan.warmup}, "
                                 + (f"budget {plan.time_budget_s} s" if plan.time_budget_s
                                    else f"{plan.repeats} repeats"))
-        if not self.controller.start(plan, target):
+        # The clock lock is held by this process (the controller), not by an engine.
+        lock_devices = self.config.devices_info() if target.ray_address is None else []
+        if not self.controller.start(plan, target, self.config.clock_mode(), lock_devices):
             return False
+        self.files.run_settings(plan.time_budget_s, self.controller.clock_lock_text)
         self._set_running(True)
         return True
 
@@ -578,6 +581,7 @@ class MainWindow(QMainWindow):
         else:
             where = "the device"
         self.run_bar.started(ev.total, where)
+        self.files.run_devices(devices)    # a saved file's environment block names them
         if devices:
             # The opened device may know more than the probe did; keep user-typed peaks
             # where it knows nothing.

@@ -24,8 +24,9 @@ from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
 
-from engine.results import records
+from engine.results import environment as env_block, records
 from engine.common.files import check_regular_file
+from engine.measure.backends import DeviceInfo
 from engine.results.environment import Environment
 from engine.results.records import ResultRecord, ResultsFileError
 
@@ -108,6 +109,11 @@ class ResultsFiles(QObject):
         self._runs = 0                      # live runs started, for "run N" labels
         self._running = False
         self._kept_runs: set[int] = set()   # runs shown as "run N (hh:mm)"
+        #: The shown runs' devices as their engines opened them (UUID, driver: the
+        #: environment block of a saved file), by (backend, index).
+        self._run_devices: dict[tuple[str, int], DeviceInfo] = {}
+        #: The shown runs' (time budget, clock lock text), for the block's timing settings.
+        self._run_timing: list[tuple[float | None, str]] = []
         self.journal = journal if journal is not None else SessionJournal(
             on_problem=lambda text: self.log.emit("warning", text))
         if hasattr(self.journal, "prepare"):
@@ -232,7 +238,7 @@ class ResultsFiles(QObject):
         """
         path = Path(path)
         try:
-            records.save(self.store.records, path)
+            records.save(self.store.records, path, environment=self.environment())
         except (ValueError, OSError) as exc:
             raise ResultsFileError(str(exc)) from None
         if not self._running:
@@ -242,12 +248,34 @@ class ResultsFiles(QObject):
         self.add_recent(path)
         return len(self.store)
 
+    def environment(self) -> Environment:
+        """The environment block of the shown records, as ``bench --out`` writes it: the
+        runs' devices as opened (UUID, driver), their timing settings and clock lock."""
+        recs = self.store.records
+        budgets = {b for b, _ in self._run_timing}
+        locks = [c for _, c in self._run_timing if c]
+        timing = env_block.timing_of(recs, next(iter(budgets)) if len(budgets) == 1 else None,
+                                     clock_lock="; ".join(dict.fromkeys(locks)))
+        return env_block.collect(recs, list(self._run_devices.values()), timing)
+
+    def run_settings(self, budget_s: float | None, clock_lock: str) -> None:
+        """The starting run's time budget and what it asked of the clocks (the block's
+        timing settings)."""
+        self._run_timing.append((budget_s, clock_lock))
+
+    def run_devices(self, devices: list[DeviceInfo]) -> None:
+        """The run's devices as its engines opened them (the ``started`` event's)."""
+        for info in devices:
+            self._run_devices[(info.backend, info.index)] = info
+
     def clear(self) -> None:
         """Forget every shown record: the live run's, the opened files' and restored ones."""
         self.store.clear()
         self._opened.clear()
         self._live = []
         self._kept_runs.clear()
+        self._run_devices.clear()
+        self._run_timing.clear()
         self.journal.done()
 
     def close(self) -> None:
@@ -326,6 +354,8 @@ class ResultsFiles(QObject):
                 self._kept_runs.add(self._runs)
         else:
             self.store.replace_where(lambda r: bool(r.source))
+            self._run_devices.clear()        # the runs they described are gone
+            self._run_timing.clear()
             # The last run's results left the window by choice: not to be restored either.
             if self._kept_runs:
                 self.journal.drop(self._runs)

@@ -11,19 +11,26 @@ controller (a window method, a lambda, a test's waiter) runs in the GUI thread, 
 connection crosses threads except the controller's own.  Nothing here waits on an
 engine in the GUI thread: probing, opening devices, connecting to a Ray cluster and
 closing engines all happen on worker threads.
+
+The GPU clock lock of a run (:class:`~engine.measure.conditions.ClockLock`, bench's
+``--lock-clocks``) is held here, in the window's process, never in an engine process
+(which may crash): taken when the run starts and restored when its ``finished`` event is
+handled, on Cancel, when the controller closes (the window's closeEvent) or is killed,
+and at the interpreter's exit (the lock's atexit).
 """
 from __future__ import annotations
 
 import threading
 import time
 from collections import deque
-from typing import Callable
+from typing import Callable, Sequence
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 
 from engine.run import cluster  # Ray itself is imported only when a cluster is used
 from engine.run.autotune import CacheEvent
-from engine.measure.backends import probe_all
+from engine.measure.backends import DeviceInfo, probe_all
+from engine.measure.conditions import ClockLock, ClockMode, open_monitor
 from engine.common.cpus import WINDOW_CPUS
 from engine.run.dispatch import MODES, Run
 from engine.run.engines import EngineHandle
@@ -130,6 +137,11 @@ class RunController(QObject):
         self._pending_lock = threading.Lock()
         self._wake_posted = False
         self._progress_seq = 0
+        #: The current run's clock lock (None: none held).
+        self._lock: ClockLock | None = None
+        #: What the last run asked of the clocks and what came of it, as a results file's
+        #: environment block says it (``base: SM clock locked at …``; "": not asked).
+        self.clock_lock_text = ""
 
     # --- signals from worker threads ---------------------------------------------------
 
@@ -174,6 +186,7 @@ class RunController(QObject):
                 if name == "finished":
                     self.running = False
                     self._run = None
+                    self._release_lock()
             getattr(self, name).emit(*args)
             if time.perf_counter() > end:
                 # The rest after the event loop had its turn (timers, painting, input).
@@ -235,12 +248,17 @@ class RunController(QObject):
 
     # --- runs --------------------------------------------------------------------------
 
-    def start(self, plan: Plan, target: RunTarget) -> bool:
+    def start(self, plan: Plan, target: RunTarget, clock_mode: ClockMode = ClockMode.NONE,
+              lock_devices: Sequence[DeviceInfo] = ()) -> bool:
         """Start ``plan`` on ``target``; False when a run is already going (or closing).
 
         Returns at once.  A run that cannot start (bad plan, no device opens) still
         reports ``started``/``finished`` as signals: ``finished`` with ``started``
         False and the reason in its message.
+
+        ``clock_mode``: lock the SM clocks of ``lock_devices`` (those NVML finds by their
+        PCI bus id) for the run, as ``bench --lock-clocks``; a refusal is a log line and
+        the run goes on unlocked.
         """
         if self.running or self._shutting_down:
             return False
@@ -253,16 +271,73 @@ class RunController(QObject):
         self._cancel_requested = False
         self._run = None
         emit = self._emitter(serial)
-        if target.ray_address is not None:
-            threading.Thread(target=self._launch_on_cluster, args=(plan, target, emit, serial),
-                             name="run-launch", daemon=True).start()
-            return True
         try:
-            self._run = self.pool.start_run(plan, target, emit)
-        except ValueError as exc:       # engines of another backend, no engines, bad mode
-            emit(Event(EventKind.LOG, str(exc), level=LogLevel.ERROR))
-            emit(Event(EventKind.FINISHED, str(exc)))
+            self._take_lock(ClockMode(clock_mode), lock_devices, target, emit)
+            if target.ray_address is not None:
+                threading.Thread(target=self._launch_on_cluster, args=(plan, target, emit, serial),
+                                 name="run-launch", daemon=True).start()
+                return True
+            try:
+                self._run = self.pool.start_run(plan, target, emit)
+            except ValueError as exc:       # engines of another backend, no engines, bad mode
+                emit(Event(EventKind.LOG, str(exc), level=LogLevel.ERROR))
+                emit(Event(EventKind.FINISHED, str(exc)))
+        except BaseException:
+            # No finished event will come to restore the clocks: do it now.
+            self.running = False
+            self._release_lock()
+            raise
         return True
+
+    # --- the clock lock ------------------------------------------------------------------
+
+    @property
+    def clocks_locked(self) -> bool:
+        """Whether this controller holds some GPU's clocks locked now."""
+        return self._lock is not None and bool(self._lock.locked)
+
+    def _take_lock(self, mode: ClockMode, devices: Sequence[DeviceInfo], target: RunTarget,
+                   emit: Callable[[Event], None]) -> None:
+        self.clock_lock_text = ""
+        if mode is ClockMode.NONE:
+            return
+        asked = f"Clock lock ({mode.value})"
+        if target.ray_address is not None:
+            note = "not used with a Ray cluster (its machines' clocks are their own)"
+            emit(Event(EventKind.LOG, f"{asked}: {note}", level=LogLevel.WARNING))
+            self.clock_lock_text = f"{mode.value}: {note}"
+            return
+        monitors = []
+        for info in devices:
+            mon, why = open_monitor(info.extra.get("pci_bus_id"))
+            if mon is None:
+                emit(Event(EventKind.LOG, f"{asked}: {info.name} #{info.index}: {why}; "
+                                          "its clocks are left as they are",
+                           level=LogLevel.WARNING))
+            else:
+                monitors.append(mon)
+        lock = ClockLock(mode, monitors)
+        lock.__enter__()
+        self._lock = lock
+        if lock.note:
+            emit(Event(EventKind.LOG, f"{asked}: {lock.note}",
+                       level=LogLevel.INFO if lock.locked else LogLevel.WARNING))
+        # as bench writes it into a results file's environment block
+        self.clock_lock_text = f"{mode.value}: {lock.note or f'not used ({target.backend})'}"
+
+    def _release_lock(self) -> None:
+        """Restore the clocks the current run locked (idempotent; GUI thread)."""
+        lock, self._lock = self._lock, None
+        if lock is None or not lock.locked:
+            return
+        problems = lock.restore()
+        try:
+            for problem in problems:
+                self.log.emit(LogLevel.ERROR.value, problem)
+            if not problems:
+                self.log.emit(LogLevel.INFO.value, "GPU clocks restored (unlocked)")
+        except RuntimeError:    # "Internal C++ object already deleted": the window is gone
+            pass
 
     def _launch_on_cluster(self, plan: Plan, target: RunTarget, emit, serial: int) -> None:
         """Worker thread: connect to the cluster, then start the run there."""
@@ -315,6 +390,8 @@ class RunController(QObject):
         if not self.running:
             return
         self._cancel_requested = True
+        # What is timed after Cancel is discarded: the clocks need not wait for the run's end.
+        self._release_lock()
         run = self._run
         if run is not None:
             run.cancel()
@@ -329,6 +406,7 @@ class RunController(QObject):
     def _begin_close(self) -> None:
         self._shutting_down = True
         self._cancel_requested = True
+        self._release_lock()
         run = self._run
         if run is not None:
             run.cancel()

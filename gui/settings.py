@@ -33,6 +33,8 @@ from engine.common.files import check_regular_file, read_bytes, write_atomic
 from engine.run.dispatch import MODES as DEVICE_MODES
 from engine.inputs.matrices import DISTRIBUTIONS
 from engine.run.runner import BUDGET_RANGE, REPEATS_RANGE, SEED_RANGE, WARMUP_RANGE
+from engine.measure.conditions import ClockMode
+from engine.measure.timing import NOISE_PCT_RANGE
 
 ORGANIZATION = "matmul-lab"
 APPLICATION = "Matmul Lab"
@@ -309,6 +311,16 @@ def clean_config(state: Any) -> tuple[dict, list[str]]:
             out["budget_s"] = float(val)
         else:
             bad("budget_s", f"is not a number of seconds from {low} to {high:g}")
+    flag("use_noise")
+    if "noise_pct" in state:
+        val = state["noise_pct"]
+        low, high = NOISE_PCT_RANGE
+        if (isinstance(val, (int, float)) and not isinstance(val, bool) and math.isfinite(val)
+                and low <= val <= high):
+            out["noise_pct"] = float(val)
+        else:
+            bad("noise_pct", f"is not a per cent from {low:g} to {high:g}")
+    choice("clock_lock", tuple(m.value for m in ClockMode))
     flag("verify")
     flag("autotune")
     flag("guess")
