@@ -10,6 +10,12 @@ float32 tolerance: the relative L2 error of a float32 dot product of length K gr
 about like ``sqrt(K)·eps``; we allow ``max(1e-5, 2e-6·sqrt(K))`` (1.8e-4 at K=8192),
 far under what a wrong kernel (an unwritten tile, a swapped index) produces (≈1).
 int32 is exact: the kernels wrap modulo 2³², and so does the reference.
+
+Half precision and FP8 (:func:`type_tolerance`, the one place of the formula; docs/
+precisions.md derives it): the reference is the float64 product of the ROUNDED inputs
+(times FP8's scales), so rounding A and B to their type costs nothing here; what is
+left is the FP32 accumulation over K terms and the rounding of C to its output type:
+``tol = 2·u_out + 32·u_acc·√K`` with ``u`` each type's unit roundoff.
 """
 from __future__ import annotations
 
@@ -17,6 +23,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from engine.common.dtypes import ElementType, TypeSpec
 
 #: Above this many multiply-adds (M·N·K) the full float64 reference is replaced by Freivalds.
 FULL_REFERENCE_LIMIT = 1024 ** 3
@@ -48,6 +56,37 @@ def tf32_tolerance(k: int) -> float:
     return max(5e-3, float32_tolerance(k))
 
 
+#: The formula's factors: output rounding leaves a relative L2 error near u_out/√3 (a
+#: uniformly spread error of at most u per element), so 2·u_out is a 3.5× margin; the
+#: accumulation term's 32 is float32_tolerance's own (2e-6 ≈ 33.5·2⁻²⁴ per √K).
+OUTPUT_FACTOR = 2.0
+ACCUMULATION_FACTOR = 32.0
+
+
+def type_tolerance(spec: TypeSpec, k: int) -> float:
+    """Relative L2 tolerance of C for ``spec``'s input, accumulation and output types with
+    inner dimension ``k``: ``OUTPUT_FACTOR·u_out + ACCUMULATION_FACTOR·u_acc·√K``. The
+    input type's u enters where C is written in it (FP16/BF16 output = input); products
+    of two FP16, BF16 or FP8 values are exact in FP32, so the rounded-input reference
+    leaves no other input term."""
+    u_out = spec.output.unit_roundoff
+    u_acc = spec.accumulator.unit_roundoff
+    return OUTPUT_FACTOR * u_out + ACCUMULATION_FACTOR * u_acc * math.sqrt(max(k, 1))
+
+
+def type_noise_eps(spec: TypeSpec) -> float:
+    """The accumulation's per-element rounding scale (as numpy's eps is 2u for float32):
+    each element of C may be off by about this × √K × sqrt(Σ (a·b)²); rounding to the
+    output type adds at most u_out·|c| (:data:`OUTPUT_ELEMENT_FACTOR` of it allowed)."""
+    return 2.0 * spec.accumulator.unit_roundoff
+
+
+#: An element may differ from the reference by this many u_out of its own size, on top of
+#: the accumulation's noise: 1 is the rounding's own bound, 4 leaves room for an
+#: accumulation order that lands on the other side of a rounding boundary.
+OUTPUT_ELEMENT_FACTOR = 4.0
+
+
 @dataclass(frozen=True)
 class Verdict:
     """Outcome of one verification."""
@@ -73,10 +112,16 @@ class Reference:
         ``"full"`` or ``"freivalds"`` to override the size rule (tests use it).
     seed
         Seed for the random vectors and sampled entries.
+    spec, scale_a, scale_b
+        The run's types (half precision, FP8: :func:`type_tolerance` applies) and FP8's
+        per-tensor scales: the product meant is ``scale_a·scale_b·A·B``.
     """
 
     def __init__(self, a: np.ndarray, b: np.ndarray | None, kind: str = "gemm",
-                 force_method: str | None = None, seed: int = 12345):
+                 force_method: str | None = None, seed: int = 12345,
+                 spec: TypeSpec | None = None, scale_a: float = 1.0, scale_b: float = 1.0):
+        self.spec = spec if spec is not None and spec.element.is_low_precision else None
+        self.scale = float(scale_a) * float(scale_b)
         if kind == "aat":
             b = a.T
         if b is None:
@@ -149,22 +194,23 @@ class Reference:
                            f"output is {c.shape}, expected {self.shape}")
         if self.is_int:
             return self._check_int(c)
-        tf32 = precision == "tf32"
-        tol = tf32_tolerance(self.k) if tf32 else float32_tolerance(self.k)
+        c = self._unscaled(c)
+        tol = self._tolerance(precision)
         bad = ~np.isfinite(c)
         if bad.any():
             idx = np.argwhere(bad)[0]
             return Verdict(self.method_label, math.nan, math.nan, False, tol,
                            f"{int(bad.sum())} NaN/Inf element(s), first at [{idx[0]}, {idx[1]}]"
                            " (unwritten or overflowed)")
-        eps = TF32_EPS if tf32 else float(np.finfo(np.float32).eps)
+        eps = self._eps(precision)
         if self.method == "full":
             ref = self._full_product()
             diff = c.astype(np.float64) - ref
             rel = float(np.linalg.norm(diff) / max(np.linalg.norm(ref), 1e-300))
             mabs = float(np.abs(diff).max(initial=0.0))
             # Element by element too: a few wrong elements can hide under the global norm.
-            limit = ROW_NOISE_FACTOR * eps * math.sqrt(self.k) * self._element_scale() + 1e-30
+            limit = (ROW_NOISE_FACTOR * eps * math.sqrt(self.k) * self._element_scale()
+                     + self._output_slack(ref) + 1e-30)
             wrong = np.abs(diff) > limit
             passed = rel <= tol and not wrong.any()
             detail = ""
@@ -175,7 +221,31 @@ class Reference:
                     detail += (f"; {int(wrong.sum())} element(s) far above rounding noise, "
                                f"first at [{i}, {j}]")
             return Verdict("full", rel, mabs, passed, tol, detail)
-        return self._freivalds_float(c, tol, TF32_EPS if tf32 else float(np.finfo(np.float32).eps))
+        return self._freivalds_float(c, tol, eps)
+
+    def _unscaled(self, c: np.ndarray) -> np.ndarray:
+        """C of a half/FP8 run in float64 (divided by FP8's scales, so that it compares
+        with the product of the stored inputs); other outputs as they are."""
+        if self.spec is None and self.scale == 1.0:
+            return c
+        c = c.astype(np.float64)
+        return c / self.scale if self.scale != 1.0 else c
+
+    def _output_slack(self, values: np.ndarray):
+        """What rounding C to a half output type may move each element (0 otherwise)."""
+        if self.spec is None:
+            return 0.0
+        return OUTPUT_ELEMENT_FACTOR * self.spec.output.unit_roundoff * np.abs(values)
+
+    def _tolerance(self, precision: str) -> float:
+        if self.spec is not None:
+            return type_tolerance(self.spec, self.k)
+        return tf32_tolerance(self.k) if precision == "tf32" else float32_tolerance(self.k)
+
+    def _eps(self, precision: str) -> float:
+        if self.spec is not None:
+            return type_noise_eps(self.spec)
+        return TF32_EPS if precision == "tf32" else float(np.finfo(np.float32).eps)
 
     def quick_check(self, c: np.ndarray, precision: str = "fp32") -> Verdict:
         """:meth:`check` where the full reference is cheap (``method == "full"``), else only
@@ -185,6 +255,8 @@ class Reference:
         if self.method == "full" or c.shape != self.shape:
             return self.check(c, precision)
         rows, cols, exact = self._sampled()
+        if not self.is_int:
+            c = self._unscaled(c)
         picked = c[rows, cols]
         if self.is_int:
             wrong = picked != exact
@@ -193,15 +265,14 @@ class Reference:
                                                  f"wrong, first at [{rows[wrong][0]}, {cols[wrong][0]}]")
             return Verdict("sampled", 0.0 if not wrong.any() else math.nan, mabs, not wrong.any(),
                            0.0, detail)
-        tf32 = precision == "tf32"
-        tol = tf32_tolerance(self.k) if tf32 else float32_tolerance(self.k)
-        eps = TF32_EPS if tf32 else float(np.finfo(np.float32).eps)
+        tol = self._tolerance(precision)
+        eps = self._eps(precision)
         got = picked.astype(np.float64)
         diff = np.abs(got - exact)
         av = self.a[rows].astype(np.float64)
         bv = np.ascontiguousarray(self.b[:, cols].T).astype(np.float64)
         scale = np.sqrt(((av * bv) ** 2).sum(axis=1))
-        limit = ROW_NOISE_FACTOR * eps * math.sqrt(self.k) * scale + 1e-30
+        limit = ROW_NOISE_FACTOR * eps * math.sqrt(self.k) * scale + self._output_slack(exact) + 1e-30
         wrong = ~(diff <= limit)                       # NaN (unwritten) is wrong too
         rel = float(np.linalg.norm(np.nan_to_num(got - exact, nan=np.inf))
                     / max(np.linalg.norm(exact), 1e-300))
@@ -229,6 +300,9 @@ class Reference:
         got = _f64_matmul(c, r)
         rel_proj = float(np.linalg.norm(got - expected) / max(np.linalg.norm(expected), 1e-300))
         row_limit = ROW_NOISE_FACTOR * eps * math.sqrt(self.k) * scale
+        if self.spec is not None:   # output rounding, in quadrature over the row: |C|·|r|
+            row_limit = row_limit + OUTPUT_ELEMENT_FACTOR * self.spec.output.unit_roundoff * \
+                np.sqrt(_f64_matmul(c * c, r * r))
         row_excess = np.abs(got - expected) - row_limit - 1e-30
         bad_rows = np.flatnonzero((row_excess > 0).any(axis=1))
         rows, cols, exact = self._sampled()
