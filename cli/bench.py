@@ -110,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with several devices: 'compare' runs every item on every device, "
                         "'share' divides the items (and autotune candidates) among them "
                         "(default: compare; share with --ray)")
+    p.add_argument("--timeline", action="store_true",
+                   help="after the run, what each engine did when (setup, compile, verify, "
+                        "timing, idle): where a shared run waits")
     p.add_argument("--ray", default=None, metavar="ADDRESS",
                    help="run on every GPU (cuda) or worker slot (cpu, opencl) of a Ray cluster: "
                         "'local' starts a small one here, else the head's host:port, 'auto' "
@@ -390,14 +393,24 @@ def lab_best_table(recs: list[records.ResultRecord]):
     with_device = len({r.device_key() for r in recs}) > 1
     if with_device:
         t.add_column("device", justify="left")
-    refs = derived.reference_times(recs)   # of the row's precision: TF32 may run an FP32 kernel
+    # of the row's precision (TF32 may run an FP32 kernel), timed on the row's own device
+    refs = derived.reference_times(recs)
+    missing = "— (no cuBLAS line on its device)" if refs else "—"
     for key, r in sorted(best.items(), key=lambda kv: (kv[1].m * kv[1].n * kv[1].k, kv[0][-1])):
-        pct = derived.pct_of_reference(refs.get(key), r.median_ms)
+        pct = derived.lab_best_pct_of_reference(key, r, refs)
         t.add_row(format_shape((r.m, r.n, r.k)), key[-1].upper(), literal(r.label()),
                   f"{r.median_ms:.4f}", f"{r.gflops:,.1f}",
-                  f"{pct:.1f}" if math.isfinite(pct) else "— (no cuBLAS line)",
+                  f"{pct:.1f}" if math.isfinite(pct) else missing,
                   f"{r.pct_of_peak:.1f}" if math.isfinite(r.pct_of_peak) else "—",
                   *([literal(r.device_label())] if with_device else []))
+    groups = sorted({r.share_group for r in recs if r.share_group})
+    models = sorted({r.device for r in recs if not r.share_group})
+    notes = [f"one table over {g}: the best of all of them, each row naming its device"
+             for g in groups]
+    if with_device and len(models) > 1:
+        notes.append("different devices (" + "; ".join(models) + "): a lab best per device")
+    t.caption = literal("\n".join(notes)) if notes else None
+    t.caption_justify = "left"
     return t
 
 
@@ -672,8 +685,9 @@ def run_bench(argv: Sequence[str]) -> int:
         with lock:
             if lock.note:
                 err.print(literal(f"--lock-clocks {args.lock_clocks}: {lock.note}"))
+            runs: list[Run] = []
             recs, interrupted = _run_with_progress(pool, target, plan, err, quiet=args.quiet,
-                                                   cache_problems=cache_problems)
+                                                   cache_problems=cache_problems, runs=runs)
     finally:
         pool.close(ENGINE_CLOSE_S)
     for problem in lock.restore_problems:
@@ -682,6 +696,8 @@ def run_bench(argv: Sequence[str]) -> int:
     lab = lab_best_table(recs)
     if lab is not None:
         console.print(lab)
+    if args.timeline and runs:
+        console.print(literal(runs[-1].timeline.text(), keep_newlines=True), soft_wrap=True)
     profile_failed = False
     if args.profile and not interrupted:
         profile_failed = _profile(recs, plan, profile_dir, profile_metrics, console, err)
@@ -951,11 +967,16 @@ def _wait(run: Run, err) -> tuple[list[records.ResultRecord], bool]:
 
 
 def _run_with_progress(pool: EnginePool, target: RunTarget, plan: Plan, err, quiet: bool,
-                       cache_problems: list | None = None
+                       cache_problems: list | None = None, runs: list | None = None
                        ) -> tuple[list[records.ResultRecord], bool]:
     """Run on ``pool``'s engines for ``target`` with a progress bar (none when ``quiet``);
     errors are printed after it. Autotune cache problems not in ``cache_problems`` yet are
-    added to it and printed too."""
+    added to it and printed too; the started :class:`Run` goes into ``runs``."""
+    def started(run: Run) -> Run:
+        if runs is not None:
+            runs.append(run)
+        return run
+
     from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,  # noqa: PLC0415
                                TimeElapsedColumn, TimeRemainingColumn)
 
@@ -980,7 +1001,7 @@ def _run_with_progress(pool: EnginePool, target: RunTarget, plan: Plan, err, qui
                 return
             if ev.kind == EventKind.LOG and ev.level in (LogLevel.ERROR, LogLevel.WARNING):   # quiet: no bar, all said
                 errors.append(ev.message)
-        recs, interrupted = _wait(pool.start_run(plan, target, emit), err)
+        recs, interrupted = _wait(started(pool.start_run(plan, target, emit)), err)
     else:
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                       TimeElapsedColumn(), TimeRemainingColumn(), console=err, transient=True) as prog:
@@ -994,7 +1015,7 @@ def _run_with_progress(pool: EnginePool, target: RunTarget, plan: Plan, err, qui
                                 description=literal(ev.current or ev.message or "running"))
                 elif ev.kind == EventKind.LOG and ev.level in (LogLevel.ERROR, LogLevel.WARNING):
                     errors.append(ev.message)
-            recs, interrupted = _wait(pool.start_run(plan, target, emit), err)
+            recs, interrupted = _wait(started(pool.start_run(plan, target, emit)), err)
     for msg in errors:
         err.print(f"[red]{literal(msg, keep_newlines=True)}[/red]")
     for problem in new_problems:

@@ -78,7 +78,7 @@ class Timeline:
 
     def engines(self) -> list[str]:
         with self._lock:
-            return list(dict.fromkeys(i.engine for i in self.intervals))
+            return sorted({i.engine for i in self.intervals})
 
     def span_s(self) -> float:
         """From the run's start to the last interval's end."""
