@@ -37,7 +37,8 @@ from engine.kernels.kernel_file import (ARCH_RE, KERNEL_FILE_LIMIT, MODEL_FACTOR
 
 ROOT = Path(__file__).resolve().parents[2]
 DTYPES = ("float32", "int32")
-ITEMSIZE = {"float32": 4, "int32": 4}
+ITEMSIZE = {"float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3": 1,
+            "float8_e5m2": 1}
 
 Params = Mapping[str, int]
 
@@ -361,7 +362,9 @@ REFERENCES: tuple[Variant, ...] = (
             summary="BLAS for float32; numpy's own loop for int32.",
             seed="seed 000: the CPU row of the timing table",
             sources={"cpu": "numpy.matmul"}, space={}, geometry=_one_launch, role="seed",
-            order=8, newcomer=frozenset({"cpu"})),
+            order=8, newcomer=frozenset({"cpu"}),
+            # half and FP8 inputs: upcast to FP32 and multiplied there (engine.measure.backends.cpu)
+            dtypes=DTYPES + ("float16", "bfloat16", "float8_e4m3", "float8_e5m2")),
     Variant(name="cublas_fp32",
             technique="cuBLAS SGEMM, strict FP32 (gemmEx, CUBLAS_COMPUTE_32F)",
             summary="Default math (strict FP32), called through nvmath-python on the engine's "

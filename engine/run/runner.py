@@ -19,6 +19,7 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
+from engine.common.dtypes import ELEMENT_NAMES, ElementType, Layout, TypeSpec, backend_refusal
 from engine.inputs import matrices, memory
 from engine.measure import conditions, metrics, peaks
 from engine.kernels import registry, sources
@@ -71,6 +72,10 @@ class Plan:
     items: list[tuple[str, dict[str, int]]]
     shapes: list[Shape] = field(default_factory=list)
     dtype: str = "float32"
+    #: C's type (None: the input type's default, engine.common.dtypes) and B's layout
+    #: ("kn": K×N, "nk": N×K, the cpu backend only today).
+    out_dtype: str | None = None
+    layout: str = "kn"
     device: int = 0
     warmup: int = 3
     repeats: int = 20
@@ -115,6 +120,11 @@ class Plan:
     #: record, one log line per item says where and why (the window's runs: its tree marks
     #: them "not for these sizes"). False: each is a "skipped" record with the reason (bench).
     only_fitting: bool = False
+
+    @property
+    def type_spec(self) -> TypeSpec:
+        """The run's types and layout (ValueError for a combination that does not exist)."""
+        return TypeSpec(self.dtype, self.out_dtype, self.layout)
 
     def with_sources(self) -> "Plan":
         """This plan with :attr:`kernel_sources` read now (itself when already read)."""
@@ -190,8 +200,12 @@ class Plan:
 
     def validate(self) -> None:
         """Raise ValueError with a clear message for a plan that cannot start."""
-        if self.dtype not in registry.DTYPES:
-            raise ValueError(f"dtype must be one of {', '.join(registry.DTYPES)}, not '{self.dtype}'")
+        if self.dtype not in ELEMENT_NAMES:
+            raise ValueError(f"dtype must be one of {', '.join(ELEMENT_NAMES)}, not '{self.dtype}'")
+        spec = self.type_spec          # raises ValueError for an output or layout it lacks
+        if spec.layout is Layout.NK and self.backend != "cpu":
+            raise ValueError("B as N×K (layout nk) runs on the cpu backend only; no kernel of "
+                             f"the {self.backend} backend takes it yet")
         if self.tune not in ("search", "guess"):
             raise ValueError(f"tune must be 'search' or 'guess', not '{self.tune}'")
         if not self.items:
@@ -248,8 +262,14 @@ def expand_items(backend: str, variant_names: Iterable[str] | None = None,
 def refusal(backend: str, name: str, params: Mapping[str, int], shape: Shape,
             dtype: str) -> str | None:
     """Why ``name`` with ``params`` cannot run at ``shape`` (:meth:`Variant.check
-    <engine.kernels.registry.Variant.check>`: its constraints, the dtype), or None where it can."""
-    return registry.get(name).check(backend, params, *shape, dtype)
+    <engine.kernels.registry.Variant.check>`: its constraints, the dtype), or None where it can.
+    A half or FP8 type a backend has no kernel for says so (engine.common.dtypes)."""
+    v = registry.get(name)
+    if dtype in ELEMENT_NAMES and ElementType(dtype).is_low_precision:
+        why = backend_refusal(backend, ElementType(dtype), library=v.library)
+        if why:
+            return why
+    return v.check(backend, params, *shape, dtype)
 
 
 @dataclass(frozen=True)
@@ -368,8 +388,8 @@ def input_sets(plan: Plan) -> list[tuple[Shape, Callable[[], tuple[np.ndarray, n
         b = a.T.copy() if b is None else np.ascontiguousarray(b, dtype=matrices.DTYPES[plan.dtype])
         return [((a.shape[0], b.shape[1], a.shape[1]), lambda: (a, b))]
     if plan.a_path is not None:
-        a, b = matrices.load_pair(plan.a_path, plan.b_path, plan.dtype)
-        return [((a.shape[0], b.shape[1], a.shape[1]), lambda: (a, b))]
+        ops = matrices.load_operands(plan.a_path, plan.b_path, plan.dtype)
+        return [((ops.a.shape[0], ops.b.shape[1], ops.a.shape[1]), lambda: ops)]
     out = []
     for shape in plan.shapes:
         m, n, k = shape
@@ -389,6 +409,11 @@ _INPUTS_LOCK = threading.Lock()
 #: Input sets kept: a shape's first and its second (re-check) set, so that a share run's
 #: next piece of the shape makes neither again.
 _INPUTS_KEPT = 2
+
+
+def _scales(pair) -> tuple[float, float]:
+    """FP8's per-tensor scales of an input set (matrices.Operands), 1 for a plain pair."""
+    return float(getattr(pair, "scale_a", 1.0)), float(getattr(pair, "scale_b", 1.0))
 
 
 def _generated_pair(key: tuple) -> tuple[np.ndarray, np.ndarray]:
@@ -441,7 +466,8 @@ def make_record(plan: Plan, device: DeviceInfo, versions: str, name: str, params
     m, n, k = shape
     n_eff = v.effective_n(m, n)
     itemsize = registry.ITEMSIZE[plan.dtype]
-    return ResultRecord(backend=plan.backend, device=device.name, variant=name,
+    spec = plan.type_spec
+    return ResultRecord(out_dtype=str(spec.output), layout=str(spec.layout), backend=plan.backend, device=device.name, variant=name,
                         params=dict(params), m=m, n=n_eff, k=k, dtype=plan.dtype,
                         mode="cold" if plan.cold else "hot", warmup=plan.warmup,
                         repeats=plan.repeats, timestamp=now_stamp(), versions=versions,
@@ -486,6 +512,8 @@ class Sweep:
         self.worker = worker
         #: The shape in flight's second input set (the re-check on fresh inputs).
         self._second: SecondInputs | None = None
+        #: FP8's per-tensor scales of the input set in flight (1, 1 for other types).
+        self._scales = (1.0, 1.0)
 
     def ensure_open(self, name: str, index: int) -> DeviceInfo:
         if self.backend is not None and self.backend.name == name and self.device_index == index:
@@ -564,7 +592,8 @@ class Sweep:
                                             emit, done, total)
                 continue
             try:
-                a, b = load()
+                pair = load()
+                a, b = pair
             except (matrices.MatrixInputError, MemoryError) as exc:
                 emit(Event(EventKind.LOG, str(exc) or "out of host memory", level=LogLevel.ERROR))
                 break
@@ -572,7 +601,10 @@ class Sweep:
             ws: Workspace | None = None
             self._second = SecondInputs(plan, shape, backend, needs_b)
             try:
+                backend.type_spec = plan.type_spec
                 ws = backend.prepare(a, b if needs_b else None)
+                ws.scale_a, ws.scale_b = _scales(pair)
+                self._scales = _scales(pair)
                 emit(Event(EventKind.LOG, f"{m}×{n}×{k} {plan.dtype}: inputs uploaded in {ws.upload_ms:.3f} ms"))
             except (matrices.MatrixInputError, BackendError) as exc:
                 done = self._fail_input_set(plan, items, device, versions, shape, exc, results,
@@ -662,7 +694,9 @@ class Sweep:
         m, n, k = shape
         rec = self._record(plan, device, versions, name, params, shape)
         rec.upload_ms = ws.upload_ms
-        reason = v.check(plan.backend, params, m, n, k, plan.dtype)
+        if plan.type_spec.element.is_float8:
+            rec.scale_a, rec.scale_b = self._scales
+        reason = refusal(plan.backend, name, params, shape, plan.dtype)
         if reason:
             rec.status, rec.error = RecordStatus.SKIPPED, reason
             emit(Event(EventKind.LOG, f"skip {v.label(params)} at {m}×{n}×{k}: {reason}"))
@@ -688,7 +722,8 @@ class Sweep:
                 emit(Event(EventKind.PHASE, Phase.CHECK, item=item))
                 if v.kind not in refs:
                     refs[v.kind] = Reference(a, None if v.kind == "aat" else b, kind=v.kind,
-                                             seed=plan.seed + 1)
+                                             seed=plan.seed + 1, spec=plan.type_spec,
+                                             scale_a=self._scales[0], scale_b=self._scales[1])
                 verdict = refs[v.kind].check(c, precision=v.precision)
                 del c
                 rec.launches += 1
@@ -824,6 +859,7 @@ class SecondInputs:
         self._ws: Workspace | None = None
         self._pair: tuple[np.ndarray, np.ndarray] | None = None
         self._refs: dict[str, Reference] = {}
+        self._scales = (1.0, 1.0)
 
     def workspace(self) -> Workspace | None:
         if self._ws is not None or self.note:
@@ -835,8 +871,10 @@ class SecondInputs:
             self.note = "no room on the device for a second input set"
             return None
         try:
-            a, b = _generated_pair((m, n, k, self.plan.dtype, self.plan.dist, self.seed))
+            pair = _generated_pair((m, n, k, self.plan.dtype, self.plan.dist, self.seed))
+            a, b = pair
             self._ws = self.backend.prepare(a, b if self.needs_b else None)
+            self._ws.scale_a, self._ws.scale_b = self._scales = _scales(pair)
         except (matrices.MatrixInputError, MemoryError, BackendError) as exc:
             self.note = f"the second input set could not be made ({exc or 'out of memory'})"
             return None
@@ -847,7 +885,8 @@ class SecondInputs:
         if kind not in self._refs:
             a, b = self._pair
             self._refs[kind] = Reference(a, None if kind == "aat" else b, kind=kind,
-                                         seed=self.seed + 1)
+                                         seed=self.seed + 1, spec=self.plan.type_spec,
+                                         scale_a=self._scales[0], scale_b=self._scales[1])
         return self._refs[kind]
 
     def release(self) -> None:

@@ -216,6 +216,12 @@ class Workspace:
         self.kernel_workspace: Any = None
         self.kernel_workspace_bytes = 0
         self.kernel_workspace_owner: Any = None
+        #: FP8's per-tensor scales (C = scale_a·scale_b·A·B; 1 for other types), set by
+        #: the sweep from its engine.inputs.matrices.Operands.
+        self.scale_a = 1.0
+        self.scale_b = 1.0
+        #: The cpu backend's FP32 accumulator where C is a half type (None otherwise).
+        self.c32: Any = None
 
 
 class Backend(ABC):

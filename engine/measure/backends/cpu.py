@@ -8,6 +8,7 @@ import time
 import numpy as np
 
 from engine.common import cpus
+from engine.common.dtypes import Layout, TypeSpec
 from engine.common import host_memory
 from engine.kernels.registry import Variant
 from engine.measure.backends.base import (COPY_BYTES, COPY_REPEATS, INT_POISON, Backend,
@@ -35,6 +36,10 @@ class CpuBackend(Backend):
 
     def __init__(self):
         self._flush: np.ndarray | None = None
+        #: The run's types and B's layout (the sweep sets it before ``prepare``): half and
+        #: FP8 inputs are upcast to FP32 once, multiplied in FP32 (FP32 accumulation, as
+        #: tensor cores do), scaled and rounded to the output type.
+        self.type_spec = TypeSpec()
 
     def _info(self) -> DeviceInfo:
         mem = None
@@ -84,14 +89,27 @@ class CpuBackend(Backend):
 
     def prepare(self, a, b) -> Workspace:
         ws = Workspace(a, b)
+        spec = self.type_spec
+        t0 = time.perf_counter()
+        if b is not None and spec.layout is Layout.NK:
+            b = np.ascontiguousarray(b.T)     # stored N×K; the launch reads it transposed
+        if spec.element.is_low_precision:
+            # The "upload": the rounded inputs in FP32, where numpy's BLAS multiplies them.
+            a = a.astype(np.float32)
+            b = None if b is None else b.astype(np.float32)
         ws.a, ws.b = a, b
-        ws.upload_ms = 0.0
+        converted = spec.element.is_low_precision or (b is not None and spec.layout is Layout.NK)
+        # Nothing moves for plain float32/int32 (the host is the device): no upload time.
+        ws.upload_ms = (time.perf_counter() - t0) * 1e3 if converted else 0.0
+        if spec.element.is_low_precision:
+            ws.dtype = spec.output.numpy_dtype
         return ws
 
     def ensure_output(self, ws, shape) -> None:
         if ws.c_shape != tuple(shape):
             ws.c = np.empty(shape, dtype=ws.dtype)
             ws.c_shape = tuple(shape)
+            ws.c32 = np.empty(shape, dtype=np.float32) if ws.dtype != np.float32 else None
 
     def poison_output(self, ws) -> None:
         if np.issubdtype(ws.dtype, np.integer):
@@ -103,7 +121,18 @@ class CpuBackend(Backend):
         b = ws.a.T if kernel.variant.kind == "aat" else ws.b
         if b is None:
             raise BackendError("B is missing for a C = A·B variant")
-        np.matmul(ws.a, b, out=ws.c)
+        if kernel.variant.kind != "aat" and self.type_spec.layout is Layout.NK:
+            b = b.T
+        if not self.type_spec.element.is_low_precision:
+            np.matmul(ws.a, b, out=ws.c)
+            return
+        acc = ws.c32 if ws.c32 is not None else ws.c
+        np.matmul(ws.a, b, out=acc)
+        scale = ws.scale_a * ws.scale_b
+        if scale != 1.0:
+            acc *= np.float32(scale)
+        if acc is not ws.c:
+            ws.c[...] = acc            # rounded to the output type (to nearest)
 
     def run_once(self, kernel, ws, m, n, k) -> np.ndarray:
         self._launch(kernel, ws)
@@ -133,4 +162,4 @@ class CpuBackend(Backend):
         return ws.c.copy()
 
     def release(self, ws) -> None:
-        ws.a = ws.b = ws.c = None
+        ws.a = ws.b = ws.c = ws.c32 = None

@@ -17,6 +17,7 @@ from engine.kernels.kernel_file import KernelFileError
 from engine.common import host_memory
 from engine.kernels import sources
 from engine.kernels.registry import Variant
+from engine.common.dtypes import backend_refusal, parse_element
 from engine.measure.backends.base import (COPY_BYTES, COPY_REPEATS, FLOAT_POISON_BITS, INT_POISON,
                                           Backend, BackendError, BackendStatus, BuildError,
                                           CompiledKernel, DeviceInfo, Workspace, argument_mismatch,
@@ -58,6 +59,9 @@ def _device_info(cl, dev, index: int) -> DeviceInfo:
         l2_bytes=dev.global_mem_cache_size or None,
     )
     notes = []
+    # Whether half-precision arithmetic exists on the device (PoCL on a CPU has none):
+    # the type picker and the sweep's refusals say so (engine.common.dtypes).
+    info.extra["cl_khr_fp16"] = "cl_khr_fp16" in dev.extensions.split()
     if "cl_nv_device_attribute_query" in dev.extensions:
         major = dev.get_info(0x4000)  # CL_DEVICE_COMPUTE_CAPABILITY_MAJOR_NV
         minor = dev.get_info(0x4001)
@@ -248,6 +252,10 @@ class OpenCLBackend(Backend):
         return int(self.dev.max_mem_alloc_size)
 
     def compile(self, variant: Variant, params, dtype) -> CompiledKernel:
+        why = backend_refusal("opencl", parse_element(dtype),
+                              opencl_fp16=bool(self.info and self.info.extra.get("cl_khr_fp16")))
+        if why:       # never built in another type: ELEM would silently become float or int
+            raise BackendError(why)
         cl = self.cl
         path = variant.source_path("opencl")
         src = variant.source_text("opencl")
