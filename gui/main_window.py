@@ -293,6 +293,7 @@ class MainWindow(QMainWindow):
         self.compare_flow.changed.connect(
             lambda: self.clear_compare_action.setEnabled(self.compare_flow.active))
         menu.addAction(self.compare_action)
+        menu.addAction(self.compare_flow.threshold_action)
         menu.addAction(self.clear_compare_action)
         menu.addSeparator()
         self.add_folder_action = self._action("Add &kernel folder…", self.add_kernel_folder_dialog,

@@ -248,10 +248,11 @@ class ResultsFiles(QObject):
         self.add_recent(path)
         return len(self.store)
 
-    def environment(self) -> Environment:
-        """The environment block of the shown records, as ``bench --out`` writes it: the
-        runs' devices as opened (UUID, driver), their timing settings and clock lock."""
-        recs = self.store.records
+    def environment(self, recs: list[ResultRecord] | None = None) -> Environment:
+        """The environment block of the shown records (or ``recs``), as ``bench --out``
+        writes it: the runs' devices as opened (UUID, driver), their timing settings and
+        clock lock."""
+        recs = self.store.records if recs is None else recs
         budgets = {b for b, _ in self._run_timing}
         locks = [c for _, c in self._run_timing if c]
         timing = env_block.timing_of(recs, next(iter(budgets)) if len(budgets) == 1 else None,
