@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
+from engine.common.dtypes import ELEMENT_NAMES, Layout, TypeSpec
 from engine.inputs import matrices
 from engine.results import derived, records
 from engine.results.records import RecordStatus
@@ -135,7 +136,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "platform's user-data folder)")
     p.add_argument("--params", default=None, help="restrict parameters, e.g. 'block=16,32;wpt=4'")
     p.add_argument("--sizes", default="256,512", help="sizes (see above)")
-    p.add_argument("--dtype", choices=registry.DTYPES, default="float32")
+    p.add_argument("--dtype", choices=ELEMENT_NAMES, default="float32",
+                   help="input type of A and B (half and FP8 accumulate in FP32; FP8 inputs "
+                        "carry per-tensor scales; the cpu backend runs every type, CUDA and "
+                        "OpenCL skip those they have no kernel for, saying why)")
+    p.add_argument("--out-dtype", choices=ELEMENT_NAMES, default=None,
+                   help="type of C: float16/bfloat16 inputs write float32 (default) or their "
+                        "own type; FP8 inputs write bfloat16 (default) or float32")
+    p.add_argument("--layout", choices=tuple(Layout), default="kn",
+                   help="B as K×N row-major (kn, default) or N×K (nk, 'transposed'; the cpu "
+                        "backend only today)")
     p.add_argument("--warmup", type=WARMUP, default=3,
                    help=f"untimed launches first ({WARMUP.range_text()}; default 3)")
     p.add_argument("--repeats", type=REPEATS, default=20,
@@ -638,9 +648,13 @@ def run_bench(argv: Sequence[str]) -> int:
             raise UsageError(f"no variants for the {backend} backend")
         shapes = [] if args.a_path else parse_sizes(args.sizes)
         mats = None
+        try:
+            TypeSpec(args.dtype, args.out_dtype, args.layout)
+        except ValueError as exc:
+            raise UsageError(f"--out-dtype: {exc}") from None
         if args.a_path:
-            pair = matrices.load_pair_report(args.a_path, args.b_path, args.dtype)
-            mats = (pair.a, pair.b)
+            pair = matrices.load_operands(args.a_path, args.b_path, args.dtype)
+            mats = pair
             err.print(literal(f"A: {matrices.describe(pair.a)}, B: {matrices.describe(pair.b)}"
                               + (f" ({pair.note})" if pair.note else "")))
         if args.out:
@@ -654,6 +668,7 @@ def run_bench(argv: Sequence[str]) -> int:
         if ray_engs:
             devices = [ray_engs[0].device]
         plan = Plan(backend=backend, items=items, shapes=shapes, dtype=args.dtype,
+                    out_dtype=args.out_dtype, layout=args.layout,
                     device=devices[0], warmup=args.warmup, repeats=args.repeats,
                     time_budget_s=args.budget, cold=args.cold, verify=not args.no_verify,
                     until_noise=None if args.until_noise is None else timing.NoiseStop(

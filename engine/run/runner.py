@@ -386,7 +386,9 @@ def input_sets(plan: Plan) -> list[tuple[Shape, Callable[[], tuple[np.ndarray, n
         a, b = plan.matrices
         a = np.ascontiguousarray(a, dtype=matrices.DTYPES[plan.dtype])
         b = a.T.copy() if b is None else np.ascontiguousarray(b, dtype=matrices.DTYPES[plan.dtype])
-        return [((a.shape[0], b.shape[1], a.shape[1]), lambda: (a, b))]
+        # matrices.Operands keep FP8's scales through the run
+        ops = matrices.Operands(a, b, ElementType(plan.dtype), *_scales(plan.matrices))
+        return [((a.shape[0], b.shape[1], a.shape[1]), lambda: ops)]
     if plan.a_path is not None:
         ops = matrices.load_operands(plan.a_path, plan.b_path, plan.dtype)
         return [((ops.a.shape[0], ops.b.shape[1], ops.a.shape[1]), lambda: ops)]
