@@ -6,9 +6,14 @@
    device's median per item and the interval in which both were busy;
 2. share: the same items divided among the devices; wall time against one device;
 3. autotune of one variant (--tune-variant, searched again with a private cache) over
-   --tune-sizes, on one device and then shared by all: wall times and the speed-up.
+   --tune-sizes, on one device and then shared by all: wall times and the speed-up;
+4. the share table (--table-variants at --table-sizes, shared by all): how many lab rows
+   lack a % of cuBLAS (every device times its shapes' cuBLAS lines: none should), and the
+   lab best per shape and precision with the device that ran it.
 
-Records (JSON, one file per part) go to --out. Same engine as ``bench`` and the app.
+Each shared run prints its timeline (what each engine did when; engine.run.timeline) and
+writes it to ``<part>_timeline.json``. Records (JSON, one file per part) go to --out.
+Same engine as ``bench`` and the app.
 """
 from __future__ import annotations
 
@@ -23,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.results import records  # noqa: E402
+from engine.results import derived, records  # noqa: E402
 from engine.measure.backends import probe_all  # noqa: E402
 from engine.run.dispatch import start_run  # noqa: E402
 from engine.run.process import ProcessEngine  # noqa: E402
@@ -59,14 +64,35 @@ class Timeline:
 def run(plan, engines, mode, out: Path, name: str):
     tl = Timeline()
     t0 = time.monotonic()
-    recs = start_run(plan, engines, tl, mode).result()
+    started = start_run(plan, engines, tl, mode)
+    recs = started.result()
     wall = time.monotonic() - t0
     records.save(recs, out / f"{name}.json")
+    (out / f"{name}_timeline.json").write_text(json.dumps(started.timeline.to_json(), indent=1))
     bad = [r for r in recs if r.status not in ("ok", "skipped") or r.passed is False]
     print(f"{name}: {len(recs)} records in {wall:.1f} s, {len(bad)} not ok; workers "
           + ", ".join(f"{w}: {tl.first[w]:.1f}-{tl.last[w]:.1f} s" for w in sorted(tl.first))
           + f"; all busy together for {tl.overlap():.1f} s", flush=True)
+    if len(engines) > 1:
+        print(started.timeline.text(), flush=True)
     return recs, wall
+
+
+def share_table(recs) -> dict:
+    """Prints the lab rows without a % of cuBLAS and the lab best per shape; the counts."""
+    lab = [r for r in recs if not derived.is_reference_record(r) and r.status == "ok"]
+    missing = [r for r in lab if r.precision in ("fp32", "tf32") and r.pct_of_cublas != r.pct_of_cublas]
+    print(f"share table: {len(recs)} records, {len(lab)} lab rows, {len(missing)} without a % of "
+          f"cuBLAS" + (": " + ", ".join(f"{r.label()}@{r.m} #{r.device_index}" for r in missing[:6])
+                       if missing else ""), flush=True)
+    refs = derived.reference_times(recs)
+    best = derived.lab_best(recs)
+    for key, r in sorted(best.items(), key=lambda kv: (kv[1].m * kv[1].n * kv[1].k, kv[0][-1])):
+        pct = derived.lab_best_pct_of_reference(key, r, refs)
+        print(f"  {r.m}x{r.n}x{r.k} {key[-1]:5s} {r.label():40s} #{r.device_index}  "
+              f"{pct:6.1f}% of cuBLAS on its device  {r.share_group or '(own table)'}", flush=True)
+    return {"records": len(recs), "lab_rows": len(lab), "without_pct_of_cublas": len(missing),
+            "lab_best_rows": len(best)}
 
 
 def main() -> int:
@@ -78,6 +104,9 @@ def main() -> int:
     ap.add_argument("--tune-variant", default="ffma_wide")
     ap.add_argument("--tune-sizes", default="2048,4096,8192")
     ap.add_argument("--budget", type=float, default=0.5, help="seconds of timing per candidate")
+    ap.add_argument("--table-variants",
+                    default="ffma_regdb,ffma_wide,tf32_wgmma_rs,cublas_fp32,cublas_tf32")
+    ap.add_argument("--table-sizes", default="3333x2222x1111,6000")
     ap.add_argument("--out", default="out")
     args = ap.parse_args()
     out = Path(args.out)
@@ -117,8 +146,17 @@ def main() -> int:
         print(f"autotune {args.tune_variant} ({len(tune_items)} candidates × "
               f"{len(tplan.shapes)} sizes): {t_one:.1f} s on one device, {t_all:.1f} s shared by "
               f"{len(engines)}: {t_one / t_all:.2f}x", flush=True)
+        titems = expand_items(args.backend, args.table_variants.split(","))
+        tab_plan = Plan(backend=args.backend, items=titems, shapes=parse_sizes(args.table_sizes),
+                        warmup=3, repeats=20)
+        run(tab_plan, engines[:1], "share", out, "table_warm_up")     # builds cached
+        tab_recs, _ = run(tab_plan, engines, "share", out, "share_table")
+        table = share_table(tab_recs)
+        print(f"SUMMARY share {one / shared:.2f}x, autotune {t_one / t_all:.2f}x on "
+              f"{len(engines)} devices; share table: {table['without_pct_of_cublas']} of "
+              f"{table['lab_rows']} lab rows without a % of cuBLAS", flush=True)
         summary = {"devices": devices, "share_one_s": one, "share_all_s": shared,
-                   "autotune_one_s": t_one, "autotune_all_s": t_all}
+                   "autotune_one_s": t_one, "autotune_all_s": t_all, "share_table": table}
         (out / "multi_gpu_summary.json").write_text(json.dumps(summary, indent=1))
     finally:
         for e in engines:
