@@ -20,7 +20,7 @@ from cli.exits import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
 from engine.common import terminal
 from engine.common.terminal import literal, visible
 from engine.results import records
-from engine.results.compare import (DEFAULT_THRESHOLD_PCT, Comparison, Pair, Verdict, compare,
+from engine.results.compare import (DEFAULT_THRESHOLD_PCT, Comparison, Pair, Verdict, compare, pair_label,
                                     row_label)
 from engine.results.environment import Environment
 from engine.results.records import ResultRecord, ResultsFileError
@@ -50,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fail-on-slower", action="store_true",
                    help="exit 1 when a pair is SLOWER, or failed verification in NEW "
                         "after passing it in BASE (a regression gate)")
+    p.add_argument("--ignore-params", action="store_true",
+                   help="pair records whatever their parameters: one parameter choice of a "
+                        "kernel against another (e.g. before and after its default changed)")
     p.add_argument("--markdown", action="store_true",
                    help="print Markdown tables (for a pull request or a CI summary)")
     return p
@@ -85,7 +88,7 @@ def _pct(x: float, signed: bool = False) -> str:
 
 def _cells(p: Pair, with_device: bool) -> list[str]:
     """A pair's cells, as plain text."""
-    return ([p.key.label()] + ([p.new.device] if with_device else [])
+    return ([pair_label(p.base, p.new)] + ([p.new.device] if with_device else [])
             + [_ms(p.base.median_ms), _ms(p.new.median_ms),
                f"{p.ratio:.3f}" if math.isfinite(p.ratio) else "—", _pct(p.change_pct, True),
                _pct(p.noise_pct), p.verdict.name, p.note])
@@ -166,7 +169,8 @@ def run_compare(argv: Sequence[str]) -> int:
     try:
         base, base_skipped, base_env = load_side(args.base, "BASE")
         new, new_skipped, new_env = load_side(args.new, "NEW")
-        result = compare(base, new, args.threshold, base_env, new_env)
+        result = compare(base, new, args.threshold, base_env, new_env,
+                         ignore_params=args.ignore_params)
         problem = result.problem()
         # A gate's run whose every pair newly fails is a regression to report, not bad input.
         if problem and not (args.fail_on_slower and result.newly_failed()):

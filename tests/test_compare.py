@@ -301,3 +301,20 @@ def test_cli_fail_on_slower_catches_a_kernel_that_became_wrong(capsys, tmp_path)
     assert code == 1
     code, _, _ = cli(capsys, one_base, one_new)
     assert code == 2
+
+
+def test_ignore_params_pairs_one_parameter_choice_against_another(capsys, tmp_path):
+    """A kernel with its default against a slower parameter: no pair unless parameters are
+    ignored; then SLOWER, labelled with both choices, and the gate fails."""
+    base = [rec("ffma_wide", 1.0, params={"splitk": 1}), rec("cublas_fp32", 0.9)]
+    new = [rec("ffma_wide", 1.3, params={"splitk": 4}), rec("cublas_fp32", 0.9)]
+    plain = compare(base, new)
+    assert [p.key.variant for p in plain.pairs] == ["cublas_fp32"] and len(plain.only_new) == 1
+    c = compare(base, new, ignore_params=True)
+    assert {p.key.variant: p.verdict for p in c.pairs} == {"ffma_wide": Verdict.SLOWER,
+                                                            "cublas_fp32": Verdict.SAME}
+    a, b = saved(tmp_path, "a.json", base), saved(tmp_path, "b.json", new)
+    code, out, _ = cli(capsys, a, b, "--ignore-params", "--fail-on-slower", "--markdown")
+    assert code == 1 and "ffma_wide[splitk=1] → [splitk=4] 1024" in out and "SLOWER" in out
+    code, out, _ = cli(capsys, b, a, "--ignore-params")
+    assert code == 0 and "FASTER" in out

@@ -62,9 +62,20 @@ class PairKey:
         return text + ("" if self.mode == "hot" else f" {self.mode}")
 
 
-def pair_key(rec: ResultRecord, by_device: bool = True) -> PairKey:
-    return PairKey(rec.backend, rec.variant, tuple(rec.params.items()), (rec.m, rec.n, rec.k),
-                   rec.dtype, rec.mode, rec.device if by_device else "")
+def pair_label(base: ResultRecord, new: ResultRecord) -> str:
+    """A pair's kernel, shape and dtype; both parameter choices where they differ
+    (``ffma_wide[splitk=1] → [splitk=4] 4096×4096×4096 float32``)."""
+    key = pair_key(base)
+    if base.params == new.params:
+        return key.label()
+    other = kernel_label(new.variant, new.params).removeprefix(new.variant)
+    return f"{kernel_label(base.variant, base.params)} → {other or '(defaults)'} " + \
+        key.label().split(" ", 1)[1]
+
+
+def pair_key(rec: ResultRecord, by_device: bool = True, by_params: bool = True) -> PairKey:
+    return PairKey(rec.backend, rec.variant, tuple(rec.params.items()) if by_params else (),
+                   (rec.m, rec.n, rec.k), rec.dtype, rec.mode, rec.device if by_device else "")
 
 
 def record_noise_pct(rec: ResultRecord) -> float:
@@ -192,16 +203,20 @@ def make_pair(key: PairKey, base: ResultRecord, new: ResultRecord, threshold_pct
 def compare(base: Sequence[ResultRecord], new: Sequence[ResultRecord],
             threshold_pct: float = DEFAULT_THRESHOLD_PCT,
             base_environment: Environment | None = None,
-            new_environment: Environment | None = None) -> Comparison:
+            new_environment: Environment | None = None,
+            ignore_params: bool = False) -> Comparison:
     """Pair ``base`` and ``new`` and give each pair its verdict (see the module for the
-    rule). ``*_environment``: the results files' environment blocks, where they have one."""
+    rule). ``*_environment``: the results files' environment blocks, where they have one.
+    ``ignore_params``: pair records whatever their parameters (one parameter choice against
+    another, e.g. a kernel before and after its default changed; several choices of one
+    kernel at one shape pair in the order they appear)."""
     if not (_finite(threshold_pct) and threshold_pct >= 0):
         raise ValueError(f"the threshold is {threshold_pct!r}, not a per cent ≥ 0")
     by_device = bool({r.device for r in base} & {r.device for r in new})
     groups: dict[PairKey, list[list[ResultRecord]]] = defaultdict(lambda: [[], []])
     for side, recs in enumerate((base, new)):
         for r in recs:
-            groups[pair_key(r, by_device)][side].append(r)
+            groups[pair_key(r, by_device, not ignore_params)][side].append(r)
     pairs: list[Pair] = []
     only_base: list[ResultRecord] = []
     only_new: list[ResultRecord] = []
@@ -321,5 +336,5 @@ def row_label(rec: ResultRecord) -> str:
 
 
 __all__ = ["DEFAULT_THRESHOLD_PCT", "Comparison", "Difference", "Pair", "PairKey", "Verdict",
-           "combined_noise_pct", "compare", "differences", "make_pair", "pair_key",
+           "combined_noise_pct", "compare", "differences", "make_pair", "pair_key", "pair_label",
            "record_noise_pct", "row_label", "verdict_of"]
