@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDoubleSpinBo
                                QGroupBox, QHBoxLayout, QLabel, QPushButton, QRadioButton,
                                QSpinBox, QVBoxLayout, QWidget)
 
+from engine.common.dtypes import ELEMENT_NAMES, ElementType, backend_refusal
 from engine.kernels import registry, user_kernels
 from engine.measure.backends import BACKENDS, BackendStatus, DeviceInfo
 from engine.results.records import ResultRecord
@@ -115,7 +116,12 @@ class ConfigPanel(QWidget):
         sizes = _group("Sizes", self.sizes, self.sizes_note)
 
         self.dtype = QComboBox()
-        self.dtype.addItems(registry.DTYPES)
+        self.dtype.setObjectName("dtypeCombo")
+        self.dtype.addItems(ELEMENT_NAMES)      # each one's reason, per backend: _refresh_types
+        self.out_dtype = QComboBox()
+        self.out_dtype.setObjectName("outDtypeCombo")
+        self.out_dtype.setToolTip("The type of C: FP16/BF16 inputs write FP32 or their own type; "
+                                  "FP8 inputs write BF16 or FP32")
         self.mode = QComboBox()
         for key, text in MODES:
             self.mode.addItem(key, key)
@@ -184,6 +190,8 @@ class ConfigPanel(QWidget):
         mform.setHorizontalSpacing(8)
         r1 = QHBoxLayout()
         r1.addWidget(self.dtype, 1)
+        r1.addWidget(QLabel("→"))
+        r1.addWidget(self.out_dtype, 1)
         r1.addWidget(QLabel("Mode"))
         r1.addWidget(self.mode, 1)
         mform.addRow("Type", r1)
@@ -226,6 +234,9 @@ class ConfigPanel(QWidget):
         self.sizes.changed.connect(self._changed)
         self.dtype.currentTextChanged.connect(self.inputs.set_dtype)
         self.dtype.currentTextChanged.connect(self._changed)
+        self.dtype.currentTextChanged.connect(self._refresh_outputs)
+        self.out_dtype.currentTextChanged.connect(self._changed)
+        self._refresh_outputs()
         for sig in (self.mode.currentIndexChanged, self.warmup.valueChanged,
                     self.repeats.valueChanged, self.budget.valueChanged,
                     self.noise.valueChanged, self.repeats_radio.toggled, self.noise_radio.toggled, self.verify.toggled, self.autotune.toggled,
@@ -283,7 +294,45 @@ class ConfigPanel(QWidget):
         self.picker.blockSignals(False)
         if st is not None:
             self._pending_devices = None
+        self._refresh_types()
         self._device_chosen()
+
+    def type_refusal(self, element: ElementType) -> str | None:
+        """Why the chosen backend (and its first device) cannot run ``element``, or None."""
+        name = self.backend.currentData() or BACKENDS[0]
+        st = self.statuses.get(name)
+        fp16 = None
+        if name == "opencl" and st is not None and st.devices:
+            fp16 = st.devices[0].extra.get("cl_khr_fp16")
+        return backend_refusal(name, element, opencl_fp16=fp16)
+
+    def _refresh_types(self) -> None:
+        """Every type stays listed; one the backend cannot run is greyed with the reason
+        (never run in another type), and a choice that became impossible goes to float32."""
+        model = self.dtype.model()
+        for i, name in enumerate(ELEMENT_NAMES):
+            element = ElementType(name)
+            why = self.type_refusal(element)
+            model.item(i).setEnabled(why is None)
+            self.dtype.setItemData(i, f"{element.description}" + (f" — {why}" if why else ""),
+                                   Qt.ItemDataRole.ToolTipRole)
+        if not model.item(self.dtype.currentIndex()).isEnabled():
+            self.dtype.setCurrentText("float32")
+        self._refresh_outputs()
+
+    def _refresh_outputs(self, *_) -> None:
+        try:
+            choices = ElementType(self.dtype.currentText()).output_choices
+        except ValueError:
+            return
+        kept = self.out_dtype.currentText()
+        self.out_dtype.blockSignals(True)
+        self.out_dtype.clear()
+        self.out_dtype.addItems([str(c) for c in choices])
+        if kept in [str(c) for c in choices]:
+            self.out_dtype.setCurrentText(kept)
+        self.out_dtype.setEnabled(len(choices) > 1)
+        self.out_dtype.blockSignals(False)
 
     def _device_chosen(self, *_) -> None:
         name = self.backend.currentData() or ""
@@ -457,6 +506,7 @@ class ConfigPanel(QWidget):
             items=items,
             shapes=[] if files is not None else self.sizes.shapes(),
             dtype=self.dtype.currentText(),
+            out_dtype=self.out_dtype.currentText() or None,
             device=self.device_index(),
             warmup=self.warmup.value(),
             repeats=self.repeats.value(),
@@ -502,6 +552,7 @@ class ConfigPanel(QWidget):
             "variants": self.variants.state(),
             "sizes": self.sizes.text.text(),
             "dtype": self.dtype.currentText(),
+            "out_dtype": self.out_dtype.currentText(),
             "mode": self.mode.currentData(),
             "warmup": self.warmup.value(),
             "repeats": self.repeats.value(),
@@ -543,8 +594,10 @@ class ConfigPanel(QWidget):
             self.select_devices(backend, devices)
         if isinstance(state.get("sizes"), str):
             self.sizes.set_text(state["sizes"])
-        if state.get("dtype") in registry.DTYPES:
+        if state.get("dtype") in ELEMENT_NAMES:
             self.dtype.setCurrentText(state["dtype"])
+        if state.get("out_dtype") in ELEMENT_NAMES:
+            self.out_dtype.setCurrentText(state["out_dtype"])
         i = self.mode.findData(state.get("mode"))
         if i >= 0:
             self.mode.setCurrentIndex(i)

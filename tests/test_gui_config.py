@@ -6,6 +6,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6.QtCore import Qt  # noqa: E402
 
+from engine.common.dtypes import ELEMENT_NAMES  # noqa: E402
 from engine.inputs import matrices  # noqa: E402
 from engine.kernels import registry  # noqa: E402
 from engine.measure.backends import BACKENDS  # noqa: E402
@@ -26,7 +27,7 @@ def test_choices_come_from_the_engine(make_window):
     boxes = cfg.variants._value_widgets[("naive", "block")].boxes
     assert sorted(boxes) == sorted(naive.space["block"])
     assert [v for v, b in boxes.items() if b.isChecked()] == [naive.space["block"][0]]
-    assert [cfg.dtype.itemText(i) for i in range(cfg.dtype.count())] == list(registry.DTYPES)
+    assert [cfg.dtype.itemText(i) for i in range(cfg.dtype.count())] == list(ELEMENT_NAMES)
     presets = [cfg.sizes.preset.itemText(i) for i in range(1, cfg.sizes.preset.count())]
     assert presets == list(PRESETS)
     dists = [cfg.inputs.dist.itemText(i) for i in range(cfg.inputs.dist.count())]
