@@ -84,9 +84,9 @@ def test_the_window_runs_own_block_is_compared(make_window, qtbot, tmp_path):
     live = win.compare_flow._environments[""]
     assert replace(live, time="") == replace(saved_env, time="")
     win.log.clear()
-    changed = replace(saved_env, timing=replace(saved_env.timing, repeats="50"))
+    changed = replace(saved_env, timing=replace(saved_env.timing, clock_lock="locked at base"))
     win.compare_flow.set_base(first, records.load_file(first).records, changed)
-    assert "timed launches differs: BASE 50 · this run 2" in log_text(win)
+    assert f"clock lock differs: BASE locked at base · this run {saved_env.timing.clock_lock}" in log_text(win)
 
 
 def records_json_list(recs) -> str:

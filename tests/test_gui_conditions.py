@@ -59,7 +59,7 @@ def test_columns_chart_marker_and_run_info(make_window, tmp_path):
     panel.show_run_info("h200.json")
     rows = {panel.table.item(r, 0).text(): panel.table.item(r, 1).text()
             for r in range(panel.table.rowCount())}
-    assert rows["Host"] and rows["Timed launches"] == "20"
+    assert rows["Host"] and rows["Stop rule"] == "20"
     assert panel.title.text() == "Run info: h200.json"
 
 

@@ -57,7 +57,7 @@ def test_a_window_saved_file_has_the_block_bench_writes(make_window, qtbot, tmp_
     assert env != Environment() and not got.environment_problem
     opened = ev.devices[0]
     assert [(d.backend, d.index, d.name) for d in env.devices] == [(backend, 0, opened.name)]
-    assert env.timing.warmup == "0" and env.timing.repeats == "2" and env.timing.mode == "hot"
+    assert env.timing.warmup == "0" and env.timing.repeats == "repeats 2" and env.timing.mode == "hot"
     assert env.timing.clock_lock == ""    # not asked
     assert env.versions and env.app_version and env.host
     if backend == "opencl":
@@ -77,7 +77,7 @@ def test_a_window_saved_file_has_the_block_bench_writes(make_window, qtbot, tmp_
     rows = {panel.table.item(r, 0).text(): panel.table.item(r, 1).text()
             for r in range(panel.table.rowCount())}
     assert rows[f"Device {backend} #0"].startswith(opened.name)
-    assert rows["Timed launches"] == "2" and rows["Clock lock"] == "not asked"
+    assert rows["Stop rule"] == "repeats 2" and rows["Clock lock"] == "not asked"
 
 
 def test_the_block_says_the_budget_and_the_clock_lock_asked(make_window, qtbot, tmp_path):

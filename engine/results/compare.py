@@ -262,7 +262,7 @@ def _environment_items(env: Environment | None) -> dict[str, str]:
             "CUDA driver": _joined(d.cuda_driver for d in devices),
             "compute capability": _joined(d.compute_capability for d in devices),
             "app version": env.app_version, "warm-up": timing.warmup,
-            "timed launches": timing.repeats, "clock lock": timing.clock_lock}
+            "clock lock": timing.clock_lock}     # the stop rule: from the records
 
 
 def _versions(recs: Iterable[ResultRecord]) -> dict[str, str]:

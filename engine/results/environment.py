@@ -53,7 +53,7 @@ class TimingSettings:
     """How the records were timed (several values: the records differ)."""
 
     warmup: str = ""          # e.g. "3"
-    repeats: str = ""         # e.g. "20", or "budget 1 s"
+    repeats: str = ""         # the stop rule: "repeats 20", "budget 1 s", "noise < 0.5% …"
     mode: str = ""            # "hot", "cold" or "hot, cold"
     clock_lock: str = ""      # --lock-clocks and what came of it ("" : not asked)
 
@@ -84,7 +84,7 @@ class Environment:
             out.append((f"Device {d.backend} #{d.index}", d.name + (f" ({ids})" if ids else "")))
         out += [("Versions", v) for v in self.versions]
         t = self.timing
-        out += [("Warm-up", t.warmup), ("Timed launches", t.repeats), ("L2", t.mode),
+        out += [("Warm-up", t.warmup), ("Stop rule", t.repeats), ("L2", t.mode),
                 ("Clock lock", t.clock_lock or "not asked")]
         out += [(f"Kernel {name}", digest) for name, digest in sorted(self.kernels.items())]
         return [(k, v) for k, v in out if v]
@@ -143,7 +143,10 @@ def _joined(values: Iterable) -> str:
 def timing_of(records, budget_s: float | None = None, clock_lock: str = "") -> TimingSettings:
     """The timing settings the records themselves carry (with the budget where known)."""
     ran = [r for r in records if r.repeats]
-    repeats = f"budget {budget_s:g} s" if budget_s else _joined(r.repeats for r in ran)
+    # the stop rule where the records name it: under a budget or a noise target each
+    # record's launch count is an outcome, not a setting
+    rules = _joined(r.stop_rule for r in ran if getattr(r, "stop_rule", ""))
+    repeats = f"budget {budget_s:g} s" if budget_s else rules or _joined(r.repeats for r in ran)
     return TimingSettings(warmup=_joined(r.warmup for r in ran), repeats=repeats,
                           mode=_joined(r.mode for r in ran), clock_lock=clock_lock)
 
