@@ -152,7 +152,7 @@ def test_environment_blocks_differences():
     what = {d.what: (d.base, d.new) for d in compare(run_set(), run_set(), base_environment=base,
                                                       new_environment=other).differences}
     assert what == {"GPU UUID": ("GPU-1", "GPU-2"), "driver": ("570.1", "580.2"),
-                    "timed launches": ("20", "budget 1 s"), "clock lock": ("—", "max (locked)"),
+                    "stop rule": ("20", "budget 1 s"), "clock lock": ("—", "max (locked)"),
                     "kernel file cuda/lab/ffma_wide.cu (SHA-256)": ("1111", "2222")}
     old = compare(run_set(), run_set(), base_environment=None, new_environment=other).differences
     assert [(d.what, d.base, d.new) for d in old] == [("environment block", "none (an older file)", "yes")]

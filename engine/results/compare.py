@@ -262,7 +262,7 @@ def _environment_items(env: Environment | None) -> dict[str, str]:
             "CUDA driver": _joined(d.cuda_driver for d in devices),
             "compute capability": _joined(d.compute_capability for d in devices),
             "app version": env.app_version, "warm-up": timing.warmup,
-            "clock lock": timing.clock_lock}     # the stop rule: from the records
+            "stop rule": timing.repeats, "clock lock": timing.clock_lock}
 
 
 def _versions(recs: Iterable[ResultRecord]) -> dict[str, str]:
@@ -304,8 +304,9 @@ def differences(base: Sequence[ResultRecord], new: Sequence[ResultRecord],
         out.append(Difference("environment block", "none (an older file)" if base_env is None else "yes",
                               "none (an older file)" if new_env is None else "yes"))
     elif base_env is not None and new_env is not None:
+        # (the stop rule once: the records' own field, where they carry it, came first)
         out.extend(Difference(what, eb[what] or "—", en[what] or "—") for what in eb
-                   if eb[what] != en[what])
+                   if eb[what] != en[what] and not any(d.what == what for d in out))
         for name in sorted(base_env.kernels.keys() & new_env.kernels.keys()):
             if base_env.kernels[name] != new_env.kernels[name]:
                 out.append(Difference(f"kernel file {name} (SHA-256)", base_env.kernels[name],
