@@ -98,43 +98,37 @@ class Number:
             value = float(raw)
         except ValueError:
             raise argparse.ArgumentTypeError(
-                f"{_shown(text)} is not a number of {self.unit} "
-                f"(write {self.range_text()})") from None
+                f"{_shown(text)} is not {self.kind()} (write {self.range_text()})") from None
         if not math.isfinite(value):
             raise argparse.ArgumentTypeError(
-                f"{_shown(text)} is not a number of {self.unit} (write {self.range_text()})")
+                f"{_shown(text)} is not {self.kind()} (write {self.range_text()})")
         if value > self.high or value < self.low or (value == self.low and not self.low_included):
             raise argparse.ArgumentTypeError(
                 f"{_shown(text)} is out of range (write {self.range_text()})")
         return value
+
+    def kind(self) -> str:
+        return f"a number of {self.unit}"
 
     def __repr__(self) -> str:
         return f"number of {self.unit}"
 
 
 @dataclass(frozen=True)
-class Percent:
+class Percent(Number):
     """An argparse ``type``: a percentage from ``low`` to ``high``, written ``0.5%`` or ``0.5``."""
 
-    low: float
-    high: float
+    unit: str = "percentage"
+    low_included: bool = True
 
     def range_text(self) -> str:
         return f"a percentage from {self.low:g} to {self.high:g}, such as 0.5%"
 
+    def kind(self) -> str:
+        return "a percentage"
+
     def __call__(self, text: str) -> float:
-        raw = str(text).strip().removesuffix("%").strip()
-        try:
-            if len(raw) > MAX_NUMBER_TEXT:
-                raise ValueError
-            value = float(raw)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"{_shown(text)} is not a percentage (write {self.range_text()})") from None
-        if not (math.isfinite(value) and self.low <= value <= self.high):
-            raise argparse.ArgumentTypeError(
-                f"{_shown(text)} is out of range (write {self.range_text()})")
-        return value
+        return Number.__call__(self, str(text).strip().removesuffix("%"))
 
     def __repr__(self) -> str:
         return "percentage"

@@ -124,7 +124,7 @@ def test_the_flag_takes_a_percentage_and_its_times(tmp_path, capsys):
 @pytest.mark.parametrize("argv, says", [
     (["--until-noise", "abc"], "not a percentage"),
     (["--until-noise", "0%"], "out of range"),
-    (["--until-noise", "nan"], "out of range"),
+    (["--until-noise", "nan"], "not a percentage"),
     (["--until-noise", "1", "--budget", "0.1"], "--until-noise replaces --budget"),
     (["--until-noise", "1", "--repeats", "5"], "--until-noise replaces --repeats"),
     (["--noise-max-time", "2"], "only used with --until-noise"),
