@@ -94,11 +94,15 @@ def test_bench_ray_local_cpu_compare(local_cluster, capsys, tmp_path):
 
 @needs_ray
 @pytest.mark.slow
-def test_worker_killed_mid_sweep(local_cluster):
+def test_worker_killed_mid_sweep(local_cluster, monkeypatch):
     """One worker's actor is killed while it times an item: that item is recorded as an
     error saying the worker was lost, the rest of its task runs elsewhere (a new actor or
     the other worker), and every item has exactly one record."""
     require_backend("opencl")
+    from engine.run import dispatch
+    # two pieces an engine: tasks of 3 items, so the kill (at a task's second item, after
+    # its first result) leaves one to go back to the queue
+    monkeypatch.setattr(dispatch, "PIECES_PER_ENGINE", 2)
     engines = cluster.ray_engines("local", "opencl")
     assert len(engines) == 2
     items = (expand_items("opencl", ["naive", "tiled_any"])
