@@ -32,7 +32,15 @@ DEFAULT_SMS = 132
 
 #: A header's fences, each alone on its line.
 FENCE = "+++"
-BACKEND_OF_SUFFIX = {".cu": "cuda", ".cl": "opencl"}
+BACKEND_OF_SUFFIX = {".cu": "cuda", ".cl": "opencl", ".py": "cuda"}
+#: Suffix of a Triton kernel file: its header is the module docstring's TOML block, and it
+#: runs on CUDA devices through Triton (and on the CPU through Triton's interpreter).
+TRITON_SUFFIX = ".py"
+#: Triton's launch options that a ``.py`` header may list in [params]: passed to the launch,
+#: not to the kernel as ``tl.constexpr`` (threads per block = 32 * num_warps).
+TRITON_LAUNCH_PARAMS = ("num_warps", "num_stages")
+#: Threads per block of a Triton launch that names no num_warps (Triton's default 4 warps).
+TRITON_DEFAULT_THREADS = 128
 ROLES = ("baseline", "seed", "rung", "experiment", "user")
 KINDS = ("gemm", "aat")
 PRECISIONS = ("fp32", "tf32")
@@ -529,6 +537,11 @@ class KernelHeader:
     #: ``[descriptions]``: parameter → what it sets, in one line.
     descriptions: dict[str, str] = dataclasses.field(default_factory=dict)
 
+    @property
+    def is_triton(self) -> bool:
+        """A ``.py`` file: a ``@triton.jit`` kernel (engine.measure.triton_kernels runs it)."""
+        return self.path.suffix == TRITON_SUFFIX
+
     def semantics(self) -> tuple:
         """What must agree between the .cu and .cl files of one variant."""
         return (self.kind, self.dtypes, self.precision, self.entry,
@@ -583,8 +596,44 @@ class KernelHeader:
 
 # --- reading a file ------------------------------------------------------------------------
 
+def _docstring_block(text: str, path: Path) -> tuple[str, int]:
+    """A ``.py`` file's header: the TOML between the fences of its module docstring (found
+    by reading the text, never by running it: a listing imports no user code)."""
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines) and (not lines[i].strip() or lines[i].lstrip().startswith("#")):
+        i += 1      # a shebang, an encoding line, comments and blank lines may come first
+    m = re.match(r'\s*[rR]?("""|\'\'\')', lines[i]) if i < len(lines) else None
+    if m is None:
+        raise KernelFileError(path, i + 1, "no kernel header: a Triton kernel file must start "
+                                           "with a module docstring holding a TOML block "
+                                           f"between two '{FENCE}' lines")
+    quote = m.group(1)
+    body = [lines[i][m.end():]]
+    j = i
+    while quote not in body[-1]:
+        j += 1
+        if j >= len(lines):
+            raise KernelFileError(path, i + 1, f"the module docstring never ends ({quote})")
+        body.append(lines[j])
+    body[-1] = body[-1][:body[-1].index(quote)]
+    fences = [n for n, line in enumerate(body) if line.strip() == FENCE]
+    if len(fences) < 2:
+        raise KernelFileError(path, i + 1, "no kernel header: the module docstring needs a "
+                                           f"TOML block between two lines of '{FENCE}'")
+    a, b = fences[0], fences[1]
+    block = "\n".join(body[a + 1:b])
+    if len(block) > MAX_HEADER_CHARS:
+        raise KernelFileError(path, i + 1 + a, f"the header is {len(block):,} characters long "
+                                               f"(at most {MAX_HEADER_CHARS:,})")
+    return block, i + 1 + a + 1
+
+
 def header_block(text: str, path: Path) -> tuple[str, int]:
-    """The TOML between the fences of the file's first comment, and its first line."""
+    """The TOML between the fences of the file's first comment (a ``.py`` file's module
+    docstring), and its first line."""
+    if Path(path).suffix == TRITON_SUFFIX:
+        return _docstring_block(text, path)
     start = text.find("/*")
     lead = text[:start] if start >= 0 else text
     if start < 0 or lead.strip():
@@ -784,6 +833,10 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
         if len(data.get(key, "")) > MAX_TEXT_CHARS:
             err(f"'{key}' is {len(data[key]):,} characters long (at most {MAX_TEXT_CHARS:,})", key)
     backend = data.get("backend", BACKEND_OF_SUFFIX.get(path.suffix))
+    triton = path.suffix == TRITON_SUFFIX
+    if triton and backend != "cuda":
+        err(f"a Triton kernel (.py) runs on CUDA devices: backend = \"cuda\" or none, not "
+            f"{backend!r}", "backend")
     if backend not in ("cuda", "opencl"):
         err(f"backend must be cuda or opencl (or the file end in .cu or .cl), not {backend!r}",
             "backend")
@@ -803,9 +856,12 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
     kind = data.get("kind", "gemm")
     if kind not in KINDS:
         err(f"kind must be gemm or aat, not {kind!r}", "kind")
-    dtypes = data.get("dtypes", list(DTYPES))
+    dtypes = data.get("dtypes", ["float32"] if triton else list(DTYPES))
     if (not isinstance(dtypes, list) or not dtypes or any(d not in DTYPES for d in dtypes)):
         err(f"dtypes must be a list of {', '.join(DTYPES)}, not {dtypes!r}", "dtypes")
+    if triton and dtypes != ["float32"]:      # tl.dot takes no int32 operands
+        err(f"a Triton kernel's dtypes are [\"float32\"] (tl.dot multiplies no int32), not "
+            f"{dtypes!r}", "dtypes")
     precision = data.get("precision", "fp32")
     if precision not in PRECISIONS:
         err(f"precision must be fp32 or tf32, not {precision!r}", "precision")
@@ -818,8 +874,8 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
         err(f"entry '{entry}' must be the kernel function's name (a C identifier)", "entry")
     if not re.fullmatch(r"[a-z]?", suffix):
         err(f"arch_suffix must be one letter (\"a\" for sm_90a), not '{suffix}'", "arch_suffix")
-    if suffix and backend != "cuda":
-        err("arch_suffix is for CUDA kernels only (OpenCL builds for no architecture)",
+    if suffix and (backend != "cuda" or triton):
+        err("arch_suffix is for CUDA C kernels only (OpenCL and Triton pick their own target)",
             "arch_suffix")
 
     params = data.get("params", {})
@@ -940,7 +996,17 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
                 expr(value[1], f"{where}[1]", *keys, names=names))
 
     grid = pair(launch.get("grid"), "launch.grid", "launch", "grid")
-    block_ = pair(launch.get("block"), "launch.block", "launch", "block")
+    if triton:
+        # Triton sizes its blocks itself: 32 threads per warp of num_warps (a launch option).
+        if "block" in launch:
+            err("launch.block is not for Triton kernels: list num_warps in [params] (threads "
+                "per block = 32 * num_warps)", "launch", "block")
+        threads = "32 * num_warps" if "num_warps" in space else str(TRITON_DEFAULT_THREADS)
+        block_ = (expr(threads, "launch.block[0]", "launch"), expr(1, "launch.block[1]", "launch"))
+        if "prepass" in data:
+            err("[prepass] is for CUDA C kernels only", "prepass")
+    else:
+        block_ = pair(launch.get("block"), "launch.block", "launch", "block")
     shared = None
     if "shared" in launch:
         shared = expr(launch["shared"], "launch.shared", "launch", "shared")
@@ -948,14 +1014,14 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
         if shape_bound:
             err(f"launch.shared may depend on the parameters only, not {shape_bound}",
                 "launch", "shared")
-        if backend != "cuda":     # OpenCL sizes its local memory in the kernel itself
+        if backend != "cuda" or triton:     # OpenCL and Triton size their shared memory themselves
             err("launch.shared is for CUDA kernels only (an OpenCL kernel declares its "
                 "__local memory)", "launch", "shared")
 
     workspace = None
     if "workspace" in launch:
-        if backend != "cuda":
-            err("launch.workspace is for CUDA kernels only", "launch", "workspace")
+        if backend != "cuda" or triton:
+            err("launch.workspace is for CUDA C kernels only", "launch", "workspace")
         workspace = expr(launch["workspace"], "launch.workspace", "launch", "workspace")
 
     prepass = None

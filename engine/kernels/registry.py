@@ -176,6 +176,12 @@ class Variant:
     def backends(self) -> tuple[str, ...]:
         return tuple(self.sources)
 
+    @property
+    def is_triton(self) -> bool:
+        """A ``@triton.jit`` kernel (a ``.py`` file): CUDA through Triton, and on the cpu
+        backend through Triton's interpreter."""
+        return any(h.is_triton for h in self.headers)
+
     def source_path(self, backend: str) -> Path:
         return ROOT / self.sources[backend]
 
@@ -301,6 +307,10 @@ class Variant:
         """A launch no device takes (a kernel file's geometry): zero or negative sizes, and
         for CUDA more than 1024 threads per block or a grid past its limits."""
         (gx, gy), (bx, by) = self.geometry(params, m, n, k)
+        if backend == "cpu" and self.is_triton and m * n * k > INTERPRETER_MAX_WORK:
+            return (f"Triton's interpreter (the cpu backend) runs at most M·N·K = "
+                    f"{INTERPRETER_MAX_WORK:,} ({m}×{n}×{k} is {m * n * k:,}): it is a check "
+                    "of the kernel's arithmetic, not a speed")
         if min(gx, gy, bx, by) < 1:
             return f"the launch geometry grid ({gx}, {gy}), block ({bx}, {by}) has an empty side"
         if backend == "cuda":
@@ -383,8 +393,12 @@ REFERENCES: tuple[Variant, ...] = (
 # --- kernel files ------------------------------------------------------------------------
 
 #: Folders of the built-in kernels (``experiments``: kept and tested, not in default sweeps).
-BUILTIN_DIRS = ("cuda/ladder", "cuda/lab", "cuda/experiments", "opencl", "opencl/experiments")
-KERNEL_SUFFIXES = (".cu", ".cl")
+BUILTIN_DIRS = ("cuda/ladder", "cuda/lab", "cuda/experiments", "opencl", "opencl/experiments",
+                "triton")
+KERNEL_SUFFIXES = (".cu", ".cl", ".py")
+#: The largest M·N·K a Triton kernel runs through Triton's interpreter on the cpu backend:
+#: the interpreter runs each program's block operations in numpy, some seconds at this size.
+INTERPRETER_MAX_WORK = 96**3
 
 
 def resolved(path: Path | str) -> Path:
@@ -477,9 +491,12 @@ def variant_from_headers(headers: list[KernelHeader], role: str | None = None) -
     def constraint(params, m, n, k, dtype):
         return first.constraint(params, m, n, k, dtype) or model_problem(m, n, k, dtype)
 
+    sources = {h.backend: rel(h.path) for h in headers}
+    if first.is_triton:      # Triton's interpreter runs it on the host too
+        sources["cpu"] = rel(first.path)
     return Variant(
         name=first.name, technique=first.title, seed=first.source,
-        sources={h.backend: rel(h.path) for h in headers}, space=dict(first.space),
+        sources=sources, space=dict(first.space),
         geometry=first.geometry, constraint=constraint, kind=first.kind,
         dtypes=first.dtypes, flops=flops, bytes_moved=nbytes, entry=first.entry,
         precision=first.precision, role=role or first.role, order=first.order,
@@ -551,7 +568,8 @@ def kernel_files_in(folder: Path) -> list[Path]:
     file vanishing without a word. Hidden names (``.#x.cu``: an editor's lock) are left out."""
     try:
         return sorted(p for p in Path(folder).iterdir()
-                      if p.suffix in KERNEL_SUFFIXES and not p.name.startswith("."))
+                      if p.suffix in KERNEL_SUFFIXES and not p.name.startswith(".")
+                      and p.name != "__init__.py")
     except (OSError, ValueError):
         return []
 
@@ -723,8 +741,10 @@ def variants_for(backend: str) -> list[Variant]:
 
 
 def default_variants(backend: str) -> list[Variant]:
-    """What a sweep runs when no variant is named: all but the experiments."""
-    return [v for v in variants_for(backend) if v.role != "experiment"]
+    """What a sweep runs when no variant is named: all but the experiments (and on the cpu
+    backend no Triton kernel: its interpreter runs only small shapes, when named)."""
+    return [v for v in variants_for(backend) if v.role != "experiment"
+            and not (backend == "cpu" and v.is_triton)]
 
 
 class Ticks(str, Enum):

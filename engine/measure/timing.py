@@ -33,6 +33,9 @@ class TimingMode(StrEnum):
     HELD = "held"
     #: The host's clock around one synchronous launch (the cpu backend).
     HOST_CLOCK = "host clock"
+    #: Triton's interpreter on the host (the cpu backend's .py kernels): numpy running each
+    #: program one after another; a check of the arithmetic, meaningless as a kernel time.
+    INTERPRETER = "interpreter"
 
 
 class StopReason(StrEnum):

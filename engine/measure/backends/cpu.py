@@ -36,6 +36,8 @@ class CpuBackend(Backend):
 
     def __init__(self):
         self._flush: np.ndarray | None = None
+        #: Whether the last timed kernel ran through Triton's interpreter (a .py kernel).
+        self._interpreted = False
         #: The run's types and B's layout (the sweep sets it before ``prepare``): half and
         #: FP8 inputs are upcast to FP32 once, multiplied in FP32 (FP32 accumulation, as
         #: tensor cores do), scaled and rounded to the output type.
@@ -57,6 +59,8 @@ class CpuBackend(Backend):
     def open(self, device_index: int) -> DeviceInfo:
         if device_index != 0:
             raise BackendError(f"the cpu backend has one device (0), not {device_index}")
+        from engine.measure import triton_kernels  # noqa: PLC0415  (.py kernels only)
+        triton_kernels.use_interpreter()    # before anything imports Triton in this process
         return self._info()
 
     def close(self) -> None:
@@ -84,8 +88,34 @@ class CpuBackend(Backend):
         return copy_bandwidth(nbytes, copy_ms, COPY_REPEATS // 2 + 1)
 
     def compile(self, variant: Variant, params, dtype) -> CompiledKernel:
+        if variant.is_triton:
+            return self._compile_triton(variant, params, dtype)
         return CompiledKernel(variant, dict(params), dtype, handle=np.matmul,
                               report=f"{variant.name}: numpy.matmul (no compilation)")
+
+    def _compile_triton(self, variant: Variant, params, dtype) -> CompiledKernel:
+        """A .py kernel through Triton's interpreter: imported first in a child process
+        (an import that raises, exits or never ends costs that child), then here."""
+        from engine.measure import triton_kernels as tk  # noqa: PLC0415
+        from engine.measure.backends.base import BuildError  # noqa: PLC0415
+        if self.type_spec.element.is_low_precision or self.type_spec.layout is Layout.NK:
+            raise BackendError(f"{variant.name}: Triton kernels run float32 row-major inputs here")
+        why = tk.interpreter_problem()
+        if why:
+            raise BackendError(f"{variant.name}: {why}")
+        path = variant.source_path("cpu")
+        text = variant.source_text("cpu")
+        probe = tk.probe_file(path, text, variant, min(self.build_timeout_s, tk.IMPORT_TIMEOUT_S))
+        if not probe.ok:
+            raise BuildError(probe.problem)
+        try:
+            fn = tk.load_entry(path, text, variant.entry)
+            handle = tk.InterpretedTritonKernel(variant, params, fn)
+        except tk.TritonError as exc:
+            raise BuildError(str(exc)) from None
+        return CompiledKernel(variant, dict(params), dtype, handle=handle,
+                              report=f"{variant.label(params)}: Triton's interpreter on the host "
+                                     "(no compilation; its times are no kernel's)")
 
     def prepare(self, a, b) -> Workspace:
         ws = Workspace(a, b)
@@ -118,6 +148,16 @@ class CpuBackend(Backend):
             ws.c.fill(np.nan)
 
     def _launch(self, kernel: CompiledKernel, ws: Workspace) -> None:
+        self._interpreted = kernel.variant.is_triton
+        if self._interpreted:
+            from engine.measure.triton_kernels import TritonError  # noqa: PLC0415
+            m, k = ws.a.shape
+            n = ws.c.shape[1]
+            try:
+                kernel.handle(ws.a, ws.b, ws.c, m, n, k)
+            except TritonError as exc:
+                raise BackendError(str(exc)) from None
+            return
         b = ws.a.T if kernel.variant.kind == "aat" else ws.b
         if b is None:
             raise BackendError("B is missing for a C = A·B variant")
@@ -156,7 +196,13 @@ class CpuBackend(Backend):
         return loop.times
 
     def timing_mode(self) -> TimingMode:
-        return TimingMode.HOST_CLOCK
+        return TimingMode.INTERPRETER if self._interpreted else TimingMode.HOST_CLOCK
+
+    def timing_note(self) -> str:
+        if self._interpreted:
+            return ("Triton's interpreter: numpy ran the kernel's programs one by one on the "
+                    "host; the times are no kernel's (a check of the arithmetic only)")
+        return ""
 
     def read_output(self, ws) -> np.ndarray:
         return ws.c.copy()

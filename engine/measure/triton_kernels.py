@@ -1,0 +1,395 @@
+"""Triton kernel files (``.py``): loading them, checking their signature, launching them.
+
+A ``.py`` kernel file is Python that runs: it is executed only when a backend builds one
+of its kernels or ``check-kernel`` checks it (a listing reads its header as text), and only
+for files of the built-in folders and the kernel folders the user chose. Every execution
+first runs in a child process (:func:`probe_file`, bounded by a timeout), so that a syntax
+error, an import error, an exception, an endless loop or ``sys.exit`` at import costs that
+child and comes back as one ``file:line: message``; only a file whose import finished there
+is executed in the engine's process.
+
+The kernel's signature (docs/triton.md): the positional arguments of its ``kind``
+(``A, B, C, M, N, K`` for ``gemm``; ``A, C, M, K`` for ``aat``), then the row and column
+strides of each matrix in elements (``stride_am, stride_ak, stride_bk, stride_bn,
+stride_cm, stride_cn``; ``aat``: A's and C's), then the header's parameters upper-case as
+``tl.constexpr`` (``block_m`` → ``BLOCK_M``); ``num_warps`` and ``num_stages`` are
+Triton's launch options, not arguments.
+
+Two ways to run one:
+
+* CUDA (:class:`GpuTritonKernel`): compiled by Triton for the open device and launched by
+  Triton's launcher on the engine's own context, stream and buffers (pointers, no copies;
+  Triton loads its module into the context current on the thread, which is the engine's).
+* the cpu backend (:class:`InterpretedTritonKernel`): Triton's interpreter
+  (``TRITON_INTERPRET=1``: every program's block operations in numpy) on the host arrays
+  themselves. It checks the arithmetic at small shapes; its times mean nothing.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import linecache
+import os
+import subprocess
+import sys
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from engine.kernels.kernel_file import TRITON_LAUNCH_PARAMS, shown_text
+from engine.kernels.registry import Variant
+
+#: Seconds the child that imports a kernel file may take (an import that never ends).
+IMPORT_TIMEOUT_S = 60.0
+#: What :func:`probe_file`'s child prints before its JSON report (whatever the file prints
+#: is left out).
+REPORT_MARK = "@@matmul-lab-triton-probe@@"
+#: The environment variable that makes ``@triton.jit`` build interpreted functions; read
+#: when Triton is imported, so a process runs either interpreted or compiled kernels.
+INTERPRET_ENV = "TRITON_INTERPRET"
+
+_STRIDES = {"gemm": ("stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn"),
+            "aat": ("stride_am", "stride_ak", "stride_cm", "stride_cn")}
+_POSITIONAL = {"gemm": ("A", "B", "C", "M", "N", "K"), "aat": ("A", "C", "M", "K")}
+
+
+class TritonError(RuntimeError):
+    """A Triton kernel file that cannot be run here: ``file:line: message`` where the
+    problem has a line."""
+
+
+def unavailable() -> str | None:
+    """Why Triton kernels cannot run in this Python (None where Triton is installed)."""
+    if importlib.util.find_spec("triton") is None:
+        return ("Triton is not installed (pip install -r requirements-triton.txt); .py "
+                "kernels need it")
+    return None
+
+
+def expected_arguments(variant: Variant) -> tuple[list[str], list[str]]:
+    """(the positional arguments a kernel of ``variant.kind`` takes, as named in the docs;
+    the ``tl.constexpr`` names its header's parameters give)."""
+    positional = [*_POSITIONAL[variant.kind], *_STRIDES[variant.kind]]
+    constants = [p.upper() for p in variant.space if p not in TRITON_LAUNCH_PARAMS]
+    return positional, constants
+
+
+def signature_problem(variant: Variant, arg_names: list[str], constexprs: list[str]) -> str | None:
+    """Why a kernel with these arguments (``constexprs``: those annotated ``tl.constexpr``)
+    cannot be launched as ``variant``'s header says, or None."""
+    positional, constants = expected_arguments(variant)
+    plain = [a for a in arg_names if a not in constexprs]
+    if len(plain) != len(positional):
+        return (f"kind = \"{variant.kind}\" launches {variant.entry}({', '.join(positional)}, "
+                f"then the parameters as tl.constexpr): {len(positional)} plain arguments, "
+                f"but '{variant.entry}' takes {len(plain)} ({', '.join(plain) or 'none'})")
+    if arg_names[:len(plain)] != plain:
+        return f"'{variant.entry}' must take its plain arguments first, then the tl.constexpr ones"
+    missing = [c for c in constants if c not in constexprs]
+    if missing:
+        return (f"'{variant.entry}' has no tl.constexpr argument {missing[0]} (the header's "
+                f"parameter {missing[0].lower()}); it takes {', '.join(constexprs) or 'none'}")
+    extra = [c for c in constexprs if c not in constants]
+    if extra:
+        return (f"'{variant.entry}' takes tl.constexpr {extra[0]}, which no [params] entry "
+                f"gives (add {extra[0].lower()} = [...] to the header)")
+    return None
+
+
+# --- the import, first in a child process ------------------------------------------------
+
+_CHILD = r'''
+import json, os, sys, traceback
+path, entry, mark = sys.argv[1], sys.argv[2], sys.argv[3]
+text = sys.stdin.read()
+out = {"ok": False}
+def where(tb):
+    frames = [f for f in traceback.extract_tb(tb) if f.filename == path]
+    return frames[-1].lineno if frames else None
+try:
+    code = compile(text, path, "exec")
+    import linecache
+    linecache.cache[path] = (len(text), None, text.splitlines(True), path)
+    ns = {"__name__": "matmul_lab_kernel", "__file__": path}
+    exec(code, ns)
+    fn = ns.get(entry)
+    if fn is None:
+        out.update(problem="no_entry", names=sorted(k for k, v in ns.items()
+                   if type(v).__name__ in ("JITFunction", "InterpretedFunction")))
+    elif type(fn).__name__ not in ("JITFunction", "InterpretedFunction"):
+        out.update(problem="not_jit", what=type(fn).__name__)
+    else:
+        ann = getattr(getattr(fn, "fn", None), "__annotations__", {})
+        out.update(ok=True, args=list(fn.arg_names),
+                   constexprs=[a for a in fn.arg_names if "constexpr" in str(ann.get(a, ""))])
+except SyntaxError as exc:
+    out.update(problem="syntax", line=exc.lineno, message=f"{exc.msg}")
+except SystemExit as exc:
+    out.update(problem="exit", line=where(exc.__traceback__), message=f"sys.exit({exc.code!r})")
+except BaseException as exc:
+    out.update(problem="raised", line=where(exc.__traceback__),
+               message=f"{type(exc).__name__}: {exc}")
+sys.stdout.flush()
+os.write(1, ("\n" + mark + json.dumps(out) + "\n").encode())
+os._exit(0)
+'''
+
+
+@dataclass
+class ProbeReport:
+    """What importing a kernel file in a child process found."""
+
+    ok: bool
+    #: ``file:line: message`` when not ok.
+    problem: str = ""
+    arg_names: list[str] = field(default_factory=list)
+    constexprs: list[str] = field(default_factory=list)
+    line: int | None = None
+
+
+def entry_line(text: str, entry: str) -> int:
+    """The line of ``def entry(`` in a Python file, else 1."""
+    for i, line in enumerate(text.split("\n"), 1):
+        if line.lstrip().startswith(f"def {entry}(") or line.lstrip().startswith(f"def {entry} ("):
+            return i
+    return 1
+
+
+def probe_file(path: Path | str, text: str, variant: Variant,
+               timeout_s: float = IMPORT_TIMEOUT_S) -> ProbeReport:
+    """Import ``text`` (the file ``path`` as registered) in a child process with Triton's
+    interpreter on (no GPU needed), find ``variant.entry`` and check its signature; every
+    failure is a :class:`ProbeReport` with ``file:line: message``."""
+    shown = shown_text(path)
+    why = unavailable()
+    if why:
+        return ProbeReport(False, f"{shown}: {why}")
+    env = {**os.environ, INTERPRET_ENV: "1"}
+    try:
+        done = subprocess.run([sys.executable, "-c", _CHILD, str(path), variant.entry, REPORT_MARK],
+                              input=text, capture_output=True, text=True, timeout=timeout_s,
+                              env=env, errors="replace")
+    except subprocess.TimeoutExpired:
+        return ProbeReport(False, f"{shown}:1: importing the file did not finish in "
+                                  f"{timeout_s:g} s (an endless loop at import?); it was stopped")
+    except OSError as exc:
+        return ProbeReport(False, f"{shown}: the import check could not start: {exc}")
+    report_text = done.stdout.rpartition(REPORT_MARK)[2].strip() if REPORT_MARK in done.stdout else ""
+    try:
+        got = json.loads(report_text.splitlines()[0]) if report_text else None
+    except (json.JSONDecodeError, IndexError):
+        got = None
+    if got is None:     # the child died before reporting: a crash in native code, a kill
+        tail = shown_text(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "", 160)
+        return ProbeReport(False, f"{shown}:1: importing the file ended its process "
+                                  f"(exit {done.returncode}){': ' + tail if tail else ''}")
+    line = got.get("line")
+    at = f"{shown}:{line or 1}"
+    kind = got.get("problem")
+    if kind == "syntax":
+        return ProbeReport(False, f"{at}: syntax error: {shown_text(got['message'], 160)}", line=line)
+    if kind in ("raised", "exit"):
+        said = "called" if kind == "exit" else "raised"
+        return ProbeReport(False, f"{at}: importing the file {said} "
+                                  f"{shown_text(got['message'], 200)}", line=line)
+    eline = entry_line(text, variant.entry)
+    if kind == "no_entry":
+        names = ", ".join(got.get("names", [])) or "no @triton.jit function at all"
+        return ProbeReport(False, f"{shown}:{eline}: the file defines no @triton.jit kernel named "
+                                  f"'{variant.entry}' (it defines: {names})", line=eline)
+    if kind == "not_jit":
+        return ProbeReport(False, f"{shown}:{eline}: '{variant.entry}' is a {got.get('what')}, "
+                                  "not a @triton.jit kernel", line=eline)
+    wrong = signature_problem(variant, got["args"], got["constexprs"])
+    if wrong:
+        return ProbeReport(False, f"{shown}:{eline}: {wrong}", got["args"], got["constexprs"], eline)
+    return ProbeReport(True, "", got["args"], got["constexprs"])
+
+
+def load_entry(path: Path | str, text: str, entry: str) -> Any:
+    """Execute the kernel file in this process (after :func:`probe_file` passed) and return
+    its ``@triton.jit`` function. Triton reads a kernel's source through ``linecache``: the
+    text as registered is put there under the file's name, so the file on disk may change."""
+    name = str(path)
+    linecache.cache[name] = (len(text), None, text.splitlines(True), name)
+    ns: dict[str, Any] = {"__name__": "matmul_lab_kernel", "__file__": name}
+    try:
+        exec(compile(text, name, "exec"), ns)   # noqa: S102  (a kernel file the user chose)
+    except BaseException as exc:               # SystemExit too: it must not end the engine
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == name]
+        line = frames[-1].lineno if frames else 1
+        raise TritonError(f"{shown_text(name)}:{line}: importing the file raised "
+                          f"{type(exc).__name__}: {shown_text(exc, 200)}") from None
+    return ns[entry]
+
+
+def strides(variant: Variant, m: int, n: int, k: int) -> tuple[int, ...]:
+    """Row-major strides in elements, in the signature's order."""
+    if variant.kind == "aat":
+        return (k, 1, m, 1)
+    return (k, 1, n, 1, n, 1)
+
+
+def constants(variant: Variant, params) -> dict[str, int]:
+    """The header's parameters as the kernel's ``tl.constexpr`` keyword arguments."""
+    return {p.upper(): int(v) for p, v in params.items() if p not in TRITON_LAUNCH_PARAMS}
+
+
+def launch_options(params) -> dict[str, int]:
+    """``num_warps`` and ``num_stages`` where the header lists them."""
+    return {p: int(v) for p, v in params.items() if p in TRITON_LAUNCH_PARAMS}
+
+
+# --- the interpreter (cpu backend) --------------------------------------------------------
+
+def interpreter_problem() -> str | None:
+    """Why Triton's interpreter cannot run in this process, or None. It must be chosen
+    before Triton is imported (``@triton.jit`` reads it then): the cpu backend sets it when
+    it opens, in its own engine process."""
+    why = unavailable()
+    if why:
+        return why
+    if "triton" in sys.modules and os.environ.get(INTERPRET_ENV) != "1":
+        return ("Triton was imported in this process for the GPU; its interpreter needs a "
+                "process of its own (run the cpu backend in an engine process)")
+    return None
+
+
+def use_interpreter() -> None:
+    """Choose Triton's interpreter for this process (before Triton is imported)."""
+    if "triton" not in sys.modules:
+        os.environ[INTERPRET_ENV] = "1"
+
+
+class _HostPointer:
+    """A host array as Triton takes a pointer argument: ``data_ptr()`` and ``dtype``."""
+
+    def __init__(self, array: np.ndarray):
+        self.array = array
+        self.dtype = array.dtype
+
+    def data_ptr(self) -> int:
+        return self.array.ctypes.data
+
+
+def _patch_numpy_scalars(interpreter) -> None:
+    """Triton 3.6's interpreter turns a scalar argument into ``int(array of one)``, which
+    numpy 2.4 refuses (a loop ``range(0, K, BLOCK_K)`` fails): the same, through ``item()``."""
+    if getattr(interpreter, "_matmul_lab_patched", False):
+        return
+    original = interpreter._patch_lang_tensor
+
+    def patched(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(np.asarray(self.handle.data).reshape(-1)[0]))
+
+    interpreter._patch_lang_tensor = patched
+    interpreter._matmul_lab_patched = True
+
+
+class InterpretedTritonKernel:
+    """A Triton kernel run by the interpreter on host arrays."""
+
+    def __init__(self, variant: Variant, params, fn: Any):
+        from triton.runtime import interpreter  # noqa: PLC0415  (optional, lazily)
+        if type(fn).__name__ != "InterpretedFunction":
+            raise TritonError(f"{variant.name}: Triton was not imported in interpreter mode")
+        _patch_numpy_scalars(interpreter)
+
+        class _OnHost(interpreter.GridExecutor):
+            # The interpreter copies device tensors to the host and back around a launch;
+            # these arrays are host memory already, read and written where they lie.
+            def _init_args_hst(self, args_dev, kwargs):
+                return args_dev, kwargs
+
+            def _restore_args_dev(self, args_dev, args_hst, kwargs, kwargs_hst):
+                return None
+
+        self.variant, self.params, self.fn = variant, dict(params), fn
+        self._executor = _OnHost
+        self._constants = constants(variant, params)
+
+    def __call__(self, a: np.ndarray, b: np.ndarray | None, c: np.ndarray,
+                 m: int, n: int, k: int) -> None:
+        (gx, gy), _ = self.variant.launch_geometry(self.params, m, n, k)
+        run = self._executor(self.fn.fn, self.fn.arg_names, (gx, gy, 1))
+        mats = (a, c) if self.variant.kind == "aat" else (a, b, c)
+        dims = (m, k) if self.variant.kind == "aat" else (m, n, k)
+        try:
+            run(*map(_HostPointer, mats), *dims, *strides(self.variant, m, n, k), **self._constants)
+        except Exception as exc:  # noqa: BLE001  (the kernel's own failure, at its line)
+            raise TritonError(_kernel_failure(self.variant, exc)) from None
+
+
+def _kernel_failure(variant: Variant, exc: BaseException) -> str:
+    """``file:line: message`` of an exception raised inside a kernel's code."""
+    path = str(variant.headers[0].path) if variant.headers else variant.name
+    cause = exc.__cause__ or exc
+    frames = [f for f in traceback.extract_tb(cause.__traceback__) if f.filename == path]
+    line = frames[-1].lineno if frames else 1
+    return f"{shown_text(path)}:{line}: the kernel failed: {type(cause).__name__}: {shown_text(cause, 200)}"
+
+
+# --- CUDA (the cuda backend) --------------------------------------------------------------
+
+class _DevicePointer:
+    """A device address as Triton takes a pointer argument (no tensor library: the
+    engine's own pycuda buffers, handed over as their addresses)."""
+
+    def __init__(self, address: int, dtype: str = "float32"):
+        self.address, self.dtype = int(address), dtype
+
+    def data_ptr(self) -> int:
+        return self.address
+
+
+class GpuTritonKernel:
+    """A Triton kernel compiled for the open CUDA device and launched by Triton's launcher.
+
+    Triton specializes a compiled kernel on its integer arguments (a 1 becomes a constant,
+    a multiple of 16 lets it vectorize) and on 16-byte aligned pointers, so one compiled
+    kernel per such class of arguments is kept (:meth:`_compiled`, by ``JITFunction.warmup``).
+    Each launch is the compiled kernel's own launcher (``CompiledKernel[grid](...,
+    stream=)``), not the JIT's dispatch (which asks torch for the current stream). Triton
+    loads its module into the context current on this thread (the engine's pycuda context)
+    and launches on the stream handle given, so the kernel reads and writes the engine's
+    buffers in place.
+    """
+
+    def __init__(self, variant: Variant, params, fn: Any):
+        self.variant, self.params, self.fn = variant, dict(params), fn
+        self._constants = constants(variant, params)
+        self._by_class: dict[tuple, Any] = {}
+        self.registers = self.spills = self.shared_bytes = None
+
+    def _args(self, pointers: tuple[int, ...], m, n, k) -> tuple:
+        dims = (m, k) if self.variant.kind == "aat" else (m, n, k)
+        return (*(_DevicePointer(p) for p in pointers), *dims, *strides(self.variant, m, n, k))
+
+    def _compiled(self, args: tuple, grid: tuple[int, int, int]) -> Any:
+        key = tuple((a.data_ptr() % 16 == 0) if isinstance(a, _DevicePointer)
+                    else (a == 1, a % 16 == 0) for a in args)
+        got = self._by_class.get(key)
+        if got is None:
+            try:
+                got = self.fn.warmup(*args, grid=grid, **self._constants,
+                                     **launch_options(self.params))
+                got._init_handles()
+            except Exception as exc:  # noqa: BLE001  (Triton's compile errors name the line)
+                raise TritonError(_kernel_failure(self.variant, exc)) from None
+            self._by_class[key] = got
+            self.registers = getattr(got, "n_regs", None)
+            self.spills = getattr(got, "n_spills", None)
+            self.shared_bytes = getattr(got.metadata, "shared", None)
+        return got
+
+    def launch(self, pointers: tuple[int, ...], m: int, n: int, k: int, stream_handle: int) -> None:
+        (gx, gy), _ = self.variant.launch_geometry(self.params, m, n, k)
+        args = self._args(pointers, m, n, k)
+        compiled = self._compiled(args, (gx, gy, 1))
+        # the launcher takes every argument in the signature's order, the constants too
+        consts = [self._constants[name] for name in self.fn.arg_names if name in self._constants]
+        compiled[(gx, gy, 1)](*args, *consts, stream=stream_handle)
