@@ -26,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "without running it: registers, shared memory, spills and launch limits "
                     "per combination, and the compiler's messages at their lines. Exit 0 when "
                     "every combination compiles, 2 otherwise.")
-    p.add_argument("path", help="the kernel file (.cu or .cl); with --stdin, the name its "
+    p.add_argument("path", help="the kernel file (.cu, .cl or a Triton .py); with --stdin, the name its "
                                 "messages use")
     p.add_argument("--backend", choices=("cuda", "opencl"), default=None,
                    help="default: the file's own (its suffix or header)")

@@ -877,6 +877,8 @@ def _check(report: CheckReport, path: Path, shown_path: Path, text: str | None,
     for rep in plan:
         if rep.problems and rep.skipped is None:
             rep.ok = False                      # a combination not in the space
+    if header.is_triton:
+        return _check_triton(report, variant, shown_path, text, timeout)
     # What the file includes is checked before any compiler opens it (a pipe would hold a
     # build until its timeout, for ever in OpenCL); includes resolve as the builds do: from
     # the file's folder, then the lab's cuda/ (CUDA) or the working folder (OpenCL).
@@ -907,6 +909,27 @@ def _check(report: CheckReport, path: Path, shown_path: Path, text: str | None,
     if report.problem:
         return report
     report.diagnostics = _group(results, shown, source_lines)
+    return report
+
+
+def _check_triton(report: CheckReport, variant: Variant, shown_path: Path, text: str,
+                  timeout: float) -> CheckReport:
+    """A Triton kernel file (.py): the header (above), the file imported in a separate
+    process (an exception, sys.exit or an endless loop there is a message at its line),
+    the kernel found and its signature matched to the header. Nothing is compiled: Triton
+    compiles for the device at the first launch (the cuda backend), which needs a GPU."""
+    from engine.measure import triton_kernels as tk  # noqa: PLC0415  (optional part)
+    report.target = "Triton (import and signature; compiled at the first launch on a GPU)"
+    probe = tk.probe_file(shown_path, text, variant, min(timeout, tk.IMPORT_TIMEOUT_S))
+    if not probe.ok:
+        report.problem = probe.problem
+        m = re.match(r"^(.*?):(\d+): (.*)$", probe.problem, re.S)
+        if m:
+            report.diagnostics = [Diagnostic(m.group(1), int(m.group(2)), None, "error", m.group(3))]
+        return report
+    for rep in report.combos:
+        if rep.skipped is None and not rep.problems:
+            rep.ok = True
     return report
 
 

@@ -508,6 +508,34 @@ class CudaBackend(Backend):
         return len(todo), time.perf_counter() - t0
 
     @staticmethod
+    def _compile_triton(self, variant: Variant, params, dtype) -> CompiledKernel:
+        """A .py kernel: imported first in a child process (engine.measure.triton_kernels),
+        then here; Triton compiles it for this device at its first launch of each class of
+        arguments (the kernel's registers, spills and shared memory are reported then)."""
+        from engine.measure import triton_kernels as tk  # noqa: PLC0415  (optional)
+        why = tk.unavailable()
+        if why:
+            raise BackendError(f"{variant.name}: {why}")
+        if os.environ.get(tk.INTERPRET_ENV) == "1":
+            raise BackendError(f"{variant.name}: {tk.INTERPRET_ENV}=1 is set in this process: "
+                               "Triton would interpret the kernel on the host, not compile it")
+        path, text = variant.source_path("cuda"), variant.source_text("cuda")
+        probe = tk.probe_file(path, text, variant, min(self.build_timeout_s, tk.IMPORT_TIMEOUT_S))
+        if not probe.ok:
+            raise BuildError(probe.problem)
+        try:
+            handle = tk.GpuTritonKernel(variant, params, tk.load_entry(path, text, variant.entry))
+        except tk.TritonError as exc:
+            raise BuildError(str(exc)) from None
+        return CompiledKernel(variant, dict(params), dtype, handle=handle,
+                              report=f"{variant.label(params)}: Triton {self._triton_version()}",
+                              max_threads=1024)
+
+    @staticmethod
+    def _triton_version() -> str:
+        import triton  # noqa: PLC0415
+        return triton.__version__
+
     def _check_entries(variant: Variant, path: Path, text: str, cubin: bytes) -> None:
         """:class:`BuildError` (at the file and line) when the cubin holds no kernel named
         as the header's ``entry`` (or its pre-pass's), or one whose arguments are not
@@ -530,6 +558,8 @@ class CudaBackend(Backend):
     def compile(self, variant: Variant, params, dtype) -> CompiledKernel:
         if variant.library:
             return self._compile_library(variant, params, dtype)
+        if variant.is_triton:
+            return self._compile_triton(variant, params, dtype)
         path = variant.source_path("cuda")
         key, arch = self._build(variant, params, dtype)
         if key in self._kernels:
@@ -667,6 +697,13 @@ class CudaBackend(Backend):
         v = kernel.variant
         if v.library:
             self._cublas.gemm(kernel.handle[1], ws.a, ws.b, ws.c, m, n, k)
+            return
+        if v.is_triton:
+            # The engine's buffers by address on the engine's stream (0: the null stream,
+            # as pycuda's launches without one); Triton's launcher adds no copy.
+            mats = (ws.a, ws.c) if v.kind == "aat" else (ws.a, ws.b, ws.c)
+            kernel.handle.launch(tuple(int(x) for x in mats), m, n, k,
+                                 stream.handle if stream is not None else 0)
             return
         (gx, gy), (bx, by) = v.launch_geometry(kernel.params, m, n, k, self.multiprocessors)
         if kernel.max_threads and bx * by > kernel.max_threads:
