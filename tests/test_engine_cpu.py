@@ -28,7 +28,8 @@ def sweep():
 def test_cpu_backend_offers_cpu_numpy():
     items = expand_items("cpu")
     assert items == [("cpu_numpy", {})]
-    assert [v.name for v in registry.variants_for("cpu")] == ["cpu_numpy"]
+    # the Triton kernels' interpreter runs only when named (tests/test_triton_kernels.py)
+    assert [v.name for v in registry.variants_for("cpu") if not v.is_triton] == ["cpu_numpy"]
 
 
 @pytest.mark.parametrize("cold", [False, True], ids=["hot", "cold"])

@@ -818,8 +818,9 @@ def best_rung(backend: str, precision: str = "fp32", kind: str = "gemm") -> str 
     (the seeds' best where the backend has no ladder): what a new kernel is compared
     with by default."""
     for roles in (("rung",), ("seed",), ("baseline",)):
+        # the Triton rungs stand beside the ladder ("what a Triton user gets"), not atop it
         pool = [v for v in variants_for(backend) if v.role in roles and v.precision == precision
-                and v.kind == kind]
+                and v.kind == kind and not v.is_triton]
         if pool:
             return max(pool, key=lambda v: (v.order if v.order is not None else -1, v.name)).name
     return None
@@ -834,8 +835,8 @@ def reference_for(backend: str, precision: str = "fp32", kind: str = "gemm") -> 
 def ladder_names(include_experiments: bool = False) -> list[str]:
     """The ladder's rungs in the order they are taught (and the experiments, if asked)."""
     roles = ("rung", "experiment") if include_experiments else ("rung",)
-    return [v.name for v in sorted((v for v in REGISTRY.values() if v.role in roles),
-                                   key=_sort_key)]
+    return [v.name for v in sorted((v for v in REGISTRY.values() if v.role in roles
+                                    and not v.is_triton), key=_sort_key)]
 
 
 def iter_plan_params(variant: Variant, overrides: Mapping[str, tuple[int, ...]] | None = None
