@@ -246,6 +246,9 @@ class Variant:
         if left:      # a build needs the shape's value: Variant.resolve first
             raise ValueError(f"{self.name}: {', '.join(left)} left to the shape (auto) "
                              "has no value until resolved at a shape")
+        if dtype not in DTYPES:      # a kernel file's types; half and FP8 need kernels of their own
+            raise ValueError(f"{self.name}: no kernel file builds for {dtype} (it takes "
+                             f"{', '.join(DTYPES)})")
         d = {"ELEM": "float" if dtype == "float32" else "int",
              "ACC": "float" if dtype == "float32" else "unsigned"}
         d.update({name.upper(): str(int(v)) for name, v in params.items()})
