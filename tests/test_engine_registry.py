@@ -14,6 +14,7 @@ from engine.common.dtypes import ElementType
 
 from engine.kernels import registry
 from engine.kernels.registry import params_from_str, params_to_str
+from engine.kernels.kernel_file import KERNEL_DTYPES
 from engine.run.runner import expand_items
 
 VARIANTS = list(registry.REGISTRY.values())
@@ -27,8 +28,8 @@ def test_variant_describes_itself(v):
     assert v.technique.strip() and "\n" not in v.technique, "technique: one line"
     assert v.seed.strip()
     assert v.kind in ("gemm", "aat")
-    # kernel files take float32 and int32; the numpy line every element type
-    assert set(v.dtypes) <= (set(ElementType) if not v.headers else set(registry.DTYPES)) and v.dtypes
+    # kernel files take float32 and int32, or float16 and bfloat16; the numpy line every type
+    assert set(v.dtypes) <= (set(ElementType) if not v.headers else set(KERNEL_DTYPES)) and v.dtypes
     assert v.sources, "a variant needs at least one backend"
     assert set(v.backends) <= {"cuda", "opencl", "cpu"}
 

@@ -232,6 +232,8 @@ def backend_refusal(backend: str, element: ElementType, *, opencl_fp16: bool | N
             return "no OpenCL kernel of the lab is built for float16 yet (it needs cl_khr_fp16)"
         return f"OpenCL C has no {element} type; no OpenCL kernel takes it"
     if backend == "cuda":
+        if element in (ElementType.FLOAT16, ElementType.BFLOAT16):
+            return None     # the kernels that declare it (half_wmma) and cuBLAS's half line
         if library:
             return (f"the {library} reference line for {element} is not wired yet "
                     f"(nvmath-python's low-precision calls are untested without a GPU)")

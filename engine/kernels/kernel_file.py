@@ -43,8 +43,15 @@ TRITON_LAUNCH_PARAMS = ("num_warps", "num_stages")
 TRITON_DEFAULT_THREADS = 128
 ROLES = ("baseline", "seed", "rung", "experiment", "user")
 KINDS = ("gemm", "aat")
-PRECISIONS = ("fp32", "tf32")
+#: "half": 16-bit float inputs (float16 or bfloat16, by the run's type) on tensor cores with
+#: FP32 accumulation; the record's arithmetic (fp16, bf16) follows the run's type.
+PRECISIONS = ("fp32", "tf32", "half")
 DTYPES = ("float32", "int32")
+#: 16-bit float types a CUDA C kernel file may declare (ELEM = __half / __nv_bfloat16, OUT
+#: = float or ELEM: engine.kernels.registry.Variant.defines); a file declares these or DTYPES,
+#: not both (its code and its precision differ).
+HALF_DTYPES = ("float16", "bfloat16")
+KERNEL_DTYPES = DTYPES + HALF_DTYPES
 TOP_KEYS = {"name", "title", "summary", "source", "role", "order", "newcomer", "backend", "entry", "kind",
             "dtypes", "precision", "arch_suffix", "params", "derived", "chosen", "constraints",
             "launch", "prepass", "model", "defaults", "descriptions"}
@@ -857,14 +864,25 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
     if kind not in KINDS:
         err(f"kind must be gemm or aat, not {kind!r}", "kind")
     dtypes = data.get("dtypes", ["float32"] if triton else list(DTYPES))
-    if (not isinstance(dtypes, list) or not dtypes or any(d not in DTYPES for d in dtypes)):
-        err(f"dtypes must be a list of {', '.join(DTYPES)}, not {dtypes!r}", "dtypes")
+    if (not isinstance(dtypes, list) or not dtypes or any(d not in KERNEL_DTYPES for d in dtypes)):
+        err(f"dtypes must be a list of {', '.join(KERNEL_DTYPES)}, not {dtypes!r}", "dtypes")
     if triton and dtypes != ["float32"]:      # tl.dot takes no int32 operands
         err(f"a Triton kernel's dtypes are [\"float32\"] (tl.dot multiplies no int32), not "
             f"{dtypes!r}", "dtypes")
-    precision = data.get("precision", "fp32")
+    half = [d for d in dtypes if d in HALF_DTYPES]
+    if half and len(half) != len(dtypes):
+        err(f"dtypes mixes 16-bit types with {', '.join(d for d in dtypes if d not in half)}: a "
+            "kernel file takes float16/bfloat16 (tensor cores, FP32 accumulation) or "
+            "float32/int32, not both", "dtypes")
+    if half and backend != "cuda":
+        err(f"{', '.join(half)} are for CUDA C kernels (OpenCL C has no bfloat16, and the "
+            "lab's OpenCL devices no cl_khr_fp16)", "dtypes")
+    precision = data.get("precision", "half" if half else "fp32")
     if precision not in PRECISIONS:
-        err(f"precision must be fp32 or tf32, not {precision!r}", "precision")
+        err(f"precision must be fp32, tf32 or half, not {precision!r}", "precision")
+    elif (precision == "half") != bool(half):
+        err(f"precision \"half\" goes with dtypes float16/bfloat16 and only with them "
+            f"(here precision {precision!r}, dtypes {dtypes!r})", "precision")
     entry = data.get("entry", "matmul")
     suffix = data.get("arch_suffix", "")
     for key, val in (("entry", entry), ("arch_suffix", suffix)):

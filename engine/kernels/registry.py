@@ -31,8 +31,8 @@ from typing import Any, Callable, Iterator, Mapping
 
 from engine.common.files import read_text
 from engine.kernels import dispatch_table
-from engine.kernels.kernel_file import (ARCH_RE, KERNEL_FILE_LIMIT, MODEL_FACTOR, ExpressionError,
-                                        Expr, KernelFileError, KernelHeader, Prepass, parse_header,
+from engine.kernels.kernel_file import (ARCH_RE, HALF_DTYPES, KERNEL_DTYPES, KERNEL_FILE_LIMIT,
+                                        MODEL_FACTOR, ExpressionError, Expr, KernelFileError, KernelHeader, Prepass, parse_header,
                                         shown_text)
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,6 +61,20 @@ def cdiv(a: int, b: int) -> int:
 def gemm_flops(m: int, n: int, k: int) -> int:
     """Floating-point (or integer) operations of C = A·B: one multiply and one add per term."""
     return 2 * m * n * k
+
+
+#: The CUDA C type of each 16-bit input type (a kernel file's ``ELEM``, and ``OUT`` where C
+#: is written in the input type).
+HALF_ELEM = {"float16": "__half", "bfloat16": "__nv_bfloat16"}
+
+
+def io_bytes(v: "Variant", m: int, n: int, k: int, dtype: str, out_dtype: str | None = None) -> int:
+    """Bytes a run of ``v`` moves at a shape: its byte model at the input type's size, C
+    counted at its own type's size where the output type differs (16-bit inputs with FP32
+    C: (M·K + K·N)·2 + M·N·4)."""
+    size = ITEMSIZE.get(dtype, 4)
+    out_size = ITEMSIZE.get(out_dtype or dtype, size)
+    return v.bytes_moved(m, n, k, size) + v.effective_n(m, n) * m * (out_size - size)
 
 
 def gemm_bytes(m: int, n: int, k: int, itemsize: int) -> int:
@@ -240,15 +254,29 @@ class Variant:
         """The N a record reports: aat kernels produce an M×M result whatever N was asked."""
         return m if self.kind == "aat" else n
 
-    def defines(self, params: Params, dtype: str) -> dict[str, str]:
-        """Compile-time constants for this parameter choice and dtype."""
+    def defines(self, params: Params, dtype: str, out_dtype: str | None = None) -> dict[str, str]:
+        """Compile-time constants for this parameter choice and dtype: ``ELEM`` (the input
+        type), ``ACC`` (what products are summed in) and, for 16-bit inputs, ``OUT`` (C's
+        type: ``out_dtype``, float32 when None, or the input type)."""
         left = [name for name, v in params.items() if v == AUTO]
         if left:      # a build needs the shape's value: Variant.resolve first
             raise ValueError(f"{self.name}: {', '.join(left)} left to the shape (auto) "
                              "has no value until resolved at a shape")
-        if dtype not in DTYPES:      # a kernel file's types; half and FP8 need kernels of their own
+        if dtype in HALF_DTYPES:
+            if dtype not in self.dtypes:     # never a float32 kernel built for half words
+                raise ValueError(f"{self.name}: its file takes {', '.join(self.dtypes)}, "
+                                 f"not {dtype}")
+            out = out_dtype or "float32"
+            if out not in ("float32", dtype):
+                raise ValueError(f"{self.name}: {dtype} inputs write C as float32 or {dtype}, "
+                                 f"not {out}")
+            d = {"ELEM": HALF_ELEM[dtype], "ACC": "float",
+                 "OUT": "float" if out == "float32" else HALF_ELEM[dtype]}
+            d.update({name.upper(): str(int(v)) for name, v in params.items()})
+            return d
+        if dtype not in DTYPES:      # FP8 needs kernels of its own
             raise ValueError(f"{self.name}: no kernel file builds for {dtype} (it takes "
-                             f"{', '.join(DTYPES)})")
+                             f"{', '.join(KERNEL_DTYPES)})")
         d = {"ELEM": "float" if dtype == "float32" else "int",
              "ACC": "float" if dtype == "float32" else "unsigned"}
         d.update({name.upper(): str(int(v)) for name, v in params.items()})
@@ -390,6 +418,14 @@ REFERENCES: tuple[Variant, ...] = (
             seed="issue 4: the cuBLAS reference line", sources={"cuda": "gemmEx:32F_FAST_TF32"},
             space={}, geometry=_one_launch, dtypes=("float32",), library="cublas",
             precision="tf32", role="reference"),
+    Variant(name="cublas_half",
+            technique="cuBLAS FP16/BF16 on tensor cores (gemmEx, CUBLAS_COMPUTE_32F)",
+            summary="A and B in the run's 16-bit type, FP32 accumulation, C in FP32 or the "
+                    "input type (the run's output type); through nvmath-python on the "
+                    "engine's own context and buffers.",
+            seed="issue 39: cuBLAS reference lines per precision", sources={"cuda": "gemmEx:32F"},
+            space={}, geometry=_one_launch, dtypes=HALF_DTYPES, library="cublas",
+            precision="half", role="reference"),
 )
 
 

@@ -6,7 +6,11 @@ compared with the peak of the units that do its arithmetic instead:
 
 * ``fp32``  -- FP32 SIMT lanes: SMs × lanes per SM × 2 (an FFMA is two FLOPs) × clock;
 * ``tf32``  -- dense TF32 tensor-core throughput: SMs × TF32 FLOP per clock per SM × clock;
-* ``int32`` -- 32-bit integer multiply-add (IMAD) units: SMs × IMAD lanes per SM × 2 × clock.
+* ``int32`` -- 32-bit integer multiply-add (IMAD) units: SMs × IMAD lanes per SM × 2 × clock;
+* ``fp16``, ``bf16`` -- dense FP16 / BF16 tensor-core throughput with FP32 accumulation:
+  SMs × FP16 FLOP per clock per SM × clock (an H100/H200 SXM: 132 × 4096 × 1830 MHz =
+  989 TFLOP/s, the datasheet's figure at its 1830 MHz; 1070 at the 1980 MHz the device
+  reports as its maximum). BF16 runs at the FP16 rate wherever it exists (sm_80 on).
 
 The per-SM figures are the CUDA C Programming Guide's arithmetic-instruction throughput
 table (FP32, IMAD) and NVIDIA's architecture whitepapers (dense TF32 tensor FLOP per
@@ -22,8 +26,11 @@ from __future__ import annotations
 from typing import Mapping
 
 #: The arithmetic a record's peak is taken for.
-PRECISIONS = ("fp32", "tf32", "int32")
-LABELS = {"fp32": "FP32 SIMT", "tf32": "TF32 tensor core", "int32": "int32"}
+PRECISIONS = ("fp32", "tf32", "int32", "fp16", "bf16")
+LABELS = {"fp32": "FP32 SIMT", "tf32": "TF32 tensor core", "int32": "int32",
+          "fp16": "FP16 tensor core", "bf16": "BF16 tensor core"}
+#: The arithmetic of a run whose inputs are 16-bit floats, whatever its kernel's precision.
+HALF_PRECISION = {"float16": "fp16", "bfloat16": "bf16"}
 
 _FP32_LANES = {(5, 0): 128, (5, 2): 128, (5, 3): 128, (6, 0): 64, (6, 1): 128, (6, 2): 128,
                (7, 0): 64, (7, 2): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128,
@@ -33,6 +40,17 @@ _FP32_LANES = {(5, 0): 128, (5, 2): 128, (5, 3): 128, (6, 0): 64, (6, 1): 128, (
 #: parts of that architecture accumulate TF32 in FP32 at half of it.
 _TF32_FLOP = {(8, 0): 1024, (8, 6): 512, (8, 7): 512, (8, 9): 256, (9, 0): 2048,
               (10, 0): 4096, (10, 3): 4096, (12, 0): 256, (12, 1): 256}
+#: Dense FP16 FLOP per clock per SM with FP32 accumulation: twice the TF32 figure on each
+#: architecture (A100 312 TFLOP/s = 108 × 2048 × 1410 MHz; H100 SXM 989 = 132 × 4096 ×
+#: 1830 MHz; B200 8192). Volta and Turing have FP16 tensor cores (V100 125 = 80 × 1024 ×
+#: 1530 MHz; T4 65 = 40 × 1024 × 1590 MHz) but no TF32 and no BF16. sm_86 is the
+#: data-centre figure (A10, A40), sm_89 and sm_12x L40's and GeForce's: their FP32
+#: accumulation runs at half the FP16-accumulate rate (L40S doubles sm_89's: a lower bound).
+_FP16_FLOP = {(7, 0): 1024, (7, 2): 1024, (7, 5): 1024, (8, 0): 2048, (8, 6): 1024,
+              (8, 7): 1024, (8, 9): 512, (9, 0): 4096, (10, 0): 8192, (10, 3): 8192,
+              (12, 0): 512, (12, 1): 512}
+#: Architectures with BF16 tensor cores (Ampere on); at the FP16 rate there.
+_BF16_FROM = (8, 0)
 #: 32-bit integer multiply-add lanes per SM (IMAD). Maxwell and Pascal emulate it with
 #: several instructions: no simple peak there.
 _IMAD_LANES = {(7, 0): 64, (7, 2): 64, (7, 5): 64, (8, 0): 64, (8, 6): 64, (8, 7): 64,
@@ -48,6 +66,14 @@ def fp32_lanes_per_sm(major: int, minor: int) -> int | None:
 def tf32_flops_per_clock(major: int, minor: int) -> int | None:
     """Dense TF32 tensor-core FLOP per clock per SM (None: no TF32 tensor cores, or unknown)."""
     return _TF32_FLOP.get((major, minor))
+
+
+def half_flops_per_clock(major: int, minor: int, precision: str = "fp16") -> int | None:
+    """Dense FP16 (or BF16) tensor-core FLOP per clock per SM with FP32 accumulation (None:
+    no such tensor cores, e.g. BF16 before sm_80, or unknown)."""
+    if precision == "bf16" and (major, minor) < _BF16_FROM:
+        return None
+    return _FP16_FLOP.get((major, minor))
 
 
 def imad_lanes_per_sm(major: int, minor: int) -> int | None:
@@ -71,6 +97,14 @@ def cuda_peaks(major: int, minor: int, sms: int | None, clock_mhz: float | None
     if tf32:
         out["tf32"] = sms * tf32 * ghz
         notes.append(f"peak TF32 = {sms} SMs × {tf32} dense tensor FLOP/clock × {clock_mhz:.0f} MHz")
+    for half in ("fp16", "bf16"):
+        rate = half_flops_per_clock(major, minor, half)
+        if rate:
+            out[half] = sms * rate * ghz
+    if out.get("fp16"):
+        both = "FP16/BF16" if out.get("bf16") else "FP16"
+        notes.append(f"peak {both} = {sms} SMs × {half_flops_per_clock(major, minor)} dense "
+                     f"tensor FLOP/clock (FP32 accumulation) × {clock_mhz:.0f} MHz")
     imad = imad_lanes_per_sm(major, minor)
     if imad:
         out["int32"] = sms * imad * 2 * ghz
@@ -79,9 +113,13 @@ def cuda_peaks(major: int, minor: int, sms: int | None, clock_mhz: float | None
 
 
 def precision_of(variant_precision: str, dtype: str) -> str:
-    """The arithmetic of a run: int32 for integer data, else the variant's (fp32 or tf32)."""
-    return "int32" if dtype == "int32" else (variant_precision if variant_precision in PRECISIONS
-                                             else "fp32")
+    """The arithmetic of a run: int32 for integer data, fp16/bf16 for 16-bit float inputs
+    (tensor cores, FP32 accumulation), else the variant's (fp32 or tf32)."""
+    if dtype == "int32":
+        return "int32"
+    if dtype in HALF_PRECISION:
+        return HALF_PRECISION[dtype]
+    return variant_precision if variant_precision in ("fp32", "tf32") else "fp32"
 
 
 def peak_for(peaks: Mapping[str, float | None], precision: str) -> float | None:

@@ -467,13 +467,13 @@ def make_record(plan: Plan, device: DeviceInfo, versions: str, name: str, params
     v = registry.get(name)
     m, n, k = shape
     n_eff = v.effective_n(m, n)
-    itemsize = registry.ITEMSIZE[plan.dtype]
     spec = plan.type_spec
     return ResultRecord(out_dtype=str(spec.output), layout=str(spec.layout), backend=plan.backend, device=device.name, variant=name,
                         params=dict(params), m=m, n=n_eff, k=k, dtype=plan.dtype,
                         mode="cold" if plan.cold else "hot", warmup=plan.warmup,
                         repeats=plan.repeats, timestamp=now_stamp(), versions=versions,
-                        flops=v.flops(m, n_eff, k), bytes=v.bytes_moved(m, n_eff, k, itemsize),
+                        flops=v.flops(m, n_eff, k),
+                        bytes=registry.io_bytes(v, m, n_eff, k, plan.dtype, str(spec.output)),
                         host=HOST, device_index=device.index, worker=worker)
 
 
@@ -674,6 +674,7 @@ class Sweep:
         precompile = getattr(self.backend, "precompile", None)
         if precompile is None:
             return
+        self.backend.type_spec = plan.type_spec    # C's type is a build constant (-DOUT) on cuda
         jobs, seen = [], set()
         for item, params in plan.items:
             for shape in shapes:      # a value left to the shape (a dispatch's pick) may differ per shape

@@ -138,13 +138,17 @@ class DeviceInfo:
     peak_gflops_tf32: float | None = None   # dense TF32 tensor cores (engine.measure.peaks)
     peak_gops_int32: float | None = None    # 32-bit integer multiply-add units
     copy_gbps: float | None = None          # measured device-to-device copy (read + write)
+    peak_gflops_fp16: float | None = None   # dense FP16 tensor cores, FP32 accumulation
+    peak_gflops_bf16: float | None = None   # dense BF16 tensor cores, FP32 accumulation
     notes: str = ""                         # how the estimates were derived, or why not
     extra: dict[str, Any] = field(default_factory=dict)
 
     def peaks(self) -> dict[str, float | None]:
-        """Peak GFLOP/s (GOP/s for int32) per precision: ``fp32``, ``tf32``, ``int32``."""
+        """Peak GFLOP/s (GOP/s for int32) per precision: ``fp32``, ``tf32``, ``int32``,
+        ``fp16``, ``bf16``."""
         return {"fp32": self.peak_gflops_fp32, "tf32": self.peak_gflops_tf32,
-                "int32": self.peak_gops_int32}
+                "int32": self.peak_gops_int32, "fp16": self.peak_gflops_fp16,
+                "bf16": self.peak_gflops_bf16}
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) pairs for a properties table."""
@@ -161,6 +165,9 @@ class DeviceInfo:
                ("Peak FP32 (est.)", "—" if self.peak_gflops_fp32 is None else f"{self.peak_gflops_fp32:,.0f} GFLOP/s"),
                ("Peak TF32 tensor (est.)", "—" if self.peak_gflops_tf32 is None
                 else f"{self.peak_gflops_tf32:,.0f} GFLOP/s"),
+               ("Peak FP16/BF16 tensor (est.)", "—" if self.peak_gflops_fp16 is None
+                else f"{self.peak_gflops_fp16:,.0f} GFLOP/s" + (
+                    "" if self.peak_gflops_bf16 else " (no BF16)")),
                ("Peak int32 (est.)", "—" if self.peak_gops_int32 is None else f"{self.peak_gops_int32:,.0f} GOP/s"),
                ("Bandwidth (est.)", "—" if self.peak_gbps is None else f"{self.peak_gbps:,.0f} GB/s"),
                ("Copy bandwidth (measured)", "— (measured on the first run)" if self.copy_gbps is None

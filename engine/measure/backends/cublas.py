@@ -13,6 +13,12 @@ Routines (``Variant.sources["cuda"]`` when ``Variant.library == "cublas"``):
 
 * ``gemmEx:32F``            strict FP32 (CUBLAS_COMPUTE_32F, default math mode);
 * ``gemmEx:32F_FAST_TF32``  TF32 tensor cores, FP32 accumulate and storage.
+
+The data types follow the run (:func:`data_types`): float32 everywhere, or A and B in
+FP16/BF16 (CUDA_R_16F / CUDA_R_16BF) with C in FP32 or the input type. With 16-bit inputs
+``gemmEx:32F`` is cuBLAS's FP16/BF16 GEMM on tensor cores with FP32 accumulation (the
+compute type CUBLAS_COMPUTE_32F; alpha and beta stay float32), as cuBLAS documents for
+gemmEx.
 """
 from __future__ import annotations
 
@@ -20,8 +26,21 @@ import numpy as np
 
 from engine.measure.backends.base import BackendError
 
-#: cudaDataType_t CUDA_R_32F
+#: cudaDataType_t values (library_types.h): CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF
 CUDA_R_32F = 0
+CUDA_R_16F = 2
+CUDA_R_16BF = 14
+#: The cudaDataType_t of each element type a cuBLAS line takes.
+DATA_TYPE = {"float32": CUDA_R_32F, "float16": CUDA_R_16F, "bfloat16": CUDA_R_16BF}
+
+
+def data_types(dtype: str, out_dtype: str | None = None) -> tuple[int, int]:
+    """(A and B's cudaDataType_t, C's) for ``dtype`` inputs and C in ``out_dtype`` (None:
+    the input type); BackendError for a pair gemmEx with FP32 compute does not take."""
+    out = out_dtype or dtype
+    if dtype not in DATA_TYPE or out not in (dtype, "float32"):
+        raise BackendError(f"no cuBLAS gemmEx line here takes {dtype} inputs with a {out} C")
+    return DATA_TYPE[dtype], DATA_TYPE[out]
 
 
 class LibraryUnavailable(BackendError):
@@ -76,24 +95,30 @@ class CublasGemm:
         ct = self.lib.ComputeType
         return int(ct.COMPUTE_32F_FAST_TF32 if routine.endswith("TF32") else ct.COMPUTE_32F)
 
-    def gemm(self, routine: str, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: int) -> None:
-        """Row-major C (m×n) = A (m×k) · B (k×n), all float32, on the default stream."""
+    def gemm(self, routine: str, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: int,
+             ab_type: int = CUDA_R_32F, c_type: int = CUDA_R_32F) -> None:
+        """Row-major C (m×n) = A (m×k) · B (k×n) on the default stream; A and B of
+        ``ab_type``, C of ``c_type`` (:func:`data_types`), float32 unless said."""
         lib = self.lib
         op_n = int(lib.Operation.N)
         try:
             lib.gemm_ex(self.handle, op_n, op_n, n, m, k,
-                        self._alpha.ctypes.data, int(b_ptr), CUDA_R_32F, n,
-                        int(a_ptr), CUDA_R_32F, k,
-                        self._beta.ctypes.data, int(c_ptr), CUDA_R_32F, n,
+                        self._alpha.ctypes.data, int(b_ptr), ab_type, n,
+                        int(a_ptr), ab_type, k,
+                        self._beta.ctypes.data, int(c_ptr), c_type, n,
                         self.compute_type(routine), int(lib.GemmAlgo.DEFAULT))
         except BackendError:
             raise
         except Exception as exc:  # noqa: BLE001  (cuBLASError with the status name)
             raise BackendError(f"cublasGemmEx ({routine}) failed: {exc}") from None
 
-    def describe(self, routine: str) -> str:
+    def describe(self, routine: str, ab_type: int = CUDA_R_32F, c_type: int = CUDA_R_32F) -> str:
         ver = f"cuBLAS {self.version}" if self.version else "cuBLAS"
-        return f"{ver} gemmEx, compute type {routine.split(':', 1)[1]}, row-major via Cᵀ = Bᵀ·Aᵀ"
+        names = {v: k for k, v in DATA_TYPE.items()}
+        types = "" if (ab_type, c_type) == (CUDA_R_32F, CUDA_R_32F) else \
+            f", A and B {names.get(ab_type, ab_type)}, C {names.get(c_type, c_type)}"
+        return (f"{ver} gemmEx, compute type {routine.split(':', 1)[1]}{types}, "
+                "row-major via Cᵀ = Bᵀ·Aᵀ")
 
     def close(self) -> None:
         if self.handle is not None:

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.common import cpus
+from engine.common.dtypes import TypeSpec
 from engine.kernels import sources
 from engine.common.files import read_text
 from engine.kernels.sources import check_includes, read_kernel_text
@@ -52,11 +53,12 @@ def find_nvcc() -> str:
     return found
 
 
-def nvcc_options(variant: Variant, params, dtype: str) -> list[str]:
-    """The nvcc options of one kernel build: its defines (:meth:`Variant.defines`), the
-    ptxas resource report (``-Xptxas -v``) and line info. The backend and the kernel
-    editor's check (:mod:`engine.measure.kernel_check`) build with exactly these."""
-    defines = variant.defines(params, dtype)
+def nvcc_options(variant: Variant, params, dtype: str, out_dtype: str | None = None) -> list[str]:
+    """The nvcc options of one kernel build: its defines (:meth:`Variant.defines`; C's type
+    ``out_dtype`` for 16-bit inputs), the ptxas resource report (``-Xptxas -v``) and line
+    info. The backend and the kernel editor's check (:mod:`engine.measure.kernel_check`)
+    build with exactly these."""
+    defines = variant.defines(params, dtype, out_dtype)
     return [f"-D{k}={v}" for k, v in defines.items()] + ["-Xptxas", "-v", "-lineinfo"]
 
 
@@ -205,6 +207,26 @@ def encode_tensor_map_2d(addr: int, dim0: int, dim1: int, stride_bytes: int, box
     return ctypes.string_at(addr_map, 128)
 
 
+#: The 16-bit float types whose arrays go to and from the device as raw 16-bit words.
+HALF_WORDS = ("float16", "bfloat16")
+
+
+def device_words(x: np.ndarray) -> np.ndarray:
+    """``x`` as the bytes a kernel reads, in a form pycuda copies: float16 and ml_dtypes'
+    bfloat16/FP8 arrays (which export no buffer pycuda takes) viewed as their raw unsigned
+    words, the same memory; other arrays as they are. Contiguous (a view when it was)."""
+    x = np.ascontiguousarray(x)
+    if x.dtype.kind in "iub" or x.dtype == np.float32 or x.dtype == np.float64:
+        return x
+    return x.view(np.dtype(f"uint{8 * x.dtype.itemsize}"))
+
+
+def half_poison_bits(dtype: np.dtype) -> int:
+    """The 16-bit word of a quiet NaN of ``dtype`` (float16 0x7E00, bfloat16 0x7FC0): the
+    pattern C is filled with before a checked launch, so unwritten elements fail."""
+    return int(np.array(np.nan, dtype=dtype).view(np.uint16)[()])
+
+
 class ArchUnavailable(BackendError):
     """The variant needs an architecture-specific target (e.g. sm_90a) this device lacks:
     the run is skipped, not failed."""
@@ -252,6 +274,7 @@ def _device_info(drv, index: int) -> DeviceInfo:
     peaks, notes = cuda_peaks(major, minor, sms, clock_khz / 1e3 if clock_khz else None)
     info.peak_gflops_fp32, info.peak_gflops_tf32 = peaks.get("fp32"), peaks.get("tf32")
     info.peak_gops_int32 = peaks.get("int32")
+    info.peak_gflops_fp16, info.peak_gflops_bf16 = peaks.get("fp16"), peaks.get("bf16")
     if mem_khz and bus:
         info.peak_gbps = 2 * mem_khz * 1e3 * bus / 8 / 1e9
         notes.append("bandwidth = 2 × memory clock × bus width")
@@ -286,6 +309,9 @@ class CudaBackend(Backend):
         self._timing_note = ""  # what the last time_launches could not do (timing_note)
         self._monitor = None    # engine.measure.conditions.Monitor of the open GPU, or None
         self._conditions = LoopConditions()  # what NVML saw during the last time_launches
+        #: The run's types (the sweep sets it before ``prepare``): 16-bit inputs are uploaded
+        #: as their raw words, C is allocated, poisoned and read back in the output type.
+        self.type_spec = TypeSpec()
 
     # -- discovery --------------------------------------------------------------------
 
@@ -367,17 +393,19 @@ class CudaBackend(Backend):
         """Library reference lines (cuBLAS): nothing to compile; the handle is made here."""
         if variant.library != "cublas":
             raise BackendError(f"the cuda backend knows no library '{variant.library}'")
-        if dtype != "float32":
-            raise BackendError(f"{variant.name} runs float32 only")
-        from engine.measure.backends.cublas import CublasGemm  # noqa: PLC0415
+        if dtype not in variant.dtypes:
+            raise BackendError(f"{variant.name} runs {', '.join(variant.dtypes)} only, not {dtype}")
+        from engine.measure.backends.cublas import CublasGemm, data_types  # noqa: PLC0415
 
+        types = data_types(dtype, self._out_dtype(dtype))   # before the handle: a wrong type says so
         if self._cublas is None:
             self._cublas = CublasGemm()
         self._cublas.ensure()  # raises LibraryUnavailable (a skip) without nvmath/cuBLAS
         routine = variant.sources["cuda"]
         self._cublas.compute_type(routine)  # validates the routine name
-        report = f"{variant.label(params)} {dtype} on {self.arch}: {self._cublas.describe(routine)}"
-        return CompiledKernel(variant, dict(params), dtype, ("cublas", routine), report)
+        report = (f"{variant.label(params)} {dtype} on {self.arch}: "
+                  f"{self._cublas.describe(routine, *types)}")
+        return CompiledKernel(variant, dict(params), dtype, ("cublas", routine, types), report)
 
     def _dynamic_shared(self, variant: Variant, params) -> int:
         """Bytes of dynamic shared memory (the kernel file's ``launch.shared``), else 0."""
@@ -428,7 +456,7 @@ class CudaBackend(Backend):
         The key's first two parts are the kernel's text and what it includes: a user's
         kernel as its run read them (engine.kernels.sources), the lab's own file as it is now."""
         path = variant.source_path("cuda")
-        options = nvcc_options(variant, params, dtype)
+        options = nvcc_options(variant, params, dtype, self._out_dtype(dtype))  # -DOUT: in the key
         arch = target_arch(variant, self.arch)  # sm_90a for wgmma kernels, else the device's
         try:     # never a hang: the file and what it includes are regular files, or a message
             if is_builtin_file(path):
@@ -507,7 +535,6 @@ class CudaBackend(Backend):
                     pass  # reported by compile() on the run's own row
         return len(todo), time.perf_counter() - t0
 
-    @staticmethod
     def _compile_triton(self, variant: Variant, params, dtype) -> CompiledKernel:
         """A .py kernel: imported first in a child process (engine.measure.triton_kernels),
         then here; Triton compiles it for this device at its first launch of each class of
@@ -536,6 +563,7 @@ class CudaBackend(Backend):
         import triton  # noqa: PLC0415
         return triton.__version__
 
+    @staticmethod
     def _check_entries(variant: Variant, path: Path, text: str, cubin: bytes) -> None:
         """:class:`BuildError` (at the file and line) when the cubin holds no kernel named
         as the header's ``entry`` (or its pre-pass's), or one whose arguments are not
@@ -609,18 +637,32 @@ class CudaBackend(Backend):
 
     # -- memory -------------------------------------------------------------------------
 
+    def _out_dtype(self, dtype: str) -> str | None:
+        """C's type for a build of ``dtype`` inputs: the run's output type where they are
+        16-bit floats (float32 or the input type), else None (C has the input type)."""
+        spec = self.type_spec
+        if dtype in HALF_WORDS and str(spec.element) == dtype:
+            return str(spec.output)
+        return None
+
     def prepare(self, a, b) -> Workspace:
         drv = self.drv
+        spec = self.type_spec
+        if spec.element.is_low_precision and a.dtype != spec.element.numpy_dtype:
+            raise BackendError(f"the inputs are {a.dtype}, but the run is {spec.element}: "
+                               "never uploaded as another type")
         ws = Workspace(a, b)
+        if spec.element.is_low_precision:
+            ws.dtype = spec.output.numpy_dtype
         start, end = drv.Event(), drv.Event()
         try:
             ws.a = drv.mem_alloc(a.nbytes)
             if b is not None:
                 ws.b = drv.mem_alloc(b.nbytes)
             start.record()
-            drv.memcpy_htod(ws.a, np.ascontiguousarray(a))
+            drv.memcpy_htod(ws.a, device_words(a))
             if b is not None:
-                drv.memcpy_htod(ws.b, np.ascontiguousarray(b))
+                drv.memcpy_htod(ws.b, device_words(b))
             end.record()
             end.synchronize()
         except drv.Error as exc:
@@ -669,9 +711,12 @@ class CudaBackend(Backend):
 
     def poison_output(self, ws) -> None:
         count = int(np.prod(ws.c_shape))
-        pattern = int(np.uint32(INT_POISON.view(np.uint32))) if np.issubdtype(ws.dtype, np.integer) \
-            else FLOAT_POISON_BITS
-        self.drv.memset_d32(ws.c, pattern, count)
+        if ws.dtype.itemsize == 2:            # FP16/BF16 C: that type's NaN in every element
+            self.drv.memset_d16(ws.c, half_poison_bits(ws.dtype), count)
+        else:
+            pattern = int(np.uint32(INT_POISON.view(np.uint32))) if np.issubdtype(ws.dtype, np.integer) \
+                else FLOAT_POISON_BITS
+            self.drv.memset_d32(ws.c, pattern, count)
         self.ctx.synchronize()
 
     def release(self, ws) -> None:
@@ -696,7 +741,8 @@ class CudaBackend(Backend):
                 zero_workspace: bool = False):
         v = kernel.variant
         if v.library:
-            self._cublas.gemm(kernel.handle[1], ws.a, ws.b, ws.c, m, n, k)
+            _lib, routine, types = kernel.handle
+            self._cublas.gemm(routine, ws.a, ws.b, ws.c, m, n, k, *types)
             return
         if v.is_triton:
             # The engine's buffers by address on the engine's stream (0: the null stream,
@@ -780,8 +826,12 @@ class CudaBackend(Backend):
     def run_once(self, kernel, ws, m, n, k) -> np.ndarray:
         self._launch(kernel, ws, m, n, k, zero_workspace=True)
         self._check(f"launch of {kernel.variant.label(kernel.params)}")
+        return self._read_c(ws)
+
+    def _read_c(self, ws) -> np.ndarray:
+        """C copied to the host in its type (16-bit types through their raw words)."""
         out = np.empty(ws.c_shape, dtype=ws.dtype)
-        self.drv.memcpy_dtoh(out, ws.c)
+        self.drv.memcpy_dtoh(device_words(out), ws.c)
         return out
 
     def profile_launch(self, kernel, ws, m, n, k) -> None:
@@ -880,6 +930,4 @@ class CudaBackend(Backend):
 
     def read_output(self, ws) -> np.ndarray:
         self._check("the timed launches")
-        out = np.empty(ws.c_shape, dtype=ws.dtype)
-        self.drv.memcpy_dtoh(out, ws.c)
-        return out
+        return self._read_c(ws)
