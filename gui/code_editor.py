@@ -1,13 +1,14 @@
-"""A source editor for kernel files: CUDA (``.cu``) and OpenCL (``.cl``).
+"""A source editor for kernel files: CUDA (``.cu``), OpenCL (``.cl``) and Triton (``.py``).
 
 :class:`CodeEditor` is a :class:`QPlainTextEdit` with a line-number gutter, a
 highlighted current line, a monospace font and no line wrap.  It marks problems (a
 header that does not parse, a compiler message) with a wavy underline, a dot in the
 gutter and the message as a tooltip, and :meth:`CodeEditor.go_to` jumps to a line.
 
-:class:`KernelHighlighter` colours the code with pygments' C-family lexers and the
-kernel header (the TOML between two ``+++`` lines in the file's first comment, see
-:mod:`engine.kernels.kernel_file`) with pygments' TOML lexer.
+:class:`KernelHighlighter` colours the code with pygments' C-family lexers (Python's for a
+Triton file) and the kernel header (the TOML between two ``+++`` lines in the file's first
+comment, a ``.py`` file's module docstring, see :mod:`engine.kernels.kernel_file`) with
+pygments' TOML lexer.
 
 :class:`EditorPane` puts an editor and its :class:`FindBar` (Ctrl+F) together.
 
@@ -24,6 +25,7 @@ from typing import Iterable, Sequence
 from pygments.lexers import TOMLLexer
 from pygments.lexers.c_cpp import CLexer
 from pygments.lexers.c_like import CudaLexer
+from pygments.lexers.python import PythonLexer
 from pygments.token import (Comment, Keyword, Name, Number, Operator, String, Token,
                             _TokenType)
 from PySide6.QtCore import QEvent, QRect, QSize, Qt, Signal
@@ -40,8 +42,8 @@ Problem = tuple["int | None", str, str]
 SEVERITIES = ("error", "warning")
 #: The header's fences, as :mod:`engine.kernels.kernel_file` reads them (alone on a line).
 FENCE = "+++"
-LANGUAGES = ("cuda", "opencl", "text")
-_LANGUAGE_OF_SUFFIX = {".cu": "cuda", ".cuh": "cuda", ".cl": "opencl"}
+LANGUAGES = ("cuda", "opencl", "python", "text")
+_LANGUAGE_OF_SUFFIX = {".cu": "cuda", ".cuh": "cuda", ".cl": "opencl", ".py": "python"}
 
 
 def language_for(path: str | Path) -> str:
@@ -55,7 +57,8 @@ def language_for(path: str | Path) -> str:
     Returns
     -------
     str
-        ``'cuda'`` for ``.cu``/``.cuh``, ``'opencl'`` for ``.cl``, else ``'text'``.
+        ``'cuda'`` for ``.cu``/``.cuh``, ``'opencl'`` for ``.cl``, ``'python'`` for a
+        Triton ``.py`` file, else ``'text'``.
     """
     return _LANGUAGE_OF_SUFFIX.get(Path(path).suffix.lower(), "text")
 
@@ -149,7 +152,8 @@ class _OpenCLLexer(CLexer):
 @lru_cache(maxsize=None)
 def _lexer(language: str):
     """One lexer per language, made once: building a RegexLexer compiles its rules."""
-    return {"cuda": _KernelCudaLexer, "opencl": _OpenCLLexer, "toml": TOMLLexer}[language](
+    return {"cuda": _KernelCudaLexer, "opencl": _OpenCLLexer, "python": PythonLexer,
+            "toml": TOMLLexer}[language](
         stripnl=False, ensurenl=False)
 
 
@@ -163,6 +167,7 @@ _CODE_CATEGORIES: dict[_TokenType, str | None] = {
     Name.Builtin: "builtin",
     Name.Function: "function",
     Name.Constant: "constant",
+    Name.Decorator: "qualifier",         # Python's @triton.jit
     String: "string",
     Number: "number",
     Comment: "comment",
@@ -219,6 +224,41 @@ def _lex_line(language: str, text: str) -> tuple[tuple[int, int, str], ...]:
             runs.append([index, len(value), cat])
     end = len(text)
     return tuple((s, min(n, end - s), c) for s, n, c in runs if s < end)
+
+
+def _triple_open(text: str, pos: int) -> int:
+    """Index of the next triple quote at or after ``pos`` that opens a Python string (its
+    ``r``/``b``/``f``/``u`` prefix included), or -1. One inside a one-line string or after
+    ``#`` opens nothing."""
+    i, n = pos, len(text)
+    while i < n:
+        c = text[i]
+        if c == "#":
+            return -1
+        if c in "\"'":
+            if text.startswith(c * 3, i):
+                word = i
+                while word > pos and (text[word - 1].isalnum() or text[word - 1] == "_"):
+                    word -= 1
+                prefix = text[word:i]
+                return word if len(prefix) <= 2 and set(prefix) <= set("rRbBfFuU") else i
+            i += 1
+            while i < n and text[i] != c:      # a one-line string: skip to its end
+                i += 2 if text[i] == "\\" else 1
+        i += 1
+    return -1
+
+
+def _triple_close(text: str, pos: int, quote: str) -> int:
+    """Index of the ``quote`` at or after ``pos`` that ends a triple-quoted string (not
+    escaped by a backslash), or -1."""
+    i = text.find(quote, pos)
+    while i >= 0:
+        slashes = len(text[pos:i]) - len(text[pos:i].rstrip("\\"))
+        if slashes % 2 == 0:
+            return i
+        i = text.find(quote, i + 1)
+    return -1
 
 
 def _comment_open(text: str, pos: int) -> int:
@@ -308,12 +348,18 @@ class KernelHighlighter(QSyntaxHighlighter):
     see); the code between them is lexed by pygments line by line, header lines by its
     TOML lexer.
 
+    Python (a Triton ``.py`` file) is split the same way at its triple-quoted strings: the
+    module docstring plays the first comment's part (``STATE_FIRST_COMMENT``, then
+    ``STATE_HEADER``, then ``STATE_DOC`` for its prose after the header), any other one is
+    ``STATE_COMMENT`` coloured as a string; ``PY_SINGLE_QUOTES`` is added to the state
+    inside a ''' string.
+
     Parameters
     ----------
     document : QTextDocument
         The document to colour.
     language : str
-        ``'cuda'``, ``'opencl'`` or ``'text'`` (no colours).
+        ``'cuda'``, ``'opencl'``, ``'python'`` or ``'text'`` (no colours).
     dark : bool
         Use the colours meant for a dark background.
     """
@@ -323,6 +369,8 @@ class KernelHighlighter(QSyntaxHighlighter):
     STATE_COMMENT = 1
     STATE_HEADER = 2
     STATE_FIRST_COMMENT = 3
+    STATE_DOC = 4                    # Python: the module docstring after its header
+    PY_SINGLE_QUOTES = 8             # Python: the string opened with ''', not """
 
     def __init__(self, document: QTextDocument, language: str = "cuda", dark: bool = False):
         self._language = language if language in LANGUAGES else "text"
@@ -377,6 +425,9 @@ class KernelHighlighter(QSyntaxHighlighter):
         if self._language == "text":
             self.setCurrentBlockState(self.STATE_CODE)
             return
+        if self._language == "python":
+            self._highlight_python(text)
+            return
         state = self.previousBlockState()
         if state not in (self.STATE_CODE, self.STATE_COMMENT, self.STATE_HEADER,
                          self.STATE_FIRST_COMMENT):
@@ -419,6 +470,62 @@ class KernelHighlighter(QSyntaxHighlighter):
                     else self.STATE_COMMENT
                 pos = start + 2
         self.setCurrentBlockState(state)
+
+    def _highlight_python(self, text: str) -> None:
+        """One line of a Python file: code lexed by pygments, triple-quoted strings split
+        off by hand (they span lines), the module docstring's header as TOML."""
+        prev = self.previousBlockState()
+        quote = "'''" if prev >= 0 and prev & self.PY_SINGLE_QUOTES else '"""'
+        state = prev & ~self.PY_SINGLE_QUOTES if prev >= 0 else self.STATE_START
+        in_string = (self.STATE_COMMENT, self.STATE_HEADER, self.STATE_FIRST_COMMENT,
+                     self.STATE_DOC)
+        if state not in (self.STATE_CODE, *in_string):
+            state = self.STATE_START
+        fmt = self._formats
+        pos, n = 0, len(text)
+        while pos < n:
+            if state in in_string:
+                end = _triple_close(text, pos, quote)
+                stop = n if end < 0 else end
+                piece = text[pos:stop]
+                after = state
+                if piece.strip() == FENCE and state in (self.STATE_FIRST_COMMENT,
+                                                        self.STATE_HEADER):
+                    self.setFormat(pos, stop - pos, fmt["fence"])
+                    after = self.STATE_HEADER if state == self.STATE_FIRST_COMMENT \
+                        else self.STATE_DOC
+                elif state == self.STATE_HEADER:
+                    self._apply_runs(pos, _lex_line("toml", piece))
+                else:       # the module docstring's prose reads as a comment, as in C
+                    self.setFormat(pos, stop - pos,
+                                   fmt["string" if state == self.STATE_COMMENT else "comment"])
+                if end < 0:
+                    state = after
+                    break
+                self.setFormat(end, 3, fmt["string" if state == self.STATE_COMMENT
+                                           else "comment"])
+                pos, state = end + 3, self.STATE_CODE
+            else:
+                start = _triple_open(text, pos)
+                stop = n if start < 0 else start
+                code = text[pos:stop]
+                if state == self.STATE_START and code.strip() \
+                        and not code.lstrip().startswith("#"):
+                    state = self.STATE_CODE      # code before a docstring: no header
+                if code:
+                    self._apply_runs(pos, _lex_line("python", code))
+                if start < 0:
+                    break
+                opening = start
+                while text[opening] not in "\"'":        # past an r/b/f/u prefix
+                    opening += 1
+                quote = text[opening:opening + 3]
+                first = state == self.STATE_START
+                self.setFormat(start, opening + 3 - start, fmt["comment" if first else "string"])
+                state = self.STATE_FIRST_COMMENT if first else self.STATE_COMMENT
+                pos = opening + 3
+        single = quote == "'''" and state not in (self.STATE_START, self.STATE_CODE)
+        self.setCurrentBlockState(state | (self.PY_SINGLE_QUOTES if single else 0))
 
     def _apply_runs(self, offset: int, runs: Iterable[tuple[int, int, str]]) -> None:
         fmt = self._formats

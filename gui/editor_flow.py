@@ -69,7 +69,9 @@ class EditorFlow(QObject):
             device=config.device_index() if backend == "opencl" else 0,
             chosen_values=lambda name: (config.variants.chosen_values(name)
                                         if name in config.variants.variant_names() else {}),
-            running=self.window.running or self.window.closing)
+            running=self.window.running or self.window.closing,
+            backends=(tuple(name for name, st in self.window.statuses.items()
+                            if st.available and st.devices) if self.window.statuses else None))
 
     def open_kernel(self, path: str | Path) -> bool:
         """Open a kernel file in the editor (shown)."""
@@ -84,9 +86,15 @@ class EditorFlow(QObject):
 
     def _run(self, items) -> None:
         """The editor's Run: its kernel and baselines with the configured sizes, on the
-        kernel's backend (switching to it when another one is chosen)."""
+        kernel's backend (switching to it when another one is chosen; a Triton kernel
+        without a CUDA device runs through Triton's interpreter on the cpu backend)."""
         win = self.window
-        backend = self.editor.backend()
+        backend = self.editor.run_backend()
+        if backend != self.editor.backend():
+            win.log.append("info", f"no {self.editor.backend()} device: the Triton kernel runs "
+                                   f"through Triton's interpreter on the {backend} backend, a "
+                                   "check of its arithmetic at small sizes; its times are no "
+                                   "kernel's")
         if win.config.backend_name() != backend:
             st = win.statuses.get(backend)
             if st is None or not st.available or not st.devices:

@@ -8,7 +8,9 @@ library reference; the results join the charts and table like any other run) →
 
 Compiling runs ``python main.py check-kernel --stdin --json`` in a :class:`QProcess`:
 the unsaved text is compiled, a compiler that crashes takes only that process, and the
-window's event loop never waits.  The header is checked as you type
+window's event loop never waits (for a Triton ``.py`` file the check imports it in a
+separate process and matches its kernel's signature to the header; Triton compiles at the
+first launch on a GPU).  The header is checked as you type
 (:func:`engine.kernels.kernel_file.parse_header`, a few milliseconds).  A file changed on disk by
 another editor is reloaded, recompiled and its last comparison run again.
 """
@@ -34,7 +36,8 @@ from engine.kernels import registry
 from engine.common.files import write_atomic
 from engine.measure.kernel_check import CheckReport
 from engine.kernels.sources import read_kernel_text
-from engine.kernels.kernel_file import KernelFileError, parse_header
+from engine.kernels.kernel_file import TRITON_SUFFIX, KernelFileError, parse_header
+from engine.measure import triton_kernels
 from engine.kernels.new_kernel import check_new_name, copy_text
 from engine.results.records import RecordStatus
 from engine.kernels.registry import params_to_str
@@ -47,7 +50,8 @@ ROOT = Path(__file__).resolve().parent.parent
 HEADER_CHECK_MS = 300
 #: A file changed on disk settles this long (an editor's save is several events).
 DISK_SETTLE_MS = 300
-SUFFIX_BACKEND = {".cu": "cuda", ".cl": "opencl"}
+SUFFIX_BACKEND = {".cu": "cuda", ".cl": "opencl", TRITON_SUFFIX: "cuda"}
+KERNEL_FILTER = "Kernel files (*.cu *.cl *.py)"
 SEVERITY_COLOR = {"error": "#d03030", "warning": "#c08000", "note": "#6080a0"}
 #: Shape at which the header check evaluates the launch geometry of every combination.
 PROBE_SHAPE = (1024, 1024, 1024)
@@ -78,6 +82,8 @@ class EditorContext:
     #: Parameter values chosen for a variant in the variant tree: name → {param: values}.
     chosen_values: Callable[[str], dict[str, list[int]]] | None = None
     running: bool = False
+    #: The backends that can run now (available, with a device); None: not known.
+    backends: tuple[str, ...] | None = None
 
 
 class NewKernelDialog(QDialog):
@@ -92,7 +98,8 @@ class NewKernelDialog(QDialog):
                 continue
             for h in v.headers:
                 if backend in ("", h.backend):
-                    self.template.addItem(f"{v.name} ({h.backend}) — {v.technique}",
+                    lang = "triton" if h.is_triton else h.backend
+                    self.template.addItem(f"{v.name} ({lang}) — {v.technique}",
                                           (v.name, h.path.suffix))
         self.name = QLineEdit("my_kernel")
         self.error = QLabel()
@@ -199,7 +206,8 @@ class KernelEditor(QWidget):
 
         self.new_action = action("New…", self.new_dialog, None,
                                  "A new kernel, copied from any built-in (header and all)")
-        self.open_action = action("Open…", self.open_dialog, None, "Open a .cu or .cl kernel file")
+        self.open_action = action("Open…", self.open_dialog, None,
+                                  "Open a .cu, .cl or Triton .py kernel file")
         self.save_action = action("Save", self.save, None, "Save the kernel, Ctrl+S in the "
                                   "editor (new ones go to the user kernel folder)")
         self.save_as_action = action("Save as…", self.save_as_dialog)
@@ -300,6 +308,22 @@ class KernelEditor(QWidget):
     def backend(self) -> str:
         return SUFFIX_BACKEND.get(self.display_path().suffix, "cuda")
 
+    def is_triton(self) -> bool:
+        """A Triton kernel file (``.py``): checked by import, run through Triton."""
+        return self.display_path().suffix == TRITON_SUFFIX
+
+    def run_backend(self, ctx: EditorContext | None = None) -> str:
+        """The backend Run uses: the file's own; a Triton kernel where no CUDA device can
+        run runs through Triton's interpreter on the cpu backend (a check of its arithmetic
+        at small sizes, not a speed)."""
+        own = self.backend()
+        if not self.is_triton():
+            return own
+        ctx = ctx or self.context()
+        if ctx.backends is None or own in ctx.backends or "cpu" not in ctx.backends:
+            return own
+        return "cpu"
+
     def text(self) -> str:
         return self.editor.toPlainText()
 
@@ -363,7 +387,7 @@ class KernelEditor(QWidget):
     def open_dialog(self) -> None:
         start = str(self.path.parent if self.path else self.folders.user_folder())
         path, _ = QFileDialog.getOpenFileName(self, "Open a kernel file", start,
-                                              "Kernel files (*.cu *.cl);;All files (*)")
+                                              f"{KERNEL_FILTER};;All files (*)")
         if path:
             self.open_file(path)
 
@@ -382,8 +406,7 @@ class KernelEditor(QWidget):
 
     def save_as_dialog(self) -> bool:
         start = str(self.display_path())
-        path, _ = QFileDialog.getSaveFileName(self, "Save the kernel", start,
-                                              "Kernel files (*.cu *.cl)")
+        path, _ = QFileDialog.getSaveFileName(self, "Save the kernel", start, KERNEL_FILTER)
         # A name picked in the dialog (which asked before replacing it) may be a link:
         # the user chose it, so its target is written.
         return bool(path) and self.save_to(Path(path), follow_links=True)
@@ -433,9 +456,11 @@ class KernelEditor(QWidget):
         return answer == "Discard"
 
     def _update_title(self, *_):
-        where = str(self.path) if self.path else f"untitled (will be {self.display_path()})"
+        where = _home_short(self.path) if self.path else (
+            f"untitled (will be {_home_short(self.display_path())})")
         star = " •" if self.modified else ""
-        self.title.setText(f"{where}{star}   [{self.backend()}]" if (self.path or self.suggested_path)
+        lang = f"Triton, {self.backend()}" if self.is_triton() else self.backend()
+        self.title.setText(f"{where}{star}   [{lang}]" if (self.path or self.suggested_path)
                            else "No kernel open")
 
     # --- watching the file -----------------------------------------------------------
@@ -571,7 +596,9 @@ class KernelEditor(QWidget):
         self._process = proc
         self._compile_t0 = time.perf_counter()
         self.compile_action.setEnabled(False)
-        self.status.setText(f"Compiling {self.display_path().name} for {self.backend()}…")
+        self.status.setText(f"Checking {self.display_path().name} with Triton (import and "
+                            "signature)…" if self.is_triton() else
+                            f"Compiling {self.display_path().name} for {self.backend()}…")
         proc.start(sys.executable, args)
         proc.write(self.text().encode("utf-8"))
         proc.closeWriteChannel()
@@ -610,12 +637,17 @@ class KernelEditor(QWidget):
         self._show_report(report)
         n_ok = sum(c.ok for c in report.combos)
         errors = sum(p.severity == "error" for p in self.compile_problems)
-        if report.ok:
+        if report.ok and self.is_triton():
+            self.status.setText(f"Checked in {took:.1f} s: the file imports and its kernel takes "
+                                f"the header's {n_ok} combination(s); Triton compiles it at the "
+                                "first launch on a GPU.")
+        elif report.ok:
             self.status.setText(f"Compiled {n_ok} combination(s) in {took:.1f} s"
                                 + (f", {len(self.compile_problems)} warning(s)" if self.compile_problems
                                    else "") + ".")
         else:
-            self.status.setText(f"Compile failed: {errors} error(s); {n_ok} of "
+            self.status.setText(f"Check failed: {errors} error(s) ({took:.1f} s)." if self.is_triton()
+                                else f"Compile failed: {errors} error(s); {n_ok} of "
                                 f"{len(report.combos)} combination(s) built ({took:.1f} s).")
             self.tabs.setCurrentWidget(self.problems_view)
         self.compiled.emit(report)
@@ -640,7 +672,9 @@ class KernelEditor(QWidget):
                     "compiler", d.line if mine else None, d.column if mine else None, d.severity,
                     d.message if mine or not d.path else f"{d.path}:{d.line}: {d.message}",
                     shown, d.path or ""))
-            if report.problem:
+            # A Triton check's problem is also its one diagnostic (at its line): once.
+            said = {f"{d.path}:{d.line}: {d.message}" for d in report.diagnostics}
+            if report.problem and report.problem not in said:
                 self.compile_problems.append(Problem("compiler", None, None, "error",
                                                      report.problem))
             # Per-combination findings (too many threads for the registers, spills, too
@@ -662,7 +696,11 @@ class KernelEditor(QWidget):
     def _fill_resources(self, report: CheckReport | None) -> None:
         cols = [("parameters", lambda c: c.label or "defaults"),
                 ("built", lambda c: "yes" if c.ok else "no")]
-        if report is not None and report.backend == "cuda":
+        if report is not None and self.is_triton():
+            # The check compiles nothing (Triton does at the first launch on a GPU): what
+            # the header fixes per combination, no registers or shared memory yet.
+            cols += [("block threads", lambda c: c.block_threads)]
+        elif report is not None and report.backend == "cuda":
             cols += [("registers", lambda c: c.registers),
                      ("shared static", lambda c: _bytes(c.shared_static)),
                      ("shared dynamic", lambda c: _bytes(c.shared_dynamic)),
@@ -735,8 +773,9 @@ class KernelEditor(QWidget):
             h = parse_header(self.display_path(), self.text())
         except KernelFileError:
             return []
-        out = [registry.best_rung(h.backend, h.precision, h.kind),
-               registry.reference_for(h.backend, h.precision, h.kind)]
+        backend = self.run_backend()
+        out = [registry.best_rung(backend, h.precision, h.kind),
+               registry.reference_for(backend, h.precision, h.kind)]
         return [n for n in out if n and n != h.name]
 
     def baselines(self) -> list[str]:
@@ -748,7 +787,7 @@ class KernelEditor(QWidget):
 
     def _fill_compare_menu(self) -> None:
         self.compare_menu.clear()
-        backend, current = self.backend(), set(self.baselines())
+        backend, current = self.run_backend(), set(self.baselines())
         for v in registry.variants_for(backend):
             if v.name == self.variant_name() or v.role == "user" and not v.headers:
                 continue
@@ -784,12 +823,16 @@ class KernelEditor(QWidget):
             problem = self.folders.loaded.problem_of(self.path) if self.path else None
             self.status.setText(problem or f"{name} is not registered")
             return False
+        backend = self.run_backend(ctx)
+        why = triton_kernels.backend_problem(backend) if v.is_triton else None
+        if why:
+            self.status.setText(f"{name} cannot run on the {backend} backend: {why}")
+            return False
         baselines = self.baselines() if baselines is None else [
             b for b in baselines if b in registry.REGISTRY]
         chosen = ctx.chosen_values(name) if ctx.chosen_values else {}
         items = [(name, p) for p in registry.iter_plan_params(
             v, {k: tuple(vals) for k, vals in chosen.items() if vals})]
-        backend = self.backend()
         for b in baselines:
             bv = registry.get(b)
             if backend in bv.sources:
@@ -842,6 +885,13 @@ def _same(a, b) -> bool:
     """Whether two paths name one file (realpath: a loop of links is no error here, unlike
     Path.resolve, which raises RuntimeError)."""
     return os.path.realpath(a) == os.path.realpath(b)
+
+
+def _home_short(path: Path) -> str:
+    """``path`` with the home folder shown as ``~`` (a title that fits the dock)."""
+    home = str(Path.home())
+    text = str(path)
+    return "~" + text[len(home):] if home not in ("", "/") and text.startswith(home + os.sep) else text
 
 
 def _bytes(n) -> str | None:

@@ -11,7 +11,9 @@ Before the user chooses, a short first run is ticked (:func:`engine.kernels.regi
 the kernel files' ``newcomer`` flag, cuBLAS, a dispatch line, the user's kernels).  A ticked
 variant or parameter value that fits none of the chosen sizes (its constraints, the dtype)
 is marked "not for these sizes" with the reason; a run leaves such pairs out
-(:attr:`engine.run.runner.Plan.only_fitting`), so it makes no "skipped" rows.
+(:attr:`engine.run.runner.Plan.only_fitting`), so it makes no "skipped" rows.  A variant
+this Python cannot run on the backend at all (a Triton ``.py`` kernel without Triton, or
+on CUDA without the torch its driver needs) is marked "unavailable" with the reason.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from PySide6.QtWidgets import (QCheckBox, QHBoxLayout, QHeaderView, QTreeWidget,
 
 from engine.kernels import registry
 from engine.kernels.kernel_file import shown_text
+from engine.measure import triton_kernels
 from engine.run.runner import Fit, expand_items, item_fit
 
 NAME_COL, INFO_COL = 0, 1
@@ -37,11 +40,15 @@ HEADINGS = {
     "experiment": ("Experiments", "Kernels kept for their story: tested, not in default sweeps"),
     "user": ("User kernels", "Your kernel files (File ▸ Add kernel folder…; Kernel ▸ New kernel…)"),
 }
-BACKEND_SUFFIX = {"cuda": ".cu", "opencl": ".cl"}
+#: The kernel files whose problems a backend's tree shows (a Triton .py file runs on cuda,
+#: and on cpu through Triton's interpreter).
+BACKEND_SUFFIXES = {"cuda": (".cu", ".py"), "opencl": (".cl",), "cpu": (".py",)}
 ERROR_COLOR = "#d03030"
 #: A ticked variant that fits none of the chosen sizes: said, not run.
 NOT_FOR_SIZES = "not for these sizes"
 NOT_FOR_SIZES_COLOR = "#b36b00"
+#: A variant this Python cannot run on the backend (whatever the sizes): said, with why.
+UNAVAILABLE = "unavailable"
 
 
 class ParamValues(QWidget):
@@ -188,7 +195,7 @@ class VariantTree(QTreeWidget):
             if "user" not in headed:
                 self._add_heading("user")
             for path, message in self._user_problems:
-                if Path(path).suffix != BACKEND_SUFFIX.get(backend, Path(path).suffix):
+                if Path(path).suffix not in BACKEND_SUFFIXES.get(backend, (Path(path).suffix,)):
                     continue
                 # shown_text: a file name or message may hold escape codes, or bytes that
                 # are not UTF-8 (lone surrogates Qt cannot take)
@@ -307,7 +314,7 @@ class VariantTree(QTreeWidget):
     def _show_mark(self, name: str, item: QTreeWidgetItem) -> None:
         v = registry.get(name)
         mark = self.mark(name)
-        nowhere = mark.startswith(NOT_FOR_SIZES)
+        nowhere = mark.startswith((NOT_FOR_SIZES, UNAVAILABLE))
         # "not for these sizes: why" instead of the technique (in its tooltip still);
         # "at 2 of 6 sizes" before it
         item.setText(INFO_COL, mark if nowhere else f"{mark} · {v.technique}" if mark
@@ -346,7 +353,11 @@ class VariantTree(QTreeWidget):
     def mark(self, name: str) -> str:
         """What the row of a ticked variant says about the chosen sizes: ``not for these
         sizes: why`` where none of its items fits any, ``at 2 of 6 sizes`` where they fit
-        some; empty where it runs at all of them (or is not ticked)."""
+        some; empty where it runs at all of them (or is not ticked). ``unavailable: why``,
+        ticked or not, where this Python cannot run it on the backend."""
+        why = self.unavailable(name)
+        if why:
+            return f"{UNAVAILABLE}: {shown_text(why, 300)}"
         fits = self._fits.get(name)
         if not fits:
             return ""
@@ -356,6 +367,14 @@ class VariantTree(QTreeWidget):
         if len(runs) < len(self._shapes):
             return f"at {len(runs)} of {len(self._shapes)} sizes"
         return ""
+
+    def unavailable(self, name: str) -> str | None:
+        """Why ``name`` cannot run on the tree's backend in this Python (a Triton kernel
+        without Triton, or on CUDA without torch), or None."""
+        v = registry.REGISTRY.get(name)
+        if v is None or not v.is_triton:
+            return None
+        return triton_kernels.backend_problem(self.backend)
 
     def value_marks(self, name: str, pname: str) -> dict[int, str]:
         """The values of ``pname`` marked as fitting none of the chosen sizes: value → why."""

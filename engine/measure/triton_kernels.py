@@ -69,6 +69,26 @@ def unavailable() -> str | None:
     return None
 
 
+def backend_problem(backend: str) -> str | None:
+    """Why ``.py`` kernels cannot run on ``backend`` in this Python, or None (read without
+    importing Triton: the variant tree asks as it lists them)."""
+    why = unavailable()
+    if why:
+        return why
+    if backend == "cuda":
+        # Triton's GPU driver asks torch for the device and stream when it starts.
+        if importlib.util.find_spec("torch") is None:
+            return ("Triton's CUDA driver needs torch (a CUDA build), which is not installed; "
+                    "the cpu backend runs .py kernels through Triton's interpreter")
+        if os.environ.get(INTERPRET_ENV) == "1":
+            return (f"{INTERPRET_ENV}=1 is set for the app: Triton would interpret the kernel "
+                    "on the host; start the app without it to run .py kernels on the GPU")
+        return None
+    if backend == "cpu":
+        return None
+    return f"the {backend} backend runs no Triton kernels (cuda, or cpu through the interpreter)"
+
+
 def expected_arguments(variant: Variant) -> tuple[list[str], list[str]]:
     """(the positional arguments a kernel of ``variant.kind`` takes, as named in the docs;
     the ``tl.constexpr`` names its header's parameters give)."""
