@@ -1,0 +1,349 @@
+"""Issue 39's CUDA side for float16/bfloat16, on the CPU: kernel files' 16-bit dtypes and
+their defines, the half_wmma ladder step (header, every build without spills), the cuda
+backend's plumbing (raw 16-bit uploads, C in the output type, its poison, read-back) over a
+recording stand-in of pycuda's driver, cuBLAS's half line with nvmath's binding stood in,
+the FP16/BF16 peaks, the byte model and % of cuBLAS per type. The GPU runs are in
+tests/test_half_gpu.py."""
+from __future__ import annotations
+
+import itertools
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engine.common.dtypes import TypeSpec, backend_refusal
+from engine.kernels import registry
+from engine.kernels.kernel_file import KernelFileError, parse_header
+from engine.measure import peaks
+from engine.measure.backends import cublas as cublas_mod
+from engine.measure.backends.base import BackendError, DeviceInfo
+from engine.measure.backends.cuda import (CudaBackend, device_words, half_poison_bits,
+                                          nvcc_cubin, nvcc_options)
+from engine.measure.kernel_check import parse_ptxas
+from engine.results.derived import fill_pct_of_cublas
+from engine.results.records import ResultRecord
+from engine.run.runner import Plan, fill_ceilings, make_record, refusal
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+WMMA = registry.get("half_wmma")
+HALF = ("float16", "bfloat16")
+
+
+# --- kernel files: 16-bit dtypes, precision and defines ---------------------------------
+
+HEADER = """/*
++++
+name = "h"
+title = "t"
+source = "s"
+{extra}
+[params]
+bs = [16]
+[launch]
+grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
+block = [32, 1]
++++
+*/
+extern "C" __global__ void matmul(const ELEM* A, const ELEM* B, OUT* C, int M, int N, int K) {{}}
+"""
+
+
+def _header(tmp_path, extra: str, suffix: str = ".cu"):
+    p = tmp_path / f"h{suffix}"
+    p.write_text(HEADER.format(extra=extra))
+    return parse_header(p)
+
+
+def test_a_kernel_file_declares_16_bit_types(tmp_path):
+    h = _header(tmp_path, 'dtypes = ["float16", "bfloat16"]')
+    assert h.dtypes == ("float16", "bfloat16") and h.precision == "half"   # precision follows
+    for extra, words in (('dtypes = ["float16", "float32"]', "mixes 16-bit types"),
+                         ('dtypes = ["float16"]\nprecision = "fp32"', 'precision "half"'),
+                         ('dtypes = ["float32"]\nprecision = "half"', 'precision "half"'),
+                         ('dtypes = ["float8_e4m3"]', "dtypes must be a list of")):
+        with pytest.raises(KernelFileError, match=words):
+            _header(tmp_path, extra)
+    with pytest.raises(KernelFileError, match="for CUDA C kernels"):
+        _header(tmp_path, 'dtypes = ["float16"]', ".cl")
+
+
+def test_defines_per_input_and_output_type():
+    p = WMMA.default_params()
+    assert WMMA.defines(p, "float16") == {"ELEM": "__half", "ACC": "float", "OUT": "float",
+                                          "TILE": "128", "BK": "32"}
+    assert WMMA.defines(p, "float16", "float16")["OUT"] == "__half"
+    assert WMMA.defines(p, "bfloat16", "bfloat16")["ELEM"] == "__nv_bfloat16"
+    assert WMMA.defines(p, "bfloat16", "float32")["OUT"] == "float"
+    with pytest.raises(ValueError, match="write C as float32 or bfloat16"):
+        WMMA.defines(p, "bfloat16", "float16")
+    # never a float32 kernel built for 16-bit words, nor FP8 anywhere
+    tiled = registry.get("tiled")
+    with pytest.raises(ValueError, match="not float16"):
+        tiled.defines(tiled.default_params(), "float16")
+    with pytest.raises(ValueError, match="no kernel file builds for float8_e4m3"):
+        WMMA.defines(p, "float8_e4m3")
+    opts = nvcc_options(WMMA, p, "bfloat16", "bfloat16")
+    assert "-DELEM=__nv_bfloat16" in opts and "-DOUT=__nv_bfloat16" in opts
+
+
+def test_half_wmma_is_the_first_16_bit_rung():
+    assert WMMA.role == "rung" and WMMA.precision == "half" and WMMA.dtypes == HALF
+    assert WMMA.source_path("cuda").name == "30_half_wmma.cu"
+    assert registry.best_rung("cuda", "half") == "half_wmma"
+    assert registry.reference_for("cuda", "half") == "cublas_half"
+    assert registry.best_rung("cuda", "fp32") != "half_wmma"
+    assert set(WMMA.descriptions) == set(WMMA.space) and len(WMMA.technique) <= 100
+    # any M, N, K: only the parameter-level constraints, at odd shapes and K % 16 != 0
+    for shape in ((127, 61, 253), (1, 1, 1), (130, 131, 17), (4096, 4096, 4096)):
+        for dtype in HALF:
+            assert all(WMMA.check("cuda", c, *shape, dtype) is None for c in WMMA.combos())
+    assert "does not support float32" in WMMA.check("cuda", WMMA.default_params(), 64, 64, 64,
+                                                    "float32")
+    assert WMMA.check("cuda", dict(WMMA.default_params(), bk=24), 64, 64, 64, "float16")
+    assert WMMA.launch_geometry({"tile": 128, "bk": 32}, 127, 253, 61) == ((2, 1), (256, 1))
+    assert WMMA.launch_geometry({"tile": 64, "bk": 16}, 130, 65, 9) == ((2, 3), (128, 1))
+
+
+def test_which_backend_runs_which_type():
+    shape = (16, 16, 16)
+    for dtype in HALF:
+        assert backend_refusal("cuda", dtype) is None
+        assert refusal("cuda", "half_wmma", WMMA.default_params(), shape, dtype) is None
+        assert refusal("cuda", "cublas_half", {}, shape, dtype) is None
+        assert "does not support" in refusal("cuda", "cublas_fp32", {}, shape, dtype)
+        assert refusal("opencl", "half_wmma", WMMA.default_params(), shape, dtype)
+    assert "no kernel of this ladder takes" in refusal("cuda", "half_wmma", WMMA.default_params(),
+                                                       shape, "float8_e4m3")
+
+
+# --- the byte model, peaks, % of peak and % of cuBLAS per type ---------------------------
+
+def test_bytes_count_c_at_its_own_size():
+    m, n, k = 127, 61, 253
+    dev = DeviceInfo(backend="cuda", index=0, name="gpu")
+    for out, size in (("float32", 4), ("float16", 2)):
+        plan = Plan(backend="cuda", items=[("half_wmma", {})], shapes=[(m, n, k)],
+                    dtype="float16", out_dtype=out)
+        rec = make_record(plan, dev, "", "half_wmma", WMMA.default_params(), (m, n, k))
+        assert rec.flops == 2 * m * n * k
+        assert rec.bytes == (m * k + k * n) * 2 + m * n * size
+    assert registry.io_bytes(registry.get("tiled"), m, n, k, "float32") == (m * k + k * n + m * n) * 4
+
+
+def test_fp16_bf16_peaks_from_sms_and_clock():
+    got, notes = peaks.cuda_peaks(9, 0, 132, 1830.0)
+    assert got["fp16"] == got["bf16"] == pytest.approx(989_429.76)      # the H100 SXM datasheet
+    assert got["fp16"] == pytest.approx(2 * got["tf32"])
+    assert any("FP16/BF16 = 132 SMs × 4096" in n for n in notes)
+    a100, _ = peaks.cuda_peaks(8, 0, 108, 1410.0)
+    assert a100["bf16"] == pytest.approx(311_869.44)                     # 312 TFLOP/s
+    turing, notes = peaks.cuda_peaks(7, 5, 40, 1590.0)
+    assert turing["fp16"] == pytest.approx(40 * 1024 * 1.59) and "bf16" not in turing
+    assert any("peak FP16 =" in n for n in notes)
+    assert peaks.precision_of("half", "bfloat16") == "bf16"
+    assert peaks.precision_of("fp32", "float16") == "fp16"
+    assert peaks.precision_of("half", "float32") == "fp32"
+
+
+def _rec(variant, ms, dtype, m=1024):
+    return ResultRecord(backend="cuda", device="gpu", variant=variant, params={}, m=m, n=m, k=m,
+                        dtype=dtype, mode="hot", warmup=0, repeats=1, timestamp="", versions="",
+                        flops=2 * m ** 3, bytes=0, median_ms=ms)
+
+
+def test_pct_of_peak_and_of_cublas_per_type():
+    dev = DeviceInfo(backend="cuda", index=0, name="gpu", peak_gflops_fp16=1000.0,
+                     peak_gflops_bf16=800.0, peak_gflops_fp32=100.0)
+    rec = _rec("half_wmma", 1.0, "bfloat16")
+    rec.gflops = 400.0
+    fill_ceilings(rec, "half", dev)
+    assert rec.precision == "bf16" and rec.pct_of_peak == pytest.approx(50.0)
+    recs = [_rec("cublas_half", 1.0, "float16"), _rec("cublas_half", 2.0, "bfloat16"),
+            _rec("half_wmma", 4.0, "float16"), _rec("half_wmma", 4.0, "bfloat16"),
+            _rec("cublas_fp32", 8.0, "float32")]
+    fill_pct_of_cublas(recs)
+    assert recs[2].pct_of_cublas == pytest.approx(25.0)      # against FP16's cuBLAS line
+    assert recs[3].pct_of_cublas == pytest.approx(50.0)      # against BF16's, not FP16's
+    assert recs[4].pct_of_cublas == pytest.approx(100.0)
+
+
+# --- the cuda backend's plumbing over a recording stand-in of pycuda's driver -------------
+
+class _Buf:
+    def __init__(self, nbytes):
+        self.nbytes, self.data, self.freed = nbytes, bytearray(nbytes), False
+
+    def free(self):
+        self.freed = True
+
+
+class _Event:
+    def record(self, stream=None):
+        pass
+
+    def synchronize(self):
+        pass
+
+    def time_till(self, other):
+        return 0.25
+
+
+class _Driver:
+    """What the backend asks of pycuda.driver for uploads, C and read-backs: buffers are
+    bytearrays, copies copy bytes (refusing arrays that are not plain words, as pycuda's
+    buffer interface does for ml_dtypes' types), memsets write their pattern."""
+
+    Error = RuntimeError
+    Event = _Event
+
+    def __init__(self):
+        self.calls = []
+
+    def mem_alloc(self, nbytes):
+        return _Buf(nbytes)
+
+    @staticmethod
+    def _plain(x):
+        assert x.dtype.kind in "uif" and x.dtype.type.__module__ == "numpy", x.dtype
+        return x
+
+    def memcpy_htod(self, buf, x):
+        raw = self._plain(x).tobytes()
+        buf.data[:len(raw)] = raw
+        self.calls.append(("htod", x.dtype))
+
+    def memcpy_dtoh(self, out, buf):
+        self._plain(out)
+        out.reshape(-1).view(np.uint8)[:] = np.frombuffer(bytes(buf.data[:out.nbytes]), np.uint8)
+        self.calls.append(("dtoh", out.dtype))
+
+    def memset_d16(self, buf, pattern, count):
+        buf.data[:2 * count] = np.full(count, pattern, np.uint16).tobytes()
+        self.calls.append(("d16", pattern, count))
+
+    def memset_d32(self, buf, pattern, count):
+        buf.data[:4 * count] = np.full(count, pattern, np.uint32).tobytes()
+        self.calls.append(("d32", pattern, count))
+
+
+class _Ctx:
+    def synchronize(self):
+        pass
+
+
+def _backend(dtype, out):
+    be = CudaBackend()
+    be.drv, be.ctx, be.type_spec = _Driver(), _Ctx(), TypeSpec(dtype, out)
+    return be
+
+
+@pytest.mark.parametrize("dtype,out", [(d, o) for d in HALF for o in ("float32", d)])
+def test_uploads_raw_words_and_c_in_the_output_type(dtype, out):
+    t = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(np.float16)
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((5, 7)).astype(t)
+    b = rng.standard_normal((7, 3)).astype(t)
+    be = _backend(dtype, out)
+    ws = be.prepare(a, b)
+    assert bytes(ws.a.data) == a.tobytes() and bytes(ws.b.data) == b.tobytes()
+    assert [c[1] for c in be.drv.calls] == [np.uint16, np.uint16]     # their 16-bit words
+    assert ws.upload_ms == 0.25 and ws.dtype == TypeSpec(dtype, out).output.numpy_dtype
+    be.ensure_output(ws, (5, 3))
+    assert ws.c.nbytes == 5 * 3 * ws.dtype.itemsize
+    be.poison_output(ws)
+    back = be.read_output(ws)
+    assert back.dtype == ws.dtype and back.shape == (5, 3) and np.isnan(back.astype(np.float64)).all()
+    # a written C comes back as written, in its type
+    c = (a.astype(np.float32) @ b.astype(np.float32)).astype(ws.dtype)
+    ws.c.data[:] = c.tobytes()
+    assert back.dtype == c.dtype and np.array_equal(be.read_output(ws).view(np.uint8), c.view(np.uint8))
+    # the build's output type
+    assert be._out_dtype(dtype) == out and be._out_dtype("float32") is None
+
+
+def test_poison_is_the_output_types_nan():
+    assert half_poison_bits(np.dtype(np.float16)) == 0x7E00
+    assert half_poison_bits(np.dtype(ml_dtypes.bfloat16)) == 0x7FC0
+    be = _backend("bfloat16", "bfloat16")
+    ws = be.prepare(np.zeros((2, 2), ml_dtypes.bfloat16), np.zeros((2, 2), ml_dtypes.bfloat16))
+    be.ensure_output(ws, (2, 3))
+    be.poison_output(ws)
+    assert be.drv.calls[-1] == ("d16", 0x7FC0, 6)
+    be32 = _backend("float16", "float32")
+    ws = be32.prepare(np.zeros((2, 2), np.float16), np.zeros((2, 2), np.float16))
+    be32.ensure_output(ws, (2, 3))
+    be32.poison_output(ws)
+    assert be32.drv.calls[-1][0] == "d32" and be32.drv.calls[-1][2] == 6
+
+
+def test_inputs_of_another_type_are_never_uploaded():
+    be = _backend("bfloat16", None)
+    with pytest.raises(BackendError, match="never uploaded as another type"):
+        be.prepare(np.zeros((2, 2), np.float16), np.zeros((2, 2), np.float16))
+    assert device_words(np.ones(3, np.float32)).dtype == np.float32
+
+
+# --- cuBLAS's half line with nvmath's binding stood in -------------------------------------
+
+class _FakeCublas:
+    """nvmath.bindings.cublas as CublasGemm calls it: enums and a recorded gemm_ex."""
+
+    class Operation:
+        N = 0
+
+    class ComputeType:
+        COMPUTE_32F = 68
+        COMPUTE_32F_FAST_TF32 = 77
+
+    class GemmAlgo:
+        DEFAULT = -1
+
+    def __init__(self):
+        self.calls = []
+
+    def gemm_ex(self, *args):
+        self.calls.append(args)
+
+
+def test_cublas_half_line_passes_the_types():
+    v = registry.get("cublas_half")
+    assert v.library == "cublas" and v.role == "reference" and v.dtypes == HALF
+    assert v.sources["cuda"] in cublas_mod.CublasGemm.ROUTINES
+    assert cublas_mod.data_types("float16") == (2, 2)
+    assert cublas_mod.data_types("bfloat16", "float32") == (14, 0)
+    with pytest.raises(BackendError, match="no cuBLAS gemmEx line"):
+        cublas_mod.data_types("bfloat16", "float16")
+    g = cublas_mod.CublasGemm()
+    g.lib, g.handle = _FakeCublas(), "h"
+    g.gemm("gemmEx:32F", 100, 200, 300, 5, 3, 7, *cublas_mod.data_types("bfloat16", "float32"))
+    (args,) = g.lib.calls
+    # row-major C = A·B as Cᵀ = Bᵀ·Aᵀ: (n, m, k), B (ld N) then A (ld K), C (ld N)
+    assert args[:6] == ("h", 0, 0, 3, 5, 7)
+    assert args[7:10] == (200, 14, 3) and args[10:13] == (100, 14, 7)
+    assert args[14:17] == (300, 0, 3) and args[17:] == (68, -1)    # FP32 compute
+    assert "A and B bfloat16, C float32" in g.describe("gemmEx:32F", 14, 0)
+
+
+# --- every build of the rung compiles without spills ---------------------------------------
+
+NVCC = shutil.which("nvcc")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_every_half_wmma_build_compiles_without_spills(arch):
+    """Every parameter combination, both input types, both output types (the CI compile of
+    tests/test_nvcc_compile.py builds the FP32-output ones through code_paths)."""
+    src = WMMA.source_path("cuda")
+    bad = []
+    for params, dtype in itertools.product(WMMA.combos(), HALF):
+        for out in ("float32", dtype):
+            _cubin, log = nvcc_cubin(src, nvcc_options(WMMA, params, dtype, out), arch)
+            rep = parse_ptxas(log).get("matmul")
+            if rep is None or rep["spill_stores"] or rep["spill_loads"] or rep["stack"]:
+                bad.append((params, dtype, out, rep))
+    assert not bad, bad
