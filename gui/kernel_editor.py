@@ -831,6 +831,10 @@ class KernelEditor(QWidget):
         baselines = self.baselines() if baselines is None else [
             b for b in baselines if b in registry.REGISTRY]
         chosen = ctx.chosen_values(name) if ctx.chosen_values else {}
+        if not chosen and backend == "cpu" and v.is_triton:
+            # The interpreter runs each program in numpy (seconds a launch): the kernel's
+            # default combination, not its whole space, unless the tree chose values.
+            chosen = {k: [val] for k, val in v.default_params(ctx.arch).items()}
         items = [(name, p) for p in registry.iter_plan_params(
             v, {k: tuple(vals) for k, vals in chosen.items() if vals})]
         for b in baselines:

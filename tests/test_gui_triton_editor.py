@@ -266,3 +266,27 @@ def test_screenshot_of_the_editor_with_a_triton_kernel(editor, triton_file, qtbo
     img = editor.grab()
     assert (img.width(), img.height()) == (1280, 800)
     assert img.save(str(shots / "editor_triton.png"))
+
+
+@needs_triton
+def test_run_in_the_window_verifies_through_the_interpreter(qtbot, make_window, configure,
+                                                            triton_file):
+    """No CUDA device here: the editor's Run switches to the cpu backend, runs the kernel
+    (its default combination) through Triton's interpreter next to cpu_numpy, verified."""
+    win = configure(make_window(), "cpu", ("cpu_numpy",), "17x13x29", repeats=1)
+    if win.statuses.get("cuda") is not None and win.statuses["cuda"].available:
+        pytest.skip("a CUDA device is here: Run goes to the GPU")
+    win.config.select("opencl" if "opencl" in win.statuses else "cpu", 0)
+    assert win.open_kernel(triton_file)
+    ed = win.kernel_editor
+    assert ed.run_backend() == "cpu"
+    with qtbot.waitSignal(win.controller.finished, timeout=180_000) as done:
+        ed.run_action.trigger()
+    assert not done.args[0].cancelled
+    assert win.config.backend_name() == "cpu"
+    mine = [r for r in win.store.records if r.variant == "my_triton"]
+    assert len(mine) == 1 and mine[0].status == "ok" and mine[0].passed, mine
+    assert mine[0].timing_mode == "interpreter"
+    assert any(r.variant == "cpu_numpy" for r in win.store.records)
+    assert "Triton's interpreter" in win.log.plain_text()
+    assert "my_triton at 17×13×29" in ed.status.text()
