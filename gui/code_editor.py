@@ -576,7 +576,7 @@ class CodeEditor(QPlainTextEdit):
     ----------
     parent : QWidget, optional
     language : str
-        ``'cuda'``, ``'opencl'`` or ``'text'``; see :meth:`set_language`.
+        ``'cuda'``, ``'opencl'``, ``'python'`` or ``'text'``; see :meth:`set_language`.
 
     Signals
     -------
@@ -609,11 +609,11 @@ class CodeEditor(QPlainTextEdit):
     # -- content ---------------------------------------------------------------------
 
     def language(self) -> str:
-        """The language the highlighter lexes: ``'cuda'``, ``'opencl'`` or ``'text'``."""
+        """The language the highlighter lexes: ``'cuda'``, ``'opencl'``, ``'python'`` or ``'text'``."""
         return self.highlighter.language()
 
     def set_language(self, language: str) -> None:
-        """Colour the text as ``language`` (``'cuda'``, ``'opencl'``; anything else: none)."""
+        """Colour the text as ``language`` (``'cuda'``, ``'opencl'``, ``'python'``; anything else: none)."""
         self.highlighter.set_language(language)
 
     def load_file(self, path: str | Path) -> None:
