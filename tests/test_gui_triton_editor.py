@@ -290,3 +290,23 @@ def test_run_in_the_window_verifies_through_the_interpreter(qtbot, make_window, 
     assert any(r.variant == "cpu_numpy" for r in win.store.records)
     assert "Triton's interpreter" in win.log.plain_text()
     assert "my_triton at 17×13×29" in ed.status.text()
+
+
+def test_python_strings_that_span_lines_carry_their_state(qtbot):
+    from gui.code_editor import CodeEditor
+    code = CodeEditor(language="python")
+    qtbot.addWidget(code)
+    code.setPlainText("# no docstring yet\n"
+                      "x = r'''one\n"
+                      "+++ not a fence\n"
+                      "'''  # closed\n"
+                      "y = 'a\"\"\"b'  # \"\"\" in a string or a comment opens nothing\n"
+                      "def f():\n")
+    hl = code.highlighter
+    colour = lambda name: hl.format_for(name).foreground().color().name()  # noqa: E731
+    state = lambda line: code.document().findBlockByNumber(line - 1).userState()  # noqa: E731
+    assert state(2) == KernelHighlighter.STATE_COMMENT | KernelHighlighter.PY_SINGLE_QUOTES
+    assert _colour_at(code, 2, 4) == _colour_at(code, 3, 0) == colour("string")   # r''' and body
+    assert [state(n) for n in (4, 5, 6)] == [KernelHighlighter.STATE_CODE] * 3
+    assert _colour_at(code, 4, 6) == colour("comment")
+    assert _colour_at(code, 6, 0) == colour("keyword")
