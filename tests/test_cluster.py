@@ -100,9 +100,9 @@ def test_worker_killed_mid_sweep(local_cluster, monkeypatch):
     the other worker), and every item has exactly one record."""
     require_backend("opencl")
     from engine.run import dispatch
-    # two pieces an engine: tasks of 3 items, so the kill (at a task's second item, after
-    # its first result) leaves one to go back to the queue
-    monkeypatch.setattr(dispatch, "PIECES_PER_ENGINE", 2)
+    # one piece an engine: tasks of several items, so the kill (at most at a task's second
+    # item, after a first result) leaves some to go back to the queue
+    monkeypatch.setattr(dispatch, "PIECES_PER_ENGINE", 1)
     engines = cluster.ray_engines("local", "opencl")
     assert len(engines) == 2
     items = (expand_items("opencl", ["naive", "tiled_any"])
