@@ -107,7 +107,7 @@ def test_worker_killed_mid_sweep(local_cluster, monkeypatch):
     assert len(engines) == 2
     items = (expand_items("opencl", ["naive", "tiled_any"])
              + expand_items("opencl", ["wpt"], {"ts": (16,)}))
-    assert len(items) == 10                  # 4 tasks of 3, 3, 3 and 1 items on 2 engines
+    assert len(items) == 10                  # naive on each device first, the rest in 2 tasks
     plan = Plan("opencl", items, shapes=[(64, 64, 64)], warmup=0, repeats=2,
                 time_budget_s=0.3)          # each item times for 0.3 s: the kill lands inside
     killed: dict = {}
