@@ -75,7 +75,7 @@ def contenders(backend: str) -> list[str]:
     """The references, then per precision the highest rungs (by ladder order) on
     ``backend``; a backend without rungs runs its seeds and baseline."""
     pool = registry.variants_for(backend)
-    out = [v.name for v in pool if v.role == "reference"]
+    out = [v.name for v in pool if v.role == "reference" and "float32" in v.dtypes]
     for precision in ("fp32", "tf32"):
         for roles in (("rung",), ("seed", "baseline")):
             mine = [v for v in pool if v.role in roles and v.precision == precision and v.kind == "gemm"]

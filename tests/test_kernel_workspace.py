@@ -152,7 +152,7 @@ def test_header_workspace_parses_and_evaluates(tmp_path):
 def test_header_workspace_problems(tmp_path):
     cl = tmp_path / "k.cl"
     cl.write_text(HEADER.format(ws="64"))
-    with pytest.raises(KernelFileError, match="CUDA kernels only"):
+    with pytest.raises(KernelFileError, match="CUDA C kernels only"):
         parse_header(cl)
     bad = tmp_path / "bad.cu"
     bad.write_text(HEADER.format(ws="s * Q"))

@@ -114,8 +114,8 @@ class Group:
 def _groups() -> list[Group]:
     out = []
     for v in REGISTRY.values():
-        # library lines (cuBLAS) and dispatch tables compile nothing of their own
-        if "cuda" not in v.sources or v.library or v.dispatch is not None:
+        # library lines (cuBLAS), dispatch tables and Triton files compile nothing with nvcc
+        if "cuda" not in v.sources or v.library or v.dispatch is not None or v.is_triton:
             continue
         for dtype in v.dtypes:
             combos = tuple(p for p in v.combos() if not _param_reason(v, p, dtype))
