@@ -247,7 +247,9 @@ def test_saved_file_name_with_markup_and_emoji_is_printed_literally(capsys, tmp_
                                "--out", tmp_path / name)
         assert code == 0, err
         assert_literal(err)
-        assert f"saved 1 records to {terminal.visible(tmp_path / name)}" in flat(err)
+        # rich may wrap a long path anywhere: compare without the white space
+        want = f"saved 1 records to {terminal.visible(tmp_path / name)}"
+        assert "".join(want.split()) in "".join(err.split())
 
 
 @pytest.mark.parametrize("args", [
