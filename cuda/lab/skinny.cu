@@ -42,12 +42,12 @@ rnt = "cdiv(N, rtn)"
 # keeps 2) and fill their waves (one block per SM) within 5% as well as those of 2 rows, bl2,
 # do; a grid of one wave or less is split across K anyway. wr4, wr2: wr below at rpw 16 and
 # 8 (at rtn >= 16 it is 4 or 8). The kernel tells which from its grid.
-tgt = "fill * 132"
+tgt = "fill * SMS"
 wr4 = "8 if cdiv(M, 128) * rnt * 4 >= 3 * tgt else 4"
 wr2 = "8 if cdiv(M, 64) * rnt * 4 >= 3 * tgt else 4"
 bl4 = "cdiv(M, 16 * wr4) * rnt"
 bl2 = "cdiv(M, 8 * wr2) * rnt"
-rr = "4 if rtn < 16 or (rtn == 16 and bl4 >= 66 and (bl4 <= 132 or 20 * bl4 * cdiv(bl2, 132) >= 19 * bl2 * cdiv(bl4, 132))) else 2"
+rr = "4 if rtn < 16 or (rtn == 16 and 2 * bl4 >= SMS and (bl4 <= SMS or 20 * bl4 * cdiv(bl2, SMS) >= 19 * bl2 * cdiv(bl4, SMS))) else 2"
 rpw = "4 * rr"                                 # rows per warp: 4 row groups x rr
 # warps along rows (the other 8 / wr split K in the block): the most that keep >= 3/4 of tgt
 # blocks; at least 4 at rtn >= 16 (bounds a B stage to the shared memory below)
@@ -276,10 +276,10 @@ scratch = "4 * np * ldk"
  *   LDS.128) and the copies of a warp land on distinct banks too. Per LDS.128 of B: 4*R FMAs.
  *   A's ring (R*U registers of 16 bytes) rolls like B's above. End: shuffles over the 8
  *   k-lanes, then the WK warps through shared memory in a fixed order. WR: the most of 8, 4,
- *   2, 1 that keeps >= 3/4 of FILL*132 blocks (>= 4 at TN >= 16).
+ *   2, 1 that keeps >= 3/4 of FILL*SMs blocks (>= 4 at TN >= 16).
  *
  * Split-K across blocks (both paths): grid.y = S slices of whole chunks; S > 1 only when the
- * grid has < 3/4 of FILL*132 blocks (then S ~ FILL*132 / blocks, <= 32, >= 512 k a slice).
+ * grid has < 3/4 of FILL*SMs blocks (then S ~ FILL*SMs / blocks, <= 32, >= 512 k a slice).
  * Slice 0 stores (C may hold NaN); slice z > 0 waits for tile_counter[tile] == z, adds its part
  * to C (L2 loads and stores) and passes the counter on; the last slice resets it to 0. The
  * slice is grid.y, the slowest-varying index: a waiting block never holds a slot that an
@@ -308,7 +308,7 @@ scratch = "4 * np * ldk"
 #error "inconsistent parameters"
 #endif
 #define NT 256
-#define MAX_TILES 1024                 /* split-K only on grids of < 3/4 * FILL*132 blocks */
+#define MAX_TILES 1024                 /* split-K only on grids of < 3/4 * FILL*SMs blocks */
 #define SMEM_WORDS (2048 * UNROLL)    /* = the header's shared bytes / 4: two stages */
 
 /* Ring depths (loads in flight per thread) of each instantiation at UNROLL = 8 (halved at 4):
