@@ -25,7 +25,7 @@ from engine.measure.backends import BACKENDS, probe_all
 from cli.args import Number, Parser, Percent, WholeNumber
 from engine.measure import timing
 from engine.run.dispatch import MODES, Run
-from engine.measure.conditions import ClockLock, ClockMode, open_monitor
+from engine.measure.conditions import ClockLock, ClockMode, monitors_for
 from engine.results import environment
 from engine.run.engines import EngineHandle, LocalEngine
 from engine.common.files import check_regular_file
@@ -757,14 +757,9 @@ def _lock_monitors(args, backend: str, devices: list[int], probed, err) -> list 
         _say_warning(err, f"--lock-clocks locks the clocks of this machine's NVIDIA GPUs (cuda); "
                           f"not used with {'--ray' if args.ray is not None else backend}")
         return None
-    monitors = []
-    for info in probed[backend].devices:
-        if info.index in devices:
-            mon, why = open_monitor(info.extra.get("pci_bus_id"))
-            if mon is None:
-                _say_warning(err, f"--lock-clocks: {info.name} #{info.index}: {why}")
-            else:
-                monitors.append(mon)
+    monitors, missing = monitors_for(d for d in probed[backend].devices if d.index in devices)
+    for why in missing:
+        _say_warning(err, f"--lock-clocks: {why}")
     return monitors
 
 

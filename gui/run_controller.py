@@ -30,7 +30,7 @@ from PySide6.QtCore import QObject, Qt, QTimer, Signal, Slot
 from engine.run import cluster  # Ray itself is imported only when a cluster is used
 from engine.run.autotune import CacheEvent
 from engine.measure.backends import DeviceInfo, probe_all
-from engine.measure.conditions import ClockLock, ClockMode, open_monitor
+from engine.measure.conditions import ClockLock, ClockMode, monitors_for
 from engine.common.cpus import WINDOW_CPUS
 from engine.run.dispatch import MODES, Run
 from engine.run.engines import EngineHandle
@@ -307,15 +307,10 @@ class RunController(QObject):
             emit(Event(EventKind.LOG, f"{asked}: {note}", level=LogLevel.WARNING))
             self.clock_lock_text = f"{mode.value}: {note}"
             return
-        monitors = []
-        for info in devices:
-            mon, why = open_monitor(info.extra.get("pci_bus_id"))
-            if mon is None:
-                emit(Event(EventKind.LOG, f"{asked}: {info.name} #{info.index}: {why}; "
-                                          "its clocks are left as they are",
-                           level=LogLevel.WARNING))
-            else:
-                monitors.append(mon)
+        monitors, missing = monitors_for(devices)
+        for why in missing:
+            emit(Event(EventKind.LOG, f"{asked}: {why}; its clocks are left as they are",
+                       level=LogLevel.WARNING))
         lock = ClockLock(mode, monitors)
         lock.__enter__()
         self._lock = lock

@@ -91,6 +91,15 @@ def _share_cuda_builds(request, monkeypatch):
 
 
 @pytest.fixture
+def shots(tmp_path):
+    """Where a test saves its screenshots: ``MATMUL_LAB_SHOTS`` (kept), else a temporary
+    folder."""
+    folder = Path(os.environ.get("MATMUL_LAB_SHOTS") or tmp_path)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+@pytest.fixture
 def questions(monkeypatch):
     """Answer ``gui.dialogs.ask`` without a dialog: ``questions.asked`` collects (title,
     text); the answer is ``questions.answer`` (by default what closing the box answers)."""

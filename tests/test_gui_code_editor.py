@@ -44,13 +44,6 @@ __global__ void matmul(const float* __restrict__ a, int n)
 
 
 @pytest.fixture
-def shots(tmp_path):
-    folder = Path(os.environ.get("MATMUL_LAB_SHOTS") or tmp_path)
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
-@pytest.fixture
 def editor(qtbot):
     ed = CodeEditor(language="cuda")
     qtbot.addWidget(ed)

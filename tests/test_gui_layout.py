@@ -11,7 +11,6 @@ from pathlib import Path
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import numpy as np  # noqa: E402
-import pytest  # noqa: E402
 from PySide6.QtCore import QPoint  # noqa: E402
 from PySide6.QtWidgets import (QAbstractButton, QComboBox, QLabel, QLineEdit,  # noqa: E402
                                QSpinBox, QWidget)
@@ -19,13 +18,6 @@ from PySide6.QtWidgets import (QAbstractButton, QComboBox, QLabel, QLineEdit,  #
 from gui.labels import ElidedLabel, WrapLabel  # noqa: E402
 
 LONG = "measurements_from_the_cluster_run_of_" + "x" * 90
-
-
-@pytest.fixture
-def shots(tmp_path):
-    folder = Path(os.environ.get("MATMUL_LAB_SHOTS") or tmp_path)
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 def _show_inputs(qtbot, win):

@@ -13,7 +13,6 @@ and ``assets/first_run_h200.png`` come from here).
 import dataclasses
 import json
 import os
-from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -34,13 +33,6 @@ OPENCL_FIRST = OPENCL_SEEDS + ["lab_opencl"]
 CUDA_FIRST = ["naive", "tiled", "lab_fp32", "lab_tf32", "cublas_fp32", "cublas_tf32",
               "blocktile_2d", "warptile"]
 MAX_CURVES = 10
-
-
-@pytest.fixture
-def shots(tmp_path):
-    folder = Path(os.environ.get("MATMUL_LAB_SHOTS") or tmp_path)
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 def _curves_expected(backend: str, names: list[str]) -> int:

@@ -11,7 +11,6 @@ Set ``MATMUL_LAB_SHOTS=FOLDER`` to keep the editor's screenshot (``editor_triton
 """
 import importlib.util
 import os
-from pathlib import Path
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -39,13 +38,6 @@ def _without(monkeypatch, *modules: str) -> None:
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec",
                         lambda name, *a: None if name in modules else real(name, *a))
-
-
-@pytest.fixture
-def shots(tmp_path):
-    folder = Path(os.environ.get("MATMUL_LAB_SHOTS") or tmp_path)
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
 
 
 @pytest.fixture

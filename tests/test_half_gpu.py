@@ -12,6 +12,7 @@ import pytest
 
 from engine.kernels import registry
 from engine.run.runner import Plan
+from tests.helpers import require_backend, run_plan
 
 pytestmark = pytest.mark.gpu
 
@@ -25,18 +26,6 @@ ODD_SHAPES = [(127, 61, 253), (61, 127, 253), (1, 1, 1), (33, 1, 65), (130, 131,
 CUBLAS_ERROR_FACTOR = 1.25
 
 
-def _need_cuda():
-    from tests.helpers import backend_status
-    st = backend_status("cuda")
-    if not st.available:
-        pytest.skip(f"cuda backend unavailable: {st.reason}")
-
-
-def _run(plan):
-    from tests.helpers import run_plan
-    return run_plan(plan)[0]
-
-
 def _wmma_items():
     v = registry.get("half_wmma")
     return [("half_wmma", c) for c in v.combos()]
@@ -47,10 +36,10 @@ def test_half_wmma_verifies_at_odd_shapes_and_within_cublas_error(dtype, out):
     """Every parameter combination at every odd shape, verified against the float64
     product of the rounded inputs with the type's tolerance; and where cuBLAS's half line
     ran on the same inputs, the kernel's relative L2 error within 1.25× of cuBLAS's."""
-    _need_cuda()
+    require_backend("cuda")
     plan = Plan(backend="cuda", items=[("cublas_half", {})] + _wmma_items(), shapes=ODD_SHAPES,
                 dtype=dtype, out_dtype=out, warmup=0, repeats=1)
-    recs = _run(plan)
+    recs = run_plan(plan)[0]
     mine = [r for r in recs if r.variant == "half_wmma"]
     bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in mine if not r.passed]
     assert not bad, bad
@@ -74,11 +63,11 @@ def test_half_wmma_verifies_at_odd_shapes_and_within_cublas_error(dtype, out):
 def test_cublas_half_and_wmma_at_4096(dtype, out):
     """cuBLAS's half line runs on the engine's context in each type, both verify at 4096³,
     and the ratios are filled in: % of cuBLAS of its own type, % of the FP16/BF16 peak."""
-    _need_cuda()
+    require_backend("cuda")
     v = registry.get("half_wmma")
     plan = Plan(backend="cuda", items=[("cublas_half", {}), ("half_wmma", v.default_params())],
                 shapes=[(4096, 4096, 4096)], dtype=dtype, out_dtype=out, warmup=1, repeats=5)
-    recs = {r.variant: r for r in _run(plan)}
+    recs = {r.variant: r for r in run_plan(plan)[0]}
     if recs["cublas_half"].status == "skipped":
         pytest.skip(recs["cublas_half"].error)
     assert all(r.passed for r in recs.values()), [(r.variant, r.error) for r in recs.values()]
@@ -93,7 +82,7 @@ def test_cublas_half_and_wmma_at_4096(dtype, out):
 def test_poisoned_c_reads_back_as_nan_in_its_type(dtype, out):
     """C is poisoned with its own type's NaN and read back in that type: an unwritten
     element fails verification."""
-    _need_cuda()
+    require_backend("cuda")
     from engine.common.dtypes import TypeSpec
     from engine.measure.backends.cuda import CudaBackend
     spec = TypeSpec(dtype, out)

@@ -201,6 +201,19 @@ def open_monitor(pci_bus_id: str | None, nvml=None) -> tuple[Monitor | None, str
     return Monitor(nvml, handle), ""
 
 
+def monitors_for(devices) -> tuple[list[Monitor], list[str]]:
+    """The :class:`Monitor` of each device (a DeviceInfo: its ``extra["pci_bus_id"]``), and
+    for each that has none, ``"<name> #<index>: why"``: what a clock lock works on."""
+    monitors, missing = [], []
+    for info in devices:
+        mon, why = open_monitor((info.extra or {}).get("pci_bus_id"))
+        if mon is None:
+            missing.append(f"{info.name} #{info.index}: {why}")
+        else:
+            monitors.append(mon)
+    return monitors, missing
+
+
 class LoopSampler:
     """Samples a :class:`Monitor` around one timed loop::
 

@@ -250,7 +250,9 @@ def _import_cuda():
     return drv
 
 
-def _device_info(drv, index: int) -> DeviceInfo:
+def _device_info_and_monitor(drv, index: int):
+    """The device's description, and the NVML monitor of its clocks (None where NVML has
+    none: the description says why)."""
     dev = drv.Device(index)
     a = drv.device_attribute
 
@@ -287,7 +289,11 @@ def _device_info(drv, index: int) -> DeviceInfo:
         info.extra["pci_bus_id"] = ""
     monitor, why = open_monitor(info.extra["pci_bus_id"])
     info.extra.update(monitor.identity() if monitor is not None else {"nvml": why})
-    return info
+    return info, monitor
+
+
+def _device_info(drv, index: int) -> DeviceInfo:
+    return _device_info_and_monitor(drv, index)[0]     # probe(): no monitor is kept
 
 
 class CudaBackend(Backend):
@@ -344,8 +350,8 @@ class CudaBackend(Backend):
         self.ctx = dev.make_context()
         major, minor = dev.compute_capability()
         self.arch = f"sm_{major}{minor}"
-        self.info = _device_info(drv, device_index)
-        self._monitor, _why = open_monitor(self.info.extra.get("pci_bus_id"))
+        # the NVML monitor the device's description opened samples its timed loops
+        self.info, self._monitor = _device_info_and_monitor(drv, device_index)
         self._kernels.clear()
         return self.info
 
