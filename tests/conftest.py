@@ -55,39 +55,27 @@ def _user_data_in_tmp(request, tmp_path_factory, monkeypatch):
     unload_user_kernels()
 
 
-#: The lab's kernel builds the GPU tests made this session: what nvcc read -> (cubin, log).
-_CUDA_BUILDS: dict[tuple, tuple[bytes, str]] = {}
+#: The session's cubin cache (engine.measure.build_cache) that this process made, if it did.
+_SESSION_CACHE: list[str] = []
 
 
-@pytest.fixture(autouse=True)
-def _share_cuda_builds(request, monkeypatch):
-    """GPU tests: each build of a lab kernel (cuda/) runs nvcc once a session, not once a
-    test (every sweep has a backend, and a cubin cache, of its own: the ladder's ~500
-    builds were made again by each test that runs it). The key is everything nvcc reads:
-    the file's text, every kernel file and header of cuda/, the options and the target.
-    Failed builds, builds of other files and builds under a shorter time limit (a test of
-    the limit) always run nvcc."""
-    if request.node.get_closest_marker("gpu") is None:
-        yield
-        return
-    from engine.measure.backends import cuda
-    from engine.measure.backends.base import BUILD_TIMEOUT_S
-    from engine.kernels.registry import ROOT
+def pytest_configure(config):
+    """Kernel builds go to one folder for the whole session, never to the user's cache:
+    each test's backend (and each engine process, each xdist worker, which inherit the
+    environment) finds what another built instead of running nvcc again. A folder set
+    in MATMUL_LAB_CACHE beforehand is kept (the GPU suite's two steps can share one)."""
+    if os.environ.get("MATMUL_LAB_CACHE") is not None:
+        return     # set by the user, or by the xdist controller this worker started from
+    import tempfile
+    _SESSION_CACHE.append(tempfile.mkdtemp(prefix="matmul-lab-test-cubins-"))
+    os.environ["MATMUL_LAB_CACHE"] = _SESSION_CACHE[0]
 
-    real, folder = cuda.nvcc_cubin, (ROOT / "cuda").resolve()
 
-    def nvcc_cubin(source, options, arch, timeout=BUILD_TIMEOUT_S):
-        path = Path(source).resolve()
-        if timeout < BUILD_TIMEOUT_S or folder not in path.parents:
-            return real(source, options, arch, timeout=timeout)
-        key = (str(path), path.read_bytes(), tuple(options), arch,
-               tuple((str(p), p.read_bytes()) for p in sorted(folder.rglob("*.cu*"))))
-        if key not in _CUDA_BUILDS:
-            _CUDA_BUILDS[key] = real(source, options, arch, timeout=timeout)
-        return _CUDA_BUILDS[key]
-
-    monkeypatch.setattr(cuda, "nvcc_cubin", nvcc_cubin)
-    yield
+def pytest_unconfigure(config):
+    import shutil
+    for folder in _SESSION_CACHE:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop("MATMUL_LAB_CACHE", None)
 
 
 @pytest.fixture

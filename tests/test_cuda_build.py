@@ -54,6 +54,7 @@ def test_precompile_builds_each_kernel_once_in_parallel(monkeypatch):
         return real(source, options, arch, **kw)
 
     monkeypatch.setattr(cuda_backend, "nvcc_cubin", counting)
+    monkeypatch.setenv("MATMUL_LAB_CACHE", "off")  # every build runs nvcc: none from disk
     be = _backend()
     items = expand_items("cuda", ["naive", "tiled", "aat_padded", "cublas_fp32"])
     jobs = [(registry.get(n), p, "float32") for n, p in items] * 2   # duplicates too

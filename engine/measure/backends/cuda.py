@@ -8,6 +8,7 @@ its own CUDA event pair; transfers are timed apart from kernels.
 """
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
@@ -26,6 +27,7 @@ from engine.kernels import sources
 from engine.common.files import read_text
 from engine.kernels.sources import check_includes, read_kernel_text
 from engine.kernels.kernel_file import KernelFileError
+from engine.measure import build_cache
 from engine.measure.peaks import cuda_peaks
 from engine.measure.conditions import LoopConditions, LoopSampler, open_monitor
 from engine.kernels.registry import ROOT, Variant, is_builtin_file
@@ -51,6 +53,18 @@ def find_nvcc() -> str:
     if not found:
         raise BackendError("nvcc was not found (install the CUDA toolkit, or set CUDA_ROOT)")
     return found
+
+
+@functools.lru_cache(maxsize=None)
+def nvcc_version(nvcc: str) -> str | None:
+    """``nvcc --version`` of the compiler at ``nvcc`` (part of a disk-cached build's name:
+    another toolkit builds again), or None where it does not answer."""
+    try:
+        done = subprocess.run([nvcc, "--version"], capture_output=True, text=True,
+                              errors="replace", timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
 
 
 def nvcc_options(variant: Variant, params, dtype: str, out_dtype: str | None = None) -> list[str]:
@@ -305,6 +319,8 @@ class CudaBackend(Backend):
         self.info: DeviceInfo | None = None
         self.arch = ""
         self._cubins: dict[tuple, tuple[bytes, str]] = {}
+        #: Builds kept on disk across processes and starts (None: MATMUL_LAB_CACHE=off).
+        self._disk = build_cache.BuildCache.from_env()
         self._kernels: dict[tuple, CompiledKernel] = {}
         self._flush = None
         self._flush_bytes = 0
@@ -496,6 +512,42 @@ class CudaBackend(Backend):
         return key, arch
 
     def _nvcc(self, path: Path, key: tuple, options: list[str], arch: str) -> tuple[bytes, str]:
+        """The build ``key`` describes from the disk cache (engine.measure.build_cache),
+        else from nvcc (:meth:`_run_nvcc`), then kept there; a failed build raises and is
+        not kept."""
+        disk_key = self._disk_key(path, key)
+        if disk_key is not None:
+            hit = self._disk.get(disk_key)
+            if hit is not None:
+                return hit.cubin, hit.log
+        cubin, log = self._run_nvcc(path, key, options, arch)
+        if disk_key is not None:
+            self._disk.put(disk_key, cubin, log)
+        return cubin, log
+
+    def _disk_key(self, path: Path, key: tuple) -> str | None:
+        """The disk cache's name of a build: the in-memory ``key`` (text, includes, helper
+        headers, options, arch), the file's path (``-lineinfo`` records it), the checkout
+        (``-I`` its cuda/), the headers beside a lab file (``key`` holds cuda/*.cuh only)
+        and the nvcc that builds it, with its version. None: no disk cache for it."""
+        if self._disk is None:
+            return None
+        try:
+            nvcc = find_nvcc()
+        except BackendError:
+            return None
+        version = nvcc_version(nvcc)
+        if version is None:
+            return None
+        beside = None
+        if key[1] is None:
+            try:
+                beside = tuple((f.path, f.text) for f in sources.find_includes(path, key[0]))
+            except sources.SourceError:
+                return None
+        return build_cache.digest(str(path), str(ROOT), key, beside, nvcc, version)
+
+    def _run_nvcc(self, path: Path, key: tuple, options: list[str], arch: str) -> tuple[bytes, str]:
         """nvcc on the build ``key`` describes: the lab's own file where it is; a user's
         kernel staged (engine.kernels.sources.staged) from the text and includes the run read, its
         messages naming the user's files."""
