@@ -261,6 +261,7 @@ def test_reason_names_are_the_enum_values():
 
 
 @pytest.mark.gpu
+@pytest.mark.serial  # clocks and power of the whole GPU: another test's kernels would count
 def test_a_record_on_a_real_gpu_has_its_conditions(tmp_path):
     """On an NVIDIA GPU with nvidia-ml-py: clocks, power, temperature and energy filled
     and within what a GPU does; the environment block names the GPU's UUID and driver."""

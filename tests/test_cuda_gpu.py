@@ -149,6 +149,7 @@ def test_context_lives_on_engine_thread_and_shuts_down_cleanly():
     assert eng.shutdown(30)
 
 
+@pytest.mark.serial  # compares two timings: another test's kernels would skew them
 def test_reported_time_matches_bare_event_loop():
     """The sweep's median must be the kernel's time: within 5% of a bare pycuda
     event-timed loop's, the best of five alternating rounds of each."""

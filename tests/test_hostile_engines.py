@@ -153,7 +153,8 @@ def test_in_process_sweep_reads_the_kernel_once(tmp_path):
 # --- class 7: builds are bounded -----------------------------------------------------------------
 
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["opencl", pytest.param("cuda", marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("backend", ["opencl", pytest.param("cuda", marks=[pytest.mark.gpu,
+                                                                       pytest.mark.serial])])
 def test_macro_bomb_build_ends_within_the_limit_and_the_sweep_goes_on(tmp_path, backend):
     """A preprocessor macro bomb never finishes building (PoCL, nvcc): past the build limit
     the build is stopped (OpenCL: its engine is ended), the item fails saying so, the

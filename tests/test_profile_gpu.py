@@ -28,7 +28,8 @@ from engine.kernels import registry
 from engine.run.runner import Plan
 from tests.helpers import backend_status, run_plan
 
-pytestmark = pytest.mark.gpu
+# serial: Nsight Compute's counters (DRAM bytes) are the whole GPU's, and one profiler at a time
+pytestmark = [pytest.mark.gpu, pytest.mark.serial]
 ROOT = Path(__file__).resolve().parent.parent
 
 

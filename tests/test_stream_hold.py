@@ -115,6 +115,7 @@ def test_the_hold_kernel_is_ptx_with_a_timeout_and_a_report():
 # -- on a GPU --------------------------------------------------------------------------------
 
 @pytest.mark.gpu
+@pytest.mark.serial  # bounds a wait in milliseconds
 def test_the_hold_holds_until_released_and_times_out_otherwise():
     require_backend("cuda")
     from engine.measure.backends.cuda import CudaBackend
@@ -147,6 +148,7 @@ def test_the_hold_holds_until_released_and_times_out_otherwise():
 
 
 @pytest.mark.gpu
+@pytest.mark.serial  # compares kernel times with 1 ms
 def test_a_slow_host_no_longer_shows_in_the_timed_kernel():
     """Each launch issued 2 ms after its start event: held, the kernel's own time (far
     under 2 ms); without the hold, the 2 ms as well."""
