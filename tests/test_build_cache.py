@@ -231,3 +231,42 @@ def test_concurrent_writers_and_readers_never_see_half_an_entry(tmp_path):
         names = [p.name for p in folder.iterdir()]
         # Two evictions at once may both count one removal: a writer's slack each.
         assert len(names) <= max_entries + 4 and not [n for n in names if n.endswith(".tmp")]
+
+
+@needs_nvcc
+def test_two_builders_of_one_kernel_at_once_run_nvcc_once(cache_dir, nvcc_runs):
+    """Two engines (here threads with backends of their own; processes lock alike) that
+    need the same kernel at the same moment: one builds, the other waits and reads it."""
+    import threading
+    start, got = threading.Barrier(2), []
+
+    def one():
+        be = backend()
+        start.wait()
+        got.append(build(be, *TILED))
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert len(got) == 2 and got[0] == got[1] and len(nvcc_runs) == 1
+
+
+def test_a_build_lock_held_too_long_is_waited_for_only_so_long(tmp_path):
+    import fcntl
+    import time
+    cache = build_cache.BuildCache(tmp_path)
+    with cache.building("k", wait_s=5):
+        fd = os.open(tmp_path / "k.lock", os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):     # the block holds the lock
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            t0 = time.monotonic()
+            with cache.building("k", wait_s=0.3):    # a second holder gives up waiting
+                waited = time.monotonic() - t0
+        finally:
+            os.close(fd)
+    assert 0.3 <= waited < 3
+    with cache.building("k", wait_s=5):              # released: taken at once
+        pass

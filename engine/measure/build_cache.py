@@ -11,10 +11,12 @@ used longest ago go.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import struct
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +35,9 @@ STALE_TMP_S = 3600.0
 _MAGIC = b"matmul-lab cubin cache 1\n"
 _HEADER = struct.Struct(">QQ32s")      # cubin bytes, log bytes, SHA-256 of both
 _SUFFIX = ".cubin-entry"
+_LOCK_SUFFIX = ".lock"
+#: How often a process waiting for another's build of the same kernel looks again.
+_LOCK_POLL_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -113,9 +118,38 @@ class BuildCache:
         self.evict()
         return True
 
+    @contextlib.contextmanager
+    def building(self, key: str, wait_s: float) -> Iterator[None]:
+        """Hold the build of ``key`` against other processes for the time of the block:
+        two test workers or engines that need the same kernel at once run nvcc once, the
+        second waiting (at most ``wait_s``, then it builds too) and finding the entry. A
+        lock ends with its process; where none can be taken the block runs unlocked."""
+        try:
+            import fcntl  # noqa: PLC0415  (POSIX only)
+            self.folder.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.folder / (key + _LOCK_SUFFIX), os.O_RDWR | os.O_CREAT, 0o666)
+        except (ImportError, OSError):
+            yield
+            return
+        try:
+            deadline = time.monotonic() + wait_s
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        break
+                    time.sleep(_LOCK_POLL_S)
+                except OSError:
+                    break
+            yield
+        finally:
+            os.close(fd)          # releases the lock
+
     def evict(self) -> None:
         """Remove the entries used longest ago until both bounds hold; temporary files
-        of writers that died go too."""
+        of writers that died, and old build locks, go too."""
         entries, now = [], time.time()
         try:
             with os.scandir(self.folder) as it:
@@ -126,7 +160,7 @@ class BuildCache:
                         continue          # removed by another process meanwhile
                     if e.name.endswith(_SUFFIX):
                         entries.append((st.st_mtime, st.st_size, e.path))
-                    elif e.name.endswith(".tmp") and now - st.st_mtime > STALE_TMP_S:
+                    elif e.name.endswith((".tmp", _LOCK_SUFFIX)) and now - st.st_mtime > STALE_TMP_S:
                         _remove(e.path)
         except OSError:
             return

@@ -516,14 +516,18 @@ class CudaBackend(Backend):
         else from nvcc (:meth:`_run_nvcc`), then kept there; a failed build raises and is
         not kept."""
         disk_key = self._disk_key(path, key)
-        if disk_key is not None:
-            hit = self._disk.get(disk_key)
-            if hit is not None:
-                return hit.cubin, hit.log
-        cubin, log = self._run_nvcc(path, key, options, arch)
-        if disk_key is not None:
-            self._disk.put(disk_key, cubin, log)
-        return cubin, log
+        if disk_key is None:
+            return self._run_nvcc(path, key, options, arch)
+        hit = self._disk.get(disk_key)
+        if hit is None:
+            # Another process building the same kernel now: wait for it, not nvcc twice.
+            with self._disk.building(disk_key, self.build_timeout_s):
+                hit = self._disk.get(disk_key)
+                if hit is None:
+                    cubin, log = self._run_nvcc(path, key, options, arch)
+                    self._disk.put(disk_key, cubin, log)
+                    return cubin, log
+        return hit.cubin, hit.log
 
     def _disk_key(self, path: Path, key: tuple) -> str | None:
         """The disk cache's name of a build: the in-memory ``key`` (text, includes, helper
