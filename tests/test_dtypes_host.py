@@ -219,6 +219,22 @@ def test_cpu_runs_each_type_and_records_name_it(tmp_path, element, out, layout):
     assert back.scale_a == rec.scale_a or (math.isnan(back.scale_a) and math.isnan(rec.scale_a))
 
 
+@pytest.mark.parametrize("element", ["float16", "bfloat16"])
+def test_one_input_set_checks_each_output_type_with_its_own_tolerance(element):
+    """Runs that share an input set (the same shape, type and seed, back to back) but write C
+    in different types each get the reference of their own output type: a half C checked
+    with the float32-output tolerance fails (an H200 run of cuBLAS's half line at 4096³ did),
+    and a float32 C must not be let through by a half tolerance."""
+    shape = [(64, 48, 80)]
+    for out in ("float32", element, "float32"):
+        plan = Plan(backend="cpu", items=[("cpu_numpy", {})], shapes=shape, dtype=element,
+                    out_dtype=out, warmup=0, repeats=1, seed=97)
+        (rec,), _ = run_plan(plan)
+        assert rec.passed and rec.out_dtype == out, (out, rec.error)
+        tol = type_tolerance(TypeSpec(element, out), 80)
+        assert rec.rel_l2 <= tol
+
+
 def test_old_records_without_the_new_fields_load(tmp_path):
     plan = Plan(backend="cpu", items=[("cpu_numpy", {})], shapes=[(8, 8, 8)], repeats=2)
     recs, _ = run_plan(plan)

@@ -404,6 +404,8 @@ def input_sets(plan: Plan) -> list[tuple[Shape, Callable[[], tuple[np.ndarray, n
 #: several pieces of one shape in a row, and generating 8192² inputs and their float64
 #: reference again for each piece would cost more than timing the kernels.
 _LAST_INPUTS: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+#: References by (input key, C's type, B's layout): one input set serves runs that write C
+#: in different types, whose tolerances differ.
 _LAST_REFS: dict[tuple, dict[str, Reference]] = {}
 _INPUTS_LOCK = threading.Lock()
 
@@ -424,7 +426,8 @@ def _generated_pair(key: tuple) -> tuple[np.ndarray, np.ndarray]:
             while len(_LAST_INPUTS) >= _INPUTS_KEPT:
                 oldest = next(iter(_LAST_INPUTS))
                 del _LAST_INPUTS[oldest]
-                _LAST_REFS.pop(oldest, None)
+                for ref_key in [r for r in _LAST_REFS if r[0] == oldest]:
+                    del _LAST_REFS[ref_key]
             m, n, k, dtype, dist, seed = key
             _LAST_INPUTS[key] = matrices.generate_pair(m, n, k, dtype, dist=dist, seed=seed)
         return _LAST_INPUTS[key]
@@ -439,7 +442,7 @@ def _references_for(plan: Plan, shape: Shape) -> dict[str, "Reference"]:
     with _INPUTS_LOCK:
         if key not in _LAST_INPUTS:
             return {}
-        return _LAST_REFS.setdefault(key, {})
+        return _LAST_REFS.setdefault((key, plan.out_dtype, plan.layout), {})
 
 
 HOST = socket.gethostname()
