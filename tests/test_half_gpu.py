@@ -53,8 +53,11 @@ def test_half_wmma_verifies_at_odd_shapes_and_within_cublas_error(dtype, out):
     worse = []
     for r in mine:
         c = ref[(r.m, r.n, r.k)]
-        # exact results (1×1×1 of two representable values) leave both errors at 0
-        if r.rel_l2 > CUBLAS_ERROR_FACTOR * c.rel_l2 and r.rel_l2 > 1e-7:
+        # Below FP32's own accumulation rounding (u·√K) two correct kernels differ only in
+        # summation order (an H200 run: 1.8e-7 against cuBLAS's 6.9e-8 at K = 253, BF16
+        # inputs, FP32 C); exact results (1×1×1) leave both errors at 0.
+        floor = 2.0 ** -24 * math.sqrt(r.k)
+        if r.rel_l2 > CUBLAS_ERROR_FACTOR * c.rel_l2 and r.rel_l2 > floor:
             worse.append((r.label(), r.m, r.n, r.k, r.rel_l2, c.rel_l2))
     assert not worse, worse
 
