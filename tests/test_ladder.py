@@ -1632,9 +1632,11 @@ def test_skinny_smem_stream_header():
 
 #: matrix-vector shapes for the many-warps stream (stream = 2): N % 4 != 0 (B's rows
 #: unaligned), K % 4 != 0 (A's rows start off a 16-byte boundary), K split or not, a dot
-#: product, rows past M in the last group, a long K split 16 ways
+#: product, rows past M in the last group, a long K split 16 ways, slices whose last pass
+#: is partial (K = 129, 161, 4444 in 5 slices)
 GEMV_SHAPES = [(1, 1, 1), (1, 253, 5000), (1, 4095, 3001), (1, 4096, 129), (3001, 1, 4093),
-               (4093, 1, 3001), (5, 1, 7), (100000, 1, 37), (1, 7, 70001), (3, 1, 100000)]
+               (4093, 1, 3001), (5, 1, 7), (100000, 1, 37), (1, 7, 70001), (3, 1, 100000),
+               (1, 3333, 4444), (1, 33, 161)]
 
 
 def _gemv_geometry(m, n, k, sms=SMS):
@@ -1663,11 +1665,12 @@ def test_skinny_gemv_stream_header():
     assert "built once" in SK.check("cuda", dict(s2, tile=32), 1, 4096, 4096, "float32")
     assert "built once" in SK.check("cuda", dict(s2, fill=2), 1, 4096, 4096, "float32")
     assert "built once" in SK.check("cuda", dict(s2, stages=4), 1, 4096, 4096, "float32")
-    # the lab's dispatch runs it with 4 loads a thread at matrix-vector shapes
+    # the lab's dispatch runs it with 8 loads a thread at M = 1, 4 at N = 1 (H200, NOTES.md)
     for table in ("lab_fp32", "lab_tf32"):
-        for shape in [(1, 3000, 5000), (5000, 1, 3000)]:
+        for shape, unroll in [((1, 3000, 5000), 8), ((1, 3333, 4444), 8), ((5000, 1, 3000), 4),
+                              ((1, 1, 4096), 8)]:
             name, params = registry.concrete(table, {}, *shape, SMS)
-            assert name == "skinny" and (params["stream"], params["unroll"]) == (2, 4), (shape, name, params)
+            assert name == "skinny" and (params["stream"], params["unroll"]) == (2, unroll), (shape, name, params)
 
 
 @pytest.mark.gpu

@@ -1208,9 +1208,10 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
  * the grid is sized in whole waves of such blocks by splitting K: stream 0's one block per
  * SM leaves SMs without work where the columns (rows) give fewer blocks than SMs.
  *
- * Columns path (M = 1; B streamed), block 256 = 8 column threads (4 columns each: a
- * 32-column strip) x 32 k-lanes: a warp reads 4 rows of B, 128 bytes each, per 16-byte load
- * (4 scalar loads when N % 4 != 0), and the vector A through L1 (every block reads it).
+ * Columns path (M = 1; B streamed), block 256 over a 32-column strip: N % 4 == 0, 8 column
+ * threads (4 columns each) x 32 k-lanes, a warp reads 4 rows of B, 128 bytes each, per
+ * 16-byte load; N % 4 != 0, lane = column, each load one row's 128 contiguous bytes, 16 in
+ * flight a thread. The vector A goes through L1 (every block reads it).
  * Rows path (N = 1; A streamed), block 256 = 8 warps, one row each: a warp reads 512
  * contiguous bytes of its row per load (128 bytes by scalar loads when K % 4 != 0) and the
  * vector B through L1.
@@ -1271,65 +1272,12 @@ __device__ __forceinline__ void gemv_slice(int K, int align, int& kbeg, int& ken
     kend = min(K, kbeg + per);
 }
 
-/* M = 1: C (1 x N) = A (1 x K) . B (K x N). VB: N % 4 == 0 (B's rows 16-byte aligned). */
-template <bool VB>
-__device__ __forceinline__ void gemv_cols(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
-                                          ELEM* __restrict__ C, int N, int K,
-                                          unsigned char* __restrict__ workspace, int tid)
+template <bool F> struct Full { static constexpr bool value = F; };   /* a pass without bounds checks */
+
+/* The 8 warps' sums of 32 outputs (red[warp][out]) added in warp order; thread tid < 32
+ * returns output tid. */
+__device__ __forceinline__ ACC add_warps(const ACC (&red)[8][32], int tid)
 {
-    const int x = tid & 7, y = tid >> 3;          /* column thread, k-lane */
-    const int col0 = blockIdx.x * 32, col = col0 + 4 * x;
-    int kbeg, kend;
-    gemv_slice(K, 32, kbeg, kend);
-    /* columns past N read clamped, valid addresses (never stored) */
-    auto load_b = [&](int k) -> VEC {
-        const ELEM* row = B + (size_t)k * N;
-        VEC v;
-        if (VB) {
-            v = __ldg(reinterpret_cast<const VEC*>(row + min(col, N - 4)));
-        } else {
-            v.x = __ldg(row + min(col, N - 1));
-            v.y = __ldg(row + min(col + 1, N - 1));
-            v.z = __ldg(row + min(col + 2, N - 1));
-            v.w = __ldg(row + min(col + 3, N - 1));
-        }
-        return v;
-    };
-    ACC a0 = (ACC)0, a1 = (ACC)0, a2 = (ACC)0, a3 = (ACC)0;
-    int k = kbeg + y;
-#pragma unroll 1
-    for (; k + 32 * (UNROLL - 1) < kend; k += 32 * UNROLL) {
-        VEC b[UNROLL];
-        ELEM a[UNROLL];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            b[u] = load_b(k + 32 * u);
-            a[u] = __ldg(A + k + 32 * u);
-        }
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-            a0 += (ACC)a[u] * (ACC)b[u].x; a1 += (ACC)a[u] * (ACC)b[u].y;
-            a2 += (ACC)a[u] * (ACC)b[u].z; a3 += (ACC)a[u] * (ACC)b[u].w;
-        }
-    }
-#pragma unroll 1
-    for (; k < kend; k += 32) {
-        const VEC b = load_b(k);
-        const ACC a = (ACC)__ldg(A + k);
-        a0 += a * (ACC)b.x; a1 += a * (ACC)b.y; a2 += a * (ACC)b.z; a3 += a * (ACC)b.w;
-    }
-    /* the 4 k-lanes of a warp (lanes 8 apart), then the 8 warps in order */
-#pragma unroll
-    for (int d = 8; d < 32; d <<= 1) {
-        a0 += __shfl_xor_sync(0xffffffffu, a0, d); a1 += __shfl_xor_sync(0xffffffffu, a1, d);
-        a2 += __shfl_xor_sync(0xffffffffu, a2, d); a3 += __shfl_xor_sync(0xffffffffu, a3, d);
-    }
-    __shared__ ACC red[8][32];
-    const int warp = tid >> 5, lane = tid & 31;
-    if (lane < 8) {
-        red[warp][4 * lane] = a0; red[warp][4 * lane + 1] = a1;
-        red[warp][4 * lane + 2] = a2; red[warp][4 * lane + 3] = a3;
-    }
     __syncthreads();
     ACC v = (ACC)0;
     if (tid < 32) {
@@ -1337,6 +1285,112 @@ __device__ __forceinline__ void gemv_cols(const ELEM* __restrict__ A, const ELEM
         for (int w = 0; w < 8; ++w)
             v += red[w][tid];
     }
+    return v;
+}
+
+/* M = 1, N % 4 == 0: thread x = tid % 8 holds columns 4x..4x+3 of the strip for k-lane
+ * y = tid / 8 (rows kbeg + y, + 32, ...), UNROLL 16-byte loads of B issued before their
+ * first use; the last pass of the slice predicated (not a serial tail of single rows). */
+__device__ __forceinline__ ACC strip_vec(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
+                                         int N, int col0, int kbeg, int kend, ACC (&red)[8][32], int tid)
+{
+    const int x = tid & 7, y = tid >> 3;
+    const int col = min(col0 + 4 * x, N - 4);     /* past N: a valid address, never stored */
+    ACC a0 = (ACC)0, a1 = (ACC)0, a2 = (ACC)0, a3 = (ACC)0;
+    auto pass = [&](int base, auto full) {
+        VEC b[UNROLL];
+        ELEM a[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const int k = decltype(full)::value ? base + y + 32 * u : min(base + y + 32 * u, kend - 1);
+            b[u] = __ldg(reinterpret_cast<const VEC*>(B + (size_t)k * N + col));
+            a[u] = __ldg(A + k);
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            if (decltype(full)::value || base + y + 32 * u < kend) {
+                a0 += (ACC)a[u] * (ACC)b[u].x; a1 += (ACC)a[u] * (ACC)b[u].y;
+                a2 += (ACC)a[u] * (ACC)b[u].z; a3 += (ACC)a[u] * (ACC)b[u].w;
+            }
+        }
+    };
+    int base = kbeg;
+#pragma unroll 1
+    for (; base + 32 * UNROLL <= kend; base += 32 * UNROLL)
+        pass(base, Full<true>());
+    if (base < kend)
+        pass(base, Full<false>());
+    /* the 4 k-lanes of a warp (lanes 8 apart), then the 8 warps in order */
+#pragma unroll
+    for (int d = 8; d < 32; d <<= 1) {
+        a0 += __shfl_xor_sync(0xffffffffu, a0, d); a1 += __shfl_xor_sync(0xffffffffu, a1, d);
+        a2 += __shfl_xor_sync(0xffffffffu, a2, d); a3 += __shfl_xor_sync(0xffffffffu, a3, d);
+    }
+    const int warp = tid >> 5, lane = tid & 31;
+    if (lane < 8) {
+        red[warp][4 * lane] = a0; red[warp][4 * lane + 1] = a1;
+        red[warp][4 * lane + 2] = a2; red[warp][4 * lane + 3] = a3;
+    }
+    return add_warps(red, tid);
+}
+
+/* M = 1, N % 4 != 0 (B's rows not 16-byte aligned): lane = column, warp w reads rows
+ * base + 16w .. base + 16w + 15 of each pass of 128 rows, so one load instruction is a row's
+ * 128 contiguous bytes and 16 are in flight a thread (the bytes of the 16-byte path's 4).
+ * base is a multiple of 32: A's 16 words come by 4 aligned 16-byte loads. */
+__device__ __forceinline__ ACC strip_scalar(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
+                                            int N, int col0, int kbeg, int kend, ACC (&red)[8][32], int tid)
+{
+    constexpr int RB = 16;
+    const int warp = tid >> 5, lane = tid & 31;
+    const int col = min(col0 + lane, N - 1);
+    ACC acc = (ACC)0;
+    auto pass = [&](int base, auto full) {
+        const int k0 = base + RB * warp;
+        const ELEM* const brow = B + (size_t)k0 * N + col;
+        ELEM b[RB], a[RB];
+        if (decltype(full)::value) {
+#pragma unroll
+            for (int i = 0; i < RB; ++i)
+                b[i] = __ldg(brow + (size_t)i * N);
+#pragma unroll
+            for (int i = 0; i < RB; i += 4) {
+                const VEC a4 = __ldg(reinterpret_cast<const VEC*>(A + k0 + i));
+                a[i] = a4.x; a[i + 1] = a4.y; a[i + 2] = a4.z; a[i + 3] = a4.w;
+            }
+        } else {                                  /* rows past the slice: zeros, never loaded */
+#pragma unroll
+            for (int i = 0; i < RB; ++i) {
+                const bool in = k0 + i < kend;
+                b[i] = in ? __ldg(brow + (size_t)i * N) : (ELEM)0;
+                a[i] = in ? __ldg(A + k0 + i) : (ELEM)0;
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < RB; ++i)
+            acc += (ACC)a[i] * (ACC)b[i];
+    };
+    int base = kbeg;
+#pragma unroll 1
+    for (; base + 8 * RB <= kend; base += 8 * RB)
+        pass(base, Full<true>());
+    if (base < kend)
+        pass(base, Full<false>());
+    red[warp][lane] = acc;
+    return add_warps(red, tid);
+}
+
+/* M = 1: C (1 x N) = A (1 x K) . B (K x N), a 32-column strip a block, its slice of K. */
+__device__ __forceinline__ void gemv_cols(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
+                                          ELEM* __restrict__ C, int N, int K,
+                                          unsigned char* __restrict__ workspace, int tid)
+{
+    __shared__ ACC red[8][32];
+    const int col0 = blockIdx.x * 32;
+    int kbeg, kend;
+    gemv_slice(K, 32, kbeg, kend);
+    const ACC v = (N & 3) == 0 ? strip_vec(A, B, N, col0, kbeg, kend, red, tid)
+                               : strip_scalar(A, B, N, col0, kbeg, kend, red, tid);
     finish<32>(v, C, col0, N, workspace, tid);
 }
 
@@ -1361,26 +1415,30 @@ __device__ __forceinline__ ACC gemv_row(const ELEM* __restrict__ arow, const ELE
     int jbeg, jend;
     gemv_slice(body, 128, jbeg, jend);
     ACC acc = (ACC)0;
-    int j = jbeg + 4 * lane;
-#pragma unroll 1
-    for (; j + 128 * (UA - 1) < jend; j += 128 * UA) {
+    auto pass = [&](int base, auto full) {
         VEC a[UA];
 #pragma unroll
-        for (int u = 0; u < UA; ++u)
-            a[u] = __ldg(reinterpret_cast<const VEC*>(a0 + j + 128 * u));
+        for (int u = 0; u < UA; ++u) {            /* jend is a whole 16-byte word: clamp to the last */
+            const int j = decltype(full)::value ? base + 4 * lane + 128 * u
+                                                : min(base + 4 * lane + 128 * u, jend - 4);
+            a[u] = __ldg(reinterpret_cast<const VEC*>(a0 + j));
+        }
 #pragma unroll
         for (int u = 0; u < UA; ++u) {
-            const VEC x = load_x(j + 128 * u);
-            acc += (ACC)a[u].x * (ACC)x.x + (ACC)a[u].y * (ACC)x.y
-                 + (ACC)a[u].z * (ACC)x.z + (ACC)a[u].w * (ACC)x.w;
+            const int j = base + 4 * lane + 128 * u;
+            if (decltype(full)::value || j < jend) {
+                const VEC x = load_x(j);
+                acc += (ACC)a[u].x * (ACC)x.x + (ACC)a[u].y * (ACC)x.y
+                     + (ACC)a[u].z * (ACC)x.z + (ACC)a[u].w * (ACC)x.w;
+            }
         }
-    }
+    };
+    int base = jbeg;
 #pragma unroll 1
-    for (; j < jend; j += 128) {                  /* body and jend are whole 16-byte words */
-        const VEC a = __ldg(reinterpret_cast<const VEC*>(a0 + j));
-        const VEC x = load_x(j);
-        acc += (ACC)a.x * (ACC)x.x + (ACC)a.y * (ACC)x.y + (ACC)a.z * (ACC)x.z + (ACC)a.w * (ACC)x.w;
-    }
+    for (; base + 128 * UA <= jend; base += 128 * UA)
+        pass(base, Full<true>());
+    if (base < jend)
+        pass(base, Full<false>());
     return acc;
 }
 
@@ -1426,10 +1484,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __rest
     if (blockDim.x != NT || blockDim.y != 1 || (M != 1 && N != 1))
         __trap();                                 /* a launch that does not match the header */
     if (M == 1) {
-        if ((N & 3) == 0)
-            gemv_cols<true>(A, B, C, N, K, workspace, tid);
-        else
-            gemv_cols<false>(A, B, C, N, K, workspace, tid);
+        gemv_cols(A, B, C, N, K, workspace, tid);
     } else {
         gemv_rows(A, B, C, M, K, workspace, tid);
     }
