@@ -42,8 +42,9 @@ class FakeNVML:
     nvmlClocksEventReasonDisplayClockSetting = 0x100
 
     def __init__(self, sm=(1980,), power_mw=(400_000,), reasons=(0,), energy_step_mj=500,
-                 lock_error: Exception | None = None):
+                 lock_error: Exception | None = None, instant_mw=None):
         self.sm, self.power_mw, self.reasons = list(sm), list(power_mw), list(reasons)
+        self.instant_mw = list(instant_mw) if instant_mw is not None else None
         self.calls: list[str] = []
         self.energy, self.energy_step = 1_000_000, energy_step_mj
         self.lock_error = lock_error
@@ -64,6 +65,16 @@ class FakeNVML:
 
     def nvmlDeviceGetPowerUsage(self, handle):
         return self._next(self.power_mw)
+
+    NVML_FI_DEV_POWER_INSTANT = 186
+
+    def nvmlDeviceGetFieldValues(self, handle, ids):
+        """pynvml's c_nvmlFieldValue_t, as far as the lab reads it; NotSupported (as an
+        H100 driver without the field answers) unless instant readings are scripted."""
+        if self.instant_mw is None or ids != [self.NVML_FI_DEV_POWER_INSTANT]:
+            return [types.SimpleNamespace(nvmlReturn=3, valueType=1, value=types.SimpleNamespace(uiVal=0))]
+        return [types.SimpleNamespace(nvmlReturn=0, valueType=1,
+                                      value=types.SimpleNamespace(uiVal=self._next(self.instant_mw)))]
 
     def nvmlDeviceGetTemperature(self, handle, sensor):
         return 40 + self.i
@@ -107,16 +118,47 @@ def monitor(**kw) -> tuple[Monitor, FakeNVML]:
 
 def test_sampler_takes_before_during_and_after_samples():
     mon, nv = monitor(sm=(1980, 1700, 1500, 1900), power_mw=(300_000, 480_000, 490_000, 470_000),
-                      reasons=(0x1, 0x4, 0x0, 0x0))
+                      reasons=(0x1, 0x4, 0x0, 0x0), instant_mw=(90_000, 480_000, 490_000, 470_000))
     with LoopSampler(mon, period_s=0.005) as s:
         time.sleep(0.05)
     c = s.result
     assert c.samples >= 4                 # before, some during, after
     assert c.sm_clock_min_mhz == 1500 and 1500 <= c.sm_clock_median_mhz <= 1980
-    assert c.mem_clock_mhz == 2619 and 300 <= c.power_w <= 490
+    # the instantaneous readings taken while it ran (the idle one before it left out)
+    assert c.mem_clock_mhz == 2619 and 470 <= c.power_w <= 490
     assert c.throttle == ["sw_power_cap"]          # gpu_idle at an edge is not a cap
     assert c.throttled
     assert math.isnan(c.energy_j)         # 50 ms: shorter than the counter is good for
+
+
+def test_a_short_loop_without_instant_power_has_no_power_figure(monkeypatch):
+    """NVML's plain reading averages over ~1 s: a 50 ms loop would read the previous
+    second's draw (an H200 loop of ffma_wide at 4096³ read 127 W against 550 W over a
+    1 s budget), so there is no figure; at least a window long, the readings' median."""
+    mon, nv = monitor(power_mw=(100_000, 500_000, 520_000, 510_000))
+    with LoopSampler(mon, period_s=0.005) as s:
+        time.sleep(0.05)
+    assert math.isnan(s.result.power_w) and math.isnan(s.result.energy_j)
+    monkeypatch.setattr(conditions, "POWER_AVERAGE_S", 0.01)
+    mon, nv = monitor(power_mw=(100_000, 500_000, 520_000, 510_000))
+    with LoopSampler(mon, period_s=0.005) as s:
+        time.sleep(0.05)
+    assert 500 <= s.result.power_w <= 520       # the sample before the loop left out
+
+
+def test_instant_power_reading_by_its_value_type():
+    mon, nv = monitor(instant_mw=(345_678,))
+    assert mon.instant_power_mw() == 345_678
+    sample = mon.sample()
+    assert sample.power_instant and sample.power_w == pytest.approx(345.678)
+    nv.instant_mw = None                          # NotSupported: the averaged reading
+    sample = mon.sample()
+    assert not sample.power_instant and sample.power_w == 400.0
+    del FakeNVML.NVML_FI_DEV_POWER_INSTANT        # a library without the field
+    try:
+        assert mon.instant_power_mw() is None
+    finally:
+        FakeNVML.NVML_FI_DEV_POWER_INSTANT = 186
 
 
 def test_energy_from_the_counter_over_a_long_loop(monkeypatch):

@@ -35,6 +35,11 @@ SAMPLE_PERIOD_S = 0.010
 #: so a sampled power would carry the previous kernel's draw into a short loop).
 ENERGY_COUNTER_MIN_S = 0.25
 
+#: NVML's plain power reading is a moving average over about this long (an H200): a loop
+#: shorter than it gets a power figure only from the instantaneous reading, where NVML
+#: offers one (field NVML_FI_DEV_POWER_INSTANT), else none.
+POWER_AVERAGE_S = 1.0
+
 
 class ThrottleReason(str, enum.Enum):
     """NVML's clock-event (throttle) reasons, as records name them."""
@@ -100,6 +105,7 @@ class Sample:
     power_w: float | None
     temperature_c: float | None
     reasons: int | None
+    power_instant: bool = False             # power_w is NVML's instantaneous reading
 
 
 @dataclass
@@ -110,7 +116,7 @@ class LoopConditions:
     sm_clock_min_mhz: float = math.nan
     sm_clock_median_mhz: float = math.nan
     mem_clock_mhz: float = math.nan
-    power_w: float = math.nan               # the energy counter's mean, else the samples' median
+    power_w: float = math.nan               # the energy counter's mean, else the samples' median (see summarize)
     temperature_c: float = math.nan         # the highest sample
     throttle: list[str] = field(default_factory=list)
     energy_j: float = math.nan              # NaN: the counter is missing or too coarse
@@ -151,12 +157,33 @@ class Monitor:
         nv = self.nvml
         sm = self._read("nvmlDeviceGetClockInfo", nv.NVML_CLOCK_SM)
         mem = self._read("nvmlDeviceGetClockInfo", nv.NVML_CLOCK_MEM)
-        mw = self._read("nvmlDeviceGetPowerUsage")
+        mw, instant = self.instant_power_mw(), True
+        if mw is None:
+            mw, instant = self._read("nvmlDeviceGetPowerUsage"), False
         temp = self._read("nvmlDeviceGetTemperature", nv.NVML_TEMPERATURE_GPU)
         reasons = self._read("nvmlDeviceGetCurrentClocksEventReasons")
         if reasons is None:
             reasons = self._read("nvmlDeviceGetCurrentClocksThrottleReasons")
-        return Sample(sm, mem, mw / 1e3 if mw is not None else None, temp, reasons)
+        return Sample(sm, mem, mw / 1e3 if mw is not None else None, temp, reasons,
+                      power_instant=instant and mw is not None)
+
+    def instant_power_mw(self) -> float | None:
+        """NVML's instantaneous power reading in mW (field NVML_FI_DEV_POWER_INSTANT), or
+        None where the library or the driver does not offer it."""
+        field_id = getattr(self.nvml, "NVML_FI_DEV_POWER_INSTANT", None)
+        if field_id is None:
+            return None
+        values = self._read("nvmlDeviceGetFieldValues", [field_id])
+        try:
+            v = values[0]
+            if v.nvmlReturn != 0:
+                return None
+            # the union member that holds it, by its value type (NVML's valueType codes)
+            member = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal"}.get(v.valueType, "uiVal")
+            mw = float(getattr(v.value, member))
+        except (TypeError, IndexError, AttributeError, ValueError):
+            return None
+        return mw if math.isfinite(mw) and mw > 0 else None
 
     def energy_mj(self) -> int | None:
         return self._read("nvmlDeviceGetTotalEnergyConsumption")
@@ -269,7 +296,7 @@ def summarize(monitor: Monitor, samples: list[Sample], energy0: int | None,
     if energy0 is not None and energy1 is not None and energy1 > energy0 \
             and loop_s >= ENERGY_COUNTER_MIN_S:
         energy = (energy1 - energy0) / 1e3
-    power = energy / loop_s if math.isfinite(energy) else _median(s.power_w for s in samples)
+    power = energy / loop_s if math.isfinite(energy) else _sampled_power(samples, loop_s)
     temps = [s.temperature_c for s in samples if s.temperature_c is not None]
     return LoopConditions(
         samples=len(samples),
@@ -281,6 +308,20 @@ def summarize(monitor: Monitor, samples: list[Sample], energy0: int | None,
         # GPU idle is left out: the samples at the loop's edges may see the GPU between launches
         throttle=[r for r in monitor.reason_names(mask) if r != ThrottleReason.GPU_IDLE.value],
         energy_j=energy, loop_s=loop_s)
+
+
+def _sampled_power(samples: list[Sample], loop_s: float) -> float:
+    """The loop's power where the energy counter gives none: the median instantaneous
+    reading taken while it ran (the edge samples left out where there are others); NVML's
+    averaged reading only for a loop at least as long as its window (else it would carry
+    the previous kernel's or the idle GPU's draw); else NaN."""
+    inner = samples[1:-1] if len(samples) > 2 else samples
+    instant = [s.power_w for s in inner if s.power_instant and s.power_w is not None]
+    if instant:
+        return _median(instant)
+    if loop_s >= POWER_AVERAGE_S:
+        return _median(s.power_w for s in samples[1:])
+    return math.nan
 
 
 def energy_per_launch_j(cond: LoopConditions, median_ms: float) -> float:
