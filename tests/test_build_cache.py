@@ -59,12 +59,13 @@ def entries(folder: Path) -> list[Path]:
 @needs_nvcc
 def test_a_second_backend_finds_the_build_on_disk_and_other_options_build_again(cache_dir, nvcc_runs):
     first = build(backend(), *TILED)
-    assert len(nvcc_runs) == 1 and len(entries(cache_dir)) == 1
+    # the build's entry and its device text's (tests/test_build_dedupe.py)
+    assert len(nvcc_runs) == 1 and len(entries(cache_dir)) == 2
     assert build(backend(), *TILED) == first           # same cubin, same ptxas report
     assert len(nvcc_runs) == 1
     assert first[0][:4] == b"\x7fELF" and "registers" in first[1]
     other = build(backend(), "tiled_any", {"block": 8}, "float32")
-    assert len(nvcc_runs) == 2 and other[0] != first[0] and len(entries(cache_dir)) == 2
+    assert len(nvcc_runs) == 2 and other[0] != first[0] and len(entries(cache_dir)) == 4
 
 
 @needs_nvcc
@@ -82,7 +83,8 @@ def test_a_header_beside_a_lab_file_is_part_of_the_name(cache_dir, nvcc_runs, tm
     naive = (registry.ROOT / "cuda" / "ladder" / "01_naive.cu").read_text()
     folder = tmp_path / "lab"
     folder.mkdir()
-    (folder / "extra.cuh").write_text("#define EXTRA 1.0f\n")
+    # a function (not a macro: its text stays in the device text, used or not)
+    (folder / "extra.cuh").write_text("__device__ float extra() { return 1.0f; }\n")
     text = naive.replace('name = "naive"', 'name = "cached_naive"').replace(
         'role = "baseline"', 'role = "user"').replace(
         "#ifndef ELEM", '#include "extra.cuh"\n#ifndef ELEM', 1)
@@ -95,7 +97,7 @@ def test_a_header_beside_a_lab_file_is_part_of_the_name(cache_dir, nvcc_runs, tm
     build(backend(), "cached_naive", params, "float32")
     build(backend(), "cached_naive", params, "float32")
     assert nvcc_runs == ["cached_naive.cu"]
-    (folder / "extra.cuh").write_text("#define EXTRA 2.0f\n")
+    (folder / "extra.cuh").write_text("__device__ float extra() { return 2.0f; }\n")
     build(backend(), "cached_naive", params, "float32")
     assert nvcc_runs == ["cached_naive.cu"] * 2
 
@@ -104,21 +106,24 @@ def test_a_header_beside_a_lab_file_is_part_of_the_name(cache_dir, nvcc_runs, tm
 @pytest.mark.parametrize("damage", ["truncated", "flipped", "empty", "foreign", "folder"])
 def test_a_damaged_entry_is_built_again_and_replaced(cache_dir, nvcc_runs, damage):
     good = build(backend(), *TILED)
-    (entry,) = entries(cache_dir)
-    data = entry.read_bytes()
-    if damage == "folder":
-        entry.unlink()
-        entry.mkdir()
-    else:
-        entry.write_bytes({"truncated": data[:len(data) // 2],
-                           "flipped": data[:-1] + bytes([data[-1] ^ 1]),
-                           "empty": b"",
-                           "foreign": b"\x7fELF" + data[4:]}[damage])
+    both = entries(cache_dir)           # the build's entry and its device text's: both damaged
+    assert len(both) == 2
+    for entry in both:
+        data = entry.read_bytes()
+        if damage == "folder":
+            entry.unlink()
+            entry.mkdir()
+        else:
+            entry.write_bytes({"truncated": data[:len(data) // 2],
+                               "flipped": data[:-1] + bytes([data[-1] ^ 1]),
+                               "empty": b"",
+                               "foreign": b"\x7fELF" + data[4:]}[damage])
     again = build(backend(), *TILED)     # built again: its report's compile time differs
     assert again[0] == good[0] and len(nvcc_runs) == 2
     if damage != "folder":          # a folder there is left alone: the build goes on
-        key = entry.name.removesuffix(".cubin-entry")
-        assert build_cache.BuildCache(cache_dir).get(key) == build_cache.CachedBuild(*again)
+        for entry in both:
+            key = entry.name.removesuffix(".cubin-entry")
+            assert build_cache.BuildCache(cache_dir).get(key) == build_cache.CachedBuild(*again)
         assert build(backend(), *TILED) == again and len(nvcc_runs) == 2
 
 

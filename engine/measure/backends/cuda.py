@@ -9,12 +9,15 @@ its own CUDA event pair; transfers are timed apart from kernels.
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import shutil
+import shlex
 import signal
 import struct
 import subprocess
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -110,8 +113,7 @@ def nvcc_cubin(source: Path, options: list[str], arch: str,
     nvcc's messages name the real file. ``timeout``: seconds before nvcc (and the
     compilers it started) is stopped: a :class:`BuildError` saying the build took longer.
     """
-    target = (f"-gencode=arch=compute_{arch[3:]},code={arch}" if arch.endswith("a")
-              else f"-arch={arch}")
+    target = _target(arch)
     with tempfile.TemporaryDirectory(prefix="matmul-lab-") as tmp:
         out = Path(tmp) / "kernel.cubin"
         cmd = [find_nvcc(), "-cubin", target, *options, f"-I{ROOT / 'cuda'}", "-o", str(out),
@@ -136,6 +138,63 @@ def nvcc_cubin(source: Path, options: list[str], arch: str,
         if proc.returncode != 0:
             raise BuildError(f"nvcc failed on {source.name}:\n{log}")
         return out.read_bytes(), log
+
+
+def _target(arch: str) -> str:
+    return f"-gencode=arch=compute_{arch[3:]},code={arch}" if arch.endswith("a") else f"-arch={arch}"
+
+
+@functools.lru_cache(maxsize=None)
+def device_pass_macros(nvcc: str, arch: str) -> tuple[str, ...] | None:
+    """The ``-D__...`` macros nvcc's device pass for ``arch`` defines (``__CUDA_ARCH__``,
+    its feature and list macros, ``__CUDACC__``...), read from its ``--dryrun``; None
+    where that cannot be read."""
+    with tempfile.TemporaryDirectory(prefix="matmul-lab-") as tmp:
+        probe = Path(tmp) / "probe.cu"
+        probe.write_text("")
+        try:
+            done = subprocess.run([nvcc, "-cubin", _target(arch), "--dryrun", "-o",
+                                   str(Path(tmp) / "probe.cubin"), str(probe)],
+                                  capture_output=True, text=True, errors="replace", timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            return None
+    for line in (done.stdout + done.stderr).splitlines():
+        if " -E " in line and "-D__CUDA_ARCH__=" in line:
+            try:
+                words = shlex.split(line.lstrip("#$ "))
+            except ValueError:
+                return None
+            return tuple(w for w in words if w.startswith("-D__"))
+    return None
+
+
+def device_text_digest(source: Path, options: list[str], arch: str,
+                       timeout: float = BUILD_TIMEOUT_S) -> str | None:
+    """A digest of what nvcc's device pass compiles for one build: the kernel file
+    preprocessed as that pass sees it (its architecture macros, the build's defines), with
+    the options that are not defines, the target and nvcc's version. Two builds whose
+    defines leave the same device text (a parameter only the launch geometry reads, such
+    as skinny's ``fill`` in its register stream) make the same cubin: the caches serve the
+    second from the first. None where it cannot be had (then the build runs as always)."""
+    try:
+        nvcc = find_nvcc()
+    except BackendError:
+        return None
+    version = nvcc_version(nvcc)
+    macros = device_pass_macros(nvcc, arch)
+    if version is None or not macros:
+        return None
+    defines = [o for o in options if o.startswith("-D")]
+    rest = [o for o in options if not o.startswith("-D")]
+    try:
+        done = subprocess.run([nvcc, "-E", _target(arch), *macros, *defines, f"-I{ROOT / 'cuda'}",
+                               str(source)], capture_output=True, timeout=timeout)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0 or not done.stdout.strip():
+        return None
+    return build_cache.digest("device text", hashlib.sha256(done.stdout).hexdigest(),
+                              tuple(rest), arch, nvcc, version)
 
 
 #: ``.nv.info.<kernel>`` record of one kernel parameter (EIATTR_KPARAM_INFO).
@@ -319,6 +378,11 @@ class CudaBackend(Backend):
         self.info: DeviceInfo | None = None
         self.arch = ""
         self._cubins: dict[tuple, tuple[bytes, str]] = {}
+        #: Builds by the digest of their device text: parameters that leave it unchanged
+        #: share one nvcc run (device_text_digest).
+        self._by_device_text: dict[str, tuple[bytes, str]] = {}
+        self._text_locks: dict[str, threading.Lock] = {}
+        self._text_locks_guard = threading.Lock()
         #: Builds kept on disk across processes and starts (None: MATMUL_LAB_CACHE=off).
         self._disk = build_cache.BuildCache.from_env()
         self._kernels: dict[tuple, CompiledKernel] = {}
@@ -517,17 +581,40 @@ class CudaBackend(Backend):
         not kept."""
         disk_key = self._disk_key(path, key)
         if disk_key is None:
-            return self._run_nvcc(path, key, options, arch)
+            return self._same_text_or_nvcc(path, key, options, arch)
         hit = self._disk.get(disk_key)
         if hit is None:
             # Another process building the same kernel now: wait for it, not nvcc twice.
             with self._disk.building(disk_key, self.build_timeout_s):
                 hit = self._disk.get(disk_key)
                 if hit is None:
-                    cubin, log = self._run_nvcc(path, key, options, arch)
+                    cubin, log = self._same_text_or_nvcc(path, key, options, arch)
                     self._disk.put(disk_key, cubin, log)
                     return cubin, log
         return hit.cubin, hit.log
+
+    def _same_text_or_nvcc(self, path: Path, key: tuple, options: list[str],
+                           arch: str) -> tuple[bytes, str]:
+        """The cubin of a build whose device text (:func:`device_text_digest`) an earlier
+        build had, from memory or the disk cache; else nvcc's, kept under that digest too.
+        Only for the lab's own files (a user's kernel is built from a staged copy)."""
+        text_key = device_text_digest(path, options, arch, self.build_timeout_s) \
+            if key[1] is None else None
+        if text_key is None:
+            return self._run_nvcc(path, key, options, arch)
+        with self._text_locks_guard:      # precompile's threads: one nvcc a device text
+            lock = self._text_locks.setdefault(text_key, threading.Lock())
+        with lock:
+            built = self._by_device_text.get(text_key)
+            if built is None and self._disk is not None:
+                hit = self._disk.get(text_key)
+                built = (hit.cubin, hit.log) if hit is not None else None
+            if built is None:
+                built = self._run_nvcc(path, key, options, arch)
+                if self._disk is not None:
+                    self._disk.put(text_key, *built)
+            self._by_device_text[text_key] = built
+        return built
 
     def _disk_key(self, path: Path, key: tuple) -> str | None:
         """The disk cache's name of a build: the in-memory ``key`` (text, includes, helper
