@@ -1,0 +1,102 @@
+"""Issue 40 on a GPU: Triton kernel files compiled by Triton and launched on the engine's
+own context, stream and buffers. The built-in rungs verify at odd shapes in both
+precisions; a user's kernel and a wrong one run beside them; the launcher's host time per
+launch (Triton's Python launcher) is measured and stays out of the kernel's time.
+Skips cleanly without pycuda, a device or Triton. The CPU side (the interpreter) is
+tests/test_triton_kernels.py."""
+from __future__ import annotations
+
+import importlib.util
+import secrets
+import time
+
+import numpy as np
+import pytest
+
+from engine.kernels import registry
+from engine.run.runner import Plan
+from tests.helpers import require_backend, run_plan
+from tests.test_triton_kernels import kernel_text
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(importlib.util.find_spec("triton") is None,
+                                 reason="Triton is not installed (requirements-triton.txt)")]
+
+SEED = secrets.randbelow(2**31)
+#: odd shapes: partial tiles on every side, K shorter than a tile, a single element, N = 1
+ODD = [(127, 253, 61), (61, 127, 253), (1, 1, 1), (33, 1, 65), (257, 129, 9)]
+RUNGS = ["triton_grouped_fp32", "triton_grouped_tf32"]
+
+
+@pytest.mark.parametrize("name", RUNGS)
+def test_triton_rungs_verify_at_odd_shapes_on_cuda(name):
+    require_backend("cuda")
+    v = registry.get(name)
+    small = dict(v.default_params(), block_m=32, block_n=32, block_k=16, num_warps=4)
+    plan = Plan(backend="cuda", items=[(name, v.default_params()), (name, small)], shapes=ODD,
+                warmup=1, repeats=3, seed=SEED)
+    recs, _ = run_plan(plan)
+    assert len(recs) == 2 * len(ODD)
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
+    assert not bad, (SEED, bad)
+    assert all(r.precision == v.precision and r.median_ms > 0 for r in recs)
+
+
+def test_a_user_triton_kernel_runs_beside_cuda_and_a_wrong_one_fails(tmp_path, monkeypatch):
+    """A user's .py file from a kernel folder, on the same inputs as a CUDA rung and
+    cuBLAS: the right one verifies, one off by 1e-3 fails."""
+    require_backend("cuda")
+    from engine.kernels import user_kernels
+    monkeypatch.setenv(user_kernels.DATA_DIR_ENV, str(tmp_path / "data"))
+    good, bad = tmp_path / "good_gpu_tri.py", tmp_path / "bad_gpu_tri.py"
+    good.write_text(kernel_text("good_gpu_tri"))
+    bad.write_text(kernel_text("bad_gpu_tri", wrong="0.001"))
+    try:
+        plan = Plan(backend="cuda", items=[("good_gpu_tri", {"block": 16}), ("bad_gpu_tri", {"block": 16}),
+                                           ("tiled_any", {"block": 16}), ("cublas_fp32", {})],
+                    shapes=[(127, 253, 61)], warmup=1, repeats=3, seed=SEED,
+                    kernel_files=(str(good), str(bad)))
+        recs, _ = run_plan(plan)
+    finally:
+        user_kernels.unload_user_kernels()
+    by = {r.variant: r for r in recs}
+    assert by["good_gpu_tri"].passed, (SEED, by["good_gpu_tri"].error)
+    assert by["bad_gpu_tri"].passed is False and "wrong result" in by["bad_gpu_tri"].error
+    assert by["tiled_any"].passed and by["cublas_fp32"].status in ("ok", "skipped")
+
+
+def test_the_launchers_host_time_stays_out_of_the_kernel_time():
+    """Triton's launcher costs tens of µs of host time a launch; the timed loop queues its
+    launches behind the stream hold, so each event pair times the kernel on the GPU. At
+    64³ the kernel takes a few µs: its reported median must be well under the host's time
+    per launch, which is printed (the figure issue 40 asks for)."""
+    require_backend("cuda")
+    from engine.inputs import matrices
+    from engine.measure.backends.cuda import CudaBackend
+    v = registry.get("triton_grouped_fp32")
+    params = dict(v.default_params(), block_m=32, block_n=32, block_k=32, num_warps=4)
+    m = n = k = 64
+    be = CudaBackend()
+    be.open(0)
+    try:
+        kern = be.compile(v, params, "float32")
+        a, b = matrices.generate_pair(m, n, k, "float32", seed=SEED)
+        ws = be.prepare(a, b)
+        be.ensure_output(ws, (m, n))
+        for _ in range(20):
+            be._launch(kern, ws, m, n, k)
+        be._check("launch")
+        launches = 500
+        t0 = time.perf_counter()
+        for _ in range(launches):
+            be._launch(kern, ws, m, n, k)
+        be._check("launch")
+        host_us = (time.perf_counter() - t0) / launches * 1e6
+        times = be.time_launches(kern, ws, m, n, k, 5, 200, False, None)
+        kernel_us = float(np.median(times)) * 1e3
+        be.release(ws)
+    finally:
+        be.close()
+    print(f"\nTriton launcher: {host_us:.1f} µs of host time a launch; kernel {kernel_us:.2f} µs "
+          f"(median of 200 held launches, 64³)")
+    assert kernel_us < 0.5 * host_us, (kernel_us, host_us, be.hold_note)
