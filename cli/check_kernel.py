@@ -14,7 +14,7 @@ from cli.args import Number, Parser, WholeNumber
 from cli.exits import EXIT_BAD_INPUT, EXIT_OK
 from engine.common.units import format_bytes
 from engine.kernels.kernel_file import KERNEL_FILE_LIMIT, KernelFileError, shown_text
-from engine.kernels.registry import DTYPES
+from engine.common.dtypes import ELEMENT_NAMES
 from engine.kernels.sources import _Refused, check_kernel_text, read_kernel_text
 from engine.measure.kernel_check import (DEFAULT_ARCH, DEFAULT_TIMEOUT_S, MAX_DEVICE, MAX_TIMEOUT_S,
                                          MAX_WORKERS, check_kernel)
@@ -30,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
                                 "messages use")
     p.add_argument("--backend", choices=("cuda", "opencl"), default=None,
                    help="default: the file's own (its suffix or header)")
-    p.add_argument("--dtype", choices=DTYPES, default="float32")
+    p.add_argument("--dtype", choices=ELEMENT_NAMES, default="float32",
+                   help="the input type built (default float32); the kernel's header lists those it takes")
     p.add_argument("--arch", default=None,
                    help=f"CUDA target architecture (default {DEFAULT_ARCH}; sm_90a for "
                         "wgmma kernels)")

@@ -171,6 +171,20 @@ def test_a_cuda_copy_reports_registers_and_launch_limits(tmp_path):
     assert "regs" in table and "block=32" in table
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_a_half_kernel_is_checked_in_its_types_and_others_are_refused(tmp_path, dtype):
+    """check-kernel --dtype takes every input type: a 16-bit kernel builds in its own (C in
+    float32), without spills; a type its header does not list is refused with its list."""
+    require_nvcc()
+    path = make_copy("half_wmma", tmp_path / "my_half.cu")
+    rep = check_kernel(path, dtype=dtype)
+    assert rep.ok and rep.dtype == dtype, rep.text()
+    assert all(c.built and c.spill_stores == 0 for c in rep.combos)
+    for other in ("float32", "float8_e4m3"):
+        refused = check_kernel(path, dtype=other)
+        assert not refused.ok and "float16, bfloat16" in refused.problem
+
+
 @pytest.mark.slow
 def test_a_register_heavy_rung_fits_its_block(tmp_path):
     require_nvcc()

@@ -32,7 +32,8 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 from engine.kernels.kernel_file import (BACKEND_OF_SUFFIX, KERNEL_FILE_LIMIT, ExpressionError,
                                         KernelFileError, uses_shape, parse_header, shown_text)
 from engine.kernels.sources import check_includes, check_kernel_text, read_kernel_text, working_dirs
-from engine.kernels.registry import DTYPES, Variant, params_to_str, variant_from_headers
+from engine.common.dtypes import ELEMENT_NAMES
+from engine.kernels.registry import Variant, params_to_str, variant_from_headers
 from engine.common.units import format_bytes
 
 #: The architecture CUDA kernels are checked for when none is named (the lab's H100/H200).
@@ -812,7 +813,8 @@ def check_kernel(path: str | Path, text: str | None = None, backend: str | None 
     backend
         ``"cuda"`` or ``"opencl"``; by default the file's own (its suffix or header).
     dtype
-        ``"float32"`` or ``"int32"`` (:data:`engine.kernels.registry.DTYPES`): the defines built.
+        an input type (:data:`engine.common.dtypes.ELEMENT_NAMES`) the kernel's header lists:
+        the defines built (16-bit inputs with C in float32).
     arch
         CUDA target (default :data:`DEFAULT_ARCH`, ``sm_90``); a kernel whose header says
         ``arch_suffix = "a"`` is built for ``sm_90a``, as the backend does.
@@ -869,7 +871,7 @@ def _check(report: CheckReport, path: Path, shown_path: Path, text: str | None,
         report.problem = (f"{shown_path.name} is a {header.backend} kernel, not {backend} "
                           f"(the file's suffix or its header's 'backend' says so)")
         return report
-    if dtype not in DTYPES or dtype not in variant.dtypes:
+    if dtype not in ELEMENT_NAMES or dtype not in variant.dtypes:
         report.problem = (f"{variant.name} does not support {dtype} (its dtypes: "
                           f"{', '.join(variant.dtypes)})")
         return report
