@@ -144,8 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="type of C: float16/bfloat16 inputs write float32 (default) or their "
                         "own type; FP8 inputs write bfloat16 (default) or float32")
     p.add_argument("--layout", choices=tuple(Layout), default="kn",
-                   help="B as K×N row-major (kn, default) or N×K (nk, 'transposed'; the cpu "
-                        "backend only today)")
+                   help="B as K×N row-major (kn, default) or N×K (nk, 'transposed'): the cpu "
+                        "backend, cuBLAS and the kernel files whose header lists layouts = "
+                        "[\"kn\", \"nk\"]; the others are skipped, saying why")
     p.add_argument("--warmup", type=WARMUP, default=3,
                    help=f"untimed launches first ({WARMUP.range_text()}; default 3)")
     p.add_argument("--repeats", type=REPEATS, default=20,

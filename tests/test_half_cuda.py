@@ -119,6 +119,49 @@ def test_which_backend_runs_which_type():
                                                        shape, "float8_e4m3")
 
 
+# --- B as N×K (layout nk) ---------------------------------------------------------------
+
+def test_layouts_in_headers_defines_and_refusals(tmp_path):
+    h = _header(tmp_path, 'dtypes = ["float16"]\nlayouts = ["kn", "nk"]')
+    assert h.layouts == ("kn", "nk")
+    assert _header(tmp_path, 'dtypes = ["float16"]').layouts == ("kn",)
+    for bad in ('["nk"]', '["kn", "kn"]', '["kn", "mn"]', '"nk"'):
+        with pytest.raises(KernelFileError, match="layouts must list"):
+            _header(tmp_path, f"layouts = {bad}")
+    assert WMMA.layouts == ("kn", "nk")
+    p = WMMA.default_params()
+    assert "B_NK" not in WMMA.defines(p, "float16")            # a K×N build is as it was
+    assert WMMA.defines(p, "float16", None, "nk")["B_NK"] == "1"
+    assert "-DB_NK=1" in nvcc_options(WMMA, p, "bfloat16", None, "nk")
+    tiled = registry.get("tiled_any")
+    with pytest.raises(ValueError, match="K×N only"):
+        tiled.defines(tiled.default_params(), "float32", None, "nk")
+    shape = (127, 61, 253)
+    for dtype in HALF:
+        assert refusal("cuda", "half_wmma", p, shape, dtype, "nk") is None
+        assert refusal("cuda", "cublas_half", {}, shape, dtype, "nk") is None
+    assert refusal("cuda", "cublas_fp32", {}, shape, "float32", "nk") is None
+    assert "K×N only" in refusal("cuda", "tiled_any", tiled.default_params(), shape, "float32", "nk")
+    assert "K×N only" in refusal("cuda", "lab_fp32", {}, shape, "float32", "nk")
+    Plan(backend="cuda", items=[("half_wmma", p)], shapes=[shape], dtype="float16",
+         layout="nk").validate()                                  # cuda takes nk now
+    with pytest.raises(ValueError, match="no OpenCL kernel"):
+        Plan(backend="opencl", items=[("tiled_any", tiled.default_params())], shapes=[shape],
+             layout="nk").validate()
+
+
+def test_b_is_uploaded_n_by_k_where_the_run_says_so():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((5, 7)).astype(np.float16)
+    b = rng.standard_normal((7, 3)).astype(np.float16)
+    be = _backend("float16", None)
+    be.type_spec = TypeSpec("float16", None, "nk")
+    ws = be.prepare(a, b)
+    assert bytes(ws.a.data) == a.tobytes() and bytes(ws.b.data) == np.ascontiguousarray(b.T).tobytes()
+    be.type_spec = TypeSpec("float16", None, "kn")
+    assert bytes(be.prepare(a, b).b.data) == b.tobytes()
+
+
 # --- the byte model, peaks, % of peak and % of cuBLAS per type ---------------------------
 
 def test_bytes_count_c_at_its_own_size():
@@ -293,6 +336,7 @@ class _FakeCublas:
 
     class Operation:
         N = 0
+        T = 1
 
     class ComputeType:
         COMPUTE_32F = 68
@@ -325,6 +369,10 @@ def test_cublas_half_line_passes_the_types():
     assert args[7:10] == (200, 14, 3) and args[10:13] == (100, 14, 7)
     assert args[14:17] == (300, 0, 3) and args[17:] == (68, -1)    # FP32 compute
     assert "A and B bfloat16, C float32" in g.describe("gemmEx:32F", 14, 0)
+    # B stored N×K: cuBLAS reads it column-major as B (K×N, ld K) and transposes it (op T)
+    g.gemm("gemmEx:32F", 100, 200, 300, 5, 3, 7, *cublas_mod.data_types("float16"), b_nk=True)
+    args = g.lib.calls[-1]
+    assert args[:6] == ("h", 1, 0, 3, 5, 7) and args[7:10] == (200, 2, 7) and args[10:13] == (100, 2, 7)
 
 
 # --- every build of the rung compiles without spills ---------------------------------------
@@ -341,9 +389,9 @@ def test_every_half_wmma_build_compiles_without_spills(arch):
     src = WMMA.source_path("cuda")
     bad = []
     for params, dtype in itertools.product(WMMA.combos(), HALF):
-        for out in ("float32", dtype):
-            _cubin, log = nvcc_cubin(src, nvcc_options(WMMA, params, dtype, out), arch)
+        for out, layout in (("float32", "kn"), (dtype, "kn"), ("float32", "nk")):
+            _cubin, log = nvcc_cubin(src, nvcc_options(WMMA, params, dtype, out, layout), arch)
             rep = parse_ptxas(log).get("matmul")
             if rep is None or rep["spill_stores"] or rep["spill_loads"] or rep["stack"]:
-                bad.append((params, dtype, out, rep))
+                bad.append((params, dtype, out, layout, rep))
     assert not bad, bad

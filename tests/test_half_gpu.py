@@ -107,3 +107,42 @@ def test_poisoned_c_reads_back_as_nan_in_its_type(dtype, out):
         be.release(ws)
     finally:
         be.close()
+
+
+@pytest.mark.parametrize("dtype", HALF)
+def test_b_as_n_by_k_verifies_and_matches_k_by_n(dtype):
+    """layout nk: half_wmma built with B_NK (B's tiles copied as A's, column-major
+    fragments) and cuBLAS reading B transposed verify at the odd shapes; half_wmma's C is
+    the same bit for bit as from B as K×N (the same fragments in the same order), so its
+    error is equal too. Kernels that take only K×N are skipped, saying so."""
+    require_backend("cuda")
+    runs = {}
+    for layout in ("kn", "nk"):
+        plan = Plan(backend="cuda", items=[("cublas_half", {}), ("tiled_any", {"block": 16})]
+                    + _wmma_items(), shapes=ODD_SHAPES, dtype=dtype, layout=layout,
+                    warmup=0, repeats=1, seed=39)
+        runs[layout] = run_plan(plan)[0]
+    nk = runs["nk"]
+    skipped = [r for r in nk if r.variant == "tiled_any"]
+    assert skipped and all(r.status == "skipped" and "K×N only" in r.error for r in skipped)
+    ran = [r for r in nk if r.variant != "tiled_any"]
+    assert all(r.layout == "nk" for r in ran)
+    cublas = [r for r in ran if r.variant == "cublas_half"]
+    if all(r.status == "skipped" for r in cublas):
+        ran = [r for r in ran if r.variant != "cublas_half"]
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in ran if not r.passed]
+    assert not bad, bad
+    kn = {(r.label(), r.m, r.n, r.k): r.rel_l2 for r in runs["kn"] if r.variant == "half_wmma"}
+    assert kn and all(kn[(r.label(), r.m, r.n, r.k)] == r.rel_l2
+                      for r in ran if r.variant == "half_wmma")
+
+
+def test_cublas_fp32_reads_b_as_n_by_k():
+    require_backend("cuda")
+    plan = Plan(backend="cuda", items=[("cublas_fp32", {}), ("cublas_tf32", {})],
+                shapes=ODD_SHAPES + [(1024, 512, 768)], dtype="float32", layout="nk",
+                warmup=0, repeats=1)
+    recs = run_plan(plan)[0]
+    if all(r.status == "skipped" for r in recs):
+        pytest.skip(recs[0].error)
+    assert all(r.passed for r in recs), [(r.variant, r.m, r.error) for r in recs]

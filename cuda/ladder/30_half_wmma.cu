@@ -7,6 +7,7 @@ source = "CUDA C++ Programming Guide, Warp Matrix Functions (nvcuda::wmma); the 
 role = "rung"
 order = 30
 dtypes = ["float16", "bfloat16"]
+layouts = ["kn", "nk"]
 precision = "half"
 
 [params]
@@ -63,9 +64,12 @@ block = ["32 * warps", 1]
  *   ACC   float (the accumulator fragments)                   (default float)
  *   TILE  64 or 128 (rows = columns of C per block)           (default 128)
  *   BK    depth of the shared tiles, a multiple of 16         (default 32)
+ *   B_NK  1: B is stored N×K (row-major; "layout nk"): its tiles are copied as A's, TILE
+ *         rows of BK, and read as column-major matrix_b fragments   (default 0: K×N)
  * Launch: grid (ceil(N/TILE), ceil(M/TILE)), block 32·WARPS threads (WARPS = 8 for
  * TILE 128, 4 for 64). Shared memory is static: TILE·(BK+8) + BK·(TILE+8) elements for
- * the tiles plus WARPS·256 floats of staging (27 KiB at TILE 128, BK 32).
+ * the tiles (2·TILE·(BK+8) with B_NK) plus WARPS·256 floats of staging (27 KiB at TILE
+ * 128, BK 32).
  * Models: FLOPs = 2·M·N·K; bytes = (M·K + K·N)·2 + M·N·sizeof(OUT) (A and B read once,
  * C written once; the lab's byte model for 16-bit inputs).
  */
@@ -87,6 +91,9 @@ block = ["32 * warps", 1]
 #endif
 #ifndef BK
 #define BK 32
+#endif
+#ifndef B_NK
+#define B_NK 0
 #endif
 
 #define WARPS (TILE == 128 ? 8 : 4)
@@ -142,13 +149,17 @@ extern "C" __global__ __launch_bounds__(THREADS) void matmul(
     const ELEM* __restrict__ A, const ELEM* __restrict__ B, OUT* __restrict__ C, int M, int N, int K)
 {
     __shared__ __align__(128) ELEM As[TILE * LDA];
+#if B_NK
+    __shared__ __align__(128) ELEM Bs[TILE * LDA];   // B's tile as N×K rows, like A's
+#else
     __shared__ __align__(128) ELEM Bs[BK * LDB];
+#endif
     __shared__ __align__(128) ACC stage[WARPS][16 * 16];
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int wm = warp / WARPS_N, wn = warp % WARPS_N;
     const int row0 = blockIdx.y * TILE, col0 = blockIdx.x * TILE;
-    const bool a_aligned = K % 8 == 0, b_aligned = N % 8 == 0;
+    const bool a_aligned = K % 8 == 0, b_aligned = (B_NK ? K : N) % 8 == 0;
 
     wmma::fragment<wmma::accumulator, 16, 16, 16, ACC> acc[FM][FN];
 #pragma unroll
@@ -159,15 +170,26 @@ extern "C" __global__ __launch_bounds__(THREADS) void matmul(
 
     for (int k0 = 0; k0 < K; k0 += BK) {
         load_tile<TILE, BK>(A, As, LDA, M, K, K, row0, k0, a_aligned);
+#if B_NK
+        load_tile<TILE, BK>(B, Bs, LDA, N, K, K, col0, k0, b_aligned);
+#else
         load_tile<BK, TILE>(B, Bs, LDB, K, N, N, k0, col0, b_aligned);
+#endif
         __syncthreads();
 #pragma unroll
         for (int kk = 0; kk < BK; kk += 16) {
             // B's fragments held for the k-step, A's loaded one at a time (fewer registers)
+#if B_NK      // element (k, n) at Bs[n * LDA + k]: a column-major 16×16 fragment
+            wmma::fragment<wmma::matrix_b, 16, 16, 16, ELEM, wmma::col_major> fb[FN];
+#pragma unroll
+            for (int j = 0; j < FN; ++j)
+                wmma::load_matrix_sync(fb[j], Bs + (wn * WTN + j * 16) * LDA + kk, LDA);
+#else
             wmma::fragment<wmma::matrix_b, 16, 16, 16, ELEM, wmma::row_major> fb[FN];
 #pragma unroll
             for (int j = 0; j < FN; ++j)
                 wmma::load_matrix_sync(fb[j], Bs + kk * LDB + wn * WTN + j * 16, LDB);
+#endif
 #pragma unroll
             for (int i = 0; i < FM; ++i) {
                 wmma::fragment<wmma::matrix_a, 16, 16, 16, ELEM, wmma::row_major> fa;

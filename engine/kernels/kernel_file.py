@@ -52,9 +52,12 @@ DTYPES = ("float32", "int32")
 #: not both (its code and its precision differ).
 HALF_DTYPES = ("float16", "bfloat16")
 KERNEL_DTYPES = DTYPES + HALF_DTYPES
+#: B's layouts a kernel file may take (engine.common.dtypes.Layout): "kn", B as K×N
+#: row-major, every kernel; "nk", B as N×K (the kernel is built with B_NK = 1).
+LAYOUTS = ("kn", "nk")
 TOP_KEYS = {"name", "title", "summary", "source", "role", "order", "newcomer", "backend", "entry", "kind",
             "dtypes", "precision", "arch_suffix", "params", "derived", "chosen", "constraints",
-            "launch", "prepass", "model", "defaults", "descriptions"}
+            "launch", "prepass", "model", "defaults", "descriptions", "layouts"}
 LAUNCH_KEYS = {"grid", "block", "shared", "workspace"}
 PREPASS_KEYS = {"entry", "grid", "block", "scratch", "tensor_maps", "when"}
 MAP_KEYS = {"at", "base", "offset", "dims", "stride", "box", "elem", "swizzle"}
@@ -543,6 +546,8 @@ class KernelHeader:
     summary: str = ""
     #: ``[descriptions]``: parameter → what it sets, in one line.
     descriptions: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: ``layouts``: B's layouts the kernel takes ("kn" always; "nk": built with B_NK = 1).
+    layouts: tuple[str, ...] = ("kn",)
 
     @property
     def is_triton(self) -> bool:
@@ -551,7 +556,7 @@ class KernelHeader:
 
     def semantics(self) -> tuple:
         """What must agree between the .cu and .cl files of one variant."""
-        return (self.kind, self.dtypes, self.precision, self.entry,
+        return (self.kind, self.dtypes, self.layouts, self.precision, self.entry,
                 tuple((k, v) for k, v in self.space.items()),
                 tuple((k, e.text) for k, e in self.derived.items()),
                 tuple((c.check.text, c.reason) for c in self.constraints),
@@ -863,6 +868,13 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
     kind = data.get("kind", "gemm")
     if kind not in KINDS:
         err(f"kind must be gemm or aat, not {kind!r}", "kind")
+    layouts = data.get("layouts", ["kn"])
+    if (not isinstance(layouts, list) or "kn" not in layouts
+            or any(x not in LAYOUTS for x in layouts) or len(set(layouts)) != len(layouts)):
+        err(f"layouts must list \"kn\" (B as K×N, every kernel) and may add \"nk\" (B as "
+            f"N×K, built with B_NK = 1), not {layouts!r}", "layouts")
+    if triton and layouts != ["kn"]:
+        err("a Triton kernel's layouts are [\"kn\"] (its B strides are K×N's)", "layouts")
     dtypes = data.get("dtypes", ["float32"] if triton else list(DTYPES))
     if (not isinstance(dtypes, list) or not dtypes or any(d not in KERNEL_DTYPES for d in dtypes)):
         err(f"dtypes must be a list of {', '.join(KERNEL_DTYPES)}, not {dtypes!r}", "dtypes")
@@ -1124,7 +1136,8 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
                         constraints, grid, block_, shared, prepass, flops, bytes_, first,
                         arch_defaults=arch_defaults, workspace=workspace, chosen=chosen,
                         newcomer=newcomer, summary=summary.strip(),
-                        descriptions={k: v.strip() for k, v in descriptions.items()})
+                        descriptions={k: v.strip() for k, v in descriptions.items()},
+                        layouts=tuple(layouts))
 
 
 def _arch_defaults(raw: Any, space: Mapping[str, tuple[int, ...]], err: Callable,

@@ -149,6 +149,8 @@ class Variant:
     constraint: Callable[[Params, int, int, int, str], str | None] = lambda p, m, n, k, d: None
     kind: str = "gemm"
     dtypes: tuple[str, ...] = DTYPES
+    #: B's layouts it takes (engine.common.dtypes.Layout values): "kn" always; "nk" B as N×K
+    layouts: tuple[str, ...] = ("kn",)
     flops: Callable[[int, int, int], int] = gemm_flops
     bytes_moved: Callable[[int, int, int, int], int] = gemm_bytes
     entry: str = "matmul"
@@ -254,7 +256,8 @@ class Variant:
         """The N a record reports: aat kernels produce an M×M result whatever N was asked."""
         return m if self.kind == "aat" else n
 
-    def defines(self, params: Params, dtype: str, out_dtype: str | None = None) -> dict[str, str]:
+    def defines(self, params: Params, dtype: str, out_dtype: str | None = None,
+                layout: str = "kn") -> dict[str, str]:
         """Compile-time constants for this parameter choice and dtype: ``ELEM`` (the input
         type), ``ACC`` (what products are summed in) and, for 16-bit inputs, ``OUT`` (C's
         type: ``out_dtype``, float32 when None, or the input type)."""
@@ -273,14 +276,22 @@ class Variant:
             d = {"ELEM": HALF_ELEM[dtype], "ACC": "float",
                  "OUT": "float" if out == "float32" else HALF_ELEM[dtype]}
             d.update({name.upper(): str(int(v)) for name, v in params.items()})
-            return d
+            return self._with_layout(d, layout)
         if dtype not in DTYPES:      # FP8 needs kernels of its own
             raise ValueError(f"{self.name}: no kernel file builds for {dtype} (it takes "
                              f"{', '.join(KERNEL_DTYPES)})")
         d = {"ELEM": "float" if dtype == "float32" else "int",
              "ACC": "float" if dtype == "float32" else "unsigned"}
         d.update({name.upper(): str(int(v)) for name, v in params.items()})
-        return d
+        return self._with_layout(d, layout)
+
+    def _with_layout(self, d: dict[str, str], layout: str) -> dict[str, str]:
+        """``B_NK = 1`` for B as N×K (only then: a K×N build's defines stay as they were)."""
+        if layout == "kn":
+            return d
+        if layout not in self.layouts:
+            raise ValueError(f"{self.name} takes B as K×N only (layout kn), not {layout}")
+        return {**d, "B_NK": "1"}
 
     @property
     def chosen(self) -> Mapping[str, Any]:
@@ -304,7 +315,8 @@ class Variant:
                 pass
         return out
 
-    def check(self, backend: str, params: Params, m: int, n: int, k: int, dtype: str) -> str | None:
+    def check(self, backend: str, params: Params, m: int, n: int, k: int, dtype: str,
+              layout: str = "kn") -> str | None:
         """Why this run cannot happen, or None if it can (values left to the shape,
         :data:`AUTO`, are first resolved at ``m``, ``n``, ``k``)."""
         params = self.resolve(params, m, n, k)
@@ -312,6 +324,8 @@ class Variant:
             return f"{self.name} has no {backend} kernel"
         if dtype not in self.dtypes:
             return f"{self.name} does not support {dtype}"
+        if layout not in self.layouts:
+            return f"{self.name} takes B as K×N only (layout kn), not N×K"
         for name, val in params.items():
             if name not in self.space:
                 return f"{self.name} has no parameter '{name}'"
@@ -405,27 +419,29 @@ REFERENCES: tuple[Variant, ...] = (
             sources={"cpu": "numpy.matmul"}, space={}, geometry=_one_launch, role="seed",
             order=8, newcomer=frozenset({"cpu"}),
             # half and FP8 inputs: upcast to FP32 and multiplied there (engine.measure.backends.cpu)
-            dtypes=DTYPES + ("float16", "bfloat16", "float8_e4m3", "float8_e5m2")),
+            dtypes=DTYPES + ("float16", "bfloat16", "float8_e4m3", "float8_e5m2"),
+            layouts=("kn", "nk")),
     Variant(name="cublas_fp32",
             technique="cuBLAS SGEMM, strict FP32 (gemmEx, CUBLAS_COMPUTE_32F)",
             summary="Default math (strict FP32), called through nvmath-python on the engine's "
                     "own context and buffers.",
             seed="issue 4: the cuBLAS reference line", sources={"cuda": "gemmEx:32F"}, space={},
-            geometry=_one_launch, dtypes=("float32",), library="cublas", role="reference"),
+            geometry=_one_launch, dtypes=("float32",), layouts=("kn", "nk"), library="cublas",
+            role="reference"),
     Variant(name="cublas_tf32",
             technique="cuBLAS with TF32 tensor cores (gemmEx, CUBLAS_COMPUTE_32F_FAST_TF32)",
             summary="FP32 storage and accumulation; the multiplies in TF32 on the tensor cores.",
             seed="issue 4: the cuBLAS reference line", sources={"cuda": "gemmEx:32F_FAST_TF32"},
-            space={}, geometry=_one_launch, dtypes=("float32",), library="cublas",
-            precision="tf32", role="reference"),
+            space={}, geometry=_one_launch, dtypes=("float32",), layouts=("kn", "nk"),
+            library="cublas", precision="tf32", role="reference"),
     Variant(name="cublas_half",
             technique="cuBLAS FP16/BF16 on tensor cores (gemmEx, CUBLAS_COMPUTE_32F)",
             summary="A and B in the run's 16-bit type, FP32 accumulation, C in FP32 or the "
                     "input type (the run's output type); through nvmath-python on the "
                     "engine's own context and buffers.",
             seed="issue 39: cuBLAS reference lines per precision", sources={"cuda": "gemmEx:32F"},
-            space={}, geometry=_one_launch, dtypes=HALF_DTYPES, library="cublas",
-            precision="half", role="reference"),
+            space={}, geometry=_one_launch, dtypes=HALF_DTYPES, layouts=("kn", "nk"),
+            library="cublas", precision="half", role="reference"),
 )
 
 
@@ -537,7 +553,7 @@ def variant_from_headers(headers: list[KernelHeader], role: str | None = None) -
         name=first.name, technique=first.title, seed=first.source,
         sources=sources, space=dict(first.space),
         geometry=first.geometry, constraint=constraint, kind=first.kind,
-        dtypes=first.dtypes, flops=flops, bytes_moved=nbytes, entry=first.entry,
+        dtypes=first.dtypes, layouts=first.layouts, flops=flops, bytes_moved=nbytes, entry=first.entry,
         precision=first.precision, role=role or first.role, order=first.order,
         dynamic_shared=first.shared_bytes if first.shared is not None else None,
         arch_suffix=first.arch_suffix, prepass=first.prepass, headers=tuple(headers),

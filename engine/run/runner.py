@@ -73,7 +73,7 @@ class Plan:
     shapes: list[Shape] = field(default_factory=list)
     dtype: str = "float32"
     #: C's type (None: the input type's default, engine.common.dtypes) and B's layout
-    #: ("kn": K×N, "nk": N×K, the cpu backend only today).
+    #: ("kn": K×N; "nk": N×K, for the cpu backend, cuBLAS and kernels whose header lists it).
     out_dtype: str | None = None
     layout: str = "kn"
     device: int = 0
@@ -163,7 +163,7 @@ class Plan:
         if not self.only_fitting:
             return list(self.items)
         return [(n, p) for n, p in self.items
-                if refusal(self.backend, n, p, shape, self.dtype) is None]
+                if refusal(self.backend, n, p, shape, self.dtype, self.layout) is None]
 
     def input_shapes(self) -> list[Shape]:
         """The shape of each input set: the given matrices' one, else :attr:`shapes` (the
@@ -181,7 +181,7 @@ class Plan:
         shapes = self.input_shapes() if shapes is None else shapes
         out = []
         for name, params in self.items:
-            fit = item_fit(self.backend, name, params, shapes, self.dtype)
+            fit = item_fit(self.backend, name, params, shapes, self.dtype, self.layout)
             if fit.left_out:
                 out.append(fit.note(registry.get(name).label(params)))
         return out
@@ -203,9 +203,9 @@ class Plan:
         if self.dtype not in ELEMENT_NAMES:
             raise ValueError(f"dtype must be one of {', '.join(ELEMENT_NAMES)}, not '{self.dtype}'")
         spec = self.type_spec          # raises ValueError for an output or layout it lacks
-        if spec.layout is Layout.NK and self.backend != "cpu":
-            raise ValueError("B as N×K (layout nk) runs on the cpu backend only; no kernel of "
-                             f"the {self.backend} backend takes it yet")
+        if spec.layout is Layout.NK and self.backend == "opencl":
+            raise ValueError("B as N×K (layout nk) runs on the cpu and cuda backends; no OpenCL "
+                             "kernel takes it yet")
         if self.tune not in ("search", "guess"):
             raise ValueError(f"tune must be 'search' or 'guess', not '{self.tune}'")
         if not self.items:
@@ -260,16 +260,17 @@ def expand_items(backend: str, variant_names: Iterable[str] | None = None,
 
 
 def refusal(backend: str, name: str, params: Mapping[str, int], shape: Shape,
-            dtype: str) -> str | None:
+            dtype: str, layout: str = "kn") -> str | None:
     """Why ``name`` with ``params`` cannot run at ``shape`` (:meth:`Variant.check
-    <engine.kernels.registry.Variant.check>`: its constraints, the dtype), or None where it can.
-    A half or FP8 type a backend has no kernel for says so (engine.common.dtypes)."""
+    <engine.kernels.registry.Variant.check>`: its constraints, the dtype, B's layout), or
+    None where it can. A half or FP8 type a backend has no kernel for says so
+    (engine.common.dtypes)."""
     v = registry.get(name)
     if dtype in ELEMENT_NAMES and ElementType(dtype).is_low_precision:
         why = backend_refusal(backend, ElementType(dtype), library=v.library)
         if why:
             return why
-    return v.check(backend, params, *shape, dtype)
+    return v.check(backend, params, *shape, dtype, str(layout))
 
 
 @dataclass(frozen=True)
@@ -298,11 +299,11 @@ class Fit:
 
 
 def item_fit(backend: str, name: str, params: Mapping[str, int], shapes: Iterable[Shape],
-             dtype: str) -> Fit:
+             dtype: str, layout: str = "kn") -> Fit:
     """Which of ``shapes`` the item runs at (:func:`refusal`)."""
     runs, left, reason = [], [], None
     for shape in shapes:
-        why = refusal(backend, name, params, shape, dtype)
+        why = refusal(backend, name, params, shape, dtype, layout)
         if why is None:
             runs.append(shape)
         else:
@@ -684,7 +685,7 @@ class Sweep:
                 name, run = concrete(self.device, item, params, shape)
                 v = registry.get(name)
                 key = (name, tuple(sorted(run.items())))
-                if key not in seen and v.check(plan.backend, run, *shape, plan.dtype) is None:
+                if key not in seen and v.check(plan.backend, run, *shape, plan.dtype, plan.layout) is None:
                     seen.add(key)
                     jobs.append((v, run, plan.dtype))
         built, seconds = precompile(jobs)
@@ -702,7 +703,7 @@ class Sweep:
         rec.upload_ms = ws.upload_ms
         if plan.type_spec.element.is_float8:
             rec.scale_a, rec.scale_b = self._scales
-        reason = refusal(plan.backend, name, params, shape, plan.dtype)
+        reason = refusal(plan.backend, name, params, shape, plan.dtype, plan.layout)
         if reason:
             rec.status, rec.error = RecordStatus.SKIPPED, reason
             emit(Event(EventKind.LOG, f"skip {v.label(params)} at {m}×{n}×{k}: {reason}"))

@@ -96,14 +96,18 @@ class CublasGemm:
         return int(ct.COMPUTE_32F_FAST_TF32 if routine.endswith("TF32") else ct.COMPUTE_32F)
 
     def gemm(self, routine: str, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: int,
-             ab_type: int = CUDA_R_32F, c_type: int = CUDA_R_32F) -> None:
+             ab_type: int = CUDA_R_32F, c_type: int = CUDA_R_32F, b_nk: bool = False) -> None:
         """Row-major C (m×n) = A (m×k) · B (k×n) on the default stream; A and B of
-        ``ab_type``, C of ``c_type`` (:func:`data_types`), float32 unless said."""
+        ``ab_type``, C of ``c_type`` (:func:`data_types`), float32 unless said. ``b_nk``: B
+        is stored N×K (row-major), which column-major cuBLAS reads as Bᵀ's transpose."""
         lib = self.lib
         op_n = int(lib.Operation.N)
+        # Cᵀ (n×m) = Bᵀ·Aᵀ column-major: B K×N row-major is Bᵀ as it lies (op N, ld n);
+        # B N×K row-major is B column-major, transposed by cuBLAS (op T, ld k)
+        op_b, ldb = (int(lib.Operation.T), k) if b_nk else (op_n, n)
         try:
-            lib.gemm_ex(self.handle, op_n, op_n, n, m, k,
-                        self._alpha.ctypes.data, int(b_ptr), ab_type, n,
+            lib.gemm_ex(self.handle, op_b, op_n, n, m, k,
+                        self._alpha.ctypes.data, int(b_ptr), ab_type, ldb,
                         int(a_ptr), ab_type, k,
                         self._beta.ctypes.data, int(c_ptr), c_type, n,
                         self.compute_type(routine), int(lib.GemmAlgo.DEFAULT))

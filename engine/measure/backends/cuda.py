@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from engine.common import cpus
-from engine.common.dtypes import TypeSpec
+from engine.common.dtypes import Layout, TypeSpec
 from engine.kernels import sources
 from engine.common.files import read_text
 from engine.kernels.sources import check_includes, read_kernel_text
@@ -70,12 +70,13 @@ def nvcc_version(nvcc: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else None
 
 
-def nvcc_options(variant: Variant, params, dtype: str, out_dtype: str | None = None) -> list[str]:
+def nvcc_options(variant: Variant, params, dtype: str, out_dtype: str | None = None,
+                 layout: str = "kn") -> list[str]:
     """The nvcc options of one kernel build: its defines (:meth:`Variant.defines`; C's type
-    ``out_dtype`` for 16-bit inputs), the ptxas resource report (``-Xptxas -v``) and line
-    info. The backend and the kernel editor's check (:mod:`engine.measure.kernel_check`)
-    build with exactly these."""
-    defines = variant.defines(params, dtype, out_dtype)
+    ``out_dtype`` for 16-bit inputs, ``B_NK`` for B as N×K), the ptxas resource report
+    (``-Xptxas -v``) and line info. The backend and the kernel editor's check
+    (:mod:`engine.measure.kernel_check`) build with exactly these."""
+    defines = variant.defines(params, dtype, out_dtype, layout)
     return [f"-D{k}={v}" for k, v in defines.items()] + ["-Xptxas", "-v", "-lineinfo"]
 
 
@@ -542,7 +543,8 @@ class CudaBackend(Backend):
         The key's first two parts are the kernel's text and what it includes: a user's
         kernel as its run read them (engine.kernels.sources), the lab's own file as it is now."""
         path = variant.source_path("cuda")
-        options = nvcc_options(variant, params, dtype, self._out_dtype(dtype))  # -DOUT: in the key
+        options = nvcc_options(variant, params, dtype, self._out_dtype(dtype),  # -DOUT, -DB_NK:
+                               str(self.type_spec.layout))                        # in the key
         arch = target_arch(variant, self.arch)  # sm_90a for wgmma kernels, else the device's
         try:     # never a hang: the file and what it includes are regular files, or a message
             if is_builtin_file(path):
@@ -810,8 +812,9 @@ class CudaBackend(Backend):
                 ws.b = drv.mem_alloc(b.nbytes)
             start.record()
             drv.memcpy_htod(ws.a, device_words(a))
-            if b is not None:
-                drv.memcpy_htod(ws.b, device_words(b))
+            if b is not None:      # B as N×K where the run says so (the kernels built B_NK)
+                drv.memcpy_htod(ws.b, device_words(np.ascontiguousarray(b.T)
+                                                   if spec.layout is Layout.NK else b))
             end.record()
             end.synchronize()
         except drv.Error as exc:
@@ -891,7 +894,8 @@ class CudaBackend(Backend):
         v = kernel.variant
         if v.library:
             _lib, routine, types = kernel.handle
-            self._cublas.gemm(routine, ws.a, ws.b, ws.c, m, n, k, *types)
+            self._cublas.gemm(routine, ws.a, ws.b, ws.c, m, n, k, *types,
+                              b_nk=self.type_spec.layout is Layout.NK)
             return
         if v.is_triton:
             # The engine's buffers by address on the engine's stream (0: the null stream,
