@@ -85,6 +85,50 @@ ITEM_OVERHEAD_S = 0.05
 PIECES_PER_ENGINE = 3
 
 
+def compile_ahead(plan: Plan, devices: Sequence) -> threading.Thread | None:
+    """Start building, on a thread of this process, every CUDA kernel of ``plan`` that the
+    lab's own files give (for each distinct architecture among ``devices``, DeviceInfo),
+    into the disk cache the engines read (engine.measure.build_cache): while the first
+    tasks are timed, the later tasks' kernels are built, and an engine that needs one being
+    built here waits for it instead of running nvcc again. Half the cores: the engines'
+    own precompiles and the window keep theirs. None where there is nothing to gain (not
+    cuda, no disk cache, no device description)."""
+    from engine.measure import build_cache  # noqa: PLC0415
+    from engine.run.runner import build_jobs  # noqa: PLC0415
+    if plan.backend != "cuda" or build_cache.BuildCache.from_env() is None:
+        return None
+    by_arch = {d.compute_capability: d for d in devices
+               if d is not None and d.compute_capability}
+    if not by_arch:
+        return None
+    shapes = plan.input_shapes()
+    items = [(n, p) for n, p in plan.items if n in registry.REGISTRY]   # a user's: the engines'
+
+    def lab_file(v) -> bool:
+        return (not v.library and not v.is_triton and "cuda" in v.sources
+                and registry.is_builtin_file(v.source_path("cuda")))
+
+    def body() -> None:
+        from engine.common import cpus  # noqa: PLC0415
+        from engine.measure.backends.cuda import CudaBackend  # noqa: PLC0415
+        for device in by_arch.values():
+            try:
+                be = CudaBackend()
+                major, _, minor = device.compute_capability.partition(".")
+                be.arch, be.type_spec = f"sm_{major}{minor}", plan.type_spec
+                jobs = [j for j in build_jobs(dataclasses.replace(plan, items=items), device, shapes)
+                        if lab_file(j[0])]
+                be.precompile(jobs, workers=max(1, cpus.usable_cpus() // 2))
+            except Exception:  # noqa: BLE001  (only a head start: the engines build what is missing)
+                continue
+
+    if not items or not shapes:
+        return None
+    thread = threading.Thread(target=body, name="compile-ahead", daemon=True)
+    thread.start()
+    return thread
+
+
 def is_line(name: str) -> bool:
     """A reference or baseline line (:data:`LINE_ROLES`)."""
     return registry.role_of(name) in LINE_ROLES
@@ -434,6 +478,8 @@ class Dispatcher:
         peaks = [e.info.peak_gflops_fp32 for e in engines if e.info is not None]
         tasks = deque(split_plan(plan, pieces, lines_apart,
                                  max((p for p in peaks if p), default=None)))
+        if len(engines) > 1:      # the later tasks' kernels built while the first are timed
+            compile_ahead(plan, [e.info for e in engines])
         #: (device, shape) pairs whose lines have run (or are running).
         lines_run: set[tuple] = set()
         # Guards tasks, out, live and busy; idle engines wait on it while another engine

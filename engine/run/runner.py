@@ -491,6 +491,23 @@ def concrete(device: DeviceInfo | None, name: str, params: Mapping[str, int],
                              arch=device.compute_capability if gpu else None)
 
 
+def build_jobs(plan: Plan, device: DeviceInfo | None,
+               shapes: list[Shape]) -> list[tuple[registry.Variant, dict[str, int], str]]:
+    """(variant, parameters, dtype) of every kernel ``plan`` builds over ``shapes`` on
+    ``device``, each once: what a backend's precompile (and a share run's compile-ahead,
+    engine.run.dispatch) is given."""
+    jobs, seen = [], set()
+    for item, params in plan.items:
+        for shape in shapes:      # a value left to the shape (a dispatch's pick) may differ per shape
+            name, run = concrete(device, item, params, shape)
+            v = registry.get(name)
+            key = (name, tuple(sorted(run.items())))
+            if key not in seen and v.check(plan.backend, run, *shape, plan.dtype, plan.layout) is None:
+                seen.add(key)
+                jobs.append((v, run, plan.dtype))
+    return jobs
+
+
 #: Measured copy bandwidth per (backend, device index, device name): one probe per process.
 _COPY_GBPS: dict[tuple, float | None] = {}
 
@@ -679,16 +696,7 @@ class Sweep:
         if precompile is None:
             return
         self.backend.type_spec = plan.type_spec    # C's type is a build constant (-DOUT) on cuda
-        jobs, seen = [], set()
-        for item, params in plan.items:
-            for shape in shapes:      # a value left to the shape (a dispatch's pick) may differ per shape
-                name, run = concrete(self.device, item, params, shape)
-                v = registry.get(name)
-                key = (name, tuple(sorted(run.items())))
-                if key not in seen and v.check(plan.backend, run, *shape, plan.dtype, plan.layout) is None:
-                    seen.add(key)
-                    jobs.append((v, run, plan.dtype))
-        built, seconds = precompile(jobs)
+        built, seconds = precompile(build_jobs(plan, self.device, shapes))
         if built:
             emit(Event(EventKind.LOG, f"compiled {built} kernels in {seconds:.1f} s (in parallel)"))
 
