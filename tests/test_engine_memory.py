@@ -34,6 +34,18 @@ def test_refusal_names_the_numbers_and_a_size_that_fits():
     memory.check_host_fit((fits, fits, fits), 4, False, available=avail)
 
 
+def test_c_is_sized_in_its_own_type():
+    """16-bit inputs with an FP32 C: C counts 4 bytes an element, not 2 (the check once
+    sized C at the input type and let through runs whose C did not fit)."""
+    m, n, k = 3000, 5000, 16
+    assert memory.host_bytes(m, n, k, 2, False, 4) - memory.host_bytes(m, n, k, 2, False) == m * n * 2
+    assert memory.host_bytes(m, n, k, 2, False, 2) == memory.host_bytes(m, n, k, 2, False)
+    avail = int(memory.host_bytes(m, n, k, 2, False, 2) / memory.HOST_SHARE) + 1
+    memory.check_host_fit((m, n, k), 2, False, available=avail, out_itemsize=2)
+    with pytest.raises(MatrixInputError, match="largest square size that fits"):
+        memory.check_host_fit((m, n, k), 2, False, available=avail, out_itemsize=4)
+
+
 def test_available_memory_is_positive_and_bounded():
     import psutil
     avail = host_memory.host_available_bytes()

@@ -20,9 +20,11 @@ from engine.measure.verify import FULL_REFERENCE_LIMIT
 HOST_SHARE = 0.8
 
 
-def host_bytes(m: int, n: int, k: int, itemsize: int = 4, verify: bool = True) -> int:
-    """Host bytes one shape needs: inputs, output copy, and verification's float64 work."""
-    need = (m * k + k * n + m * n) * itemsize
+def host_bytes(m: int, n: int, k: int, itemsize: int = 4, verify: bool = True,
+               out_itemsize: int | None = None) -> int:
+    """Host bytes one shape needs: inputs (``itemsize`` each), the output's copy (its own
+    type's ``out_itemsize``; default the inputs'), and verification's float64 work."""
+    need = (m * k + k * n) * itemsize + m * n * (itemsize if out_itemsize is None else out_itemsize)
     if verify:
         if m * n * k <= FULL_REFERENCE_LIMIT:
             need += (m * k + k * n) * 8 * 2 + m * n * 8 * 3   # A, B, A², B² in f64; C, scale, diff
@@ -46,16 +48,17 @@ def largest_square(need, budget: int) -> int:
 
 
 def check_host_fit(shape, itemsize: int = 4, verify: bool = True, copies: int = 1,
-                   available: int | None = None) -> None:
+                   available: int | None = None, out_itemsize: int | None = None) -> None:
     """Raise MatrixInputError (with the numbers and the largest square size that fits)
     when ``copies`` engines on this host cannot hold the run at ``shape``."""
     m, n, k = shape
     bound = host_limit() if available is None else HostLimit(MACHINE_MEMORY, available)
     avail = bound.room
     budget = int(avail * HOST_SHARE) // max(copies, 1)
-    need = host_bytes(m, n, k, itemsize, verify)
+    need = host_bytes(m, n, k, itemsize, verify, out_itemsize)
     if need > budget:
-        fits = largest_square(lambda a, b, c: host_bytes(a, b, c, itemsize, verify), budget)
+        fits = largest_square(lambda a, b, c: host_bytes(a, b, c, itemsize, verify, out_itemsize),
+                              budget)
         who = f" for each of {copies} engines" if copies > 1 else ""
         raise MatrixInputError(
             f"{m}×{n}×{k} needs {_format_bytes(need)} of host memory{who} (inputs, output and "

@@ -596,13 +596,15 @@ class Sweep:
             try:
                 # Sized before anything is allocated: a refusal costs nothing. The device
                 # needs A, B (unless every variant is C = A·Aᵀ) and the largest C.
+                # C in its own type (FP32 from 16-bit inputs is twice their size)
                 itemsize = registry.ITEMSIZE[plan.dtype]
-                memory.check_host_fit(shape, itemsize, plan.verify)
+                out_size = np.dtype(plan.type_spec.output.numpy_dtype).itemsize
+                memory.check_host_fit(shape, itemsize, plan.verify, out_itemsize=out_size)
                 needs_b = any(registry.get(nm).kind == "gemm" for nm, _ in items)
                 out_elems = max(m * registry.get(nm).effective_n(m, n) for nm, _ in items)
-                need = (m * k + (k * n if needs_b else 0) + out_elems) * itemsize
+                need = (m * k + (k * n if needs_b else 0)) * itemsize + out_elems * out_size
                 matrices.check_device_fit(need, backend.free_memory(), f"the {m}×{n}×{k} problem")
-                largest = max(m * k, k * n if needs_b else 0, out_elems) * itemsize
+                largest = max(max(m * k, k * n if needs_b else 0) * itemsize, out_elems * out_size)
                 limit = backend.max_buffer_bytes()
                 if limit is not None and largest > limit:
                     side = int((limit // itemsize) ** 0.5)
