@@ -200,3 +200,19 @@ def fake_ncu(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_NCU_LOG", str(tmp_path / "ncu.log"))
     monkeypatch.setenv("FAKE_NCU_MODE", "ok")
     return exe
+
+
+@pytest.fixture
+def nvcc_runs(monkeypatch):
+    """The nvcc runs the cuda backend makes from now on (source file names): what the
+    build caches save is counted by it."""
+    from engine.measure.backends import cuda as cuda_backend  # noqa: PLC0415
+    runs: list[str] = []
+    real = cuda_backend.nvcc_cubin
+
+    def counting(source, options, arch, **kw):
+        runs.append(Path(source).name)
+        return real(source, options, arch, **kw)
+
+    monkeypatch.setattr(cuda_backend, "nvcc_cubin", counting)
+    return runs

@@ -27,20 +27,6 @@ def cache_dir(tmp_path, monkeypatch):
     return tmp_path / "cache" / "cubins"
 
 
-@pytest.fixture
-def nvcc_runs(monkeypatch):
-    """The nvcc runs the backend makes from now on (source file names)."""
-    runs: list[str] = []
-    real = cuda_backend.nvcc_cubin
-
-    def counting(source, options, arch, **kw):
-        runs.append(Path(source).name)
-        return real(source, options, arch, **kw)
-
-    monkeypatch.setattr(cuda_backend, "nvcc_cubin", counting)
-    return runs
-
-
 def backend():
     be = cuda_backend.CudaBackend()
     be.arch = "sm_90"  # as open() would set it on an H100/H200, without a device

@@ -52,15 +52,8 @@ def test_same_device_text_gives_the_same_cubin():
 
 
 @pytest.mark.parametrize("disk", [False, True])
-def test_the_second_build_of_the_same_text_runs_no_nvcc(monkeypatch, tmp_path, disk):
-    calls = []
-    real = cuda_backend.nvcc_cubin
-
-    def counting(source, options, arch, **kw):
-        calls.append(tuple(options))
-        return real(source, options, arch, **kw)
-
-    monkeypatch.setattr(cuda_backend, "nvcc_cubin", counting)
+def test_the_second_build_of_the_same_text_runs_no_nvcc(monkeypatch, tmp_path, disk, nvcc_runs):
+    calls = nvcc_runs
     monkeypatch.setenv("MATMUL_LAB_CACHE", str(tmp_path) if disk else "off")
     v = registry.get(TMA)
 
@@ -82,17 +75,10 @@ def test_the_second_build_of_the_same_text_runs_no_nvcc(monkeypatch, tmp_path, d
         assert len(calls) == 2
 
 
-def test_precompile_runs_one_nvcc_for_builds_of_the_same_text(monkeypatch):
+def test_precompile_runs_one_nvcc_for_builds_of_the_same_text(monkeypatch, nvcc_runs):
     """The parallel precompile of a sweep: builds that differ only in a parameter the
     device text does not read wait for one another's nvcc instead of each running it."""
-    calls = []
-    real = cuda_backend.nvcc_cubin
-
-    def counting(source, options, arch, **kw):
-        calls.append(tuple(options))
-        return real(source, options, arch, **kw)
-
-    monkeypatch.setattr(cuda_backend, "nvcc_cubin", counting)
+    calls = nvcc_runs
     monkeypatch.setenv("MATMUL_LAB_CACHE", "off")
     be = cuda_backend.CudaBackend()
     be.arch = "sm_90"

@@ -24,20 +24,13 @@ PLAN = Plan(backend="cuda", items=[("tiled_any", {"block": 16}), ("naive", {"blo
 
 @pytest.mark.slow
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
-def test_the_engines_find_every_kernel_built_ahead(tmp_path, monkeypatch):
+def test_the_engines_find_every_kernel_built_ahead(tmp_path, monkeypatch, request):
     monkeypatch.setenv("MATMUL_LAB_CACHE", str(tmp_path))
     thread = compile_ahead(PLAN, H200)
     assert thread is not None
     thread.join(timeout=600)
     assert not thread.is_alive()
-    runs = []
-    real = cuda_backend.nvcc_cubin
-
-    def counting(source, options, arch, **kw):
-        runs.append(source.name)
-        return real(source, options, arch, **kw)
-
-    monkeypatch.setattr(cuda_backend, "nvcc_cubin", counting)
+    runs = request.getfixturevalue("nvcc_runs")      # counted from here on
     engine = cuda_backend.CudaBackend()          # as an engine process would open it
     engine.arch, engine.type_spec = "sm_90", PLAN.type_spec
     jobs = build_jobs(PLAN, H200[0], PLAN.shapes)
