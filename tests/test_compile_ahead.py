@@ -9,7 +9,6 @@ import shutil
 
 import pytest
 
-from engine.kernels import registry
 from engine.measure.backends import cuda as cuda_backend
 from engine.measure.backends.base import DeviceInfo
 from engine.run.dispatch import compile_ahead

@@ -29,12 +29,11 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
-from engine.kernels.kernel_file import (BACKEND_OF_SUFFIX, KERNEL_FILE_LIMIT, ExpressionError,
-                                        KernelFileError, uses_shape, parse_header, shown_text)
+from engine.kernels.kernel_file import (BACKEND_OF_SUFFIX, ExpressionError, KernelFileError,
+                                        uses_shape, parse_header, shown_text)
 from engine.kernels.sources import check_includes, check_kernel_text, read_kernel_text, working_dirs
 from engine.common.dtypes import ELEMENT_NAMES
 from engine.kernels.registry import Variant, params_to_str, variant_from_headers
-from engine.common.units import format_bytes
 
 #: The architecture CUDA kernels are checked for when none is named (the lab's H100/H200).
 DEFAULT_ARCH = "sm_90"
