@@ -27,6 +27,7 @@ from engine.run.runner import Plan, fill_ceilings, make_record, refusal
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 WMMA = registry.get("half_wmma")
+MMA = registry.get("half_mma")
 HALF = ("float16", "bfloat16")
 
 
@@ -90,7 +91,8 @@ def test_defines_per_input_and_output_type():
 def test_half_wmma_is_the_first_16_bit_rung():
     assert WMMA.role == "rung" and WMMA.precision == "half" and WMMA.dtypes == HALF
     assert WMMA.source_path("cuda").name == "30_half_wmma.cu"
-    assert registry.best_rung("cuda", "half") == "half_wmma"
+    # the second step (explicit fragments, swizzled tiles, cp.async ring) is the highest
+    assert registry.best_rung("cuda", "half") == "half_mma" and MMA.order > WMMA.order
     assert registry.reference_for("cuda", "half") == "cublas_half"
     assert registry.best_rung("cuda", "fp32") != "half_wmma"
     assert set(WMMA.descriptions) == set(WMMA.space) and len(WMMA.technique) <= 100
@@ -381,15 +383,26 @@ NVCC = shutil.which("nvcc")
 @pytest.mark.slow
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-def test_every_half_wmma_build_compiles_without_spills(arch):
-    """Every parameter combination, both input types, both output types (the CI compile of
-    tests/test_nvcc_compile.py builds the FP32-output ones through code_paths)."""
-    src = WMMA.source_path("cuda")
+@pytest.mark.parametrize("rung", [WMMA, MMA], ids=lambda v: v.name)
+def test_every_half_rung_build_compiles_without_spills(arch, rung):
+    """Every parameter combination, both input types, both output types, B in both
+    layouts (the CI compile of tests/test_nvcc_compile.py builds the FP32-output ones
+    through code_paths)."""
+    src = rung.source_path("cuda")
     bad = []
-    for params, dtype in itertools.product(WMMA.combos(), HALF):
+    for params, dtype in itertools.product(rung.combos(), HALF):
         for out, layout in (("float32", "kn"), (dtype, "kn"), ("float32", "nk")):
-            _cubin, log = nvcc_cubin(src, nvcc_options(WMMA, params, dtype, out, layout), arch)
+            _cubin, log = nvcc_cubin(src, nvcc_options(rung, params, dtype, out, layout), arch)
             rep = parse_ptxas(log).get("matmul")
             if rep is None or rep["spill_stores"] or rep["spill_loads"] or rep["stack"]:
                 bad.append((params, dtype, out, layout, rep))
     assert not bad, bad
+
+
+def test_half_mma_header():
+    assert MMA.dtypes == HALF and MMA.layouts == ("kn", "nk") and MMA.precision == "half"
+    assert MMA.role == "rung" and set(MMA.descriptions) == set(MMA.space)
+    for shape in ((127, 61, 253), (1, 1, 1), (4096, 4096, 4096)):
+        assert all(MMA.check("cuda", c, *shape, "bfloat16", "nk") is None for c in MMA.combos())
+    assert MMA.launch_geometry({"stages": 3}, 127, 253, 61) == ((2, 1), (256, 1))
+    assert MMA.dynamic_shared({"stages": 4}) == 64 * 1024

@@ -1,4 +1,4 @@
-"""Issue 39 on a GPU: the half_wmma ladder step and cuBLAS's FP16/BF16 line in both 16-bit
+"""Issue 39 on a GPU: the 16-bit ladder steps (half_wmma, half_mma) and cuBLAS's FP16/BF16 line in both 16-bit
 types and both output types. Every test is marked ``gpu`` and skips without pycuda or a
 device (the cuBLAS comparisons also without nvmath-python, with cuBLAS's own reason).
 The CPU side of the same code is tests/test_half_cuda.py.
@@ -26,13 +26,17 @@ ODD_SHAPES = [(127, 61, 253), (61, 127, 253), (1, 1, 1), (33, 1, 65), (130, 131,
 CUBLAS_ERROR_FACTOR = 1.25
 
 
+#: The 16-bit ladder steps: WMMA, then mma.sync with ldmatrix and a cp.async ring.
+RUNGS = ("half_wmma", "half_mma")
+
+
 def _wmma_items():
-    v = registry.get("half_wmma")
-    return [("half_wmma", c) for c in v.combos()]
+    """Every parameter combination of every 16-bit rung."""
+    return [(name, c) for name in RUNGS for c in registry.get(name).combos()]
 
 
 @pytest.mark.parametrize("dtype,out", TYPES)
-def test_half_wmma_verifies_at_odd_shapes_and_within_cublas_error(dtype, out):
+def test_half_rungs_verify_at_odd_shapes_and_within_cublas_error(dtype, out):
     """Every parameter combination at every odd shape, verified against the float64
     product of the rounded inputs with the type's tolerance; and where cuBLAS's half line
     ran on the same inputs, the kernel's relative L2 error within 1.25× of cuBLAS's."""
@@ -40,7 +44,7 @@ def test_half_wmma_verifies_at_odd_shapes_and_within_cublas_error(dtype, out):
     plan = Plan(backend="cuda", items=[("cublas_half", {})] + _wmma_items(), shapes=ODD_SHAPES,
                 dtype=dtype, out_dtype=out, warmup=0, repeats=1)
     recs = run_plan(plan)[0]
-    mine = [r for r in recs if r.variant == "half_wmma"]
+    mine = [r for r in recs if r.variant in RUNGS]
     bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in mine if not r.passed]
     assert not bad, bad
     assert len(mine) == len(ODD_SHAPES) * len(_wmma_items())
@@ -68,17 +72,19 @@ def test_cublas_half_and_wmma_at_4096(dtype, out):
     and the ratios are filled in: % of cuBLAS of its own type, % of the FP16/BF16 peak."""
     require_backend("cuda")
     v = registry.get("half_wmma")
-    plan = Plan(backend="cuda", items=[("cublas_half", {}), ("half_wmma", v.default_params())],
+    plan = Plan(backend="cuda", items=[("cublas_half", {}), ("half_wmma", v.default_params()),
+                                       ("half_mma", registry.get("half_mma").default_params())],
                 shapes=[(4096, 4096, 4096)], dtype=dtype, out_dtype=out, warmup=1, repeats=5)
     recs = {r.variant: r for r in run_plan(plan)[0]}
     if recs["cublas_half"].status == "skipped":
         pytest.skip(recs["cublas_half"].error)
     assert all(r.passed for r in recs.values()), [(r.variant, r.error) for r in recs.values()]
     assert recs["cublas_half"].pct_of_cublas == pytest.approx(100.0)
-    assert math.isfinite(recs["half_wmma"].pct_of_cublas)
+    assert all(math.isfinite(recs[name].pct_of_cublas) for name in RUNGS)
     assert all(0 < r.pct_of_peak < 100 for r in recs.values()), \
         [(r.variant, r.pct_of_peak, r.peak_gflops) for r in recs.values()]
-    assert recs["half_wmma"].bytes == 4096 * 4096 * (2 * 2 + (4 if out == "float32" else 2))
+    assert all(recs[name].bytes == 4096 * 4096 * (2 * 2 + (4 if out == "float32" else 2))
+               for name in RUNGS)
 
 
 @pytest.mark.parametrize("dtype,out", TYPES)
@@ -111,10 +117,11 @@ def test_poisoned_c_reads_back_as_nan_in_its_type(dtype, out):
 
 @pytest.mark.parametrize("dtype", HALF)
 def test_b_as_n_by_k_verifies_and_matches_k_by_n(dtype):
-    """layout nk: half_wmma built with B_NK (B's tiles copied as A's, column-major
-    fragments) and cuBLAS reading B transposed verify at the odd shapes; half_wmma's C is
-    the same bit for bit as from B as K×N (the same fragments in the same order), so its
-    error is equal too. Kernels that take only K×N are skipped, saying so."""
+    """layout nk: the 16-bit rungs built with B_NK (B's tiles copied as A's; column-major
+    WMMA fragments, ldmatrix without .trans) and cuBLAS reading B transposed verify at the
+    odd shapes; each rung's C is the same bit for bit as from B as K×N (the same fragments
+    in the same order), so its error is equal too. Kernels that take only K×N are
+    skipped, saying so."""
     require_backend("cuda")
     runs = {}
     for layout in ("kn", "nk"):
@@ -132,9 +139,9 @@ def test_b_as_n_by_k_verifies_and_matches_k_by_n(dtype):
         ran = [r for r in ran if r.variant != "cublas_half"]
     bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in ran if not r.passed]
     assert not bad, bad
-    kn = {(r.label(), r.m, r.n, r.k): r.rel_l2 for r in runs["kn"] if r.variant == "half_wmma"}
+    kn = {(r.label(), r.m, r.n, r.k): r.rel_l2 for r in runs["kn"] if r.variant in RUNGS}
     assert kn and all(kn[(r.label(), r.m, r.n, r.k)] == r.rel_l2
-                      for r in ran if r.variant == "half_wmma")
+                      for r in ran if r.variant in RUNGS)
 
 
 def test_cublas_fp32_reads_b_as_n_by_k():
