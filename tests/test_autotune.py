@@ -119,6 +119,41 @@ def test_stale_cache_entry_is_ignored(cache, timed):
         sweep.close()
 
 
+def test_batched_searches_run_a_shape_as_one_plan_with_the_same_outcome(cache, timed):
+    """``batch`` (a share run over several devices): each shape's searches go out as one
+    plan, every candidate timed once, the winners stored as a search would store them, and
+    a second run times each cached winner once, again one plan a shape."""
+    items = expand_items("opencl", ["naive", "tiled_any"])
+    plan = Plan(backend="opencl", items=items, shapes=[SHAPE, (9, 7, 5)], warmup=0, repeats=1,
+                autotune=True)
+    sweep = Sweep()
+    plans = []
+
+    def execute(p, emit, cancel):
+        plans.append(p)
+        return sweep.run(p, emit, cancel)
+
+    try:
+        name = sweep.ensure_open("opencl", 0).name
+        events = []
+        recs = at.run_autotuned(execute, plan, events.append, device_name=name, batch=True)
+        assert [(r.variant, (r.m, r.n, r.k)) for r in recs] == [
+            ("naive", SHAPE), ("tiled_any", SHAPE), ("naive", (9, 7, 5)), ("tiled_any", (9, 7, 5))]
+        assert all(r.status == "ok" and r.passed for r in recs)
+        assert [p.shapes for p in plans] == [[SHAPE], [(9, 7, 5)]]     # one plan a shape
+        assert all(sorted(p.items, key=str) == sorted(items, key=str) for p in plans)
+        assert len(timed) == 2 * len(items)
+        for r in recs:          # each winner is the fastest of its variant's candidates there
+            assert at.lookup("opencl", name, r.variant, "float32", (r.m, r.n, r.k)) == r.params
+        plans.clear()
+        again = at.run_autotuned(execute, plan, lambda e: None, device_name=name, batch=True)
+        assert len(timed) == 2 * len(items) + 4 and len(plans) == 2
+        assert [r.params for r in again] == [r.params for r in recs]
+        assert all(len(p.items) == 2 for p in plans)                   # the cached winners
+    finally:
+        sweep.close()
+
+
 def test_plan_autotune_in_sweep(cache, timed):
     items = expand_items("opencl", ["naive", "tiled_any"])
     plan = Plan(backend="opencl", items=items, shapes=[SHAPE, (9, 7, 5)], warmup=0, repeats=1,

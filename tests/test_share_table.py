@@ -185,3 +185,29 @@ def test_timeline_text_marks_activity_and_the_idle_tail():
     assert rows[1].startswith("b |..##....|")
     assert tl.to_json()["engines"]["b"]["busy_s"] == 1.0
 
+
+
+@pytest.mark.slow
+def test_a_shared_autotune_runs_each_shapes_searches_as_one_queue(monkeypatch, tmp_path):
+    """A share run that autotunes over two devices gives one winner per (variant, shape),
+    each verified and remembered, and both devices time candidates of the shape's searches
+    (one plan a shape: no device waits at the end of each variant's search)."""
+    require_backend("opencl")
+    monkeypatch.setenv("POCL_DEVICES", "pthread pthread")
+    monkeypatch.setenv("MATMUL_LAB_CACHE", str(tmp_path / "cache"))
+    items = expand_items("opencl", ["naive", "tiled_any"])
+    plan = Plan("opencl", items, shapes=SHAPES, warmup=0, repeats=2, autotune=True)
+    engines = [ProcessEngine("opencl", 0), ProcessEngine("opencl", 1)]
+    try:
+        run = start_run(plan, engines, lambda ev: None, "share")
+        recs = run.result(timeout=240)
+    finally:
+        for e in engines:
+            e.close()
+    assert sorted((r.variant, (r.m, r.n, r.k)) for r in recs) == sorted(
+        (v, s) for v in ("naive", "tiled_any") for s in SHAPES)
+    assert all(r.status == RecordStatus.OK and r.passed for r in recs), [(r.label(), r.error) for r in recs]
+    lanes = run.timeline.engines()
+    assert len(lanes) == 2 and all(
+        run.timeline.seconds_by_activity(lane).get(Activity.TIME, 0.0) > 0 for lane in lanes)
+    assert (tmp_path / "cache" / "autotune.json").is_file()

@@ -819,6 +819,50 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
     are said as :class:`CacheEvent` warnings through ``emit`` (else Python warnings), as
     is a write that fails after the search. None of them costs the search its records.
     """
+    search = plan_search(sweep_or_engine, backend, device, variant, shape, dtype,
+                         retune=retune, combos=combos, emit=emit, cache=cache,
+                         device_name=device_name, mode=mode, guess_top=guess_top, arch=arch)
+    if search.cached is not None:
+        return search.cached, []
+    plan = search.plan(warmup=warmup, repeats=repeats, time_budget_s=time_budget_s,
+                       until_noise=until_noise, cold=cold, verify=verify, seed=seed, dist=dist,
+                       launch_timeout_s=launch_timeout_s)
+    recs = _runner(sweep_or_engine)(plan, _only_logs(emit), cancel)
+    return finish_search(search, recs, emit)
+
+
+@dataclass
+class Search:
+    """One (variant, shape) search before it runs (:func:`plan_search`): the cache's
+    answer, or the candidates to time."""
+
+    backend: str
+    device: int
+    device_name: str
+    variant: str
+    shape: Shape
+    dtype: str
+    mode: str
+    state: CacheState
+    what: str
+    cached: dict[str, int] | None = None
+    tried: list[dict[str, int]] = field(default_factory=list)
+
+    def plan(self, **timing) -> Plan:
+        """The candidates as one plan, timed as ``timing`` (Plan's fields) says."""
+        return Plan(backend=self.backend, items=[(self.variant, p) for p in self.tried],
+                    shapes=[self.shape], dtype=self.dtype, device=self.device, **timing)
+
+
+def plan_search(sweep_or_engine, backend: str, device: int, variant: str, shape: Shape,
+                dtype: str = "float32", *, retune: bool = False,
+                combos: Iterable[Mapping[str, int]] | None = None, emit=None,
+                cache: Path | None = None, device_name: str | None = None,
+                mode: str = "search", guess_top: int = GUESS_TOP,
+                arch: str | None = None) -> Search:
+    """What :func:`autotune` will do for (``variant``, ``shape``): the cache's entry (then
+    nothing runs), else the candidates (the whole space, or a guess's). Raises ValueError
+    where no parameters are valid there."""
     if mode not in MODES:
         raise ValueError(f"autotune mode must be {' or '.join(MODES)}, not {mode!r}")
     shape = tuple(int(x) for x in shape)
@@ -831,6 +875,7 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
     state = prepare_cache(cache, writing=mode == "search")
     for problem in state.problems:
         report_cache_problem(problem, emit)
+    search = Search(backend, device, name, variant, shape, dtype, mode, state, what)
     if not retune:
         cached = lookup(backend, name, variant, dtype, shape, data=state.data)
         asked = combos is None or cached in _at_shape(registry.get(variant), combos, shape)
@@ -842,7 +887,8 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
                                       f"{registry.kernel_label(variant, cached)}, is not among "
                                       "the parameters asked for; it is used (retune to search "
                                       "only those)", level=LogLevel.WARNING))
-            return cached, []
+            search.cached = cached
+            return search
     space = search_space(variant, backend, shape, dtype, combos)
     if not space:
         v = registry.get(variant)
@@ -860,26 +906,68 @@ def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Sh
         if emit:
             emit(Event(EventKind.LOG, f"{what}: {g.describe()}; timing {len(tried)} of "
                               f"{len(space)} combinations"))
-    plan = Plan(backend=backend, items=[(variant, p) for p in tried], shapes=[shape],
-                dtype=dtype, device=device, warmup=warmup, repeats=repeats,
-                time_budget_s=time_budget_s, until_noise=until_noise, cold=cold, verify=verify,
-                seed=seed, dist=dist, launch_timeout_s=launch_timeout_s)
-    recs = _runner(sweep_or_engine)(plan, _only_logs(emit), cancel)
+    search.tried = list(tried)
+    return search
+
+
+def finish_search(search: Search, recs: list[ResultRecord],
+                  emit=None) -> tuple[dict[str, int] | None, list[ResultRecord]]:
+    """The winner of a search's records, stored in the cache after a full search."""
     best = best_record(recs)
     if best is None:
         return None, recs
-    if mode == "search" and state.writable:      # not writable: said before the search
+    if search.mode == "search" and search.state.writable:   # not writable: said before
         try:
-            for problem in store(backend, name, variant, dtype, shape, best, len(recs),
-                                 state.path, records=recs):
+            for problem in store(search.backend, search.device_name, search.variant,
+                                 search.dtype, search.shape, best, len(recs),
+                                 search.state.path, records=recs):
                 report_cache_problem(problem, emit)
         except CacheError as exc:
             report_cache_problem(exc.problem, emit)   # the records are returned all the same
     if emit:
-        how = f"of {len(recs)} tried" if mode == "search" else \
+        how = f"of {len(recs)} tried" if search.mode == "search" else \
             f"of {len(recs)} guessed (not stored; a full search: mode='search')"
-        emit(Event(EventKind.LOG, f"{what}: best {best.label()} {best.median_ms:.4f} ms {how}"))
+        emit(Event(EventKind.LOG, f"{search.what}: best {best.label()} {best.median_ms:.4f} ms {how}"))
     return dict(best.params), recs
+
+
+def _batched_searches(execute, plan, shape, spaces, fitting, emit, cancel, kw, *,
+                      device_name, mode, arch, cache) -> list[ResultRecord | None]:
+    """Every variant's search at ``shape`` as one plan (:func:`run_autotuned`'s ``batch``):
+    the winning record of each, in the plan's variant order (None where nothing ran)."""
+    searches: list[tuple[str, Search | None]] = []
+    for vname, combos in spaces.items():
+        if vname not in fitting:
+            continue
+        try:
+            searches.append((vname, plan_search(execute, plan.backend, plan.device, vname, shape,
+                                                plan.dtype, retune=plan.retune, combos=combos,
+                                                emit=emit, cache=cache, device_name=device_name,
+                                                mode=mode, arch=arch)))
+        except (ValueError, KeyError) as exc:
+            emit(Event(EventKind.LOG, str(exc), level=LogLevel.ERROR))
+            searches.append((vname, None))
+    items = [(vname, p) for vname, sr in searches if sr is not None
+             for p in ([sr.cached] if sr.cached is not None else sr.tried)]
+    recs = []
+    if items and not cancel.cancelled:
+        one = Plan(backend=plan.backend, items=items, shapes=[shape], dtype=plan.dtype,
+                   device=plan.device, launch_timeout_s=plan.launch_timeout_s, **kw)
+        recs = execute(one, _only_logs(emit), cancel)
+    out: list[ResultRecord | None] = []
+    for vname, sr in searches:
+        mine = [r for r in recs if r.variant == vname]
+        if sr is None or not mine:
+            out.append(None)
+            continue
+        if sr.cached is not None:                # the cache's winner, timed once more
+            out.append(mine[0])
+            continue
+        best, _ = finish_search(sr, mine, emit)
+        rec = None if best is None else next(
+            (r for r in mine if r.params == best and r.status in (RecordStatus.OK, RecordStatus.UNVERIFIED)), None)
+        out.append(rec or mine[0])              # nothing ran: the first record says why
+    return out
 
 
 def _cache_problems_once(emit):
@@ -900,7 +988,8 @@ def _cache_problems_once(emit):
 
 def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str | None = None,
                   frame: bool = True, mode: str | None = None,
-                  arch: str | None = None, cache: Path | None = None) -> list[ResultRecord]:
+                  arch: str | None = None, cache: Path | None = None,
+                  batch: bool = False) -> list[ResultRecord]:
     """A plan with ``autotune`` set: one record per (variant, shape), that of the best
     parameters. The search space of a variant is the set of its items in the plan
     (``expand_items`` gives the whole space, or the ``--params`` restriction).
@@ -912,6 +1001,11 @@ def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str
     parameters a guess falls back on (found from the device when it is opened here);
     ``cache``: the cache file (else :func:`cache_path`). Each cache problem is said once
     per run (:class:`CacheEvent`), before the first search that meets it.
+
+    ``batch``: the searches of a shape run as one plan (every variant's candidates, and the
+    cached winners timed once more), so that a run sharing its work over several devices
+    keeps them all busy until the shape's last candidate, instead of waiting at the end of
+    each search for its slowest piece. The winners and the cache are the same.
     """
     cancel = cancel or CancelToken()
     execute = _runner(sweep_or_execute)
@@ -944,8 +1038,25 @@ def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str
     done = 0
     kw = dict(warmup=plan.warmup, repeats=plan.repeats, time_budget_s=plan.time_budget_s,
               until_noise=plan.until_noise, cold=plan.cold, verify=plan.verify, seed=plan.seed, dist=plan.dist)
+    def deliver(rec: ResultRecord | None) -> None:
+        nonlocal done
+        if rec is not None:
+            results.append(rec)
+            done += 1
+            emit(Event(EventKind.RESULT, record=rec, done=done, total=total))
+
     for shape in plan.shapes:
         fitting = {n for n, _ in plan.items_at(shape)}    # only_fitting: the others said above
+        if batch:
+            if cancel.cancelled:
+                break
+            label = f"autotune {len(fitting & set(spaces))} variant(s) @ {shape[0]}×{shape[1]}×{shape[2]}"
+            emit(Event(EventKind.PROGRESS, label, done=done, total=total, current=label))
+            for rec in _batched_searches(execute, plan, shape, spaces, fitting, emit, cancel,
+                                         kw, device_name=device_name, mode=mode, arch=arch,
+                                         cache=cache):
+                deliver(rec)
+            continue
         for vname, combos in spaces.items():
             if cancel.cancelled:
                 break
@@ -973,10 +1084,7 @@ def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str
                 rec = got[0] if got else None
             if rec is None and recs:                     # nothing ran: report why (first record)
                 rec = recs[0]
-            if rec is not None:
-                results.append(rec)
-                done += 1
-                emit(Event(EventKind.RESULT, record=rec, done=done, total=total))
+            deliver(rec)
     final = final_records(results)
     if frame:
         emit(Event(EventKind.FINISHED, f"{done} of {total} autotuned", done=done, total=total,

@@ -440,9 +440,11 @@ class Dispatcher:
                 self._emit(Event(EventKind.LOG, "autotune across different device models: the winner "
                                         f"is remembered for {self._live[0].info.name}",
                                  level=LogLevel.WARNING))
+            # a shape's searches as one queue: no device waits at the end of each search
             run_autotuned(lambda p, e, c: self._execute(p, self._live, e, c), self.plan,
                           self._counted_winners(None), self.cancel,
-                          device_name=self._live[0].info.name, frame=False)
+                          device_name=self._live[0].info.name, frame=False,
+                          batch=len(self._live) > 1)
         else:
             self._execute(self.plan, self._live, None, self.cancel)
 
