@@ -14,7 +14,7 @@ from PySide6.QtWidgets import (QButtonGroup, QCheckBox, QComboBox, QDoubleSpinBo
                                QGroupBox, QHBoxLayout, QLabel, QPushButton, QRadioButton,
                                QSpinBox, QVBoxLayout, QWidget)
 
-from engine.common.dtypes import ELEMENT_NAMES, ElementType, backend_refusal
+from engine.common.dtypes import ELEMENT_NAMES, ElementType, Layout, backend_refusal
 from engine.kernels import registry, user_kernels
 from engine.measure.backends import BACKENDS, BackendStatus, DeviceInfo
 from engine.results.records import ResultRecord
@@ -122,6 +122,13 @@ class ConfigPanel(QWidget):
         self.out_dtype.setObjectName("outDtypeCombo")
         self.out_dtype.setToolTip("The type of C: FP16/BF16 inputs write FP32 or their own type; "
                                   "FP8 inputs write BF16 or FP32")
+        self.layout_b = QComboBox()
+        self.layout_b.setObjectName("layoutCombo")
+        for lay, short in ((Layout.KN, "B K×N"), (Layout.NK, "B N×K")):
+            self.layout_b.addItem(short, lay.value)
+        self.layout_b.setToolTip("B's layout in memory: K×N row-major, or N×K (transposed: what "
+                                 "FP8 tensor cores and most frameworks' weights use); kernels "
+                                 "that take only K×N are marked and skipped")
         self.mode = QComboBox()
         for key, text in MODES:
             self.mode.addItem(key, key)
@@ -192,6 +199,7 @@ class ConfigPanel(QWidget):
         r1.addWidget(self.dtype, 1)
         r1.addWidget(QLabel("→"))
         r1.addWidget(self.out_dtype, 1)
+        r1.addWidget(self.layout_b, 1)
         r1.addWidget(QLabel("Mode"))
         r1.addWidget(self.mode, 1)
         mform.addRow("Type", r1)
@@ -236,6 +244,7 @@ class ConfigPanel(QWidget):
         self.dtype.currentTextChanged.connect(self._changed)
         self.dtype.currentTextChanged.connect(self._refresh_outputs)
         self.out_dtype.currentTextChanged.connect(self._changed)
+        self.layout_b.currentIndexChanged.connect(self._changed)
         self._refresh_outputs()
         for sig in (self.mode.currentIndexChanged, self.warmup.valueChanged,
                     self.repeats.valueChanged, self.budget.valueChanged,
@@ -319,6 +328,20 @@ class ConfigPanel(QWidget):
         if not model.item(self.dtype.currentIndex()).isEnabled():
             self.dtype.setCurrentText("float32")
         self._refresh_outputs()
+        self._refresh_layouts()
+
+    def _refresh_layouts(self) -> None:
+        """B as N×K is greyed, with the reason, on a backend none of whose kernels takes it
+        (OpenCL); a choice that became impossible goes back to K×N."""
+        opencl = (self.backend.currentData() or BACKENDS[0]) == "opencl"
+        i = self.layout_b.findData(Layout.NK.value)
+        self.layout_b.model().item(i).setEnabled(not opencl)
+        self.layout_b.setItemData(i, Layout.NK.description + (
+            " — no OpenCL kernel takes it yet" if opencl else
+            ": the cpu backend, cuBLAS and the kernels whose header lists it"),
+            Qt.ItemDataRole.ToolTipRole)
+        if opencl and self.layout_b.currentData() == Layout.NK.value:
+            self.layout_b.setCurrentIndex(self.layout_b.findData(Layout.KN.value))
 
     def _refresh_outputs(self, *_) -> None:
         try:
@@ -435,7 +458,8 @@ class ConfigPanel(QWidget):
 
     def _changed(self, *_) -> None:
         # the tree marks what fits none of the sizes a run would take
-        self.variants.set_context(self.run_shapes(), self.dtype.currentText())
+        self.variants.set_context(self.run_shapes(), self.dtype.currentText(),
+                                  self.layout_b.currentData() or Layout.KN.value)
         self.variant_hint.setText(self._variant_summary())
         self.changed.emit()
 
@@ -507,6 +531,7 @@ class ConfigPanel(QWidget):
             shapes=[] if files is not None else self.sizes.shapes(),
             dtype=self.dtype.currentText(),
             out_dtype=self.out_dtype.currentText() or None,
+            layout=self.layout_b.currentData() or Layout.KN.value,
             device=self.device_index(),
             warmup=self.warmup.value(),
             repeats=self.repeats.value(),
@@ -553,6 +578,7 @@ class ConfigPanel(QWidget):
             "sizes": self.sizes.text.text(),
             "dtype": self.dtype.currentText(),
             "out_dtype": self.out_dtype.currentText(),
+            "layout": self.layout_b.currentData(),
             "mode": self.mode.currentData(),
             "warmup": self.warmup.value(),
             "repeats": self.repeats.value(),
@@ -598,6 +624,9 @@ class ConfigPanel(QWidget):
             self.dtype.setCurrentText(state["dtype"])
         if state.get("out_dtype") in ELEMENT_NAMES:
             self.out_dtype.setCurrentText(state["out_dtype"])
+        i = self.layout_b.findData(state.get("layout"))
+        if i >= 0 and self.layout_b.model().item(i).isEnabled():
+            self.layout_b.setCurrentIndex(i)
         i = self.mode.findData(state.get("mode"))
         if i >= 0:
             self.mode.setCurrentIndex(i)

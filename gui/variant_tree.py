@@ -141,6 +141,7 @@ class VariantTree(QTreeWidget):
         #: The sizes and dtype a run would take: what the marks are worked out for.
         self._shapes: list[tuple[int, int, int]] = []
         self._dtype = registry.DTYPES[0]
+        self._layout = "kn"
         #: variant → its items' fits at the chosen sizes (ticked variants only)
         self._fits: dict[str, list[tuple[dict[str, int], Fit]]] = {}
         self._tips: dict[str, str] = {}      # variant → its row's tooltip without a mark
@@ -219,13 +220,13 @@ class VariantTree(QTreeWidget):
         self._refresh_marks()
         self.choice_changed.emit()
 
-    def set_context(self, shapes, dtype: str) -> None:
-        """The sizes and dtype a run would take: ticked variants and values that fit none
-        of them are marked (:meth:`mark`)."""
-        shapes, dtype = [tuple(s) for s in shapes], str(dtype)
-        if (shapes, dtype) == (self._shapes, self._dtype):
+    def set_context(self, shapes, dtype: str, layout: str = "kn") -> None:
+        """The sizes, dtype and B's layout a run would take: ticked variants and values
+        that fit none of them are marked (:meth:`mark`)."""
+        shapes, dtype, layout = [tuple(s) for s in shapes], str(dtype), str(layout)
+        if (shapes, dtype, layout) == (self._shapes, self._dtype, self._layout):
             return
-        self._shapes, self._dtype = shapes, dtype
+        self._shapes, self._dtype, self._layout = shapes, dtype, layout
         self._refresh_marks()
 
     def set_arch(self, arch: str | None) -> None:
@@ -307,7 +308,7 @@ class VariantTree(QTreeWidget):
             self._fits.pop(name, None)
             if name in checked and self._shapes:
                 self._fits[name] = [
-                    (p, item_fit(self.backend, name, p, self._shapes, self._dtype))
+                    (p, item_fit(self.backend, name, p, self._shapes, self._dtype, self._layout))
                     for _, p in expand_items(self.backend, [name], self.chosen_values(name))]
             self._show_mark(name, item)
 
@@ -344,7 +345,7 @@ class VariantTree(QTreeWidget):
             else:
                 others = [[(p, x) for x in chosen[p]] if p != pname else [(p, value)]
                           for p in chosen]
-                mine = [item_fit(self.backend, name, dict(c), self._shapes, self._dtype)
+                mine = [item_fit(self.backend, name, dict(c), self._shapes, self._dtype, self._layout)
                         for c in itertools.product(*others)]
             if mine and all(f.nowhere for f in mine):
                 out[value] = mine[0].reason or ""

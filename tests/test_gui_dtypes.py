@@ -46,3 +46,37 @@ def test_type_picker_per_backend(make_window, tmp_path):
         w = cfg.window()
         w.resize(1280, 800)
         w.grab().save(os.path.join(os.environ["MATMUL_LAB_SHOTS"], "type_picker.png"))
+
+
+def test_layout_picker_per_backend_and_in_the_plan(make_window, tmp_path):
+    """B's layout: N×K on the cpu backend goes into the plan and the settings; kernels that
+    take only K×N are marked in the tree; on OpenCL N×K is greyed with the reason and a
+    choice of it goes back to K×N."""
+    from PySide6.QtCore import Qt
+    from engine.run.runner import item_fit
+    win = make_window()
+    cfg = win.config
+    cfg.select("cpu", 0)
+    nk = cfg.layout_b.findData("nk")
+    assert cfg.layout_b.model().item(nk).isEnabled()
+    cfg.layout_b.setCurrentIndex(nk)
+    cfg.sizes.set_text("32")
+    plan = cfg.build_plan()
+    assert plan.layout == "nk"
+    plan.validate()
+    assert cfg.state()["layout"] == "nk"
+    # the tree's context carries it: a K×N-only kernel fits none of the sizes
+    assert cfg.variants._layout == "nk"
+    assert "K×N only" in item_fit("cuda", "tiled_any", {"block": 16}, [(32, 32, 32)], "float32",
+                                  "nk").reason
+    cfg.select("opencl", 0)
+    assert not cfg.layout_b.model().item(nk).isEnabled()
+    assert "no OpenCL kernel" in cfg.layout_b.itemData(nk, Qt.ItemDataRole.ToolTipRole)
+    assert cfg.layout_b.currentData() == "kn"
+    cfg.select("cpu", 0)
+    cfg.set_state({"layout": "nk"})
+    assert cfg.layout_b.currentData() == "nk"
+    if os.environ.get("MATMUL_LAB_SHOTS"):
+        w = cfg.window()
+        w.resize(1280, 800)
+        w.grab().save(os.path.join(os.environ["MATMUL_LAB_SHOTS"], "layout_picker.png"))
