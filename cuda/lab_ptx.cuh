@@ -85,6 +85,22 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int N_>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" :: "n"(N_) : "memory"); }
 
+/* --- ldmatrix (sm_75+): four 8 x 8 matrices of 16-bit elements from shared memory ---------- */
+/* Lanes 8i..8i+7 give the row addresses (32-bit shared-state-space) of matrix i; each lane
+ * receives, in r[i], two consecutive elements of row lane / 4 of matrix i (.trans: of its
+ * transpose) -- the mma.sync fragment layouts. */
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+
 /* --- TF32 (sm_80+) ----------------------------------------------------------------------------- */
 /* x rounded to TF32, to nearest with ties away from zero (cvt.rna.tf32.f32): the FP32 bit
  * pattern with the low 13 mantissa bits zero, as a float. cuBLAS's TF32 GEMMs round their

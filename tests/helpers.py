@@ -1,6 +1,7 @@
 """Shared test helpers: which backends this machine can run, and small sweeps."""
 from __future__ import annotations
 
+import contextlib
 import functools
 
 import pytest
@@ -33,3 +34,26 @@ def run_plan(plan: Plan, sweep: Sweep | None = None):
         if own:
             sweep.close()
     return recs, events
+
+
+@contextlib.contextmanager
+def cuda_kernel_on_inputs(variant, params, shape, seed: int, dtype: str = "float32"):
+    """The cuda backend opened on device 0, ``variant`` built with ``params``, fresh inputs
+    of ``shape`` (M, N, K) from ``seed`` uploaded and C allocated: yields (backend, kernel,
+    workspace, A, B); the workspace is released and the backend closed afterwards."""
+    from engine.inputs import matrices  # noqa: PLC0415
+    from engine.measure.backends.cuda import CudaBackend  # noqa: PLC0415
+    m, n, k = shape
+    be = CudaBackend()
+    be.open(0)
+    ws = None
+    try:
+        kern = be.compile(variant, params, dtype)
+        a, b = matrices.generate_pair(m, n, k, dtype, seed=seed)
+        ws = be.prepare(a, b)
+        be.ensure_output(ws, (m, n))
+        yield be, kern, ws, a, b
+    finally:
+        if ws is not None:
+            be.release(ws)
+        be.close()

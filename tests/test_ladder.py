@@ -514,18 +514,11 @@ def _assert_bitwise_repeatable(v, params, shape, tiles, precision, seed):
     first run verifies; then, three times, timed launches (no zeroing between) leave every
     per-tile arrival counter of the workspace at zero (tiles = 0: none to check), and one
     more launch into a poisoned C gives C bitwise again."""
-    from engine.inputs import matrices
-    from engine.measure.backends.cuda import CudaBackend
     from engine.measure.verify import Reference
+    from tests.helpers import cuda_kernel_on_inputs
 
     m, n, k = shape
-    be = CudaBackend()
-    be.open(0)
-    try:
-        kern = be.compile(v, params, "float32")
-        a, b = matrices.generate_pair(m, n, k, "float32", seed=seed)
-        ws = be.prepare(a, b)
-        be.ensure_output(ws, (m, n))
+    with cuda_kernel_on_inputs(v, params, shape, seed) as (be, kern, ws, a, b):
         be.poison_output(ws)
         first = be.run_once(kern, ws, m, n, k)
         assert Reference(a, b).check(first, precision).passed
@@ -541,9 +534,6 @@ def _assert_bitwise_repeatable(v, params, shape, tiles, precision, seed):
             again = np.empty((m, n), np.float32)
             be.drv.memcpy_dtoh(again, ws.c)
             assert np.array_equal(again.view(np.uint32), first.view(np.uint32))
-        be.release(ws)
-    finally:
-        be.close()
 
 
 @pytest.mark.gpu

@@ -15,7 +15,7 @@ import pytest
 
 from engine.kernels import registry
 from engine.run.runner import Plan
-from tests.helpers import require_backend, run_plan
+from tests.helpers import cuda_kernel_on_inputs, require_backend, run_plan
 from tests.test_triton_kernels import kernel_text
 
 pytestmark = [pytest.mark.gpu,
@@ -71,18 +71,10 @@ def test_the_launchers_host_time_stays_out_of_the_kernel_time():
     64³ the kernel takes a few µs: its reported median must be well under the host's time
     per launch, which is printed (the figure issue 40 asks for)."""
     require_backend("cuda")
-    from engine.inputs import matrices
-    from engine.measure.backends.cuda import CudaBackend
     v = registry.get("triton_grouped_fp32")
     params = dict(v.default_params(), block_m=32, block_n=32, block_k=32, num_warps=4)
     m = n = k = 64
-    be = CudaBackend()
-    be.open(0)
-    try:
-        kern = be.compile(v, params, "float32")
-        a, b = matrices.generate_pair(m, n, k, "float32", seed=SEED)
-        ws = be.prepare(a, b)
-        be.ensure_output(ws, (m, n))
+    with cuda_kernel_on_inputs(v, params, (m, n, k), SEED) as (be, kern, ws, _a, _b):
         for _ in range(20):
             be._launch(kern, ws, m, n, k)
         be._check("launch")
@@ -94,9 +86,6 @@ def test_the_launchers_host_time_stays_out_of_the_kernel_time():
         host_us = (time.perf_counter() - t0) / launches * 1e6
         times = be.time_launches(kern, ws, m, n, k, 5, 200, False, None)
         kernel_us = float(np.median(times)) * 1e3
-        be.release(ws)
-    finally:
-        be.close()
     print(f"\nTriton launcher: {host_us:.1f} µs of host time a launch; kernel {kernel_us:.2f} µs "
           f"(median of 200 held launches, 64³)")
     assert kernel_us < 0.5 * host_us, (kernel_us, host_us, be.hold_note)

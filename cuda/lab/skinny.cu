@@ -240,6 +240,12 @@ scratch = "4 * np * ldk"
 #endif
 #define VEC vec4_of<ELEM>::type
 
+/* A compile-time bool for the bodies of chunks (stream 0) and passes (stream 2): full = what
+ * is fetched lies wholly in the slice (no bounds checks: rows past M and columns past N read
+ * clamped, valid addresses, and their accumulators are never stored); else every load is
+ * checked and zero (or left out) outside. */
+template <bool F> struct Full { static constexpr bool value = F; };
+
 #if STREAM == 0
 /* ==== stream 0: the large operand through registers ========================================
  *
@@ -389,10 +395,6 @@ __device__ __forceinline__ void put(ELEM* c, ACC v, bool add)
     __stcg(c, (ELEM)v);
 }
 
-/* A compile-time bool for the chunk bodies: full = the chunk being fetched lies wholly in the
- * slice (no bounds checks: rows past M and columns past N read clamped, valid addresses, and
- * their accumulators are never stored); else every load is checked and zero outside. */
-template <bool F> struct Full { static constexpr bool value = F; };
 
 /* Both paths' pipeline over a slice: full chunks with the staged operand copied one chunk
  * ahead (double buffer, one barrier per chunk; `chunk` rolls the streamed operand's ring on
@@ -1272,7 +1274,19 @@ __device__ __forceinline__ void gemv_slice(int K, int align, int& kbeg, int& ken
     kend = min(K, kbeg + per);
 }
 
-template <bool F> struct Full { static constexpr bool value = F; };   /* a pass without bounds checks */
+
+/* pass(base, Full<true>()) for each whole STEP of [beg, end), then pass(base, Full<false>())
+ * once over what is left: the last pass is predicated, not a serial tail of single rows. */
+template <int STEP, typename Pass>
+__device__ __forceinline__ void whole_passes_then_rest(int beg, int end, Pass pass)
+{
+    int base = beg;
+#pragma unroll 1
+    for (; base + STEP <= end; base += STEP)
+        pass(base, Full<true>());
+    if (base < end)
+        pass(base, Full<false>());
+}
 
 /* The 8 warps' sums of 32 outputs (red[warp][out]) added in warp order; thread tid < 32
  * returns output tid. */
@@ -1314,12 +1328,7 @@ __device__ __forceinline__ ACC strip_vec(const ELEM* __restrict__ A, const ELEM*
             }
         }
     };
-    int base = kbeg;
-#pragma unroll 1
-    for (; base + 32 * UNROLL <= kend; base += 32 * UNROLL)
-        pass(base, Full<true>());
-    if (base < kend)
-        pass(base, Full<false>());
+    whole_passes_then_rest<32 * UNROLL>(kbeg, kend, pass);
     /* the 4 k-lanes of a warp (lanes 8 apart), then the 8 warps in order */
 #pragma unroll
     for (int d = 8; d < 32; d <<= 1) {
@@ -1370,12 +1379,7 @@ __device__ __forceinline__ ACC strip_scalar(const ELEM* __restrict__ A, const EL
         for (int i = 0; i < RB; ++i)
             acc += (ACC)a[i] * (ACC)b[i];
     };
-    int base = kbeg;
-#pragma unroll 1
-    for (; base + 8 * RB <= kend; base += 8 * RB)
-        pass(base, Full<true>());
-    if (base < kend)
-        pass(base, Full<false>());
+    whole_passes_then_rest<8 * RB>(kbeg, kend, pass);
     red[warp][lane] = acc;
     return add_warps(red, tid);
 }
@@ -1433,12 +1437,7 @@ __device__ __forceinline__ ACC gemv_row(const ELEM* __restrict__ arow, const ELE
             }
         }
     };
-    int base = jbeg;
-#pragma unroll 1
-    for (; base + 128 * UA <= jend; base += 128 * UA)
-        pass(base, Full<true>());
-    if (base < jend)
-        pass(base, Full<false>());
+    whole_passes_then_rest<128 * UA>(jbeg, jend, pass);
     return acc;
 }
 

@@ -73,9 +73,8 @@ block = ["32 * warps", 1]
  * Models: FLOPs = 2·M·N·K; bytes = (M·K + K·N)·2 + M·N·sizeof(OUT) (A and B read once,
  * C written once; the lab's byte model for 16-bit inputs).
  */
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
 #include <mma.h>
+#include "half.cuh"
 
 #ifndef ELEM
 #define ELEM __half
@@ -114,11 +113,6 @@ block = ["32 * warps", 1]
 static_assert(sizeof(ACC) == 4, "ACC is float: the tensor cores accumulate in FP32 here");
 
 using namespace nvcuda;
-
-// FP32 accumulator to the output type, rounded to nearest even.
-__device__ __forceinline__ void store_out(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store_out(__half* p, float v) { *p = __float2half_rn(v); }
-__device__ __forceinline__ void store_out(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
 
 __device__ __forceinline__ ELEM zero_elem() { return ELEM(0.0f); }
 

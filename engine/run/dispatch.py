@@ -46,15 +46,17 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from engine.common import cpus
 from engine.inputs import matrices
+from engine.measure import build_cache
 from engine.run.autotune import run_autotuned
 from engine.measure.backends.base import BackendError
 from engine.run.engines import BuildTimedOut, EngineHandle, EngineLost
 from engine.results.records import RecordStatus, ResultRecord
 from engine.run.events import EventKind, LogLevel
 from engine.kernels import registry
-from engine.run.runner import (CancelToken, Emit, Event, FailedBuild, Plan, final_records,
-                               fitting_count, input_sets, make_record)
+from engine.run.runner import (CancelToken, Emit, Event, FailedBuild, Plan, build_jobs,
+                               final_records, fitting_count, input_sets, make_record)
 from engine.run.timeline import Activity, Timeline
 
 MODES = ("compare", "share")
@@ -93,8 +95,6 @@ def compile_ahead(plan: Plan, devices: Sequence) -> threading.Thread | None:
     built here waits for it instead of running nvcc again. Half the cores: the engines'
     own precompiles and the window keep theirs. None where there is nothing to gain (not
     cuda, no disk cache, no device description)."""
-    from engine.measure import build_cache  # noqa: PLC0415
-    from engine.run.runner import build_jobs  # noqa: PLC0415
     if plan.backend != "cuda" or build_cache.BuildCache.from_env() is None:
         return None
     by_arch = {d.compute_capability: d for d in devices
@@ -109,8 +109,7 @@ def compile_ahead(plan: Plan, devices: Sequence) -> threading.Thread | None:
                 and registry.is_builtin_file(v.source_path("cuda")))
 
     def body() -> None:
-        from engine.common import cpus  # noqa: PLC0415
-        from engine.measure.backends.cuda import CudaBackend  # noqa: PLC0415
+        from engine.measure.backends.cuda import CudaBackend  # noqa: PLC0415  (needs no GPU to build)
         for device in by_arch.values():
             try:
                 be = CudaBackend()

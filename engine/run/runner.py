@@ -598,7 +598,7 @@ class Sweep:
                 # needs A, B (unless every variant is C = A·Aᵀ) and the largest C.
                 # C in its own type (FP32 from 16-bit inputs is twice their size)
                 itemsize = registry.ITEMSIZE[plan.dtype]
-                out_size = np.dtype(plan.type_spec.output.numpy_dtype).itemsize
+                out_size = registry.ITEMSIZE[str(plan.type_spec.output)]
                 memory.check_host_fit(shape, itemsize, plan.verify, out_itemsize=out_size)
                 needs_b = any(registry.get(nm).kind == "gemm" for nm, _ in items)
                 out_elems = max(m * registry.get(nm).effective_n(m, n) for nm, _ in items)
