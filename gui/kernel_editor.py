@@ -768,13 +768,15 @@ class KernelEditor(QWidget):
             return None
 
     def default_baselines(self) -> list[str]:
-        """The best ladder rung and the library reference of the kernel's arithmetic."""
+        """The lab's own GEMM of the kernel's precision (its dispatch line; else the highest
+        ladder rung) and the library reference of the kernel's arithmetic."""
         try:
             h = parse_header(self.display_path(), self.text())
         except KernelFileError:
             return []
         backend = self.run_backend()
-        out = [registry.best_rung(backend, h.precision, h.kind),
+        out = [registry.dispatch_for(backend, h.precision, h.kind)
+               or registry.best_rung(backend, h.precision, h.kind),
                registry.reference_for(backend, h.precision, h.kind)]
         return [n for n in out if n and n != h.name]
 
@@ -796,7 +798,7 @@ class KernelEditor(QWidget):
             act.setChecked(v.name in current)
             act.toggled.connect(lambda on, n=v.name: self._toggle_compare(n, on))
         self.compare_menu.addSeparator()
-        self.compare_menu.addAction("Defaults (best rung and the library)",
+        self.compare_menu.addAction("Defaults (the lab's own GEMM and the library)",
                                     lambda: setattr(self, "_compare", None))
 
     def _toggle_compare(self, name: str, on: bool) -> None:

@@ -123,8 +123,8 @@ def test_edit_compile_jump_fix_run_and_see_the_curve(qtbot, make_window, configu
     assert all(int(ed.resources.item(r, col).text()) > 0 for r in range(ed.resources.rowCount()))
     assert not [p for p in ed.problems() if p.severity == "error"]
 
-    # Run: the kernel and its default baseline (the best OpenCL rung) join the charts.
-    assert ed.default_baselines() == ["wpt"]
+    # Run: the kernel and its default baseline (the lab's own OpenCL GEMM) join the charts.
+    assert ed.default_baselines() == ["lab_opencl"]
     with qtbot.waitSignal(win.controller.finished, timeout=RUN_MS) as done:
         ed.run_action.trigger()
     assert not done.args[0].cancelled
@@ -132,11 +132,11 @@ def test_edit_compile_jump_fix_run_and_see_the_curve(qtbot, make_window, configu
     mine = [r for r in recs if r.variant == "my_tiled"]
     assert mine and all(r.status == "ok" and r.passed for r in mine)
     assert {r.m for r in mine} == {33, 47}
-    assert any(r.variant == "wpt" for r in recs)
+    assert any(r.variant == "lab_opencl" for r in recs)
     curves = win.charts.curves("gflops")
     assert any(label.startswith("my_tiled") for label in curves), list(curves)
-    assert any(label.startswith("wpt") for label in curves), list(curves)
-    assert "my_tiled at 47×47×47" in ed.status.text() and "of wpt" in ed.status.text()
+    assert any(label.startswith("lab_opencl") for label in curves), list(curves)
+    assert "my_tiled at 47×47×47" in ed.status.text() and "of lab_opencl" in ed.status.text()
 
 
 def test_a_kernel_with_wrong_results_is_caught_and_the_app_goes_on(qtbot, make_window, configure,
@@ -153,7 +153,7 @@ def test_a_kernel_with_wrong_results_is_caught_and_the_app_goes_on(qtbot, make_w
     mine = [r for r in win.store.records if r.variant == "my_tiled"]
     assert mine and all(r.status == "failed" and r.passed is False for r in mine)
     assert "did not pass" in ed.status.text() and "wrong result" in ed.status.text()
-    assert any(r.variant == "wpt" and r.passed for r in win.store.records)   # kept
+    assert any(r.variant == "lab_opencl" and r.passed for r in win.store.records)   # kept
     assert win.run_bar.run_button.isEnabled()
 
 

@@ -89,3 +89,41 @@ def test_the_launchers_host_time_stays_out_of_the_kernel_time():
     print(f"\nTriton launcher: {host_us:.1f} µs of host time a launch; kernel {kernel_us:.2f} µs "
           f"(median of 200 held launches, 64³)")
     assert kernel_us < 0.5 * host_us, (kernel_us, host_us, be.hold_note)
+
+
+def test_a_new_triton_kernel_runs_from_the_editor_beside_the_lab_gemm_and_cublas(
+        qtbot, make_window, configure, shots, monkeypatch):
+    """What a Triton user does on a GPU: New kernel from the FP32 Triton rung, open it in the
+    window's editor, Run (Ctrl+R): it goes to the cuda backend next to the lab's own FP32 GEMM
+    (lab_fp32, the dispatch line) and cuBLAS, every record verified. The window at 1280×800 is kept as ``editor_triton_gpu.png``."""
+    require_backend("cuda")
+    from engine.kernels.new_kernel import make_copy
+    from engine.kernels.user_kernels import user_kernel_dir
+    path = make_copy("triton_grouped_fp32", user_kernel_dir() / "my_gpu_triton.py")
+    win = configure(make_window(), "cuda", ("cublas_fp32",), "1000x1001x999,3000", repeats=20)
+    assert win.open_kernel(path)
+    ed = win.kernel_editor
+    assert ed.run_backend() == "cuda"
+    baselines = ed.baselines()
+    assert baselines == ["lab_fp32", "cublas_fp32"]
+    # Two configurations of the user's kernel, as the tree would choose them.
+    for pname, values in {"block_m": [128, 64], "block_n": [128, 64], "block_k": [32],
+                          "group_m": [8], "num_warps": [8], "num_stages": [3]}.items():
+        win.config.variants.set_param_values("my_gpu_triton", pname, values)
+    with qtbot.waitSignal(win.controller.finished, timeout=420_000) as done:
+        ed.run_action.trigger()
+    assert not done.args[0].cancelled
+    recs = [r for r in win.store.records if r.status != "skipped"]
+    mine = [r for r in recs if r.variant == "my_gpu_triton"]
+    assert len(mine) >= 2 and all(r.passed for r in mine), [(r.label(), r.error) for r in mine]
+    assert {r.variant for r in recs} >= {"my_gpu_triton", "cublas_fp32", baselines[0]}
+    assert all(r.passed for r in recs), [(r.label(), r.error) for r in recs if not r.passed]
+    qtbot.wait(300)                                   # the charts' redraw timer
+    img = win.grab()
+    assert (img.width(), img.height()) == (1280, 800)
+    assert img.save(str(shots / "editor_triton_gpu.png"))
+    best = {}
+    for r in recs:
+        key = (r.variant, r.m, r.n, r.k)
+        best[key] = min(best.get(key, r.median_ms), r.median_ms)
+    print("\n" + "\n".join(f"{v:>24} {m}x{n}x{k}: {ms:.3f} ms" for (v, m, n, k), ms in sorted(best.items())))

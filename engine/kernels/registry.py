@@ -881,6 +881,12 @@ def best_rung(backend: str, precision: str = "fp32", kind: str = "gemm") -> str 
     return None
 
 
+def dispatch_for(backend: str, precision: str = "fp32", kind: str = "gemm") -> str | None:
+    """The lab's own GEMM of ``precision`` on ``backend`` (its dispatch line), if any."""
+    return next((v.name for v in variants_for(backend) if v.role == "dispatch"
+                 and v.precision == precision and v.kind == kind), None)
+
+
 def reference_for(backend: str, precision: str = "fp32", kind: str = "gemm") -> str | None:
     """The library line of ``precision`` on ``backend`` (cuBLAS on CUDA), if any."""
     return next((v.name for v in variants_for(backend) if v.role == "reference"
