@@ -9,8 +9,8 @@ library reference; the results join the charts and table like any other run) →
 Compiling runs ``python main.py check-kernel --stdin --json`` in a :class:`QProcess`:
 the unsaved text is compiled, a compiler that crashes takes only that process, and the
 window's event loop never waits (for a Triton ``.py`` file the check imports it in a
-separate process and matches its kernel's signature to the header; Triton compiles at the
-first launch on a GPU).  The header is checked as you type
+separate process, matches its kernel's signature to the header and compiles every
+combination with Triton for the GPU architecture, no GPU needed).  The header is checked as you type
 (:func:`engine.kernels.kernel_file.parse_header`, a few milliseconds).  A file changed on disk by
 another editor is reloaded, recompiled and its last comparison run again.
 """
@@ -638,9 +638,9 @@ class KernelEditor(QWidget):
         n_ok = sum(c.ok for c in report.combos)
         errors = sum(p.severity == "error" for p in self.compile_problems)
         if report.ok and self.is_triton():
-            self.status.setText(f"Checked in {took:.1f} s: the file imports and its kernel takes "
-                                f"the header's {n_ok} combination(s); Triton compiles it at the "
-                                "first launch on a GPU.")
+            self.status.setText(f"Compiled {n_ok} combination(s) with Triton in {took:.1f} s"
+                                + (f", {len(self.compile_problems)} warning(s)" if self.compile_problems
+                                   else "") + ".")
         elif report.ok:
             self.status.setText(f"Compiled {n_ok} combination(s) in {took:.1f} s"
                                 + (f", {len(self.compile_problems)} warning(s)" if self.compile_problems
@@ -697,9 +697,13 @@ class KernelEditor(QWidget):
         cols = [("parameters", lambda c: c.label or "defaults"),
                 ("built", lambda c: "yes" if c.ok else "no")]
         if report is not None and self.is_triton():
-            # The check compiles nothing (Triton does at the first launch on a GPU): what
-            # the header fixes per combination, no registers or shared memory yet.
-            cols += [("block threads", lambda c: c.block_threads)]
+            # Triton's shared memory is all requested at launch (dynamic).
+            cols += [("registers", lambda c: c.registers),
+                     ("shared (launch)", lambda c: _bytes(c.shared_dynamic)),
+                     ("spills (st/ld)", lambda c: None if c.spill_stores is None
+                      else f"{c.spill_stores}/{c.spill_loads}"),
+                     ("block threads", lambda c: c.block_threads),
+                     ("max threads", lambda c: c.max_threads)]
         elif report is not None and report.backend == "cuda":
             cols += [("registers", lambda c: c.registers),
                      ("shared static", lambda c: _bytes(c.shared_static)),

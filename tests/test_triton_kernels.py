@@ -187,8 +187,16 @@ def test_an_endless_loop_at_import_is_stopped_and_said(folder):
 
 @needs_triton
 def test_check_kernel_imports_in_a_child_and_matches_the_signature(tmp_path):
-    ok = check_kernel(registry.ROOT / "triton" / "grouped_tf32.py")
-    assert ok.ok and ok.combos and all(c.ok for c in ok.combos), ok.text()
+    two = [dict(block_m=64, block_n=64, block_k=32, num_warps=4),
+           dict(block_m=128, block_n=128, block_k=64, num_warps=4)]
+    ok = check_kernel(registry.ROOT / "triton" / "grouped_tf32.py", combos=two, arch="sm_90")
+    assert ok.ok and len(ok.combos) == 2 and all(c.ok and c.built for c in ok.combos), ok.text()
+    # Compiled by Triton for sm_90a (no GPU here): registers from ptxas -v, Triton's
+    # shared memory for the stages, threads from num_warps.
+    small, big = ok.combos
+    assert 0 < small.registers <= 255 and small.block_threads == 128
+    assert small.shared_dynamic > 0 and big.shared_dynamic > small.shared_dynamic
+    assert ok.target == "Triton for sm_90a"
     bad = tmp_path / "sig.py"
     text = header("sig", params="block = [16]\ntile = [2]") + SIMPLE_BODY.replace("WRONG", "0.0")
     bad.write_text(text)
@@ -197,6 +205,23 @@ def test_check_kernel_imports_in_a_child_and_matches_the_signature(tmp_path):
     (d,) = got.diagnostics
     assert d.path == str(bad) and d.line == text.split("\n").index(
         next(x for x in text.split("\n") if x.startswith("def matmul"))) + 1
+
+
+@needs_triton
+def test_check_kernel_puts_a_triton_compile_error_on_its_line(tmp_path):
+    """An error Triton finds only when it compiles (a name tl lacks, inside the kernel) is
+    one diagnostic at its line of the file, naming every combination it fails."""
+    text = (registry.ROOT / "triton" / "grouped_fp32.py").read_text().replace(
+        "acc = tl.dot(a, b, acc", "acc = tl.dot_typo(a, b, acc")
+    bad = tmp_path / "typo_tri.py"
+    bad.write_text(text.replace('name = "triton_grouped_fp32"', 'name = "typo_tri"'))
+    two = [dict(block_m=32, block_n=32, block_k=16, num_warps=4), dict(block_m=64, block_n=32, block_k=16, num_warps=4)]
+    got = check_kernel(bad, combos=two)
+    assert not got.ok and not got.problem
+    (d,) = got.diagnostics
+    assert d.line == text.split("\n").index(next(x for x in text.split("\n") if "tl.dot_typo" in x)) + 1
+    assert "dot_typo" in d.message and d.severity == "error" and len(d.combos) == 2
+    assert all(not c.ok for c in got.combos)
 
 
 def test_without_triton_py_kernels_say_why(monkeypatch, tmp_path):

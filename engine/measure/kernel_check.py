@@ -879,7 +879,8 @@ def _check(report: CheckReport, path: Path, shown_path: Path, text: str | None,
         if rep.problems and rep.skipped is None:
             rep.ok = False                      # a combination not in the space
     if header.is_triton:
-        return _check_triton(report, variant, shown_path, text, timeout)
+        return _check_triton(report, variant, shown_path, text, timeout, arch or DEFAULT_ARCH,
+                             dtype, workers)
     # What the file includes is checked before any compiler opens it (a pipe would hold a
     # build until its timeout, for ever in OpenCL); includes resolve as the builds do: from
     # the file's folder, then the lab's cuda/ (CUDA) or the working folder (OpenCL).
@@ -914,13 +915,16 @@ def _check(report: CheckReport, path: Path, shown_path: Path, text: str | None,
 
 
 def _check_triton(report: CheckReport, variant: Variant, shown_path: Path, text: str,
-                  timeout: float) -> CheckReport:
+                  timeout: float, arch: str, dtype: str, workers: int) -> CheckReport:
     """A Triton kernel file (.py): the header (above), the file imported in a separate
     process (an exception, sys.exit or an endless loop there is a message at its line),
-    the kernel found and its signature matched to the header. Nothing is compiled: Triton
-    compiles for the device at the first launch (the cuda backend), which needs a GPU."""
+    the kernel found and its signature matched to the header; then every combination
+    compiled by Triton for ``arch`` in child processes (no GPU needed), with ``ptxas -v``
+    on its PTX for registers and spills and Triton's shared memory, a compile error at its
+    line of the file."""
     from engine.measure import triton_kernels as tk  # noqa: PLC0415  (optional part)
-    report.target = "Triton (import and signature; compiled at the first launch on a GPU)"
+    cc = int(re.sub(r"\D", "", arch) or 90)
+    report.target = f"Triton for sm_{cc}{'a' if cc >= 90 else ''}"
     probe = tk.probe_file(shown_path, text, variant, min(timeout, tk.IMPORT_TIMEOUT_S))
     if not probe.ok:
         report.problem = probe.problem
@@ -928,9 +932,41 @@ def _check_triton(report: CheckReport, variant: Variant, shown_path: Path, text:
         if m:
             report.diagnostics = [Diagnostic(m.group(1), int(m.group(2)), None, "error", m.group(3))]
         return report
-    for rep in report.combos:
-        if rep.skipped is None and not rep.problems:
-            rep.ok = True
+    todo = [r for r in report.combos if r.skipped is None and not r.problems]
+    built = tk.compile_combos(shown_path, text, variant, [r.params for r in todo], dtype, cc,
+                              workers, timeout * max(1, len(todo)))
+    shown = str(shown_path)
+    grouped: dict[tuple, Diagnostic] = {}
+    for rep, res in zip(todo, built):
+        rep.seconds = res.seconds
+        if res.error is not None:
+            rep.ok = False
+            rep.problems.append("error: " + res.error)
+            d = Diagnostic(shown, res.line, None, "error", res.error)
+            g = grouped.setdefault(d.key(), d)
+            g.combos.append(rep.label)
+            continue
+        rep.built = True
+        rep.log = res.ptxas
+        stats = _entry_stats(parse_ptxas(res.ptxas), res.name) or next(iter(parse_ptxas(res.ptxas).values()), None)
+        rep.shared_dynamic, rep.block_threads = res.shared, res.threads
+        if stats is not None:
+            rep.registers, rep.shared_static = stats["registers"], stats["shared"]
+            rep.stack, rep.cmem = stats["stack"], stats["cmem"]
+            rep.spill_stores, rep.spill_loads = stats["spill_stores"], stats["spill_loads"]
+            rep.max_threads = max_threads_for_registers(rep.registers)
+            if rep.spill_stores or rep.spill_loads:
+                rep.problems.append(f"warning: registers spill to local memory ({rep.spill_stores} B "
+                                    f"stores, {rep.spill_loads} B loads per thread)")
+            if res.threads and res.threads > rep.max_threads:
+                rep.problems.append(f"error: {res.threads} threads need more registers than an SM has "
+                                    f"({rep.registers} registers/thread allow {rep.max_threads})")
+        limit = SHARED_PER_BLOCK.get(f"sm_{cc}")
+        if limit is not None and (res.shared or 0) > limit:
+            rep.problems.append(f"error: {res.shared} B of shared memory per block is more than "
+                                f"sm_{cc} allows ({limit} B)")
+        rep.ok = not any(p.startswith("error:") for p in rep.problems)
+    report.diagnostics = sorted(grouped.values(), key=lambda d: (d.line is None, d.line or 0))
     return report
 
 

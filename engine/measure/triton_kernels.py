@@ -229,6 +229,145 @@ def probe_file(path: Path | str, text: str, variant: Variant,
     return ProbeReport(True, "", got["args"], got["constexprs"])
 
 
+# --- compiling every combination ahead of a GPU (check-kernel) --------------------------
+
+_COMPILE_CHILD = r"""
+import json, os, subprocess, sys, tempfile, traceback
+path, entry, mark, cc = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+job = json.loads(sys.stdin.readline())
+text = sys.stdin.read()
+import linecache
+linecache.cache[path] = (len(text), None, text.splitlines(True), path)
+ns = {"__name__": "matmul_lab_kernel", "__file__": path}
+exec(compile(text, path, "exec"), ns)
+fn = ns[entry]
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.backends.nvidia.compiler import get_ptxas
+from triton.compiler import ASTSource
+ptxas = get_ptxas(cc).path
+arch = "sm_%d%s" % (cc, "a" if cc >= 90 else "")
+out = []
+import time
+for combo in job["combos"]:
+    res = {}
+    t0 = time.perf_counter()
+    try:
+        k = triton.compile(ASTSource(fn, job["signature"], constexprs=combo["constants"]),
+                           target=GPUTarget("cuda", cc, 32), options=combo["options"])
+        res.update(shared=int(k.metadata.shared), threads=32 * int(k.metadata.num_warps))
+        with tempfile.TemporaryDirectory() as d:
+            ptx = os.path.join(d, "kernel.ptx")
+            with open(ptx, "w") as f:
+                f.write(k.asm["ptx"])
+            done = subprocess.run([ptxas, "-arch=" + arch, "-v", ptx, "-o", os.path.join(d, "k.cubin")],
+                                  capture_output=True, text=True, timeout=300)
+            res["ptxas"] = done.stdout + done.stderr
+            res["name"] = k.metadata.name
+    except Exception as exc:
+        node = getattr(exc, "node", None)
+        line = getattr(node, "lineno", None)
+        if line is not None:
+            line += fn.starting_line_number   # Triton numbers nodes from there
+        else:
+            frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
+            line = frames[-1].lineno if frames else None
+        said = [t for t in str(exc).strip().splitlines() if t.strip()]
+        res.update(error=(said[-1] if said else type(exc).__name__), line=line)
+    res["seconds"] = time.perf_counter() - t0
+    out.append(res)
+sys.stdout.flush()
+os.write(1, ("\n" + mark + json.dumps(out) + "\n").encode())
+os._exit(0)
+"""
+
+#: Triton's pointer type of each input type.
+POINTER = {"float32": "*fp32", "float16": "*fp16", "bfloat16": "*bf16", "int32": "*i32",
+           "float8_e4m3": "*fp8e4nv", "float8_e5m2": "*fp8e5"}
+
+
+@dataclass
+class CompiledCombo:
+    """One parameter combination compiled by Triton for a GPU architecture (no GPU needed):
+    ``ptxas`` is ``ptxas -v``'s report on Triton's PTX (registers, spills), ``shared`` the
+    shared memory Triton asks for at launch, ``threads`` per block; or ``error`` at
+    ``line`` of the file."""
+
+    shared: int | None = None
+    threads: int | None = None
+    ptxas: str = ""
+    name: str = ""
+    error: str | None = None
+    line: int | None = None
+    seconds: float = 0.0
+
+
+def signature(variant: Variant, dtype: str = "float32") -> dict[str, str]:
+    """Triton's signature of the kernel: the header's kind's pointers (inputs in ``dtype``,
+    C in float32 for 16-bit inputs, as the backend launches them), 32-bit sizes and strides,
+    the parameters as constexprs."""
+    positional, consts = expected_arguments(variant)
+    pointer = POINTER.get(dtype, "*fp32")
+    out_ptr = pointer if dtype in ("float32", "int32") else "*fp32"
+    sig = {}
+    for name in positional:
+        if name in ("A", "B"):
+            sig[name] = pointer
+        elif name == "C":
+            sig[name] = out_ptr
+        else:
+            sig[name] = "i32"
+    sig.update({s: "i32" for s in _STRIDES[variant.kind]})
+    sig.update({c: "constexpr" for c in consts})
+    return sig
+
+
+def compile_combos(path: Path | str, text: str, variant: Variant, combos: list[dict],
+                   dtype: str = "float32", cc: int = 90, workers: int = 1,
+                   timeout_s: float = 600.0) -> list[CompiledCombo]:
+    """Compile each parameter combination of a kernel file (already imported safely by
+    :func:`probe_file`) with Triton for ``sm_{cc}``, in ``workers`` child processes (the
+    file is code: an exception, a crash or a hang costs a child). One result per combo."""
+    sig = signature(variant, dtype)
+    jobs = [{"constants": constants(variant, c), "options": launch_options(c)} for c in combos]
+    workers = max(1, min(workers, len(jobs)))
+    slices = [list(range(i, len(jobs), workers)) for i in range(workers)]
+    env = {k: v for k, v in os.environ.items() if k != INTERPRET_ENV}
+    procs = []
+    for idx in slices:
+        payload = json.dumps({"signature": sig, "combos": [jobs[i] for i in idx]}) + "\n" + text
+        p = subprocess.Popen([sys.executable, "-c", _COMPILE_CHILD, str(path), variant.entry,
+                              REPORT_MARK, str(cc)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env=env, errors="replace")
+        procs.append((idx, p, payload))
+    results: list[CompiledCombo | None] = [None] * len(jobs)
+    for idx, p, payload in procs:
+        try:
+            stdout, stderr = p.communicate(payload, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            for i in idx:
+                results[i] = CompiledCombo(error=f"Triton's compile did not finish in {timeout_s:g} s; it was stopped")
+            continue
+        got = None
+        if REPORT_MARK in stdout:
+            try:
+                got = json.loads(stdout.rpartition(REPORT_MARK)[2].strip().splitlines()[0])
+            except (json.JSONDecodeError, IndexError):
+                got = None
+        if got is None or len(got) != len(idx):
+            tail = shown_text(stderr.strip().splitlines()[-1] if stderr.strip() else "", 200)
+            for i in idx:
+                results[i] = CompiledCombo(error=f"the compile ended its process (exit {p.returncode})"
+                                                 f"{': ' + tail if tail else ''}")
+            continue
+        for i, r in zip(idx, got):
+            results[i] = CompiledCombo(**{k: r[k] for k in ("shared", "threads", "ptxas", "name",
+                                                             "error", "line", "seconds") if k in r})
+    return [r or CompiledCombo(error="not compiled") for r in results]
+
+
 def load_entry(path: Path | str, text: str, entry: str) -> Any:
     """Execute the kernel file in this process (after :func:`probe_file` passed) and return
     its ``@triton.jit`` function. Triton reads a kernel's source through ``linecache``: the
