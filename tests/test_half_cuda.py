@@ -28,6 +28,7 @@ from engine.run.runner import Plan, fill_ceilings, make_record, refusal
 ml_dtypes = pytest.importorskip("ml_dtypes")
 WMMA = registry.get("half_wmma")
 MMA = registry.get("half_mma")
+WGMMA = registry.get("half_wgmma")
 HALF = ("float16", "bfloat16")
 
 
@@ -92,7 +93,7 @@ def test_half_wmma_is_the_first_16_bit_rung():
     assert WMMA.role == "rung" and WMMA.precision == "half" and WMMA.dtypes == HALF
     assert WMMA.source_path("cuda").name == "30_half_wmma.cu"
     # the second step (explicit fragments, swizzled tiles, cp.async ring) is the highest
-    assert registry.best_rung("cuda", "half") == "half_mma" and MMA.order > WMMA.order
+    assert registry.best_rung("cuda", "half") == "half_wgmma" and WGMMA.order > MMA.order > WMMA.order
     assert registry.reference_for("cuda", "half") == "cublas_half"
     assert registry.best_rung("cuda", "fp32") != "half_wmma"
     assert set(WMMA.descriptions) == set(WMMA.space) and len(WMMA.technique) <= 100
@@ -382,8 +383,9 @@ NVCC = shutil.which("nvcc")
 
 @pytest.mark.slow
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-@pytest.mark.parametrize("rung", [WMMA, MMA], ids=lambda v: v.name)
+@pytest.mark.parametrize("arch,rung", [("sm_80", WMMA), ("sm_90", WMMA), ("sm_80", MMA),
+                                       ("sm_90", MMA), ("sm_90a", WGMMA)],
+                         ids=lambda x: x if isinstance(x, str) else x.name)
 def test_every_half_rung_build_compiles_without_spills(arch, rung):
     """Every parameter combination, both input types, both output types, B in both
     layouts (the CI compile of tests/test_nvcc_compile.py builds the FP32-output ones
@@ -406,3 +408,35 @@ def test_half_mma_header():
         assert all(MMA.check("cuda", c, *shape, "bfloat16", "nk") is None for c in MMA.combos())
     assert MMA.launch_geometry({"stages": 3}, 127, 253, 61) == ((2, 1), (256, 1))
     assert MMA.dynamic_shared({"stages": 4}) == 64 * 1024
+
+
+def test_half_wgmma_header_and_its_tensor_maps():
+    """Step 3 reads A and B in place by TMA: no pre-pass blocks where every row is a
+    multiple of 16 bytes; B's map follows its layout (NK): K×N as 64 × 64 boxes of K rows
+    of N, N×K as one 64 × 256 box of N rows of K; a short row is padded into the scratch."""
+    assert WGMMA.dtypes == HALF and WGMMA.layouts == ("kn", "nk") and WGMMA.arch_suffix == "a"
+    assert set(WGMMA.descriptions) == set(WGMMA.space)
+    pre = WGMMA.prepass
+    p = {"stages": 4, "persist": 1}
+    assert WGMMA.launch_geometry(p, 4096, 4096, 4096, 132) == ((132, 1), (384, 1))
+    assert WGMMA.launch_geometry({**p, "persist": 0}, 4096, 4096, 4096, 132) == ((512, 1), (384, 1))
+    assert WGMMA.dynamic_shared(p) == 4 * 49152 + 1280
+    (px, py), _ = pre.geometry(p, 4096, 4096, 4096)
+    assert px * py == 0                                   # nothing to pad
+    at, (a, b) = pre.tensor_maps(p, 4096, 2048, 1024)
+    assert (a.base, a.dim0, a.dim1, a.stride, a.box0, a.box1, a.elem) == ("a", 1024, 4096, 2048, 64, 128, "b16")
+    assert (b.base, b.dim0, b.dim1, b.stride, b.box0, b.box1) == ("b", 2048, 1024, 4096, 64, 64)
+    at, (a, b) = pre.tensor_maps({**p, "NK": 1}, 4096, 2048, 1024)
+    assert (b.base, b.dim0, b.dim1, b.stride, b.box0, b.box1) == ("b", 1024, 2048, 2048, 64, 256)
+    # K % 8 and N % 8: A padded to Kp = 64, B (K×N) to Np = 136, maps after both
+    m, n, k = 100, 130, 61
+    at, (a, b) = pre.tensor_maps(p, m, n, k)
+    assert (a.base, a.dim0, a.stride) == ("scratch", 64, 128)
+    assert (b.base, b.offset, b.dim0, b.dim1, b.stride) == ("scratch", 2 * m * 64, 136, k, 272)
+    assert at == -(-(2 * m * 64 + 2 * k * 136) // 128) * 128
+    assert pre.scratch_bytes(p, m, n, k) == at + 256
+    (px, py), _ = pre.geometry(p, m, n, k)
+    assert (px, py) == (5, 4 + 2)                         # 136 / 32 up; A's 4 and B's 2 row tiles
+    # N×K: B padded to N rows of Kp
+    at, (a, b) = pre.tensor_maps({**p, "NK": 1}, m, n, k)
+    assert (b.base, b.offset, b.dim0, b.dim1, b.stride) == ("scratch", 2 * m * 64, 64, n, 128)

@@ -21,13 +21,14 @@ TYPES = [(d, o) for d in HALF for o in ("float32", d)]
 #: Odd shapes: M, N not multiples of a tile, K not a multiple of 16 (nor of 8 for some, so
 #: the element-by-element loads run), a single element, K shorter than one fragment.
 ODD_SHAPES = [(127, 61, 253), (61, 127, 253), (1, 1, 1), (33, 1, 65), (130, 131, 17),
-              (257, 129, 9)]
+              (257, 129, 9), (2100, 2050, 136)]   # the last: more tiles than SMs, N % 8 != 0
 #: The lab's kernels stay within this factor of cuBLAS's relative L2 error (issue 39).
 CUBLAS_ERROR_FACTOR = 1.25
 
 
-#: The 16-bit ladder steps: WMMA, then mma.sync with ldmatrix and a cp.async ring.
-RUNGS = ("half_wmma", "half_mma")
+#: The 16-bit ladder steps: WMMA, then mma.sync with ldmatrix and a cp.async ring, then
+#: wgmma fed by TMA.
+RUNGS = ("half_wmma", "half_mma", "half_wgmma")
 
 
 def _wmma_items():
@@ -67,13 +68,12 @@ def test_half_rungs_verify_at_odd_shapes_and_within_cublas_error(dtype, out):
 
 
 @pytest.mark.parametrize("dtype,out", TYPES)
-def test_cublas_half_and_wmma_at_4096(dtype, out):
+def test_cublas_half_and_the_rungs_at_4096(dtype, out):
     """cuBLAS's half line runs on the engine's context in each type, both verify at 4096³,
     and the ratios are filled in: % of cuBLAS of its own type, % of the FP16/BF16 peak."""
     require_backend("cuda")
-    v = registry.get("half_wmma")
-    plan = Plan(backend="cuda", items=[("cublas_half", {}), ("half_wmma", v.default_params()),
-                                       ("half_mma", registry.get("half_mma").default_params())],
+    plan = Plan(backend="cuda", items=[("cublas_half", {})] + [
+                    (name, registry.get(name).default_params()) for name in RUNGS],
                 shapes=[(4096, 4096, 4096)], dtype=dtype, out_dtype=out, warmup=1, repeats=5)
     recs = {r.variant: r for r in run_plan(plan)[0]}
     if recs["cublas_half"].status == "skipped":

@@ -63,7 +63,10 @@ PREPASS_KEYS = {"entry", "grid", "block", "scratch", "tensor_maps", "when"}
 MAP_KEYS = {"at", "base", "offset", "dims", "stride", "box", "elem", "swizzle"}
 #: Element types of a tensor map: "float32" copies floats as they are; "tf32" has TMA round
 #: each one to TF32 (to nearest, ties to even; the low 13 mantissa bits cleared) on the way.
-MAP_ELEMS = ("float32", "tf32")
+#: "b16" and "b8" copy 16-bit (FP16, BF16) and 8-bit (FP8) words as they are.
+MAP_ELEMS = ("float32", "tf32", "b16", "b8")
+#: Bytes of one element of each map element type.
+MAP_ELEM_BYTES = {"float32": 4, "tf32": 4, "b16": 2, "b8": 1}
 #: Whose device address a tensor map starts from: the inputs A or B, the output C (TMA
 #: stores of the result), or the scratch.
 MAP_BASES = ("a", "b", "c", "scratch")
@@ -73,8 +76,9 @@ MAP_SWIZZLES = (128, 64, 32)
 MODEL_KEYS = {"flops", "bytes"}
 CONSTRAINT_KEYS = {"check", "reason"}
 SHAPE_NAMES = ("M", "N", "K")
-#: Names the device fills in (see ``SMS`` above).
-DEVICE_NAMES = ("SMS",)
+#: Names the device or the run fills in: ``SMS`` (see above); ``NK``, 1 where the run has B
+#: as N×K (layout nk), else 0 (seen by the pre-pass's expressions; 0 elsewhere).
+DEVICE_NAMES = ("SMS", "NK")
 NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*\Z")
 #: A kernel's entry point (and a pre-pass's): a C identifier.
 ENTRY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -452,7 +456,8 @@ class Prepass:
     when: Expr | None = None
 
     def _env(self, params, m, n, k, sms: int | None = None) -> Env:
-        return Env({**params, "M": m, "N": n, "K": k, "SMS": sms or DEFAULT_SMS}, self.derived)
+        return Env({"NK": 0, **params, "M": m, "N": n, "K": k, "SMS": sms or DEFAULT_SMS},
+                   self.derived)
 
     def applies(self, params, m: int, n: int, k: int) -> bool:
         """Whether this pre-pass runs (and the main kernel reads the scratch instead of B)."""
@@ -480,9 +485,9 @@ class Prepass:
                                       f"{', '.join(map(repr, MAP_BASES[:-1]))} or "
                                       f"{MAP_BASES[-1]!r}, not {base!r}")
             box0 = t.box[0].integer(env)
-            if box0 * 4 > t.swizzle:
-                raise ExpressionError(f"{t.box[0].where}: an inner box of {box0} floats is wider "
-                                      f"than the map's {t.swizzle}-byte swizzle span")
+            if box0 * MAP_ELEM_BYTES[t.elem] > t.swizzle:
+                raise ExpressionError(f"{t.box[0].where}: an inner box of {box0} {t.elem} elements "
+                                      f"is wider than the map's {t.swizzle}-byte swizzle span")
             out.append(MapSpec(base, t.offset.integer(env), t.dims[0].integer(env),
                                t.dims[1].integer(env), t.stride.integer(env), box0,
                                t.box[1].integer(env), t.elem, t.swizzle))
@@ -568,7 +573,8 @@ class KernelHeader:
     # --- evaluation (the registry's Variant calls these) -------------------------------
 
     def env(self, params, m: int = 0, n: int = 0, k: int = 0, **more) -> Env:
-        return Env({**params, "M": m, "N": n, "K": k, "SMS": DEFAULT_SMS, **more}, self.derived)
+        return Env({"NK": 0, **params, "M": m, "N": n, "K": k, "SMS": DEFAULT_SMS, **more},
+                   self.derived)
 
     @functools.lru_cache(maxsize=4096)  # noqa: B019  (headers live as long as the registry)
     def _geometry(self, params_key: tuple, m: int, n: int, k: int, sms: int):

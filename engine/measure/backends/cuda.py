@@ -247,13 +247,14 @@ _TMAP_SWIZZLE = {32: 1, 64: 2, 128: 3}
 #: CUtensorMapDataType per element type of a map (engine.kernels.kernel_file.MAP_ELEMS): FLOAT32
 #: copies the bits; TFLOAT32 has the copy engine round each float to TF32 to nearest even
 #: (low 13 mantissa bits cleared; measured bit for bit on an H100 by tests/test_tma_tf32.py).
-_TMAP_DATA_TYPE = {"float32": 7, "tf32": 11}
+#: b16 / b8: UINT16 / UINT8, the 16- and 8-bit words copied as they are (FP16, BF16, FP8).
+_TMAP_DATA_TYPE = {"float32": 7, "tf32": 11, "b16": 1, "b8": 0}
 _libcuda = None
 
 
 def encode_tensor_map_2d(addr: int, dim0: int, dim1: int, stride_bytes: int, box0: int,
                          box1: int, elem: str = "float32", swizzle: int = 128) -> bytes:
-    """A 128-byte CUtensorMap of a row-major float32 matrix (dim1 rows of dim0 elements,
+    """A 128-byte CUtensorMap of a row-major matrix of ``elem`` (dim1 rows of dim0 elements,
     rows ``stride_bytes`` apart) at device address ``addr``, box ``box0`` x ``box1``,
     a ``swizzle``-byte shared-memory swizzle, zero fill out of bounds (loads; stores clip at
     the edges); encoded by libcuda's cuTensorMapEncodeTiled. ``elem`` "tf32": the copies
@@ -276,7 +277,7 @@ def encode_tensor_map_2d(addr: int, dim0: int, dim1: int, stride_bytes: int, box
         ctypes.c_int(0))
     if res != 0:
         raise BackendError(f"cuTensorMapEncodeTiled failed (CUresult {res}) for a {dim1} x {dim0} "
-                           f"float32 matrix, box {box1} x {box0}, element type {elem}, "
+                           f"matrix, box {box1} x {box0}, element type {elem}, "
                            f"{swizzle}-byte swizzle")
     return ctypes.string_at(addr_map, 128)
 
@@ -937,7 +938,10 @@ class CudaBackend(Backend):
         worked out from its header once (not on every timed launch)."""
         plan = kernel.prepass_plans.get((m, n, k))
         if plan is None:
-            pre, p = kernel.variant.prepass, kernel.params
+            # NK: the pre-pass's expressions see B's layout (a map of B differs with it)
+            pre = kernel.variant.prepass
+            spec = getattr(self, "type_spec", None)
+            p = {**kernel.params, "NK": int(spec is not None and spec.layout is Layout.NK)}
             plan = kernel.prepass_plans[(m, n, k)] = (
                 pre.scratch_bytes(p, m, n, k), pre.geometry(p, m, n, k, self.multiprocessors),
                 pre.tensor_maps(p, m, n, k))

@@ -1,0 +1,299 @@
+/*
++++
+name = "half_wgmma"
+title = "FP16/BF16 by Hopper wgmma from shared tiles that TMA fills through an mbarrier ring"
+summary = "The tensor-core ladder's third step: no thread loads an operand any more. One elected producer thread issues TMA copies (cp.async.bulk.tensor, 128-byte swizzle) of A's and B's k-tiles into a ring of shared-memory stages, each completing as bytes on the stage's 'full' mbarrier; two consumer warpgroups multiply straight from shared memory with wgmma.mma_async m64n256k16 (a 128 × 256 tile of C, FP32 accumulators) and release each stage on its 'empty' mbarrier. B as K×N is read MN-major (wgmma's transpose bit), B as N×K K-major like A, so neither layout is copied. persist = 1: one CTA per SM looping over the tiles in grouped order."
+source = "PTX ISA wgmma.mma_async (.f16/.bf16, matrix descriptors, MN- and K-major operands), cp.async.bulk.tensor and mbarrier expect_tx; CUDA driver cuTensorMapEncodeTiled; CUTLASS's canonical GMMA layouts (cute mma_traits_sm90_gmma.hpp); the TMA and wgmma levels of ThunderKittens' H100 GEMM walk-through; cuda/ladder/23_tf32_wgmma_tma.cu"
+role = "rung"
+order = 32
+dtypes = ["float16", "bfloat16"]
+layouts = ["kn", "nk"]
+precision = "half"
+arch_suffix = "a"
+
+[params]
+stages = [4, 3]
+persist = [1, 0]
+
+[descriptions]
+stages = "k-tiles (64 deep, 48 KB of A and B) in flight in the TMA ring: 3 or 4"
+persist = "1: a persistent grid of one CTA per SM looping over the tiles; 0: one tile per CTA"
+
+[derived]
+tiles = "cdiv(M, 128) * cdiv(N, 256)"     # 128 (M) × 256 (N) tiles of C
+kp = "roundup(K, 8)"                      # a row of K 16-bit elements padded to 16 bytes
+np = "roundup(N, 8)"
+# padded copies only where a row is not a multiple of 16 bytes (TMA needs it): Ap (M × Kp)
+# when K % 8; Bp when B's rows are short: K × Np for B as K×N (N % 8), N × Kp for N×K (K % 8)
+ap_bytes = "2 * M * kp if K % 8 else 0"
+bp_bytes = "(2 * N * kp if K % 8 else 0) if NK else (2 * K * np if N % 8 else 0)"
+maps_at = "roundup(ap_bytes + bp_bytes, 128)"
+
+[[constraints]]
+check = "(stages == 3 or stages == 4) and (persist == 0 or persist == 1)"
+reason = "stages must be 3 or 4 (5 stages of 48 KB exceed 227 KB of shared memory), persist 0 or 1"
+
+[launch]
+grid = ["min(tiles, SMS) if persist else tiles", 1]
+block = [384, 1]                          # a producer warpgroup + 2 consumer warpgroups
+# the stages + atom alignment + mbarriers (full and empty per stage: 64 of the 256 bytes)
+shared = "stages * 49152 + 1024 + 256"
+
+[prepass]            # padded copies only where needed: no blocks (no launch) otherwise
+entry = "prepass"
+grid = ["cdiv(max(kp if K % 8 else 0, (kp if NK else np) if bp_bytes else 0), 32)", "(cdiv(M, 32) if K % 8 else 0) + (cdiv(N if NK else K, 32) if bp_bytes else 0)"]
+block = [32, 8]
+scratch = "maps_at + 2 * 128"
+
+# A (or Ap) as M rows of K (Kp) elements, box 64 (k) × 128 (m); 128B swizzle
+[[prepass.tensor_maps]]
+at = "maps_at"
+base = "'scratch' if K % 8 else 'a'"
+offset = 0
+dims = ["kp", "M"]
+stride = "2 * kp"
+box = [64, 128]
+elem = "b16"
+
+# B (or Bp): as K×N, K rows of N (Np), boxes 64 (n) × 64 (k); as N×K, N rows of K (Kp),
+# one box 64 (k) × 256 (n); 128B swizzle
+[[prepass.tensor_maps]]
+base = "'scratch' if bp_bytes else 'b'"
+offset = "ap_bytes if bp_bytes else 0"
+dims = ["kp if NK else np", "N if NK else K"]
+stride = "2 * (kp if NK else np)"
+box = [64, "256 if NK else 64"]
+elem = "b16"
++++
+*/
+/*
+ * 32_half_wgmma.cu -- C = A·B with A (M×K) and B (K×N, or N×K with B_NK) in FP16 or BF16,
+ * FP32 accumulators, C written as FP32 or the input type, on Hopper (sm_90a).
+ *
+ * What it adds to 31_half_mma: the copies and the multiplies leave the threads.
+ *  - TMA: a tensor map per operand (encoded on the host by cuTensorMapEncodeTiled, stored
+ *    in the scratch after any padded copies); one thread of warpgroup 0 announces a stage's
+ *    48 KB on its "full" mbarrier (expect_tx) and issues the copies, which land in the
+ *    128-byte swizzle (16-byte chunk c of row r at c ^ (r % 8), 1024-byte atoms) and
+ *    zero-fill past the matrix. Warps 1-3 of warpgroup 0 have nothing to do.
+ *  - wgmma: warpgroups 1 and 2 (64 rows of C each) wait on "full", issue 4 wgmma.m64n256k16
+ *    per 64-deep k-tile reading both operands from shared memory through descriptors, keep
+ *    one k-tile of wgmma in flight, and arrive on the previous stage's "empty" mbarrier
+ *    (256 arrivals) so that the producer may refill it.
+ *  - Layouts: A's tile is K-major (rows of 64 k = 128 B). B as N×K likewise (one 64 × 256
+ *    box). B as K×N is MN-major: four boxes of 64 columns × 64 k, 8 KB each, rows of 64
+ *    columns = 128 B per k; its descriptor says so (leading byte offset 8 KB from one
+ *    64-column block to the next, stride 1 KB from one 8-k atom to the next) and the
+ *    wgmma's transpose bit for B is set. A step of 16 in k moves A's (and N×K B's)
+ *    descriptor 32 bytes along the swizzled row, K×N B's two atoms (2 KB) down.
+ * Left for the next step: the consumers stall on their own wgmma at the end of each k-tile
+ * and during the epilogue (no second tile in flight, no ping-pong), one CTA per SM.
+ *
+ * Pre-pass (timed with the GEMM; no blocks at all when every row is a multiple of 16
+ * bytes): Ap = A padded to Kp = roundup(K, 8) where K % 8; Bp = B padded to Np (K×N,
+ * N % 8) or Kp (N×K, K % 8), zeros in the padding.
+ *
+ * Tiles: BM = 128 rows × BN = 256 columns, BK = 64; persist = 1: grid of min(tiles, #SMs)
+ * CTAs, each taking tiles t = blockIdx.x + i · gridDim.x, grouped by GM = 8 tile rows (the
+ * ring's stages and barrier phases run on across tiles); persist = 0: one tile per CTA.
+ *
+ * Compile-time constants (defaults let the file compile alone):
+ *   ELEM     __half or __nv_bfloat16 (the run's input type)      (default __half)
+ *   OUT      float or ELEM (the run's output type)                (default float)
+ *   ACC      float                                                (default float)
+ *   STAGES   3 or 4                                               (default 4)
+ *   PERSIST  0 or 1                                               (default 1)
+ *   B_NK     1: B is stored N×K ("layout nk")                     (default 0)
+ * Launch: prepass (32, 8) blocks as the header says; matmul block 384, grid as above,
+ * dynamic shared memory STAGES · 48 KB + 1280; args (A, scratch, C, M, N, K).
+ * Models: FLOPs = 2·M·N·K; bytes = (M·K + K·N)·2 + M·N·sizeof(OUT).
+ */
+#include "half.cuh"
+#include "lab_ptx.cuh"
+
+#ifndef ELEM
+#define ELEM __half
+#endif
+#ifndef OUT
+#define OUT float
+#endif
+#ifndef ACC
+#define ACC float
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef PERSIST
+#define PERSIST 1
+#endif
+#ifndef B_NK
+#define B_NK 0
+#endif
+#define BM 128
+#define BN 256
+#define BK 64
+#define GM 8
+#define NT 384
+#define A_BYTES (BM * BK * 2)                /* 16 KB */
+#define B_BYTES (BN * BK * 2)                /* 32 KB */
+#define STAGE_BYTES (A_BYTES + B_BYTES)
+#if STAGES < 3 || STAGES > 4 || (PERSIST != 0 && PERSIST != 1)
+#error "STAGES must be 3 or 4, PERSIST 0 or 1"
+#endif
+static_assert(sizeof(ELEM) == 2, "ELEM is a 16-bit type");
+
+/* Ap (M × Kp) where K % 8, then Bp where B's rows are short, zero-padded: grid.y covers
+ * A's 32-row tiles (when padded) then B's, grid.x the padded row length in 32s. */
+extern "C" __global__ __launch_bounds__(256)
+void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
+             int M, int N, int K)
+{
+    const int Kp = (K + 7) & ~7, Np = (N + 7) & ~7;
+    const bool pad_a = K % 8 != 0, pad_b = B_NK ? K % 8 != 0 : N % 8 != 0;
+    const int brows = B_NK ? N : K, bcols = B_NK ? K : N, bld = B_NK ? Kp : Np;
+    const int ay = pad_a ? (M + 31) / 32 : 0;
+    const int c = blockIdx.x * 32 + threadIdx.x;
+    const bool in_a = (int)blockIdx.y < ay;
+    if (!in_a && !pad_b)
+        return;
+    const ELEM* src = in_a ? A : B;
+    ELEM* dst = in_a ? S : S + (pad_a ? (size_t)M * Kp : 0);
+    const int rows = in_a ? M : brows, cols = in_a ? K : bcols, ld = in_a ? Kp : bld;
+    const int r0 = (in_a ? blockIdx.y : blockIdx.y - ay) * 32;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int r = r0 + threadIdx.y + 8 * i;
+        if (r < rows && c < ld)
+            dst[(size_t)r * ld + c] = c < cols ? src[(size_t)r * cols + c] : ELEM(0.0f);
+    }
+}
+
+/* Two accumulators of one row (columns col, col + 1) into C, rounded to OUT. */
+__device__ __forceinline__ void store_two(OUT* C, size_t at, int col, int N, float x, float y)
+{
+    if (col + 1 < N) {
+        store_out(C + at, x);
+        store_out(C + at + 1, y);
+    } else if (col < N) {
+        store_out(C + at, x);
+    }
+}
+
+/* A warpgroup's m64n256 accumulators into C at (row0, col0): d[j] of lane (g, t) in warp w
+ * is row 16 w + g + 8 ((j / 2) % 2), column (j / 4) · 8 + 2 t + j % 2; float2 stores where
+ * C is FP32 and N even. */
+__device__ __forceinline__ void store_tile(const float* d, OUT* C, int row0, int col0, int M,
+                                           int N, int warp, int lane)
+{
+    const bool pairs = sizeof(OUT) == 4 && (N & 1) == 0;
+#pragma unroll
+    for (int j = 0; j < BN / 2; j += 2) {
+        const int row = row0 + warp * 16 + (lane >> 2) + 8 * ((j >> 1) & 1);
+        const int col = col0 + (j >> 2) * 8 + (lane & 3) * 2;
+        if (row >= M)
+            continue;
+        const size_t at = (size_t)row * N + col;
+        if (pairs && col + 1 < N)
+            *reinterpret_cast<float2*>(reinterpret_cast<float*>(C) + at) = make_float2(d[j], d[j + 1]);
+        else
+            store_two(C, at, col, N, d[j], d[j + 1]);
+    }
+}
+
+extern "C" __global__ __launch_bounds__(NT, 1)
+void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
+            int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
+    /* full[s] at +8s, empty[s] at +8(STAGES+s): 2 STAGES * 8 <= 256 */
+    const unsigned bars = base + STAGES * STAGE_BYTES;
+
+    const int tid = threadIdx.x;
+    const int wg = tid >> 7;                            /* 0: producer, 1-2: consumers */
+    const int ktiles = (K + BK - 1) / BK;
+    const int mt = (M + BM - 1) / BM, nt = (N + BN - 1) / BN;
+    const int tiles = mt * nt;
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(bars + 8 * s, 1);                 /* the producer's arrive + tx bytes */
+            mbar_init(bars + 8 * (STAGES + s), 256);    /* consumer threads */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        if (tid == 0) {
+            const int Kp = (K + 7) & ~7, Np = (N + 7) & ~7;
+            const size_t ap = K % 8 ? (size_t)2 * M * Kp : 0;
+            const size_t bp = B_NK ? (K % 8 ? (size_t)2 * N * Kp : 0) : (N % 8 ? (size_t)2 * K * Np : 0);
+            const unsigned char* maps = reinterpret_cast<const unsigned char*>(S) + ((ap + bp + 127) & ~(size_t)127);
+            const void* tmA = maps;
+            const void* tmB = maps + 128;
+            tensormap_acquire(tmA);
+            tensormap_acquire(tmB);
+            int it = 0;
+            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+                int row0, col0;
+                tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
+                for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                    const int s = it % STAGES;
+                    if (it >= STAGES)
+                        mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
+                    const unsigned full = bars + 8 * s;
+                    const unsigned sa = base + s * STAGE_BYTES;
+                    mbar_arrive_expect_tx(full, STAGE_BYTES);
+                    tma_load_2d(sa, tmA, kt * BK, row0, full);
+#if B_NK
+                    tma_load_2d(sa + A_BYTES, tmB, kt * BK, col0, full);
+#else
+#pragma unroll
+                    for (int j = 0; j < BN / 64; ++j)
+                        tma_load_2d(sa + A_BYTES + j * 8192, tmB, col0 + 64 * j, kt * BK, full);
+#endif
+                }
+            }
+        }
+    } else {
+        const int cw = wg - 1;
+        const int warp = (tid >> 5) & 3, lane = tid & 31;
+        float acc[BN / 2];
+        int it = 0;
+        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            int row0, col0;
+            tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
+#pragma unroll
+            for (int j = 0; j < BN / 2; ++j)
+                acc[j] = 0.f;
+            for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                const int s = it % STAGES;
+                mbar_wait(bars + 8 * s, (it / STAGES) & 1);
+                const unsigned sa = base + s * STAGE_BYTES + cw * (64 * 128);
+                const unsigned sb = base + s * STAGE_BYTES + A_BYTES;
+                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+                for (int kk = 0; kk < BK / 16; ++kk)
+#if B_NK
+                    wgmma_n256k16<0>(acc, make_desc(sa + kk * 32), make_desc(sb + kk * 32), ELEM());
+#else
+                    wgmma_n256k16<1>(acc, make_desc(sa + kk * 32), make_desc_mn(sb + kk * 2048, 8192), ELEM());
+#endif
+                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+                if (kt > 0)                             /* k-tile it-1 read: release its stage */
+                    mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+            }
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+            if (ktiles > 0)
+                mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+            store_tile(acc, C, row0 + cw * 64, col0, M, N, warp, lane);
+        }
+    }
+#else
+    __trap();                                           /* built for a target without wgmma */
+#endif
+}
