@@ -725,13 +725,17 @@ def route(name: str, m: int, n: int, k: int, sms: int | None = None,
 
 
 def concrete(name: str, params: Params, m: int, n: int, k: int, sms: int | None = None,
-             arch: str | None = None) -> tuple[str, dict[str, int]]:
+             arch: str | None = None, dtype: str | None = None,
+             layout: str = "kn") -> tuple[str, dict[str, int]]:
     """What an item runs at a shape: ``(name, params)`` with the values left to the shape
     resolved, or, for a dispatch variant, the kernel its table picks (itself where the table
-    picks none: its check says why)."""
+    picks none, or where the line does not take ``dtype`` or ``layout``: its check says
+    why; its pick may take types the line does not promise)."""
     v = get(name)
     if v.dispatch is None:
         return name, v.resolve(params, m, n, k)
+    if (dtype is not None and dtype not in v.dtypes) or layout not in v.layouts:
+        return name, dict(params)
     try:
         r = route(name, m, n, k, sms, arch)
     except dispatch_table.DispatchError:

@@ -411,9 +411,17 @@ _LAST_REFS: dict[tuple, dict[str, Reference]] = {}
 _INPUTS_LOCK = threading.Lock()
 
 
-#: Input sets kept: a shape's first and its second (re-check) set, so that a share run's
-#: next piece of the shape makes neither again.
-_INPUTS_KEPT = 2
+#: Input sets kept (oldest dropped first): each shape's first and second (re-check) set, for
+#: a few shapes, so that a share run's engine, handed pieces of several shapes in turn
+#: (longest first), makes neither set nor their references again when a shape comes back
+#: (two H200s, two shapes, two sets kept: each engine's check time twice one device's).
+_INPUTS_KEPT = 8
+#: ... and at most this many bytes of them (host memory), the newest set always kept.
+_INPUTS_KEPT_BYTES = 2 * 2**30
+
+
+def _pair_bytes(pair) -> int:
+    return sum(int(getattr(x, "nbytes", 0)) for x in pair if x is not None)
 
 
 def _scales(pair) -> tuple[float, float]:
@@ -424,14 +432,26 @@ def _scales(pair) -> tuple[float, float]:
 def _generated_pair(key: tuple) -> tuple[np.ndarray, np.ndarray]:
     with _INPUTS_LOCK:
         if key not in _LAST_INPUTS:
-            while len(_LAST_INPUTS) >= _INPUTS_KEPT:
+            m, n, k, dtype, dist, seed = key
+            pair = matrices.generate_pair(m, n, k, dtype, dist=dist, seed=seed)
+            while _LAST_INPUTS and (len(_LAST_INPUTS) >= _INPUTS_KEPT or _pair_bytes(pair) + sum(
+                    _pair_bytes(p) for p in _LAST_INPUTS.values()) > _INPUTS_KEPT_BYTES):
                 oldest = next(iter(_LAST_INPUTS))
                 del _LAST_INPUTS[oldest]
                 for ref_key in [r for r in _LAST_REFS if r[0] == oldest]:
                     del _LAST_REFS[ref_key]
-            m, n, k, dtype, dist, seed = key
-            _LAST_INPUTS[key] = matrices.generate_pair(m, n, k, dtype, dist=dist, seed=seed)
+            _LAST_INPUTS[key] = pair
+        else:                         # the newest again: dropped last
+            _LAST_INPUTS[key] = _LAST_INPUTS.pop(key)
         return _LAST_INPUTS[key]
+
+
+def _cached_references(key: tuple, out_dtype, layout) -> dict[str, "Reference"]:
+    """The references of the generated input set ``key`` (a fresh dict once it is dropped)."""
+    with _INPUTS_LOCK:
+        if key not in _LAST_INPUTS:
+            return {}
+        return _LAST_REFS.setdefault((key, out_dtype, layout), {})
 
 
 def _references_for(plan: Plan, shape: Shape) -> dict[str, "Reference"]:
@@ -439,11 +459,7 @@ def _references_for(plan: Plan, shape: Shape) -> dict[str, "Reference"]:
     a fresh dict for loaded matrices."""
     if plan.matrices is not None or plan.a_path is not None:
         return {}
-    key = (*shape, plan.dtype, plan.dist, plan.seed)
-    with _INPUTS_LOCK:
-        if key not in _LAST_INPUTS:
-            return {}
-        return _LAST_REFS.setdefault((key, plan.out_dtype, plan.layout), {})
+    return _cached_references((*shape, plan.dtype, plan.dist, plan.seed), plan.out_dtype, plan.layout)
 
 
 HOST = socket.gethostname()
@@ -482,13 +498,14 @@ def make_record(plan: Plan, device: DeviceInfo, versions: str, name: str, params
 
 
 def concrete(device: DeviceInfo | None, name: str, params: Mapping[str, int],
-             shape: Shape) -> tuple[str, dict[str, int]]:
+             shape: Shape, dtype: str | None = None, layout: str = "kn") -> tuple[str, dict[str, int]]:
     """The kernel an item runs at ``shape`` on ``device`` (:func:`registry.concrete
     <engine.kernels.registry.concrete>`: values left to the shape resolved; a dispatch
     variant's pick, by the device's SM count and architecture where it is a GPU)."""
     gpu = device is not None and device.backend == "cuda"
     return registry.concrete(name, params, *shape, sms=device.compute_units if gpu else None,
-                             arch=device.compute_capability if gpu else None)
+                             arch=device.compute_capability if gpu else None, dtype=dtype,
+                             layout=layout)
 
 
 def build_jobs(plan: Plan, device: DeviceInfo | None,
@@ -499,7 +516,7 @@ def build_jobs(plan: Plan, device: DeviceInfo | None,
     jobs, seen = [], set()
     for item, params in plan.items:
         for shape in shapes:      # a value left to the shape (a dispatch's pick) may differ per shape
-            name, run = concrete(device, item, params, shape)
+            name, run = concrete(device, item, params, shape, plan.dtype, plan.layout)
             v = registry.get(name)
             key = (name, tuple(sorted(run.items())))
             if key not in seen and v.check(plan.backend, run, *shape, plan.dtype, plan.layout) is None:
@@ -642,7 +659,8 @@ class Sweep:
                     # values left to the shape (registry.AUTO) resolved here, so that the
                     # progress, a crash's record and the result all name the build that ran
                     # a dispatch variant runs (and records) the kernel its table picks here
-                    shown, (name, params) = name, concrete(device, name, item_params, shape)
+                    shown, (name, params) = name, concrete(device, name, item_params, shape,
+                                                           plan.dtype, plan.layout)
                     label = (f"{shown} → " if shown != name else "") + \
                         f"{registry.get(name).label(params)} @ {m}×{n}×{k}"
                     elapsed = time.perf_counter() - t_start
@@ -888,8 +906,10 @@ class SecondInputs:
             self.note = "no room on the device for a second input set"
             return None
         try:
-            pair = _generated_pair((m, n, k, self.plan.dtype, self.plan.dist, self.seed))
+            key = (m, n, k, self.plan.dtype, self.plan.dist, self.seed)
+            pair = _generated_pair(key)
             a, b = pair
+            self._refs = _cached_references(key, self.plan.out_dtype, self.plan.layout)
             self._ws = self.backend.prepare(a, b if self.needs_b else None)
             self._ws.scale_a, self._ws.scale_b = self._scales = _scales(pair)
         except (matrices.MatrixInputError, MemoryError, BackendError) as exc:
