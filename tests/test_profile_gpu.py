@@ -15,6 +15,7 @@ Marked ``gpu``: skipped where pycuda, a CUDA device or a permitted ``ncu`` is mi
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -156,3 +157,19 @@ def test_a_crashing_kernel_fails_its_profile_only(tmp_path):
                                tmp_path / "p", timeout_s=180)
     assert good.ok, good.error
     assert good.counters["duration_ns"] > 0
+
+
+@pytest.mark.skipif(importlib.util.find_spec("triton") is None,
+                    reason="Triton is not installed (requirements-triton.txt)")
+def test_triton_kernels_are_profiled_like_any_other(tmp_path):
+    """Profile takes a Triton kernel through the same target as a CUDA C one (the engine
+    compiles it with Triton, launches it once inside the profiled range): its report is
+    kept and its counters read; the TF32 rung uses the tensor pipe, the IEEE FP32 one not."""
+    tile = {"block_m": 64, "block_n": 64, "block_k": 32, "num_warps": 4}
+    c = _profiled([("triton_grouped_fp32", tile), ("triton_grouped_tf32", tile)],
+                  (2048, 2048, 2048), tmp_path)
+    fp32 = next(v for k, v in c.items() if k.startswith("triton_grouped_fp32"))
+    tf32 = next(v for k, v in c.items() if k.startswith("triton_grouped_tf32"))
+    assert fp32["tf32_tensor_ops"] == 0 and tf32["tf32_tensor_ops"] > 0
+    assert tf32["tensor_pipe_pct"] > 5
+    assert len(sorted(tmp_path.glob("*.ncu-rep"))) == 2
