@@ -12,7 +12,7 @@ import pytest
 
 from engine.results import derived
 from engine.results.records import RecordStatus, ResultRecord
-from engine.run.dispatch import expected_item_s, is_line, split_plan, start_run
+from engine.run.dispatch import _guided_chunks, expected_item_s, is_line, split_plan, start_run
 from engine.run.process import ProcessEngine
 from engine.run.runner import Plan, expand_items
 from engine.run.timeline import Activity, Timeline
@@ -165,6 +165,25 @@ def test_tasks_go_out_longest_first_and_carry_their_shapes_lines():
     one = split_plan(plan, 1)
     assert [t.plan.shapes for t in one] == [[s] for s in plan.shapes]
     assert one[0].plan.items == items
+
+
+def test_chunks_shrink_as_a_shapes_work_runs_out():
+    """Each chunk about 1/pieces of the expected work still left: the costliest items alone,
+    then chunks that shrink to single items, so that an engine pulling the last chunk never
+    holds the others up for long; every item exactly once, costliest first."""
+    ranked = list(range(40))
+    cost = {i: 10.0 if i < 5 else 1.0 for i in ranked}
+    chunks = _guided_chunks(ranked, cost, 6)
+    assert [i for c in chunks for i in c] == ranked
+    assert chunks[:5] == [[0], [1], [2], [3], [4]]         # each over 1/6 of what is left
+    sizes = [len(c) for c in chunks[5:]]
+    assert sizes == sorted(sizes, reverse=True) and sizes[-1] == 1 and sizes[0] > 3
+    left = sum(cost.values())
+    for c in chunks:
+        got = sum(cost[i] for i in c)
+        assert len(c) == 1 or got <= left / 6 + max(cost[i] for i in c) / 2
+        left -= got
+    assert _guided_chunks(ranked, cost, 1) == [ranked]
 
 
 def test_timeline_text_marks_activity_and_the_idle_tail():

@@ -166,13 +166,37 @@ class Task:
     expected_s: float = 0.0
 
 
+def _guided_chunks(ranked: list[int], cost: dict[int, float], pieces: int) -> list[list[int]]:
+    """``ranked`` (costliest first) cut in chunks for ``pieces``: one chunk where pieces is
+    1; else each chunk takes items until it holds about 1/pieces of the expected cost still
+    left (at least one item), so chunks shrink as the shape's work runs out and its last ones
+    are single items. Engines pull chunks as they finish: an estimate that is off (a naive
+    rung far under the assumed share of the peak) costs at most one short chunk at the end,
+    where equal chunks left one engine with a long one while the other idled."""
+    if pieces <= 1:
+        return [list(ranked)]
+    out, left = [], sum(cost[i] for i in ranked)
+    start = 0
+    while start < len(ranked):
+        target, got, end = left / pieces, 0.0, start
+        # an item joins while at least half of it fits under the target
+        while end < len(ranked) and (end == start or got + cost[ranked[end]] / 2 <= target):
+            got += cost[ranked[end]]
+            end += 1
+        out.append(ranked[start:end])
+        left -= got
+        start = end
+    return out
+
+
 def split_plan(plan: Plan, pieces: int, lines_apart: bool = False,
                peak_gflops: float | None = None) -> list[Task]:
     """One task per shape (or per loaded matrix pair), its items cut in about ``pieces``
     chunks so several devices can share one shape's items.
 
-    With several pieces, each shape's costliest items go in its first chunks, and the tasks
-    come longest expected first (the shortest last: the engines finish together).
+    With several pieces, each shape's costliest items go in its first chunks, chunks shrink
+    as the shape's expected work runs out (:func:`_guided_chunks`), and the tasks come
+    longest expected first (the shortest last: the engines finish together).
     ``lines_apart``: the shape's reference and baseline lines are no chunk's items but
     every chunk's :attr:`Task.lines`."""
     sets = [None] if plan.matrices is not None else list(plan.shapes)
@@ -187,9 +211,8 @@ def split_plan(plan: Plan, pieces: int, lines_apart: bool = False,
             rest, lines = items, []
         cost = {i: expected_item_s(plan, n, p, at, peak_gflops) for i, (n, p) in enumerate(rest)}
         ranked = sorted(cost, key=lambda i: -cost[i]) if pieces > 1 else list(cost)
-        size = max(1, -(-len(rest) // max(pieces, 1)))
-        for start in range(0, len(ranked), size):
-            chunk = sorted(ranked[start:start + size])      # the plan's order within a chunk
+        for chunk in _guided_chunks(ranked, cost, pieces):
+            chunk = sorted(chunk)                           # the plan's order within a chunk
             sub = dataclasses.replace(plan, items=[rest[i] for i in chunk],
                                       shapes=[] if shape is None else [shape], autotune=False,
                                       retune=False)
