@@ -21,7 +21,7 @@ import numpy as np
 
 from engine.common.dtypes import ELEMENT_NAMES, ElementType, Layout, TypeSpec, backend_refusal
 from engine.inputs import matrices, memory
-from engine.measure import conditions, metrics, peaks
+from engine.measure import conditions, metrics, peaks, verify
 from engine.kernels import registry, sources
 from engine.measure.backends import get_backend
 from engine.measure.backends.base import (BUILD_TIMEOUT_S, Backend, BackendError, BuildError,
@@ -451,7 +451,9 @@ def _cached_references(key: tuple, out_dtype, layout) -> dict[str, "Reference"]:
     with _INPUTS_LOCK:
         if key not in _LAST_INPUTS:
             return {}
-        return _LAST_REFS.setdefault((key, out_dtype, layout), {})
+        # the size rule that picks a reference's method is part of what it is
+        rule = (verify.FULL_REFERENCE_LIMIT, verify.INT_EXACT_LIMIT)
+        return _LAST_REFS.setdefault((key, out_dtype, layout, rule), {})
 
 
 def _references_for(plan: Plan, shape: Shape) -> dict[str, "Reference"]:
