@@ -63,7 +63,10 @@ def test_a_kernel_file_declares_16_bit_types(tmp_path):
     for extra, words in (('dtypes = ["float16", "float32"]', "mixes 16-bit types"),
                          ('dtypes = ["float16"]\nprecision = "fp32"', 'precision "half"'),
                          ('dtypes = ["float32"]\nprecision = "half"', 'precision "half"'),
-                         ('dtypes = ["float8_e4m3"]', "dtypes must be a list of")):
+                         ('dtypes = ["float8_e4m3", "float16"]', "mixes 16-bit types with float8_e4m3"),
+                         ('dtypes = ["float8_e4m3", "float32"]', "mixes FP8 types"),
+                         ('dtypes = ["float8_e4m3"]\nprecision = "half"', 'precision "fp8"'),
+                         ('dtypes = ["float64"]', "dtypes must be a list of")):
         with pytest.raises(KernelFileError, match=words):
             _header(tmp_path, extra)
     with pytest.raises(KernelFileError, match="for CUDA C kernels"):
@@ -79,11 +82,11 @@ def test_defines_per_input_and_output_type():
     assert WMMA.defines(p, "bfloat16", "float32")["OUT"] == "float"
     with pytest.raises(ValueError, match="write C as float32 or bfloat16"):
         WMMA.defines(p, "bfloat16", "float16")
-    # never a float32 kernel built for 16-bit words, nor FP8 anywhere
+    # never a float32 kernel built for 16-bit words, nor a 16-bit one for FP8 bytes
     tiled = registry.get("tiled")
     with pytest.raises(ValueError, match="not float16"):
         tiled.defines(tiled.default_params(), "float16")
-    with pytest.raises(ValueError, match="no kernel file builds for float8_e4m3"):
+    with pytest.raises(ValueError, match="not float8_e4m3"):
         WMMA.defines(p, "float8_e4m3")
     opts = nvcc_options(WMMA, p, "bfloat16", "bfloat16")
     assert "-DELEM=__nv_bfloat16" in opts and "-DOUT=__nv_bfloat16" in opts
@@ -116,8 +119,10 @@ def test_which_backend_runs_which_type():
         assert refusal("cuda", "cublas_half", {}, shape, dtype) is None
         assert "does not support" in refusal("cuda", "cublas_fp32", {}, shape, dtype)
         assert refusal("opencl", "half_wmma", WMMA.default_params(), shape, dtype)
-    assert "no kernel of this ladder takes" in refusal("cuda", "half_wmma", WMMA.default_params(),
-                                                       shape, "float8_e4m3")
+    # FP8: the kernels that declare it (fp8_wgmma) take it; the others say they do not
+    assert "does not support float8_e4m3" in refusal("cuda", "half_wmma", WMMA.default_params(),
+                                                      shape, "float8_e4m3")
+    assert refusal("cuda", "fp8_wgmma", {"stages": 4, "persist": 1}, shape, "float8_e4m3") is None
 
 
 # --- B as N×K (layout nk) ---------------------------------------------------------------

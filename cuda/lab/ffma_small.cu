@@ -5,7 +5,7 @@ title = "Small, latency-bound GEMMs: 32-column tiles, 64-k stages, K split insid
 summary = "Shapes of a few hundred rows, columns and k are bound by latency, not throughput: the whole product is about a microsecond of FFMA, and the time is the chain of dependent steps (global round trips, barriers, split-K slices waiting on each other). So: 32-column tiles of 16-64 rows (many CTAs); 32 or 64 k per cp.async stage, the next stage in flight while this one's FFMAs run (few round trips); K split inside the block over groups of 64 threads, whose partial tiles are summed through shared memory in a fixed order (no workspace, no waiting on other CTAs); and K split across CTAs only where the tiles leave SMs idle, each slice writing its tile to a workspace and the last CTA to arrive summing them in slice order (deterministic, no second kernel)."
 source = "cuBLAS's small-shape FFMA kernels (32×32 tiles, split-K, at 256³); the CUDA programming guide's multistage cp.async pipeline; the seeds' tiled kernel, whose 16×16 tiles with no split beat the big-tile rungs at 256³: few dependent round trips decide a kernel this short"
 role = "rung"
-order = 32
+order = 25
 dtypes = ["float32", "int32"]
 precision = "fp32"
 

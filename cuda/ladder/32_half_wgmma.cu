@@ -86,6 +86,10 @@ elem = "b16"
  *    64-column block to the next, stride 1 KB from one 8-k atom to the next) and the
  *    wgmma's transpose bit for B is set. A step of 16 in k moves A's (and N×K B's)
  *    descriptor 32 bytes along the swizzled row, K×N B's two atoms (2 KB) down.
+ * Technique and source: the PTX ISA's wgmma.mma_async (matrix descriptors, MN- and K-major
+ * operands), cp.async.bulk.tensor and mbarrier expect_tx; CUTLASS's canonical GMMA layouts;
+ * the TMA and wgmma levels of ThunderKittens' H100 GEMM walk-through; written anew for this
+ * lab on top of 23_tf32_wgmma_tma.cu.
  * Left for the next step: the consumers stall on their own wgmma at the end of each k-tile
  * and during the epilogue (no second tile in flight, no ping-pong), one CTA per SM.
  *

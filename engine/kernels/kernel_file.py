@@ -45,13 +45,17 @@ ROLES = ("baseline", "seed", "rung", "experiment", "user")
 KINDS = ("gemm", "aat")
 #: "half": 16-bit float inputs (float16 or bfloat16, by the run's type) on tensor cores with
 #: FP32 accumulation; the record's arithmetic (fp16, bf16) follows the run's type.
-PRECISIONS = ("fp32", "tf32", "half")
+#: "fp8": FP8 inputs (e4m3 or e5m2, by the run's type) with per-tensor scales on tensor cores.
+PRECISIONS = ("fp32", "tf32", "half", "fp8")
 DTYPES = ("float32", "int32")
 #: 16-bit float types a CUDA C kernel file may declare (ELEM = __half / __nv_bfloat16, OUT
 #: = float or ELEM: engine.kernels.registry.Variant.defines); a file declares these or DTYPES,
 #: not both (its code and its precision differ).
 HALF_DTYPES = ("float16", "bfloat16")
-KERNEL_DTYPES = DTYPES + HALF_DTYPES
+#: FP8 types a CUDA C kernel file may declare (ELEM = __nv_fp8_e4m3 / __nv_fp8_e5m2, OUT =
+#: float or __nv_bfloat16; the kernel takes the per-tensor scales' product as an argument).
+FP8_DTYPES = ("float8_e4m3", "float8_e5m2")
+KERNEL_DTYPES = DTYPES + HALF_DTYPES + FP8_DTYPES
 #: B's layouts a kernel file may take (engine.common.dtypes.Layout): "kn", B as K×N
 #: row-major, every kernel; "nk", B as N×K (the kernel is built with B_NK = 1).
 LAYOUTS = ("kn", "nk")
@@ -890,14 +894,23 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
     half = [d for d in dtypes if d in HALF_DTYPES]
     if half and len(half) != len(dtypes):
         err(f"dtypes mixes 16-bit types with {', '.join(d for d in dtypes if d not in half)}: a "
-            "kernel file takes float16/bfloat16 (tensor cores, FP32 accumulation) or "
-            "float32/int32, not both", "dtypes")
+            "kernel file takes float16/bfloat16 (tensor cores, FP32 accumulation), FP8 or "
+            "float32/int32, one kind only", "dtypes")
     if half and backend != "cuda":
         err(f"{', '.join(half)} are for CUDA C kernels (OpenCL C has no bfloat16, and the "
             "lab's OpenCL devices no cl_khr_fp16)", "dtypes")
-    precision = data.get("precision", "half" if half else "fp32")
+    fp8 = [d for d in dtypes if d in FP8_DTYPES]
+    if fp8 and len(fp8) != len(dtypes):
+        err(f"dtypes mixes FP8 types with {', '.join(d for d in dtypes if d not in fp8)}: an "
+            "FP8 kernel file takes float8_e4m3/float8_e5m2 only", "dtypes")
+    if fp8 and backend != "cuda":
+        err(f"{', '.join(fp8)} are for CUDA C kernels (OpenCL C has no FP8 type)", "dtypes")
+    precision = data.get("precision", "half" if half else "fp8" if fp8 else "fp32")
     if precision not in PRECISIONS:
-        err(f"precision must be fp32, tf32 or half, not {precision!r}", "precision")
+        err(f"precision must be fp32, tf32, half or fp8, not {precision!r}", "precision")
+    elif (precision == "fp8") != bool(fp8):
+        err(f"precision \"fp8\" goes with dtypes float8_e4m3/float8_e5m2 and only with them "
+            f"(here precision {precision!r}, dtypes {dtypes!r})", "precision")
     elif (precision == "half") != bool(half):
         err(f"precision \"half\" goes with dtypes float16/bfloat16 and only with them "
             f"(here precision {precision!r}, dtypes {dtypes!r})", "precision")

@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from engine.common.files import read_text
 from engine.kernels import dispatch_table
-from engine.kernels.kernel_file import (ARCH_RE, HALF_DTYPES, KERNEL_DTYPES, KERNEL_FILE_LIMIT,
+from engine.kernels.kernel_file import (ARCH_RE, FP8_DTYPES, HALF_DTYPES, KERNEL_DTYPES, KERNEL_FILE_LIMIT,
                                         MODEL_FACTOR, ExpressionError, Expr, KernelFileError, KernelHeader, Prepass, parse_header,
                                         shown_text)
 
@@ -66,6 +66,7 @@ def gemm_flops(m: int, n: int, k: int) -> int:
 #: The CUDA C type of each 16-bit input type (a kernel file's ``ELEM``, and ``OUT`` where C
 #: is written in the input type).
 HALF_ELEM = {"float16": "__half", "bfloat16": "__nv_bfloat16"}
+FP8_ELEM = {"float8_e4m3": "__nv_fp8_e4m3", "float8_e5m2": "__nv_fp8_e5m2"}
 
 
 def io_bytes(v: "Variant", m: int, n: int, k: int, dtype: str, out_dtype: str | None = None) -> int:
@@ -275,6 +276,18 @@ class Variant:
                                  f"not {out}")
             d = {"ELEM": HALF_ELEM[dtype], "ACC": "float",
                  "OUT": "float" if out == "float32" else HALF_ELEM[dtype]}
+            d.update({name.upper(): str(int(v)) for name, v in params.items()})
+            return self._with_layout(d, layout)
+        if dtype in FP8_DTYPES:
+            if dtype not in self.dtypes:
+                raise ValueError(f"{self.name}: its file takes {', '.join(self.dtypes)}, "
+                                 f"not {dtype}")
+            out = out_dtype or "bfloat16"
+            if out not in ("bfloat16", "float32"):
+                raise ValueError(f"{self.name}: {dtype} inputs write C as bfloat16 or float32, "
+                                 f"not {out}")
+            d = {"ELEM": FP8_ELEM[dtype], "ACC": "float",
+                 "OUT": "float" if out == "float32" else "__nv_bfloat16"}
             d.update({name.upper(): str(int(v)) for name, v in params.items()})
             return self._with_layout(d, layout)
         if dtype not in DTYPES:      # FP8 needs kernels of its own

@@ -7,6 +7,7 @@ compared with the peak of the units that do its arithmetic instead:
 * ``fp32``  -- FP32 SIMT lanes: SMs × lanes per SM × 2 (an FFMA is two FLOPs) × clock;
 * ``tf32``  -- dense TF32 tensor-core throughput: SMs × TF32 FLOP per clock per SM × clock;
 * ``int32`` -- 32-bit integer multiply-add (IMAD) units: SMs × IMAD lanes per SM × 2 × clock;
+* ``fp8`` -- dense FP8 (e4m3, e5m2) tensor-core throughput with FP32 accumulation;
 * ``fp16``, ``bf16`` -- dense FP16 / BF16 tensor-core throughput with FP32 accumulation:
   SMs × FP16 FLOP per clock per SM × clock (an H100/H200 SXM: 132 × 4096 × 1830 MHz =
   989 TFLOP/s, the datasheet's figure at its 1830 MHz; 1070 at the 1980 MHz the device
@@ -26,11 +27,13 @@ from __future__ import annotations
 from typing import Mapping
 
 #: The arithmetic a record's peak is taken for.
-PRECISIONS = ("fp32", "tf32", "int32", "fp16", "bf16")
+PRECISIONS = ("fp32", "tf32", "int32", "fp16", "bf16", "fp8")
 LABELS = {"fp32": "FP32 SIMT", "tf32": "TF32 tensor core", "int32": "int32",
-          "fp16": "FP16 tensor core", "bf16": "BF16 tensor core"}
+          "fp16": "FP16 tensor core", "bf16": "BF16 tensor core", "fp8": "FP8 tensor core"}
 #: The arithmetic of a run whose inputs are 16-bit floats, whatever its kernel's precision.
 HALF_PRECISION = {"float16": "fp16", "bfloat16": "bf16"}
+#: The arithmetic of a run whose inputs are FP8 (either kind: one rate).
+FP8_INPUTS = ("float8_e4m3", "float8_e5m2")
 
 _FP32_LANES = {(5, 0): 128, (5, 2): 128, (5, 3): 128, (6, 0): 64, (6, 1): 128, (6, 2): 128,
                (7, 0): 64, (7, 2): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128,
@@ -49,6 +52,10 @@ _TF32_FLOP = {(8, 0): 1024, (8, 6): 512, (8, 7): 512, (8, 9): 256, (9, 0): 2048,
 _FP16_FLOP = {(7, 0): 1024, (7, 2): 1024, (7, 5): 1024, (8, 0): 2048, (8, 6): 1024,
               (8, 7): 1024, (8, 9): 512, (9, 0): 4096, (10, 0): 8192, (10, 3): 8192,
               (12, 0): 512, (12, 1): 512}
+#: Dense FP8 FLOP per clock per SM with FP32 accumulation: twice FP16's where the tensor
+#: cores take FP8 (H100 SXM 1979 TFLOP/s = 132 × 8192 × 1830 MHz; L40 362 = 142 × 1024 ×
+#: 2490 MHz; B200 16384).
+_FP8_FLOP = {(8, 9): 1024, (9, 0): 8192, (10, 0): 16384, (10, 3): 16384}
 #: Architectures with BF16 tensor cores (Ampere on); at the FP16 rate there.
 _BF16_FROM = (8, 0)
 #: 32-bit integer multiply-add lanes per SM (IMAD). Maxwell and Pascal emulate it with
@@ -105,6 +112,11 @@ def cuda_peaks(major: int, minor: int, sms: int | None, clock_mhz: float | None
         both = "FP16/BF16" if out.get("bf16") else "FP16"
         notes.append(f"peak {both} = {sms} SMs × {half_flops_per_clock(major, minor)} dense "
                      f"tensor FLOP/clock (FP32 accumulation) × {clock_mhz:.0f} MHz")
+    fp8 = _FP8_FLOP.get((major, minor))
+    if fp8:
+        out["fp8"] = sms * fp8 * ghz
+        notes.append(f"peak FP8 = {sms} SMs × {fp8} dense tensor FLOP/clock (FP32 "
+                     f"accumulation) × {clock_mhz:.0f} MHz")
     imad = imad_lanes_per_sm(major, minor)
     if imad:
         out["int32"] = sms * imad * 2 * ghz
@@ -119,6 +131,8 @@ def precision_of(variant_precision: str, dtype: str) -> str:
         return "int32"
     if dtype in HALF_PRECISION:
         return HALF_PRECISION[dtype]
+    if dtype in FP8_INPUTS:
+        return "fp8"
     return variant_precision if variant_precision in ("fp32", "tf32") else "fp32"
 
 

@@ -77,10 +77,12 @@ def missing_entry(variant: Variant, path, text: str, names: list[str]) -> str:
     return f"{path}:{_header_line(text, 'entry', 'name')}: {msg}"
 
 
-def argument_mismatch(variant: Variant, count: int, workspace: bool = False) -> str | None:
+def argument_mismatch(variant: Variant, count: int, workspace: bool = False,
+                      scale: bool = False) -> str | None:
     """Why a kernel taking ``count`` arguments cannot be launched as ``variant.kind``
-    says (None when it can): a C = A·Aᵀ header on a C = A·B kernel, say."""
-    extra = ("workspace",) if workspace else ()
+    says (None when it can): a C = A·Aᵀ header on a C = A·B kernel, say. ``scale``: an FP8
+    kernel's scale_a·scale_b after the sizes."""
+    extra = (("scale",) if scale else ()) + (("workspace",) if workspace else ())
     want = KIND_ARGS.get(variant.kind, ()) + extra
     if count == len(want):
         return None

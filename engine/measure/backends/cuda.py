@@ -284,6 +284,13 @@ def encode_tensor_map_2d(addr: int, dim0: int, dim1: int, stride_bytes: int, box
 
 #: The 16-bit float types whose arrays go to and from the device as raw 16-bit words.
 HALF_WORDS = ("float16", "bfloat16")
+#: FP8 inputs: raw bytes up, C (BF16 or FP32) back; their kernels take scale_a·scale_b.
+FP8_INPUTS = ("float8_e4m3", "float8_e5m2")
+
+
+def takes_scale(variant: Variant) -> bool:
+    """An FP8 kernel file's entry takes scale_a·scale_b (a float) after M, N, K."""
+    return any(d in FP8_INPUTS for d in variant.dtypes)
 
 
 def device_words(x: np.ndarray) -> np.ndarray:
@@ -726,7 +733,8 @@ class CudaBackend(Backend):
             return
         if variant.entry not in kernels:
             raise BuildError(missing_entry(variant, path, text, list(kernels)))
-        wrong = argument_mismatch(variant, kernels[variant.entry], variant.workspace is not None)
+        wrong = argument_mismatch(variant, kernels[variant.entry], variant.workspace is not None,
+                                  takes_scale(variant))
         if wrong:
             raise BuildError(f"{path}:{entry_line(text, variant.entry)}: {wrong}")
         pre = variant.prepass
@@ -763,7 +771,7 @@ class CudaBackend(Backend):
         shared = fn.get_attribute(fa.SHARED_SIZE_BYTES)
         local = fn.get_attribute(fa.LOCAL_SIZE_BYTES)
         max_threads = fn.get_attribute(fa.MAX_THREADS_PER_BLOCK)
-        sig = "PPii" if variant.kind == "aat" else "PPPiii"
+        sig = ("PPii" if variant.kind == "aat" else "PPPiii") + ("f" if takes_scale(variant) else "")
         fn.prepare(sig + "P" if variant.workspace is not None else sig)
         handle = (module, fn)
         pre = variant.prepass
@@ -793,7 +801,7 @@ class CudaBackend(Backend):
         """C's type for a build of ``dtype`` inputs: the run's output type where they are
         16-bit floats (float32 or the input type), else None (C has the input type)."""
         spec = self.type_spec
-        if dtype in HALF_WORDS and str(spec.element) == dtype:
+        if (dtype in HALF_WORDS or dtype in FP8_INPUTS) and str(spec.element) == dtype:
             return str(spec.output)
         return None
 
@@ -925,6 +933,8 @@ class CudaBackend(Backend):
                 self._write_tensor_maps(ws, scratch, maps)
             elif px > 0 and py > 0:
                 ws.tma_key = None    # this pre-pass may write where another kernel's maps lie
+        if kernel.dtype in FP8_INPUTS:   # C = scale_a·scale_b·A·B: the product, after K
+            args = (*args, np.float32(float(ws.scale_a) * float(ws.scale_b)))
         if v.workspace is not None:
             args = (*args, self._kernel_workspace(kernel, ws, m, n, k, zero_workspace))
         dyn = self._dynamic_shared(v, kernel.params)

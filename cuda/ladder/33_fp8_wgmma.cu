@@ -1,0 +1,287 @@
+/*
++++
+name = "fp8_wgmma"
+title = "FP8 (e4m3/e5m2) by Hopper wgmma m64n256k32 fed by TMA, per-tensor scales in the epilogue"
+summary = "The tensor-core ladder's FP8 step: step 32's producer thread, TMA ring and two consumer warpgroups with 8-bit operands, 128-deep k-tiles (one 128-byte swizzled row) and wgmma.m64n256k32 with FP32 accumulators; C = scale_a·scale_b·A·B written as BF16 or FP32. FP8 wgmma reads both operands K-major only: B as N×K is loaded as it lies, B as K×N is transposed by a pre-pass into the scratch first (the layout FP8 wants is N×K)."
+source = "PTX ISA wgmma.mma_async (.e4m3/.e5m2, K-major descriptors), cp.async.bulk.tensor and mbarrier expect_tx; CUDA driver cuTensorMapEncodeTiled; DeepGEMM's and CUTLASS's sm90 FP8 GEMMs (scales applied to the FP32 accumulators); cuda/ladder/32_half_wgmma.cu"
+role = "rung"
+order = 33
+dtypes = ["float8_e4m3", "float8_e5m2"]
+layouts = ["kn", "nk"]
+precision = "fp8"
+arch_suffix = "a"
+
+[params]
+stages = [4, 3]
+persist = [1, 0]
+
+[descriptions]
+stages = "k-tiles (128 deep, 48 KB of A and B) in flight in the TMA ring: 3 or 4"
+persist = "1: a persistent grid of one CTA per SM looping over the tiles; 0: one tile per CTA"
+
+[derived]
+tiles = "cdiv(M, 128) * cdiv(N, 256)"     # 128 (M) × 256 (N) tiles of C
+kp = "roundup(K, 16)"                     # a row of K bytes padded to 16 bytes (TMA)
+# Ap (M × Kp) when K % 16; Bt (N × Kp): B as K×N transposed (always), B as N×K padded
+# (when K % 16)
+ap_bytes = "M * kp if K % 16 else 0"
+bp_bytes = "(N * kp if K % 16 else 0) if NK else N * kp"
+maps_at = "roundup(ap_bytes + bp_bytes, 128)"
+
+[[constraints]]
+check = "(stages == 3 or stages == 4) and (persist == 0 or persist == 1)"
+reason = "stages must be 3 or 4 (5 stages of 48 KB exceed 227 KB of shared memory), persist 0 or 1"
+
+[launch]
+grid = ["min(tiles, SMS) if persist else tiles", 1]
+block = [384, 1]                          # a producer warpgroup + 2 consumer warpgroups
+shared = "stages * 49152 + 1024 + 256"
+
+[prepass]            # no blocks (no launch) for B as N×K with K % 16 == 0
+entry = "prepass"
+grid = ["cdiv(kp, 32) if ap_bytes + bp_bytes else 0", "(cdiv(M, 32) if K % 16 else 0) + (cdiv(N, 32) if bp_bytes else 0)"]
+block = [32, 8]
+scratch = "maps_at + 2 * 128"
+
+# A (or Ap) as M rows of K (Kp) bytes, box 128 (k) × 128 (m); 128B swizzle
+[[prepass.tensor_maps]]
+at = "maps_at"
+base = "'scratch' if K % 16 else 'a'"
+offset = 0
+dims = ["kp", "M"]
+stride = "kp"
+box = [128, 128]
+elem = "b8"
+
+# B as N rows of K (Kp) bytes (B itself where it is N×K with K % 16 == 0, else Bt), box
+# 128 (k) × 256 (n); 128B swizzle
+[[prepass.tensor_maps]]
+base = "'scratch' if bp_bytes else 'b'"
+offset = "ap_bytes if bp_bytes else 0"
+dims = ["kp", "N"]
+stride = "kp"
+box = [128, 256]
+elem = "b8"
++++
+*/
+/*
+ * 33_fp8_wgmma.cu -- C = scale_a·scale_b·(A·B) with A (M×K) and B (K×N, or N×K with B_NK) in
+ * FP8 (e4m3 or e5m2), FP32 accumulators, C written as BF16 or FP32, on Hopper (sm_90a).
+ *
+ * What changes from 32_half_wgmma: the operands are bytes, so a 128-byte swizzled row holds
+ * 128 of k (BK = 128) and one wgmma.m64n256k32 covers 32 of k (4 a k-tile, each 32 bytes
+ * further along the row). FP8 wgmma takes no transpose bit: both operands must be K-major
+ * in shared memory, so B as K×N goes through a pre-pass that writes Bt (N × Kp) into the
+ * scratch (a 32 × 32 tile transpose through shared memory), while B as N×K is read where it
+ * lies. The epilogue multiplies the FP32 accumulators by scale = scale_a·scale_b (the
+ * kernel's last argument) before rounding C to its type.
+ *
+ * Technique and source: the PTX ISA's FP8 wgmma (.e4m3/.e5m2, K-major only); DeepGEMM's and
+ * CUTLASS's sm90 FP8 GEMMs (scales applied to the FP32 accumulators); written anew for this
+ * lab on top of 32_half_wgmma.cu.
+ *
+ * Pre-pass (timed with the GEMM): Ap = A padded to Kp = roundup(K, 16) where K % 16; Bt as
+ * above (B as N×K: padded to Kp where K % 16, else no pre-pass blocks at all).
+ *
+ * Compile-time constants (defaults let the file compile alone):
+ *   ELEM     __nv_fp8_e4m3 or __nv_fp8_e5m2 (the run's input type) (default __nv_fp8_e4m3)
+ *   OUT      __nv_bfloat16 or float (the run's output type)        (default __nv_bfloat16)
+ *   ACC      float                                                 (default float)
+ *   STAGES   3 or 4                                                (default 4)
+ *   PERSIST  0 or 1                                                (default 1)
+ *   B_NK     1: B is stored N×K ("layout nk")                      (default 0)
+ * Launch: prepass (32, 8) blocks as the header says; matmul block 384, grid as above,
+ * dynamic shared memory STAGES · 48 KB + 1280; args (A, scratch, C, M, N, K, scale).
+ * Models: FLOPs = 2·M·N·K; bytes = M·K + K·N + M·N·sizeof(OUT).
+ */
+#include "fp8.cuh"
+#include "lab_ptx.cuh"
+
+#ifndef ELEM
+#define ELEM __nv_fp8_e4m3
+#endif
+#ifndef OUT
+#define OUT __nv_bfloat16
+#endif
+#ifndef ACC
+#define ACC float
+#endif
+#ifndef STAGES
+#define STAGES 4
+#endif
+#ifndef PERSIST
+#define PERSIST 1
+#endif
+#ifndef B_NK
+#define B_NK 0
+#endif
+#define BM 128
+#define BN 256
+#define BK 128
+#define GM 8
+#define NT 384
+#define A_BYTES (BM * BK)                    /* 16 KB */
+#define B_BYTES (BN * BK)                    /* 32 KB */
+#define STAGE_BYTES (A_BYTES + B_BYTES)
+#if STAGES < 3 || STAGES > 4 || (PERSIST != 0 && PERSIST != 1)
+#error "STAGES must be 3 or 4, PERSIST 0 or 1"
+#endif
+static_assert(sizeof(ELEM) == 1, "ELEM is an 8-bit type");
+
+/* Ap (M × Kp) where K % 16, then Bt (N × Kp): grid.y covers A's 32-row tiles (when padded)
+ * then Bt's, grid.x Kp in 32s. B as K×N goes through a 32 × 32 tile in shared memory, so
+ * that both its reads (along n) and its writes (along k) are contiguous. */
+extern "C" __global__ __launch_bounds__(256)
+void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
+             int M, int N, int K)
+{
+    __shared__ unsigned char tile[32][33];
+    const unsigned char* a = reinterpret_cast<const unsigned char*>(A);
+    const unsigned char* b = reinterpret_cast<const unsigned char*>(B);
+    unsigned char* s = reinterpret_cast<unsigned char*>(S);
+    const int Kp = (K + 15) & ~15;
+    const bool pad_a = K % 16 != 0;
+    const int ay = pad_a ? (M + 31) / 32 : 0;
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int c0 = blockIdx.x * 32;
+    if ((int)blockIdx.y < ay) {
+        const int r0 = blockIdx.y * 32;
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const int r = r0 + ty + 8 * i, c = c0 + tx;
+            if (r < M && c < Kp)
+                s[(size_t)r * Kp + c] = c < K ? a[(size_t)r * K + c] : 0;
+        }
+        return;
+    }
+    unsigned char* bt = s + (pad_a ? (size_t)M * Kp : 0);
+    const int n0 = (blockIdx.y - ay) * 32;
+#if B_NK
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int n = n0 + ty + 8 * i, k = c0 + tx;
+        if (n < N && k < Kp)
+            bt[(size_t)n * Kp + k] = k < K ? b[(size_t)n * K + k] : 0;
+    }
+#else
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {               /* rows k of B, columns n: along n */
+        const int k = c0 + ty + 8 * i, n = n0 + tx;
+        tile[ty + 8 * i][tx] = (k < K && n < N) ? b[(size_t)k * N + n] : 0;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {               /* rows n of Bt, columns k: along k */
+        const int n = n0 + ty + 8 * i, k = c0 + tx;
+        if (n < N && k < Kp)
+            bt[(size_t)n * Kp + k] = tile[tx][ty + 8 * i];
+    }
+#endif
+}
+
+/* A warpgroup's m64n256 accumulators, times scale, into C at (row0, col0): d[j] of lane
+ * (g, t) in warp w is row 16 w + g + 8 ((j / 2) % 2), column (j / 4) · 8 + 2 t + j % 2. */
+__device__ __forceinline__ void store_tile(const float* d, OUT* C, int row0, int col0, int M,
+                                           int N, int warp, int lane, float scale)
+{
+#pragma unroll
+    for (int j = 0; j < BN / 2; j += 2) {
+        const int row = row0 + warp * 16 + (lane >> 2) + 8 * ((j >> 1) & 1);
+        const int col = col0 + (j >> 2) * 8 + (lane & 3) * 2;
+        if (row >= M)
+            continue;
+        const size_t at = (size_t)row * N + col;
+        if (col < N)
+            store_out(C + at, scale * d[j]);
+        if (col + 1 < N)
+            store_out(C + at + 1, scale * d[j + 1]);
+    }
+}
+
+extern "C" __global__ __launch_bounds__(NT, 1)
+void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
+            int M, int N, int K, float scale)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
+    /* full[s] at +8s, empty[s] at +8(STAGES+s): 2 STAGES * 8 <= 256 */
+    const unsigned bars = base + STAGES * STAGE_BYTES;
+
+    const int tid = threadIdx.x;
+    const int wg = tid >> 7;                            /* 0: producer, 1-2: consumers */
+    const int ktiles = (K + BK - 1) / BK;
+    const int mt = (M + BM - 1) / BM, nt = (N + BN - 1) / BN;
+    const int tiles = mt * nt;
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(bars + 8 * s, 1);                 /* the producer's arrive + tx bytes */
+            mbar_init(bars + 8 * (STAGES + s), 256);    /* consumer threads */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        if (tid == 0) {
+            const int Kp = (K + 15) & ~15;
+            const size_t ap = K % 16 ? (size_t)M * Kp : 0;
+            const size_t bp = B_NK ? (K % 16 ? (size_t)N * Kp : 0) : (size_t)N * Kp;
+            const unsigned char* maps = reinterpret_cast<const unsigned char*>(S) + ((ap + bp + 127) & ~(size_t)127);
+            const void* tmA = maps;
+            const void* tmB = maps + 128;
+            tensormap_acquire(tmA);
+            tensormap_acquire(tmB);
+            int it = 0;
+            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+                int row0, col0;
+                tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
+                for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                    const int s = it % STAGES;
+                    if (it >= STAGES)
+                        mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
+                    const unsigned full = bars + 8 * s;
+                    const unsigned sa = base + s * STAGE_BYTES;
+                    mbar_arrive_expect_tx(full, STAGE_BYTES);
+                    tma_load_2d(sa, tmA, kt * BK, row0, full);
+                    tma_load_2d(sa + A_BYTES, tmB, kt * BK, col0, full);
+                }
+            }
+        }
+    } else {
+        const int cw = wg - 1;
+        const int warp = (tid >> 5) & 3, lane = tid & 31;
+        float acc[BN / 2];
+        int it = 0;
+        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            int row0, col0;
+            tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
+#pragma unroll
+            for (int j = 0; j < BN / 2; ++j)
+                acc[j] = 0.f;
+            for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                const int s = it % STAGES;
+                mbar_wait(bars + 8 * s, (it / STAGES) & 1);
+                const unsigned sa = base + s * STAGE_BYTES + cw * (64 * 128);
+                const unsigned sb = base + s * STAGE_BYTES + A_BYTES;
+                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+                for (int kk = 0; kk < BK / 32; ++kk)
+                    wgmma_n256k32(acc, make_desc(sa + kk * 32), make_desc(sb + kk * 32), ELEM());
+                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+                if (kt > 0)                             /* k-tile it-1 read: release its stage */
+                    mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+            }
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+            if (ktiles > 0)
+                mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+            store_tile(acc, C, row0 + cw * 64, col0, M, N, warp, lane, scale);
+        }
+    }
+#else
+    __trap();                                           /* built for a target without wgmma */
+#endif
+}

@@ -1,0 +1,87 @@
+"""FP8 on CUDA without a GPU: the FP8 ladder step's header, its defines (ELEM, OUT, B_NK),
+its tensor maps and pre-pass in each layout, the scale argument the backend adds, and every
+build compiled for sm_90a without spills. The GPU side: tests/test_fp8_gpu.py."""
+from __future__ import annotations
+
+import itertools
+import shutil
+
+import pytest
+
+from engine.kernels import registry
+from engine.measure import peaks
+from engine.measure.backends.base import argument_mismatch
+from engine.measure.backends.cuda import takes_scale
+from engine.measure.kernel_check import parse_ptxas
+
+FP8 = ("float8_e4m3", "float8_e5m2")
+V = registry.get("fp8_wgmma")
+NVCC = shutil.which("nvcc")
+
+
+def test_header_defines_and_refusals():
+    assert V.dtypes == FP8 and V.layouts == ("kn", "nk") and V.precision == "fp8"
+    assert V.arch_suffix == "a" and set(V.descriptions) == set(V.space)
+    p = {"stages": 4, "persist": 1}
+    d = V.defines(p, "float8_e4m3")
+    assert d["ELEM"] == "__nv_fp8_e4m3" and d["OUT"] == "__nv_bfloat16" and "B_NK" not in d
+    d = V.defines(p, "float8_e5m2", "float32", "nk")
+    assert d["ELEM"] == "__nv_fp8_e5m2" and d["OUT"] == "float" and d["B_NK"] == "1"
+    with pytest.raises(ValueError, match="bfloat16 or float32"):
+        V.defines(p, "float8_e4m3", "float16")
+    assert "does not support float32" in V.check("cuda", p, 64, 64, 64, "float32")
+    assert "does not support float8_e5m2" in registry.get("half_mma").check(
+        "cuda", {"stages": 3}, 64, 64, 64, "float8_e5m2")
+    assert V.check("cuda", p, 127, 61, 253, "float8_e4m3", "kn") is None
+    assert registry.best_rung("cuda", "fp8") == "fp8_wgmma"
+
+
+def test_the_kernel_takes_the_scales_product_after_the_sizes():
+    assert takes_scale(V) and not takes_scale(registry.get("half_wgmma"))
+    assert argument_mismatch(V, 7, scale=True) is None
+    assert "takes 6" in argument_mismatch(V, 6, scale=True)
+
+
+def test_peak_and_precision():
+    assert peaks.precision_of("fp8", "float8_e5m2") == "fp8"
+    got, notes = peaks.cuda_peaks(9, 0, 132, 1830)
+    assert got["fp8"] == pytest.approx(2 * got["fp16"]) and got["fp8"] == pytest.approx(132 * 8192 * 1.83)
+    assert any("FP8" in n for n in notes)
+
+
+def test_tensor_maps_and_prepass_per_layout():
+    pre, p = V.prepass, {"stages": 4, "persist": 1}
+    # B as N×K, K % 16 == 0: read in place, no pre-pass blocks
+    at, (a, b) = pre.tensor_maps({**p, "NK": 1}, 4096, 2048, 1024)
+    assert (a.base, a.dim0, a.dim1, a.stride, a.box0, a.box1, a.elem) == ("a", 1024, 4096, 1024, 128, 128, "b8")
+    assert (b.base, b.dim0, b.dim1, b.stride, b.box0, b.box1) == ("b", 1024, 2048, 1024, 128, 256)
+    (px, py), _ = pre.geometry({**p, "NK": 1}, 4096, 2048, 1024)
+    assert px * py == 0
+    # B as K×N: always transposed into Bt (N × Kp) in the scratch
+    at, (a, b) = pre.tensor_maps(p, 4096, 2048, 1024)
+    assert (b.base, b.offset, b.dim0, b.dim1, b.stride) == ("scratch", 0, 1024, 2048, 1024)
+    assert pre.geometry(p, 4096, 2048, 1024)[0] == (32, 64)
+    # K % 16: A and B padded to Kp = 64
+    m, n, k = 100, 130, 61
+    at, (a, b) = pre.tensor_maps(p, m, n, k)
+    assert (a.base, a.dim0, a.stride) == ("scratch", 64, 64)
+    assert (b.base, b.offset, b.dim0, b.dim1) == ("scratch", m * 64, 64, n)
+    assert at == -(-(m * 64 + n * 64) // 128) * 128 and pre.scratch_bytes(p, m, n, k) == at + 256
+    assert pre.geometry(p, m, n, k)[0] == (2, 4 + 5)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
+def test_every_fp8_build_compiles_without_spills():
+    from engine.measure.backends.cuda import nvcc_cubin, nvcc_options
+    src = V.source_path("cuda")
+    bad = []
+    for params, dtype in itertools.product(V.combos(), FP8):
+        for out, layout in (("bfloat16", "kn"), ("float32", "kn"), ("bfloat16", "nk")):
+            _cubin, log = nvcc_cubin(src, nvcc_options(V, params, dtype, out, layout), "sm_90a")
+            stats = parse_ptxas(log)
+            for entry in ("matmul", "prepass"):
+                rep = stats.get(entry)
+                if rep is None or rep["spill_stores"] or rep["spill_loads"] or rep["stack"]:
+                    bad.append((params, dtype, out, layout, entry, rep))
+    assert not bad, bad
