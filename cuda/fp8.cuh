@@ -1,5 +1,6 @@
-/* fp8.cuh: what the FP8 kernel files share: the input types and wgmma's FP8 step per type.
- * Included by the FP8 ladder step (33_fp8_wgmma.cu) only. */
+/* fp8.cuh: what the FP8 kernel files share: the input types (cuda_fp8.h), C's conversion
+ * (half.cuh's store_out) and wgmma's FP8 step per input type. Included by the FP8 ladder
+ * step (33_fp8_wgmma.cu) only, so that the other kernels do not parse cuda_fp8.h. */
 #pragma once
 #include <cuda_fp8.h>
 #include "half.cuh"

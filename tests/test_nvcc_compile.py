@@ -39,6 +39,7 @@ if str(ROOT) not in sys.path:
 from engine.measure.kernel_check import (MAX_PROBE_SIDE, never_met, parse_ptxas,  # noqa: E402
                                          side_values)
 from engine.kernels.registry import REGISTRY, Variant, params_to_str  # noqa: E402
+from engine.measure.backends.cuda import takes_scale  # noqa: E402
 from tests.code_paths import distinct_builds, preprocess_key, select  # noqa: E402
 
 NVCC = shutil.which("nvcc")
@@ -260,7 +261,7 @@ def _kernel_files() -> list[Path]:
 KERNEL_FILES = _kernel_files()
 
 #: kernel file (relative) -> (backend, kind) from the registry
-_REGISTERED = {src: (backend, v.kind, v.workspace is not None) for v in REGISTRY.values()
+_REGISTERED = {src: (backend, v.kind, (v.workspace is not None) + takes_scale(v)) for v in REGISTRY.values()
                for backend, src in v.sources.items() if backend in ("cuda", "opencl") and not v.library
                and v.dispatch is None}
 
@@ -302,7 +303,8 @@ def test_kernel_file_has_header_and_entry(path: Path):
     assert m, f"{rel} does not define the entry point 'matmul' ({backend} style)"
     if rel in _REGISTERED:
         n_args = len([a for a in m.group(1).split(",") if a.strip()])
-        # + the workspace pointer where the header asks for one (launch.workspace)
+        # + the workspace pointer where the header asks for one (launch.workspace), + the
+        # scales' product of an FP8 kernel
         expected = (4 if _REGISTERED[rel][1] == "aat" else 6) + _REGISTERED[rel][2]
         assert n_args == expected, f"{rel}: matmul takes {n_args} arguments, expected {expected}"
 
