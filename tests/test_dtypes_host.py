@@ -250,11 +250,10 @@ def test_old_records_without_the_new_fields_load(tmp_path):
 
 @pytest.mark.parametrize("element", LOW, ids=str)
 def test_gpu_backends_skip_with_the_reason(element):
-    # the kernels that declare the type take it (the others refuse by their dtypes), and
-    # cuBLAS's half line; FP8's library line (cuBLASLt) is not wired: said so
+    # the kernels and library lines that declare the type take it (the others refuse by
+    # their dtypes: cuBLAS's half line, cuBLASLt's FP8 line, fp8_wgmma...)
     assert backend_refusal("cuda", element) is None
-    if element.is_float8:
-        assert "not wired" in backend_refusal("cuda", element, library="cublas")
+    assert backend_refusal("cuda", element, library="cublas") is None
     opencl = backend_refusal("opencl", element, opencl_fp16=False)
     assert ("cl_khr_fp16" if element is ElementType.FLOAT16 else "OpenCL C has no") in opencl
     assert backend_refusal("cpu", element) is None

@@ -85,3 +85,14 @@ def test_every_fp8_build_compiles_without_spills():
                 if rep is None or rep["spill_stores"] or rep["spill_loads"] or rep["stack"]:
                     bad.append((params, dtype, out, layout, entry, rep))
     assert not bad, bad
+
+
+def test_cublaslt_is_fp8s_reference_line():
+    """cuBLASLt's FP8 GEMM is the FP8 line (% of cuBLAS for the FP8 kernels); it refuses
+    e5m2 × e5m2 (cuBLASLt has no such product) with the reason; B as K×N is a skip at its
+    build (the TN form FP8 takes needs B as N×K)."""
+    lt = registry.get("cublaslt_fp8")
+    assert registry.reference_for("cuda", "fp8") == "cublaslt_fp8" and lt.library == "cublaslt"
+    assert lt.check("cuda", {}, 4096, 4096, 4096, "float8_e4m3", "nk") is None
+    assert "e5m2 by e5m2" in lt.check("cuda", {}, 4096, 4096, 4096, "float8_e5m2", "nk")
+    assert "does not support float16" in lt.check("cuda", {}, 64, 64, 64, "float16", "nk")

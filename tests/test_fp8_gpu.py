@@ -49,3 +49,26 @@ def test_fp8_wgmma_at_4096(dtype):
         assert 0 < r.pct_of_peak < 100 and r.bytes == 4096 * 4096 * (1 + 1 + 2)
         print(f"\nfp8_wgmma {dtype} B {layout} 4096³: {r.gflops / 1e3:.0f} TFLOP/s, "
               f"{r.pct_of_peak:.1f}% of the FP8 peak")
+
+
+def test_fp8_wgmma_against_cublaslt_at_4096():
+    """e4m3, B as N×K (the TN form cuBLASLt's FP8 GEMM takes): both verified on the same
+    inputs, the kernel's % of cuBLASLt filled in and printed, its relative L2 error within
+    1.25× of cuBLASLt's (or under FP32's own accumulation rounding)."""
+    require_backend("cuda")
+    v = registry.get("fp8_wgmma")
+    plan = Plan(backend="cuda", items=[("cublaslt_fp8", {}), ("fp8_wgmma", v.default_params())],
+                shapes=[(4096, 4096, 4096)], dtype="float8_e4m3", layout="nk", warmup=2,
+                repeats=10)
+    recs = {r.variant: r for r in run_plan(plan)[0]}
+    lt, mine = recs["cublaslt_fp8"], recs["fp8_wgmma"]
+    if mine.status == "skipped":
+        pytest.skip(mine.error)
+    assert mine.passed, mine.error
+    if lt.status == "skipped":
+        pytest.skip(lt.error)
+    assert lt.passed, lt.error
+    assert mine.pct_of_cublas > 0
+    assert mine.rel_l2 <= 1.25 * lt.rel_l2 or mine.rel_l2 < 2.0 ** -24 * 64
+    print(f"\nfp8_wgmma e4m3 4096³: {mine.gflops / 1e3:.0f} TFLOP/s, {mine.pct_of_cublas:.1f}% of "
+          f"cuBLASLt ({lt.gflops / 1e3:.0f}); rel L2 {mine.rel_l2:.3g} vs {lt.rel_l2:.3g}")

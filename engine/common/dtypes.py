@@ -234,10 +234,5 @@ def backend_refusal(backend: str, element: ElementType, *, opencl_fp16: bool | N
     if backend == "cuda":
         if element in (ElementType.FLOAT16, ElementType.BFLOAT16):
             return None     # the kernels that declare it (half_wmma) and cuBLAS's half line
-        if not library:
-            return None     # the kernels that declare FP8 (fp8_wgmma); the others say no
-        if library:
-            return (f"the {library} reference line for {element} is not wired yet "
-                    f"(nvmath-python's low-precision calls are untested without a GPU)")
-        return f"no kernel of this ladder takes {element} yet"
+        return None     # the kernels and library lines that declare FP8 take it
     return f"the {backend} backend does not take {element}"

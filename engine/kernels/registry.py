@@ -455,6 +455,16 @@ REFERENCES: tuple[Variant, ...] = (
             seed="issue 39: cuBLAS reference lines per precision", sources={"cuda": "gemmEx:32F"},
             space={}, geometry=_one_launch, dtypes=HALF_DTYPES, layouts=("kn", "nk"),
             library="cublas", precision="half", role="reference"),
+    Variant(name="cublaslt_fp8",
+            technique="cuBLASLt FP8 GEMM on tensor cores (cublasLtMatmul, per-tensor scales)",
+            summary="A and B in e4m3 (or one of them e5m2), B stored N×K (the TN form FP8 "
+                    "takes), scales as device pointers, FP32 accumulation, C in BF16 or FP32; "
+                    "through nvmath-python on the engine's own context and buffers.",
+            seed="issue 39: cuBLASLt's FP8 reference line", sources={"cuda": "cublasLtMatmul:fp8"},
+            space={}, geometry=_one_launch, dtypes=FP8_DTYPES, layouts=("kn", "nk"),
+            constraint=lambda p, m, n, k, d: ("cuBLASLt multiplies no e5m2 by e5m2 (one operand "
+                                              "must be e4m3)") if d == "float8_e5m2" else None,
+            library="cublaslt", precision="fp8", role="reference"),
 )
 
 

@@ -130,3 +130,142 @@ class CublasGemm:
                 self.lib.destroy(self.handle)
             finally:
                 self.handle = None
+
+
+# --- cuBLASLt's FP8 GEMM -----------------------------------------------------------------
+
+#: cudaDataType_t of the FP8 inputs (library_types.h: CUDA_R_8F_E4M3, CUDA_R_8F_E5M2)
+FP8_DATA_TYPE = {"float8_e4m3": 28, "float8_e5m2": 29}
+#: cublasComputeType_t CUBLAS_COMPUTE_32F
+COMPUTE_32F = 68
+#: Workspace cuBLASLt may use (its heuristics are asked for algorithms within it).
+LT_WORKSPACE_BYTES = 32 * 2**20
+
+
+def _import_cublaslt():
+    try:
+        from nvmath.bindings import cublasLt  # noqa: PLC0415
+    except ImportError as exc:
+        raise LibraryUnavailable(
+            f"cuBLASLt's FP8 line needs nvmath-python (nvmath.bindings.cublasLt): {exc}") from None
+    except Exception as exc:  # noqa: BLE001
+        raise LibraryUnavailable(f"cuBLASLt cannot load: {exc}") from None
+    return cublasLt
+
+
+class NoFp8Algorithm(BackendError):
+    """cuBLASLt offers no FP8 algorithm for this problem: a skip, saying so."""
+
+    skip = True
+
+
+class CublasLtFp8:
+    """cuBLASLt's FP8 GEMM (``cublasLtMatmul``) on the engine's buffers: one handle, made on
+    first use in the current (pycuda) context, and per problem a descriptor, matrix layouts
+    and the heuristic's algorithm, made once.
+
+    Row-major C (M×N) = scale_a·scale_b·A (M×K)·B with B stored N×K, as column-major
+    cuBLASLt sees it: D (N×M, ld N) = op(Bᵀ) · A with the first operand our B (K×N
+    column-major, ld K, TRANSA = T) and the second our A (K×M column-major, ld K, TRANSB =
+    N): the "TN" form FP8 requires. The scales are device floats (``scales``: scale_a, then
+    scale_b), given as the operands' scale pointers; alpha 1, beta 0; FP32 accumulation
+    (CUBLAS_COMPUTE_32F) without fast accumulation; D in BF16 or FP32, C the same."""
+
+    def __init__(self):
+        self.lib = None
+        self.handle = None
+        self.version = None
+        self._alpha = np.ones(1, dtype=np.float32)
+        self._beta = np.zeros(1, dtype=np.float32)
+        self._plans: dict[tuple, tuple] = {}
+
+    def ensure(self):
+        if self.handle is None:
+            lib = _import_cublaslt()
+            try:
+                self.handle = lib.create()
+                self.version = lib.get_version()
+            except Exception as exc:  # noqa: BLE001
+                raise LibraryUnavailable(f"cublasLtCreate failed: {exc}") from None
+            self.lib = lib
+        return self
+
+    def _set(self, setter, obj, attr, value: np.ndarray) -> None:
+        setter(obj, int(attr), value.ctypes.data, value.nbytes)
+
+    def _plan(self, m: int, n: int, k: int, ab_type: int, c_type: int, scales: int,
+              workspace_bytes: int) -> tuple:
+        key = (m, n, k, ab_type, c_type, int(scales), workspace_bytes)
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan
+        lib = self.lib
+        desc = lib.matmul_desc_create(COMPUTE_32F, CUDA_R_32F)
+        made = [(lib.matmul_desc_destroy, desc)]
+        try:
+            attr = lib.MatmulDescAttribute
+            # cublasOperation_t: CUBLAS_OP_N = 0, CUBLAS_OP_T = 1
+            self._set(lib.matmul_desc_set_attribute, desc, attr.TRANSA, np.array([1], dtype=np.int32))
+            self._set(lib.matmul_desc_set_attribute, desc, attr.TRANSB, np.array([0], dtype=np.int32))
+            # the first operand is our B: its scale is scale_b (the second float)
+            self._set(lib.matmul_desc_set_attribute, desc, attr.A_SCALE_POINTER,
+                      np.array([int(scales) + 4], dtype=np.int64))
+            self._set(lib.matmul_desc_set_attribute, desc, attr.B_SCALE_POINTER,
+                      np.array([int(scales)], dtype=np.int64))
+            a_l = lib.matrix_layout_create(ab_type, k, n, k)
+            made.append((lib.matrix_layout_destroy, a_l))
+            b_l = lib.matrix_layout_create(ab_type, k, m, k)
+            made.append((lib.matrix_layout_destroy, b_l))
+            c_l = lib.matrix_layout_create(c_type, n, m, n)
+            made.append((lib.matrix_layout_destroy, c_l))
+            pref = lib.matmul_preference_create()
+            made.append((lib.matmul_preference_destroy, pref))
+            self._set(lib.matmul_preference_set_attribute, pref,
+                      lib.MatmulPreferenceAttribute.MAX_WORKSPACE_BYTES,
+                      np.array([workspace_bytes], dtype=np.uint64))
+            found = lib.MatmulHeuristicResult(1)
+            count = np.zeros(1, dtype=np.int32)
+            lib.matmul_algo_get_heuristic(self.handle, desc, a_l, b_l, c_l, c_l, pref, 1,
+                                          found.ptr, count.ctypes.data)
+        except Exception as exc:  # noqa: BLE001
+            for destroy, obj in reversed(made):
+                destroy(obj)
+            raise NoFp8Algorithm(f"cuBLASLt offers no FP8 GEMM for {m}×{n}×{k}: {exc}") from None
+        if int(count[0]) == 0:
+            for destroy, obj in reversed(made):
+                destroy(obj)
+            raise NoFp8Algorithm(f"cuBLASLt's heuristic found no FP8 algorithm for {m}×{n}×{k}")
+        plan = self._plans[key] = (desc, a_l, b_l, c_l, found, made)
+        return plan
+
+    def gemm(self, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: int, ab_type: int,
+             c_type: int, scales: int, workspace: int, workspace_bytes: int) -> None:
+        """Row-major C = scale_a·scale_b·A·B, B stored N×K, on the default stream."""
+        desc, a_l, b_l, c_l, found, _made = self._plan(m, n, k, ab_type, c_type, scales,
+                                                      workspace_bytes)
+        try:
+            self.lib.matmul(self.handle, desc, self._alpha.ctypes.data, int(b_ptr), a_l,
+                            int(a_ptr), b_l, self._beta.ctypes.data, int(c_ptr), c_l,
+                            int(c_ptr), c_l, found.ptr, int(workspace), workspace_bytes, 0)
+        except Exception as exc:  # noqa: BLE001
+            raise BackendError(f"cublasLtMatmul (FP8) failed: {exc}") from None
+
+    def describe(self, ab_type: int, c_type: int) -> str:
+        names = {v: k for k, v in {**DATA_TYPE, **FP8_DATA_TYPE}.items()}
+        ver = f"cuBLASLt {self.version}" if self.version else "cuBLASLt"
+        return (f"{ver} matmul, A and B {names.get(ab_type, ab_type)} with per-tensor scales, "
+                f"C {names.get(c_type, c_type)}, FP32 accumulation, TN (B as N×K)")
+
+    def close(self) -> None:
+        for *_objs, made in self._plans.values():
+            for destroy, obj in reversed(made):
+                try:
+                    destroy(obj)
+                except Exception:  # noqa: BLE001
+                    pass
+        self._plans = {}
+        if self.handle is not None:
+            try:
+                self.lib.destroy(self.handle)
+            finally:
+                self.handle = None

@@ -399,6 +399,9 @@ class CudaBackend(Backend):
         self._flush_bytes = 0
         self._events: list = []
         self._cublas = None  # CublasGemm, made lazily on the engine thread (library variants)
+        self._cublaslt = None  # CublasLtFp8 (FP8's line), with its workspace and scales buffers
+        self._lt_buffers = None
+        self._lt_scales = None
         self._hold = None    # StreamHold, made lazily on the engine thread; False: unavailable
         self.hold_note = ""  # why timed launches cannot be held back to back, if so
         self._timing_note = ""  # what the last time_launches could not do (timing_note)
@@ -450,6 +453,14 @@ class CudaBackend(Backend):
         try:
             self.ctx.synchronize()
         finally:
+            if self._cublaslt is not None:
+                try:
+                    self._cublaslt.close()
+                finally:
+                    self._cublaslt = None
+                    for buf in self._lt_buffers or ():
+                        buf.free()
+                    self._lt_buffers = self._lt_scales = None
             if self._cublas is not None:  # destroy the handle while its context is current
                 try:
                     self._cublas.close()
@@ -486,6 +497,8 @@ class CudaBackend(Backend):
 
     def _compile_library(self, variant: Variant, params, dtype) -> CompiledKernel:
         """Library reference lines (cuBLAS): nothing to compile; the handle is made here."""
+        if variant.library == "cublaslt":
+            return self._compile_cublaslt(variant, params, dtype)
         if variant.library != "cublas":
             raise BackendError(f"the cuda backend knows no library '{variant.library}'")
         if dtype not in variant.dtypes:
@@ -501,6 +514,29 @@ class CudaBackend(Backend):
         report = (f"{variant.label(params)} {dtype} on {self.arch}: "
                   f"{self._cublas.describe(routine, *types)}")
         return CompiledKernel(variant, dict(params), dtype, ("cublas", routine, types), report)
+
+    def _compile_cublaslt(self, variant: Variant, params, dtype) -> CompiledKernel:
+        """cuBLASLt's FP8 line: the handle, a workspace and a scales buffer, made here."""
+        from engine.measure.backends.cublas import (DATA_TYPE, FP8_DATA_TYPE, LT_WORKSPACE_BYTES,  # noqa: PLC0415
+                                                    CublasLtFp8, LibraryUnavailable)
+        if dtype not in FP8_DATA_TYPE:
+            raise BackendError(f"{variant.name} runs {', '.join(variant.dtypes)} only, not {dtype}")
+        if self.type_spec.layout is not Layout.NK:
+            raise LibraryUnavailable("cuBLASLt's FP8 GEMM takes B as N×K only (the TN form); "
+                                     "run with --layout nk")
+        out = self._out_dtype(dtype) or "bfloat16"
+        types = (FP8_DATA_TYPE[dtype], DATA_TYPE[out])
+        if self._cublaslt is None:
+            self._cublaslt = CublasLtFp8()
+        self._cublaslt.ensure()
+        if self._lt_buffers is None:
+            try:
+                self._lt_buffers = (self.drv.mem_alloc(LT_WORKSPACE_BYTES), self.drv.mem_alloc(16))
+            except self.drv.Error as exc:
+                raise BackendError(f"cuBLASLt's workspace could not be allocated: {exc}") from None
+        report = (f"{variant.label(params)} {dtype} on {self.arch}: "
+                  f"{self._cublaslt.describe(*types)}")
+        return CompiledKernel(variant, dict(params), dtype, ("cublaslt", "fp8", types), report)
 
     def _dynamic_shared(self, variant: Variant, params) -> int:
         """Bytes of dynamic shared memory (the kernel file's ``launch.shared``), else 0."""
@@ -901,6 +937,16 @@ class CudaBackend(Backend):
     def _launch(self, kernel: CompiledKernel, ws: Workspace, m, n, k, stream=None,
                 zero_workspace: bool = False):
         v = kernel.variant
+        if v.library == "cublaslt":
+            from engine.measure.backends.cublas import LT_WORKSPACE_BYTES  # noqa: PLC0415
+            workspace, scales = self._lt_buffers
+            wanted = (float(ws.scale_a), float(ws.scale_b))
+            if self._lt_scales != wanted:    # a new input set: its scales, before its launches
+                self.drv.memcpy_htod(scales, np.array(wanted, dtype=np.float32))
+                self._lt_scales = wanted
+            self._cublaslt.gemm(ws.a, ws.b, ws.c, m, n, k, *kernel.handle[2], int(scales),
+                                int(workspace), LT_WORKSPACE_BYTES)
+            return
         if v.library:
             _lib, routine, types = kernel.handle
             self._cublas.gemm(routine, ws.a, ws.b, ws.c, m, n, k, *types,
