@@ -100,9 +100,16 @@ def test_worker_killed_mid_sweep(local_cluster, monkeypatch):
     the other worker), and every item has exactly one record."""
     require_backend("opencl")
     from engine.run import dispatch
-    # one piece an engine: tasks of several items, so the kill (at most at a task's second
-    # item, after a first result) leaves some to go back to the queue
+    # one piece an engine, cut in equal chunks (not shrinking to single items): tasks of
+    # several items, so the kill (at most at a task's second item, after a first result)
+    # leaves some to go back to the queue
     monkeypatch.setattr(dispatch, "PIECES_PER_ENGINE", 1)
+
+    def equal_chunks(ranked, cost, pieces):
+        size = max(1, -(-len(ranked) // max(pieces, 1)))
+        return [ranked[i:i + size] for i in range(0, len(ranked), size)]
+
+    monkeypatch.setattr(dispatch, "_guided_chunks", equal_chunks)
     engines = cluster.ray_engines("local", "opencl")
     assert len(engines) == 2
     items = (expand_items("opencl", ["naive", "tiled_any"])
