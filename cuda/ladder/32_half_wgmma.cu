@@ -172,38 +172,6 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
     }
 }
 
-/* Two accumulators of one row (columns col, col + 1) into C, rounded to OUT. */
-__device__ __forceinline__ void store_two(OUT* C, size_t at, int col, int N, float x, float y)
-{
-    if (col + 1 < N) {
-        store_out(C + at, x);
-        store_out(C + at + 1, y);
-    } else if (col < N) {
-        store_out(C + at, x);
-    }
-}
-
-/* A warpgroup's m64n256 accumulators into C at (row0, col0): d[j] of lane (g, t) in warp w
- * is row 16 w + g + 8 ((j / 2) % 2), column (j / 4) · 8 + 2 t + j % 2; float2 stores where
- * C is FP32 and N even. */
-__device__ __forceinline__ void store_tile(const float* d, OUT* C, int row0, int col0, int M,
-                                           int N, int warp, int lane)
-{
-    const bool pairs = sizeof(OUT) == 4 && (N & 1) == 0;
-#pragma unroll
-    for (int j = 0; j < BN / 2; j += 2) {
-        const int row = row0 + warp * 16 + (lane >> 2) + 8 * ((j >> 1) & 1);
-        const int col = col0 + (j >> 2) * 8 + (lane & 3) * 2;
-        if (row >= M)
-            continue;
-        const size_t at = (size_t)row * N + col;
-        if (pairs && col + 1 < N)
-            *reinterpret_cast<float2*>(reinterpret_cast<float*>(C) + at) = make_float2(d[j], d[j + 1]);
-        else
-            store_two(C, at, col, N, d[j], d[j + 1]);
-    }
-}
-
 extern "C" __global__ __launch_bounds__(NT, 1)
 void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
             int M, int N, int K)
@@ -294,7 +262,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
             if (ktiles > 0)
                 mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
-            store_tile(acc, C, row0 + cw * 64, col0, M, N, warp, lane);
+            store_wgmma_out<BN>(acc, C, row0 + cw * 64, col0, M, N, warp, lane);
         }
     }
 #else

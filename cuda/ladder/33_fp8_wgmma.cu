@@ -135,7 +135,6 @@ extern "C" __global__ __launch_bounds__(256)
 void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
              int M, int N, int K)
 {
-    __shared__ unsigned char tile[32][33];
     const unsigned char* a = reinterpret_cast<const unsigned char*>(A);
     const unsigned char* b = reinterpret_cast<const unsigned char*>(B);
     unsigned char* s = reinterpret_cast<unsigned char*>(S);
@@ -164,6 +163,7 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
             bt[(size_t)n * Kp + k] = k < K ? b[(size_t)n * K + k] : 0;
     }
 #else
+    __shared__ unsigned char tile[32][33];
 #pragma unroll
     for (int i = 0; i < 4; ++i) {               /* rows k of B, columns n: along n */
         const int k = c0 + ty + 8 * i, n = n0 + tx;
@@ -177,25 +177,6 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
             bt[(size_t)n * Kp + k] = tile[tx][ty + 8 * i];
     }
 #endif
-}
-
-/* A warpgroup's m64n256 accumulators, times scale, into C at (row0, col0): d[j] of lane
- * (g, t) in warp w is row 16 w + g + 8 ((j / 2) % 2), column (j / 4) · 8 + 2 t + j % 2. */
-__device__ __forceinline__ void store_tile(const float* d, OUT* C, int row0, int col0, int M,
-                                           int N, int warp, int lane, float scale)
-{
-#pragma unroll
-    for (int j = 0; j < BN / 2; j += 2) {
-        const int row = row0 + warp * 16 + (lane >> 2) + 8 * ((j >> 1) & 1);
-        const int col = col0 + (j >> 2) * 8 + (lane & 3) * 2;
-        if (row >= M)
-            continue;
-        const size_t at = (size_t)row * N + col;
-        if (col < N)
-            store_out(C + at, scale * d[j]);
-        if (col + 1 < N)
-            store_out(C + at + 1, scale * d[j + 1]);
-    }
 }
 
 extern "C" __global__ __launch_bounds__(NT, 1)
@@ -278,7 +259,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
             if (ktiles > 0)
                 mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
-            store_tile(acc, C, row0 + cw * 64, col0, M, N, warp, lane, scale);
+            store_wgmma_out<BN>(acc, C, row0 + cw * 64, col0, M, N, warp, lane, scale);
         }
     }
 #else

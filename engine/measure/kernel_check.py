@@ -649,23 +649,7 @@ def _check_cuda(variant: Variant, plan: list[ComboReport], report: CheckReport, 
             res.ok, res.note = False, (f"ptxas reported no entry function '{variant.entry}' "
                                        f"(found: {', '.join(stats) or 'none'})")
             continue
-        rep.registers, rep.shared_static = main["registers"], main["shared"]
-        rep.stack, rep.cmem = main["stack"], main["cmem"]
-        rep.spill_stores, rep.spill_loads = main["spill_stores"], main["spill_loads"]
-        rep.max_threads = max_threads_for_registers(rep.registers)
-        if rep.block_threads is not None and rep.block_threads > rep.max_threads:
-            rep.problems.append(
-                f"error: a block of {rep.block_threads} threads needs more registers than an SM "
-                f"has ({rep.registers} registers/thread allow at most {rep.max_threads} threads): "
-                f"the launch would fail with 'too many resources requested for launch'")
-        shared = rep.shared_static + (rep.shared_dynamic or 0)
-        if limit is not None and shared > limit:
-            rep.problems.append(f"error: {shared} B of shared memory per block "
-                                f"({rep.shared_static} static + {rep.shared_dynamic or 0} dynamic) "
-                                f"is more than {base} allows ({limit} B)")
-        if rep.spill_stores or rep.spill_loads:
-            rep.problems.append(f"warning: registers spill to local memory ({rep.spill_stores} B "
-                                f"stores, {rep.spill_loads} B loads per thread)")
+        _take_ptxas_stats(rep, main, limit, base)
         pre = variant.prepass
         pstats = _entry_stats(stats, pre.entry) if pre is not None else None
         if pre is not None and pstats is None:
@@ -687,6 +671,29 @@ def _check_cuda(variant: Variant, plan: list[ComboReport], report: CheckReport, 
                                         f"({pstats['spill_stores']} B stores, "
                                         f"{pstats['spill_loads']} B loads)")
     return list(zip(todo, results))
+
+
+def _take_ptxas_stats(rep: ComboReport, stats: Mapping, limit: int | None, arch: str) -> None:
+    """``rep`` filled from one entry's ``ptxas -v`` figures (:func:`parse_ptxas`), with the
+    problems they show: a block too large for its registers, shared memory over the
+    architecture's ``limit``, spills."""
+    rep.registers, rep.shared_static = stats["registers"], stats["shared"]
+    rep.stack, rep.cmem = stats["stack"], stats["cmem"]
+    rep.spill_stores, rep.spill_loads = stats["spill_stores"], stats["spill_loads"]
+    rep.max_threads = max_threads_for_registers(rep.registers)
+    if rep.block_threads is not None and rep.block_threads > rep.max_threads:
+        rep.problems.append(
+            f"error: a block of {rep.block_threads} threads needs more registers than an SM "
+            f"has ({rep.registers} registers/thread allow at most {rep.max_threads} threads): "
+            f"the launch would fail with 'too many resources requested for launch'")
+    shared = rep.shared_static + (rep.shared_dynamic or 0)
+    if limit is not None and shared > limit:
+        rep.problems.append(f"error: {shared} B of shared memory per block "
+                            f"({rep.shared_static} static + {rep.shared_dynamic or 0} dynamic) "
+                            f"is more than {arch} allows ({limit} B)")
+    if rep.spill_stores or rep.spill_loads:
+        rep.problems.append(f"warning: registers spill to local memory ({rep.spill_stores} B "
+                            f"stores, {rep.spill_loads} B loads per thread)")
 
 
 def _check_opencl(variant: Variant, plan: list[ComboReport], report: CheckReport, text: str,
@@ -948,23 +955,11 @@ def _check_triton(report: CheckReport, variant: Variant, shown_path: Path, text:
             continue
         rep.built = True
         rep.log = res.ptxas
-        stats = _entry_stats(parse_ptxas(res.ptxas), res.name) or next(iter(parse_ptxas(res.ptxas).values()), None)
+        entries = parse_ptxas(res.ptxas)
+        stats = _entry_stats(entries, res.name) or next(iter(entries.values()), None)
         rep.shared_dynamic, rep.block_threads = res.shared, res.threads
         if stats is not None:
-            rep.registers, rep.shared_static = stats["registers"], stats["shared"]
-            rep.stack, rep.cmem = stats["stack"], stats["cmem"]
-            rep.spill_stores, rep.spill_loads = stats["spill_stores"], stats["spill_loads"]
-            rep.max_threads = max_threads_for_registers(rep.registers)
-            if rep.spill_stores or rep.spill_loads:
-                rep.problems.append(f"warning: registers spill to local memory ({rep.spill_stores} B "
-                                    f"stores, {rep.spill_loads} B loads per thread)")
-            if res.threads and res.threads > rep.max_threads:
-                rep.problems.append(f"error: {res.threads} threads need more registers than an SM has "
-                                    f"({rep.registers} registers/thread allow {rep.max_threads})")
-        limit = SHARED_PER_BLOCK.get(f"sm_{cc}")
-        if limit is not None and (res.shared or 0) > limit:
-            rep.problems.append(f"error: {res.shared} B of shared memory per block is more than "
-                                f"sm_{cc} allows ({limit} B)")
+            _take_ptxas_stats(rep, stats, SHARED_PER_BLOCK.get(f"sm_{cc}"), f"sm_{cc}")
         rep.ok = not any(p.startswith("error:") for p in rep.problems)
     report.diagnostics = sorted(grouped.values(), key=lambda d: (d.line is None, d.line or 0))
     return report

@@ -49,15 +49,20 @@ class LibraryUnavailable(BackendError):
     skip = True
 
 
-def _import_cublas():
+def _import_binding(name: str, what: str, library: str):
+    """nvmath-python's raw bindings ``nvmath.bindings.<name>``; LibraryUnavailable (a skip)
+    where nvmath or the library is missing."""
+    import importlib  # noqa: PLC0415
     try:
-        from nvmath.bindings import cublas  # noqa: PLC0415
+        return importlib.import_module(f"nvmath.bindings.{name}")
     except ImportError as exc:
-        raise LibraryUnavailable(
-            f"cuBLAS reference needs nvmath-python (nvmath.bindings.cublas): {exc}") from None
+        raise LibraryUnavailable(f"{what} needs nvmath-python (nvmath.bindings.{name}): {exc}") from None
     except Exception as exc:  # noqa: BLE001  (libcublas missing, wrong CUDA, ...)
-        raise LibraryUnavailable(f"cuBLAS cannot load: {exc}") from None
-    return cublas
+        raise LibraryUnavailable(f"{library} cannot load: {exc}") from None
+
+
+def _import_cublas():
+    return _import_binding("cublas", "cuBLAS reference", "cuBLAS")
 
 
 class CublasGemm:
@@ -142,17 +147,6 @@ COMPUTE_32F = 68
 LT_WORKSPACE_BYTES = 32 * 2**20
 
 
-def _import_cublaslt():
-    try:
-        from nvmath.bindings import cublasLt  # noqa: PLC0415
-    except ImportError as exc:
-        raise LibraryUnavailable(
-            f"cuBLASLt's FP8 line needs nvmath-python (nvmath.bindings.cublasLt): {exc}") from None
-    except Exception as exc:  # noqa: BLE001
-        raise LibraryUnavailable(f"cuBLASLt cannot load: {exc}") from None
-    return cublasLt
-
-
 class NoFp8Algorithm(BackendError):
     """cuBLASLt offers no FP8 algorithm for this problem: a skip, saying so."""
 
@@ -181,7 +175,7 @@ class CublasLtFp8:
 
     def ensure(self):
         if self.handle is None:
-            lib = _import_cublaslt()
+            lib = _import_binding("cublasLt", "cuBLASLt's FP8 line", "cuBLASLt")
             try:
                 self.handle = lib.create()
                 self.version = lib.get_version()

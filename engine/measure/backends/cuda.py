@@ -979,7 +979,7 @@ class CudaBackend(Backend):
                 self._write_tensor_maps(ws, scratch, maps)
             elif px > 0 and py > 0:
                 ws.tma_key = None    # this pre-pass may write where another kernel's maps lie
-        if kernel.dtype in FP8_INPUTS:   # C = scale_a·scale_b·A·B: the product, after K
+        if takes_scale(v):               # C = scale_a·scale_b·A·B: the product, after K
             args = (*args, np.float32(float(ws.scale_a) * float(ws.scale_b)))
         if v.workspace is not None:
             args = (*args, self._kernel_workspace(kernel, ws, m, n, k, zero_workspace))
