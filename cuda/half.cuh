@@ -10,17 +10,25 @@
 __device__ __forceinline__ void store_out(float* p, float v) { *p = v; }
 __device__ __forceinline__ void store_out(__half* p, float v) { *p = __float2half_rn(v); }
 __device__ __forceinline__ void store_out(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+/* Two neighbours in one store (p aligned to the pair): C in 16-bit types is written in
+ * 4-byte words, not 2-byte ones. */
+__device__ __forceinline__ void store_out_pair(float* p, float x, float y)
+{ *reinterpret_cast<float2*>(p) = make_float2(x, y); }
+__device__ __forceinline__ void store_out_pair(__half* p, float x, float y)
+{ *reinterpret_cast<__half2*>(p) = __floats2half2_rn(x, y); }
+__device__ __forceinline__ void store_out_pair(__nv_bfloat16* p, float x, float y)
+{ *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y); }
 
 /* A warpgroup's wgmma accumulators (f32 D fragments of an m64nCOLS tile), times scale, into
  * C (row-major M x N, of type OUT_T) at rows row0.., columns col0..: d[j] of lane (g, t) in
  * warp w is row 16 w + g + 8 ((j / 2) % 2), column (j / 4) * 8 + 2 t + j % 2 (the layout of
- * lab_ptx.cuh's FP32 store_wgmma_acc); float2 stores where C is FP32 and N even; rows >= M
- * and columns >= N are not written. */
+ * lab_ptx.cuh's FP32 store_wgmma_acc); pairs in one store where N is even (col is); rows
+ * >= M and columns >= N are not written. */
 template <int COLS, typename OUT_T>
 __device__ __forceinline__ void store_wgmma_out(const float* d, OUT_T* C, int row0, int col0,
                                                 int M, int N, int warp, int lane, float scale = 1.0f)
 {
-    const bool pairs = sizeof(OUT_T) == 4 && (N & 1) == 0;
+    const bool pairs = (N & 1) == 0;
 #pragma unroll
     for (int j = 0; j < COLS / 2; j += 2) {
         const int row = row0 + warp * 16 + (lane >> 2) + 8 * ((j >> 1) & 1);
@@ -30,7 +38,7 @@ __device__ __forceinline__ void store_wgmma_out(const float* d, OUT_T* C, int ro
         const size_t at = (size_t)row * N + col;
         const float x = scale * d[j], y = scale * d[j + 1];
         if (pairs && col + 1 < N) {
-            *reinterpret_cast<float2*>(reinterpret_cast<float*>(C) + at) = make_float2(x, y);
+            store_out_pair(C + at, x, y);
         } else if (col + 1 < N) {
             store_out(C + at, x);
             store_out(C + at + 1, y);

@@ -205,6 +205,12 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
     }
     __syncthreads();
 
+    /* registers to the consumers (setmaxnreg is warpgroup-wide): 128 sums + 64 partials each */
+    if (wg == 0)
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    else
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+
     if (wg == 0) {
         if (tid == 0) {
             const int Kp = (K + 15) & ~15;
@@ -234,7 +240,8 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
     } else {
         const int cw = wg - 1;
         const int warp = (tid >> 5) & 3, lane = tid & 31;
-        float acc[BN / 2];
+        float acc[BN / 2];                              /* C's FP32 sums */
+        float part[BN / 4];                             /* one k-tile of one N half, on the tensor cores */
         int it = 0;
         for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
             int row0, col0;
@@ -247,18 +254,21 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
                 mbar_wait(bars + 8 * s, (it / STAGES) & 1);
                 const unsigned sa = base + s * STAGE_BYTES + cw * (64 * 128);
                 const unsigned sb = base + s * STAGE_BYTES + A_BYTES;
-                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-                for (int kk = 0; kk < BK / 32; ++kk)
-                    wgmma_n256k32(acc, make_desc(sa + kk * 32), make_desc(sb + kk * 32), ELEM());
-                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-                if (kt > 0)                             /* k-tile it-1 read: release its stage */
-                    mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+                for (int h = 0; h < 2; ++h) {           /* N columns 128 h .. 128 h + 127 */
+                    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+                    for (int kk = 0; kk < BK / 32; ++kk)
+                        wgmma_n128k32(part, make_desc(sa + kk * 32),
+                                      make_desc(sb + h * (128 * 128) + kk * 32), kk > 0, ELEM());
+                    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+                    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+#pragma unroll
+                    for (int j = 0; j < BN / 4; ++j)    /* same lane layout: columns 128 h on */
+                        acc[h * (BN / 4) + j] += part[j];
+                }
+                mbar_arrive(bars + 8 * (STAGES + s));   /* both halves read: release the stage */
             }
-            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-            if (ktiles > 0)
-                mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
             store_wgmma_out<BN>(acc, C, row0 + cw * 64, col0, M, N, warp, lane, scale);
         }
     }

@@ -161,9 +161,10 @@ class CublasLtFp8:
     Row-major C (M×N) = scale_a·scale_b·A (M×K)·B with B stored N×K, as column-major
     cuBLASLt sees it: D (N×M, ld N) = op(Bᵀ) · A with the first operand our B (K×N
     column-major, ld K, TRANSA = T) and the second our A (K×M column-major, ld K, TRANSB =
-    N): the "TN" form FP8 requires. The scales are device floats (``scales``: scale_a, then
-    scale_b), given as the operands' scale pointers; alpha 1, beta 0; FP32 accumulation
-    (CUBLAS_COMPUTE_32F) without fast accumulation; D in BF16 or FP32, C the same."""
+    N): the "TN" form FP8 requires. The scales' product is alpha (beta 0): on an H200 every
+    algorithm cuBLASLt 13 offered failed with NOT_SUPPORTED once the operands' scale
+    pointers were set, and ran without them. FP32 accumulation (CUBLAS_COMPUTE_32F) without
+    fast accumulation; D in BF16 or FP32, C the same."""
 
     def __init__(self):
         self.lib = None
@@ -187,9 +188,9 @@ class CublasLtFp8:
     def _set(self, setter, obj, attr, value: np.ndarray) -> None:
         setter(obj, int(attr), value.ctypes.data, value.nbytes)
 
-    def _plan(self, m: int, n: int, k: int, ab_type: int, c_type: int, scales: int,
+    def _plan(self, m: int, n: int, k: int, ab_type: int, c_type: int,
               workspace_bytes: int) -> tuple:
-        key = (m, n, k, ab_type, c_type, int(scales), workspace_bytes)
+        key = (m, n, k, ab_type, c_type, workspace_bytes)
         plan = self._plans.get(key)
         if plan is not None:
             return plan
@@ -201,11 +202,6 @@ class CublasLtFp8:
             # cublasOperation_t: CUBLAS_OP_N = 0, CUBLAS_OP_T = 1
             self._set(lib.matmul_desc_set_attribute, desc, attr.TRANSA, np.array([1], dtype=np.int32))
             self._set(lib.matmul_desc_set_attribute, desc, attr.TRANSB, np.array([0], dtype=np.int32))
-            # the first operand is our B: its scale is scale_b (the second float)
-            self._set(lib.matmul_desc_set_attribute, desc, attr.A_SCALE_POINTER,
-                      np.array([int(scales) + 4], dtype=np.int64))
-            self._set(lib.matmul_desc_set_attribute, desc, attr.B_SCALE_POINTER,
-                      np.array([int(scales)], dtype=np.int64))
             a_l = lib.matrix_layout_create(ab_type, k, n, k)
             made.append((lib.matrix_layout_destroy, a_l))
             b_l = lib.matrix_layout_create(ab_type, k, m, k)
@@ -233,10 +229,11 @@ class CublasLtFp8:
         return plan
 
     def gemm(self, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: int, ab_type: int,
-             c_type: int, scales: int, workspace: int, workspace_bytes: int) -> None:
-        """Row-major C = scale_a·scale_b·A·B, B stored N×K, on the default stream."""
-        desc, a_l, b_l, c_l, found, _made = self._plan(m, n, k, ab_type, c_type, scales,
-                                                      workspace_bytes)
+             c_type: int, scale: float, workspace: int, workspace_bytes: int) -> None:
+        """Row-major C = scale·A·B (scale = scale_a·scale_b), B stored N×K, on the default
+        stream."""
+        desc, a_l, b_l, c_l, found, _made = self._plan(m, n, k, ab_type, c_type, workspace_bytes)
+        self._alpha[0] = scale
         try:
             self.lib.matmul(self.handle, desc, self._alpha.ctypes.data, int(b_ptr), a_l,
                             int(a_ptr), b_l, self._beta.ctypes.data, int(c_ptr), c_l,
@@ -247,7 +244,7 @@ class CublasLtFp8:
     def describe(self, ab_type: int, c_type: int) -> str:
         names = {v: k for k, v in {**DATA_TYPE, **FP8_DATA_TYPE}.items()}
         ver = f"cuBLASLt {self.version}" if self.version else "cuBLASLt"
-        return (f"{ver} matmul, A and B {names.get(ab_type, ab_type)} with per-tensor scales, "
+        return (f"{ver} matmul, A and B {names.get(ab_type, ab_type)}, alpha = their scales' product, "
                 f"C {names.get(c_type, c_type)}, FP32 accumulation, TN (B as N×K)")
 
     def close(self) -> None:

@@ -399,9 +399,8 @@ class CudaBackend(Backend):
         self._flush_bytes = 0
         self._events: list = []
         self._cublas = None  # CublasGemm, made lazily on the engine thread (library variants)
-        self._cublaslt = None  # CublasLtFp8 (FP8's line), with its workspace and scales buffers
+        self._cublaslt = None  # CublasLtFp8 (FP8's line), with its workspace
         self._lt_buffers = None
-        self._lt_scales = None
         self._hold = None    # StreamHold, made lazily on the engine thread; False: unavailable
         self.hold_note = ""  # why timed launches cannot be held back to back, if so
         self._timing_note = ""  # what the last time_launches could not do (timing_note)
@@ -460,7 +459,7 @@ class CudaBackend(Backend):
                     self._cublaslt = None
                     for buf in self._lt_buffers or ():
                         buf.free()
-                    self._lt_buffers = self._lt_scales = None
+                    self._lt_buffers = None
             if self._cublas is not None:  # destroy the handle while its context is current
                 try:
                     self._cublas.close()
@@ -516,7 +515,7 @@ class CudaBackend(Backend):
         return CompiledKernel(variant, dict(params), dtype, ("cublas", routine, types), report)
 
     def _compile_cublaslt(self, variant: Variant, params, dtype) -> CompiledKernel:
-        """cuBLASLt's FP8 line: the handle, a workspace and a scales buffer, made here."""
+        """cuBLASLt's FP8 line: the handle and a workspace, made here."""
         from engine.measure.backends.cublas import (DATA_TYPE, FP8_DATA_TYPE, LT_WORKSPACE_BYTES,  # noqa: PLC0415
                                                     CublasLtFp8, LibraryUnavailable)
         if dtype not in FP8_DATA_TYPE:
@@ -531,7 +530,7 @@ class CudaBackend(Backend):
         self._cublaslt.ensure()
         if self._lt_buffers is None:
             try:
-                self._lt_buffers = (self.drv.mem_alloc(LT_WORKSPACE_BYTES), self.drv.mem_alloc(16))
+                self._lt_buffers = (self.drv.mem_alloc(LT_WORKSPACE_BYTES),)
             except self.drv.Error as exc:
                 raise BackendError(f"cuBLASLt's workspace could not be allocated: {exc}") from None
         report = (f"{variant.label(params)} {dtype} on {self.arch}: "
@@ -939,13 +938,10 @@ class CudaBackend(Backend):
         v = kernel.variant
         if v.library == "cublaslt":
             from engine.measure.backends.cublas import LT_WORKSPACE_BYTES  # noqa: PLC0415
-            workspace, scales = self._lt_buffers
-            wanted = (float(ws.scale_a), float(ws.scale_b))
-            if self._lt_scales != wanted:    # a new input set: its scales, before its launches
-                self.drv.memcpy_htod(scales, np.array(wanted, dtype=np.float32))
-                self._lt_scales = wanted
-            self._cublaslt.gemm(ws.a, ws.b, ws.c, m, n, k, *kernel.handle[2], int(scales),
-                                int(workspace), LT_WORKSPACE_BYTES)
+            (workspace,) = self._lt_buffers
+            self._cublaslt.gemm(ws.a, ws.b, ws.c, m, n, k, *kernel.handle[2],
+                                float(ws.scale_a) * float(ws.scale_b), int(workspace),
+                                LT_WORKSPACE_BYTES)
             return
         if v.library:
             _lib, routine, types = kernel.handle
