@@ -1,22 +1,31 @@
-"""The shape suite: every contender kernel, tuned per shape, against both cuBLAS lines.
+"""The shape suite: every contender kernel, tuned per shape, against its precision's cuBLAS line.
 
     python3 benchmarks/shapes.py [--backend cuda] [--device 0] [--sizes SUITE_OR_SIZES]
-                                 [--variants a,b] [--params 'bk=16'] [--out DIR]
+                                 [--variants a,b] [--params 'bk=16'] [--dtype T]
+                                 [--out-dtype T] [--layout kn|nk] [--out DIR]
 
 For each shape of the suite (``engine.inputs.sizes.SHAPE_SUITE``: square and odd sizes, flat K,
 tall and wide panels, skinny panels and matrix-vector products; or ``--sizes``), every
 parameter combination of every contender valid at that shape is compiled, verified and
-timed through the engine (``Sweep``), with the library references (cuBLAS strict FP32 and
-TF32) in the same run. The winners are stored in the autotune cache (``--cache``), so the
-window's and the CLI's autotune start from them.
+timed through the engine (``Sweep``), with the library references of the input type (for
+float32 cuBLAS strict FP32 and TF32; for float16/bfloat16 cuBLAS's half line; for FP8
+cuBLASLt's, which takes B as N×K only) in the same run. ``--dtype``, ``--out-dtype`` and
+``--layout`` are ``bench``'s: A and B's type, C's type and B's layout. The winners are
+stored in the autotune cache (``--cache``), so the window's and the CLI's autotune start
+from them; the cache keys its entries by dtype, not by layout or C's type, so a run with B
+as N×K or a C type other than the default stores nothing (it would replace the default
+run's winners) and says so.
 
 Per shape the table gives the lab best (engine.results.derived.lab_best: the fastest verified
-kernel of the lab, what dispatching by shape gives) of each precision with its % of the
-same-precision cuBLAS line and % of the precision's peak, and, for memory-bound shapes
-(arithmetic intensity under the FP32 ridge of the measured copy bandwidth), the
-effective bandwidth as % of the measured device-to-device copy bandwidth. Below it, for
-each variant: how close the parameters guessed from the other shapes of its shape class
-(``engine.run.autotune.guess``, leave-one-out) come to the full search at each shape.
+kernel of the lab, what dispatching by shape gives) of each precision the records hold
+(engine.results.derived.record_precision: FP32 and TF32 for float32 inputs, FP16, BF16 or
+FP8 for the others) with its % of the same-precision library line and % of the precision's
+peak, and, for memory-bound shapes (arithmetic intensity under the ridge of the first
+precision's peak over the measured copy bandwidth), the effective bandwidth as % of the
+measured device-to-device copy bandwidth. A precision whose line was skipped (cuBLASLt's FP8
+with B as K×N) says why below the table. Below it, for each variant: how close the
+parameters guessed from the other shapes of its shape class (``engine.run.autotune.guess``,
+leave-one-out) come to the full search at each shape.
 
 Paired rounds (``--paired N``, default 3): after a shape's sweep, each precision's lab best
 and its cuBLAS line are timed again in turn, on the same inputs, N times each (best, cuBLAS,
@@ -26,11 +35,13 @@ compares two clock states: at 4096³ on an H200 cuBLAS TF32 alone took 376-390 �
 rounds of one session (benchmarks/NOTES.md, round 17). The paired records are kept (marked
 ``extra["paired"]``) but never pick the lab best or feed the autotune cache.
 
-Contenders (``--variants`` unset): per precision every rung of the ladder on the backend from
-``CONTENDER_FLOOR[precision]`` up (a backend without that rung: its ``CONTENDERS[precision]``
-highest rungs), the seeds where a backend has no rungs. All records go
-to ``DIR/shapes.json``, the table to ``DIR/shapes.txt`` (DIR: ``--out``, else $OUT, else
-benchmarks/results).
+Contenders (``--variants`` unset): the reference lines whose header lists the input type and
+B's layout, then per kernel precision that takes them (the registry's ``precision``,
+``dtypes`` and ``layouts``: fp32 and tf32 for float32, half for 16-bit inputs, fp8 for FP8)
+every rung of the ladder on the backend from ``CONTENDER_FLOOR[precision]`` up (a backend
+without that rung: its ``CONTENDERS[precision]`` highest rungs), the seeds where a backend
+has no rungs. All records go to ``DIR/shapes.json``, the table to ``DIR/shapes.txt`` (DIR:
+``--out``, else $OUT, else benchmarks/results).
 """
 from __future__ import annotations
 
@@ -54,7 +65,9 @@ from engine.results.derived import (is_reference_record, lab_best, pct_of, pct_o
                                     problem_key, record_precision, reference_times)
 from engine.results.records import ResultRecord  # noqa: E402
 from engine.kernels.registry import params_to_str  # noqa: E402
-from engine.run.runner import Plan, Sweep, expand_items  # noqa: E402
+from engine.common.dtypes import ELEMENT_NAMES, Layout, TypeSpec  # noqa: E402
+from engine.measure import peaks  # noqa: E402
+from engine.run.runner import Plan, Sweep, expand_items, refusal  # noqa: E402
 from engine.inputs.sizes import SHAPE_SUITE, format_shape, parse_sizes  # noqa: E402
 
 #: The lowest rung of each precision that runs by default, with every rung above it: FP32's
@@ -62,39 +75,77 @@ from engine.inputs.sizes import SHAPE_SUITE, format_shape, parse_sizes  # noqa: 
 #: 8192²×256, 64×4096²) and, by its parameters, on narrow N and N % 4 != 0 at mid sizes;
 #: above it the class specialists (24 skinny, both its streams, 32 small). A floor, not a
 #: count: a count of ten, right when it was set, dropped ffma_regdb once rung 33 came
-#: (round 19).
-CONTENDER_FLOOR = {"fp32": "ffma_regdb", "tf32": "tf32_mma"}
+#: (round 19). The 16-bit ladder is three rungs and all of them run: half_wgmma's 128×256
+#: tiles lead at 4096³-8192³ (96-100% of cuBLAS), but on narrow and skinny shapes, where such
+#: tiles are mostly padding, the smaller tiles of half_wmma and half_mma have not been
+#: measured against it yet. FP8 has its one rung.
+CONTENDER_FLOOR = {"fp32": "ffma_regdb", "tf32": "tf32_mma", "half": "half_wmma", "fp8": "fp8_wgmma"}
 #: Where a backend lacks the floor rung: how many of its highest rungs run.
-CONTENDERS = {"fp32": 10, "tf32": 5}
+CONTENDERS = {"fp32": 10, "tf32": 5, "half": 3, "fp8": 1}
+#: The roles of the lab's own kernels among the contenders (rungs first, else the seeds).
+LAB_ROLES = (("rung",), ("seed", "baseline"))
 
 #: Rounds of the paired pass (``--paired``): the lab best and its cuBLAS line timed in turn.
 PAIRED_ROUNDS = 3
 
 
-def contenders(backend: str) -> list[str]:
-    """The references, then per precision the highest rungs (by ladder order) on
-    ``backend``; a backend without rungs runs its seeds and baseline."""
-    pool = registry.variants_for(backend)
-    out = [v.name for v in pool if v.role == "reference" and "float32" in v.dtypes]
-    for precision in ("fp32", "tf32"):
-        for roles in (("rung",), ("seed", "baseline")):
-            mine = [v for v in pool if v.role in roles and v.precision == precision and v.kind == "gemm"]
+def contenders(backend: str, dtype: str = "float32", layout: str = "kn") -> list[str]:
+    """The references whose header lists ``dtype`` and ``layout``, then per kernel precision
+    of the variants that take them (fp32 and tf32 for float32, half for float16/bfloat16,
+    fp8 for FP8: the headers say it) the highest rungs (by ladder order) on ``backend``; a
+    backend without rungs of a precision runs its seeds and baseline."""
+    pool = [v for v in registry.variants_for(backend) if dtype in v.dtypes and layout in v.layouts]
+    out = [v.name for v in pool if v.role == "reference"]
+    lab = [v for v in pool if v.kind == "gemm" and any(v.role in roles for roles in LAB_ROLES)]
+    for precision in dict.fromkeys(v.precision for v in lab):
+        for roles in LAB_ROLES:
+            mine = [v for v in lab if v.role in roles and v.precision == precision]
             if mine:
                 mine.sort(key=lambda v: (v.order if v.order is not None else -1, v.name), reverse=True)
                 floor = next((v for v in mine if v.name == CONTENDER_FLOOR.get(precision)), None)
                 if floor is not None and floor.order is not None:
                     out += [v.name for v in mine if v.order is not None and v.order >= floor.order]
                 else:
-                    out += [v.name for v in mine[:CONTENDERS[precision]]]
+                    out += [v.name for v in mine[:CONTENDERS.get(precision, len(mine))]]
                 break
     return out
 
 
-def items_at(backend: str, names: list[str], overrides, shape, dtype: str) -> list[tuple[str, dict]]:
-    """Every combination of ``names`` valid at ``shape`` (invalid ones are left out: the
-    constraint says why in ``bench``)."""
+def items_at(backend: str, names: list[str], overrides, shape, dtype: str,
+             layout: str = "kn") -> list[tuple[str, dict]]:
+    """Every combination of ``names`` valid at ``shape`` in ``dtype`` with B as ``layout``
+    (invalid ones are left out: the constraint says why in ``bench``). A reference line is
+    kept even where refused (cuBLASLt takes no e5m2 × e5m2): its one skipped record says
+    why the precision has no % of cuBLAS."""
     return [(n, p) for n, p in expand_items(backend, names, overrides)
-            if registry.get(n).check(backend, p, *shape, dtype) is None]
+            if registry.get(n).role == "reference" or refusal(backend, n, p, shape, dtype, layout) is None]
+
+
+def precision_label(precision: str) -> str:
+    """A precision as the table heads it: ``FP32``, ``TF32``, ``BF16``, ``FP8``."""
+    return precision.upper()
+
+
+def _precision_rank(precision: str) -> tuple[int, str]:
+    """The engine's order of precisions (peaks.PRECISIONS), unknown ones after it."""
+    known = peaks.PRECISIONS
+    return (known.index(precision) if precision in known else len(known), precision)
+
+
+def dtype_precisions(dtype: str) -> set[str]:
+    """The arithmetic a run of input type ``dtype`` may have: peaks.precision_of of each
+    kernel precision the registry knows (fp32 and tf32 for float32, fp16 for float16, fp8
+    for either FP8 type)."""
+    return {peaks.precision_of(v.precision, dtype) for v in registry.REGISTRY.values()}
+
+
+def table_precisions(recs: list[ResultRecord]) -> list[str]:
+    """The precisions a table of ``recs`` has a section for: every arithmetic their input
+    types run (:func:`dtype_precisions`: a float32 table keeps its TF32 section where no
+    TF32 kernel ran) and any other a record carries, in the engine's order."""
+    found = {p for dtype in {r.dtype for r in recs} for p in dtype_precisions(dtype)}
+    found |= {record_precision(r) for r in recs}
+    return sorted(found, key=_precision_rank)
 
 
 def _known(value: float | None) -> float | None:
@@ -103,10 +154,9 @@ def _known(value: float | None) -> float | None:
 
 
 def is_memory_bound(r: ResultRecord) -> bool:
-    """Under the FP32 ridge point of the measured copy bandwidth: bytes, not FLOPs, decide."""
+    """Under the ridge point of the record's own precision (its peak over the measured copy
+    bandwidth): bytes, not FLOPs, decide."""
     peak, copy = _known(r.peak_gflops), _known(r.copy_gbps)
-    if record_precision(r) != "fp32":
-        return False
     if not (peak and copy and r.bytes):
         return False
     return r.flops / r.bytes < peak / copy
@@ -180,19 +230,27 @@ def paired_ratios(recs: list[ResultRecord], shape, precision: str) -> list[float
 
 
 def summary_rows(recs: list[ResultRecord]) -> list[dict]:
-    """Per shape: the lab best of each precision, % of its cuBLAS and peak, bandwidth. The
+    """Per shape: the lab best of each precision of its records (``precisions``:
+    :func:`table_precisions`), % of that precision's cuBLAS line and peak, bandwidth. The
     sweep's records pick the lab best; where paired rounds ran, % of cuBLAS is their median
-    (``pct_of_cublas_sweep``: the sweep's one timing of each; ``paired``: the rounds' ratios)."""
+    (``pct_of_cublas_sweep``: the sweep's one timing of each; ``paired``: the rounds' ratios).
+    ``no_line``: {precision: (variant, why)} where the precision's line did not run at the
+    shape (cuBLASLt's FP8 with B as K×N: skipped, saying why)."""
     swept = sweep_records(recs)
     refs = reference_times(swept)
     best = lab_best(swept)
     shapes = list(dict.fromkeys((r.m, r.n, r.k) for r in recs))
     rows = []
     for shape in shapes:
-        row = {"shape": shape, "verified": sum(1 for r in recs if (r.m, r.n, r.k) == shape
-                                              and r.status == "ok" and r.passed is True),
-               "ran": sum(1 for r in recs if (r.m, r.n, r.k) == shape and r.status != "skipped")}
-        for precision in ("fp32", "tf32"):
+        here = [r for r in recs if (r.m, r.n, r.k) == shape]
+        row = {"shape": shape, "verified": sum(1 for r in here if r.status == "ok" and r.passed is True),
+               "ran": sum(1 for r in here if r.status != "skipped"),
+               "precisions": table_precisions(here), "no_line": {}}
+        for precision in row["precisions"]:
+            lines = [r for r in here if is_reference_record(r) and record_precision(r) == precision]
+            if lines and not any(r.status == "ok" for r in lines):
+                why = next((r for r in lines if r.error), lines[0])
+                row["no_line"][precision] = (why.variant, why.error or why.status)
             won = [(key, r) for key, r in best.items() if (r.m, r.n, r.k) == shape and key[-1] == precision]
             if not won:
                 continue
@@ -219,23 +277,39 @@ def _spread(cell: dict) -> str:
     return f"{min(ratios):.1f}-{max(ratios):.1f}" if ratios else ""
 
 
+def table_sections(rows: list[dict]) -> list[str]:
+    """The precisions of the table's sections: those of its rows, in the engine's order
+    (a float32 table with no rows: FP32 and TF32, as ever)."""
+    found = {p for row in rows for p in row.get("precisions", ())} or dtype_precisions("float32")
+    return sorted(found, key=_precision_rank)
+
+
 def summary_table(rows: list[dict], device) -> str:
-    head = (f"{'shape':<18} {'FP32 lab best':<54} {'TFLOP/s':>8} {'%cuBLAS':>8} {'rounds':>11} {'%peak':>6} "
-            f"{'GB/s':>7} {'%copy':>6}   {'TF32 lab best':<40} {'TFLOP/s':>8} {'%cuBLAS':>8} {'rounds':>11} "
-            f"{'%peak':>6}")
+    """The lab best table: a section per precision (:func:`table_sections`), the first
+    with the bandwidth columns (its ridge decides which shapes are memory-bound), each
+    against its own line and peak."""
+    sections = table_sections(rows)
+    first, rest = sections[0], sections[1:]
+    head = (f"{'shape':<18} {precision_label(first) + ' lab best':<54} {'TFLOP/s':>8} {'%cuBLAS':>8} "
+            f"{'rounds':>11} {'%peak':>6} {'GB/s':>7} {'%copy':>6}")
+    head += "".join(f"   {precision_label(p) + ' lab best':<40} {'TFLOP/s':>8} {'%cuBLAS':>8} "
+                    f"{'rounds':>11} {'%peak':>6}" for p in rest)
     lines = []
     if device is not None:
         bits = [f"device: {device.name}" + (f" (cc {device.compute_capability})"
                                             if device.compute_capability else "")]
-        for what, v in (("FP32 SIMT", device.peak_gflops_fp32), ("TF32 tensor", device.peak_gflops_tf32)):
+        known = device.peaks()
+        for p in sections:
+            v = known.get(p)
             if v:
-                bits.append(f"{what} peak {v / 1e3:.1f} TFLOP/s")
+                unit = "TOP/s" if p == "int32" else "TFLOP/s"
+                bits.append(f"{peaks.LABELS.get(p, p).removesuffix(' core')} peak {v / 1e3:.1f} {unit}")
         if device.copy_gbps:
             bits.append(f"measured copy {device.copy_gbps:,.0f} GB/s")
         lines.append("; ".join(bits))
     lines += [head, "-" * len(head)]
     for row in rows:
-        f, t = row.get("fp32"), row.get("tf32")
+        f = row.get(first)
         cells = [f"{format_shape(row['shape']):<18}"]
         if f:
             bw = f"{f['gbps']:>7.0f} {_pct(f['pct_of_copy']) if f['memory_bound'] else '':>6}"
@@ -243,15 +317,25 @@ def summary_table(rows: list[dict], device) -> str:
                          f"{_spread(f):>11} {_pct(f['pct_of_peak']):>6} {bw}")
         else:
             cells.append(f"{'—':<54} {'':>8} {'':>8} {'':>11} {'':>6} {'':>7} {'':>6}")
-        if t:
-            cells.append(f"  {t['label'][:40]:<40} {t['gflops'] / 1e3:>8.2f} {_pct(t['pct_of_cublas']):>8} "
-                         f"{_spread(t):>11} {_pct(t['pct_of_peak']):>6}")
+        for i, p in enumerate(rest):
+            t = row.get(p)
+            if t:
+                cells.append(f"  {t['label'][:40]:<40} {t['gflops'] / 1e3:>8.2f} {_pct(t['pct_of_cublas']):>8} "
+                             f"{_spread(t):>11} {_pct(t['pct_of_peak']):>6}")
+            elif any(row.get(q) for q in rest[i + 1:]):     # keeps the later sections in their columns
+                cells.append(f"  {'—':<40} {'':>8} {'':>8} {'':>11} {'':>6}")
         lines.append(" ".join(cells))
-    lines.append("memory-bound shapes (intensity under the FP32 ridge of the measured copy bandwidth) "
-                 "show their effective bandwidth as % of the copy")
-    if any((row.get(p) or {}).get("paired") for row in rows for p in ("fp32", "tf32")):
+    lines.append(f"memory-bound shapes (intensity under the {precision_label(first)} ridge of the measured "
+                 "copy bandwidth) show their effective bandwidth as % of the copy")
+    if any((row.get(p) or {}).get("paired") for row in rows for p in sections):
         lines.append("%cuBLAS: the median over paired rounds (the lab best and cuBLAS timed in turn on "
                      "the same inputs); rounds: their lowest-highest (without rounds: one timing of each)")
+    missing: dict[tuple, list] = defaultdict(list)
+    for row in rows:
+        for p, (variant, why) in row.get("no_line", {}).items():
+            missing[(p, variant, why)].append(row["shape"])
+    for (p, variant, why), shapes in missing.items():
+        lines.append(f"{precision_label(p)}: no %cuBLAS at {len(shapes)} shape(s): {variant} did not run: {why}")
     return "\n".join(lines)
 
 
@@ -268,11 +352,12 @@ def search_winners(recs: list[ResultRecord]) -> dict[tuple, ResultRecord]:
     return out
 
 
-def guess_rows(recs: list[ResultRecord], backend: str, device_name: str, dtype: str,
-               cache: Path, arch: str | None = None) -> list[dict]:
+def guess_rows(recs: list[ResultRecord], backend: str, device_name: str, cache: Path,
+               arch: str | None = None) -> list[dict]:
     """For each (variant, shape) searched: the parameters ``autotune.guess`` proposes from
     the other shapes (leave-one-out: the shape's own entry ignored) and how fast they ran
-    in the full search, as % of the search's best. ``cache`` holds the winners."""
+    in the full search, as % of the search's best. ``cache`` holds the winners, keyed by
+    each record's own input type (a half run's never answer for FP32)."""
     recs = sweep_records(recs)
     times: dict[tuple, float] = {}
     for r in recs:
@@ -284,8 +369,10 @@ def guess_rows(recs: list[ResultRecord], backend: str, device_name: str, dtype: 
             searched[(r.variant, (r.m, r.n, r.k))].append(dict(r.params))
     rows = []
     for (variant, shape), best in search_winners(recs).items():
+        if variant not in registry.REGISTRY:     # a saved run's kernel this checkout lacks
+            continue
         # among the combinations the search ran, so that each guess has a time to compare
-        g = autotune.guess_candidates(backend, device_name, variant, dtype, shape, path=cache,
+        g = autotune.guess_candidates(backend, device_name, variant, best.dtype, shape, path=cache,
                                       exclude_exact=True, arch=arch, combos=searched[(variant, shape)])
         if not g.candidates:
             continue
@@ -294,9 +381,58 @@ def guess_rows(recs: list[ResultRecord], backend: str, device_name: str, dtype: 
                else f"nearest {format_shape(g.near)}" if g.source == "nearest" else g.source)
         t = times.get((variant, shape, params_to_str(params)))
         rows.append({"variant": variant, "shape": shape, "guess": params, "how": how,
-                     "best": dict(best.params),
+                     "best": dict(best.params), "precision": record_precision(best),
+                     "combos": len({params_to_str(p) for p in searched[(variant, shape)]}),
                      "pct_of_search": 100.0 * best.median_ms / t if t else math.nan})
     return rows
+
+
+def guess_skips(rows: list[dict]) -> dict[str, str]:
+    """{precision: why its guess is left out}: a precision whose kernels ran one parameter
+    combination per shape (the cpu backend's numpy, a --params that pins every value) has
+    nothing for a guess to choose, so its rows would read 100% whatever the class knows."""
+    out = {}
+    for precision in dict.fromkeys(r["precision"] for r in rows):
+        mine = [r for r in rows if r["precision"] == precision]
+        if all(r["combos"] <= 1 for r in mine):
+            names = ", ".join(dict.fromkeys(r["variant"] for r in mine))
+            out[precision] = (f"its kernels ({names}) ran one parameter combination per shape: "
+                              "a guess has nothing to choose")
+    return out
+
+
+def uncached_reason(spec: TypeSpec) -> str | None:
+    """Why the autotune cache cannot take the winners of a run of ``spec``, or None: it keys
+    its entries by backend, device, variant, dtype and shape, so winners with B as N×K or C
+    in another type would replace those of the dtype's default run (B K×N, default C)."""
+    default = TypeSpec(spec.element)
+    if spec == default:
+        return None
+    differs = ((["B as N×K"] if spec.layout is not default.layout else [])
+               + ([f"C in {spec.output}"] if spec.output is not default.output else []))
+    return (f"the autotune cache keys its entries by dtype, not by B's layout or C's type: winners "
+            f"with {' and '.join(differs)} would replace those of {spec.element} with B as K×N "
+            f"and C in {default.output}")
+
+
+def record_spec(r: ResultRecord) -> TypeSpec:
+    """A record's types (files from before half precision: the input type's defaults)."""
+    return TypeSpec(r.dtype, r.out_dtype or None, r.layout or Layout.KN)
+
+
+def guess_text(recs: list[ResultRecord], backend: str, device_name: str, cache: Path,
+               arch: str | None = None) -> str:
+    """The guess table of a run, with a line for each precision left out and why; one line
+    instead where the run's types are not what the cache keys (:func:`uncached_reason`)."""
+    why = uncached_reason(record_spec(recs[0])) if recs else None
+    if why:
+        return f"guess from shape class: none: {why}"
+    rows = guess_rows(recs, backend, device_name, cache, arch)
+    skips = guess_skips(rows)
+    kept = [r for r in rows if r["precision"] not in skips]
+    lines = [guess_table(kept)] if kept or not skips else []
+    lines += [f"guess from shape class: {precision_label(p)} left out: {why}" for p, why in skips.items()]
+    return "\n".join(lines)
 
 
 def guess_table(rows: list[dict]) -> str:
@@ -324,20 +460,23 @@ def device_of(recs: list[ResultRecord]):
     precision, the measured copy bandwidth): a DeviceInfo for :func:`summary_table`."""
     from engine.measure.backends.base import DeviceInfo  # noqa: PLC0415
     first = recs[0]
-    peaks: dict[str, float] = {}
+    known: dict[str, float] = {}
     copy = None
     for r in recs:
         if _known(r.peak_gflops):
-            peaks.setdefault(record_precision(r), float(r.peak_gflops))
+            known.setdefault(record_precision(r), float(r.peak_gflops))
         copy = copy or _known(r.copy_gbps)
     return DeviceInfo(backend=first.backend, index=max(first.device_index, 0), name=first.device,
-                      peak_gflops_fp32=peaks.get("fp32"), peak_gflops_tf32=peaks.get("tf32"),
-                      peak_gops_int32=peaks.get("int32"), copy_gbps=copy)
+                      peak_gflops_fp32=known.get("fp32"), peak_gflops_tf32=known.get("tf32"),
+                      peak_gops_int32=known.get("int32"), peak_gflops_fp16=known.get("fp16"),
+                      peak_gflops_bf16=known.get("bf16"), peak_gflops_fp8=known.get("fp8"),
+                      copy_gbps=copy)
 
 
-def reprint(path: Path, cache: Path | None, dtype: str, arch: str | None) -> int:
-    """The tables of a saved run (``--from``): nothing runs. ``arch`` (``sm_90``): whose
-    default parameters a guess falls back to, as on the device the run was made on."""
+def reprint(path: Path, cache: Path | None, arch: str | None) -> int:
+    """The tables of a saved run (``--from``): nothing runs; the records say their types.
+    ``arch`` (``sm_90``): whose default parameters a guess falls back to, as on the device
+    the run was made on."""
     recs = records.load(path)
     if not recs:
         print(f"{path}: no records", file=sys.stderr)
@@ -345,7 +484,7 @@ def reprint(path: Path, cache: Path | None, dtype: str, arch: str | None) -> int
     device = device_of(recs)
     text = summary_table(summary_rows(recs), device)
     if cache is not None:
-        text += "\n\n" + guess_table(guess_rows(recs, recs[0].backend, device.name, dtype, cache, arch))
+        text += "\n\n" + guess_text(recs, recs[0].backend, device.name, cache, arch)
     print(text)
     return 0
 
@@ -357,7 +496,15 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", default=None, help="size text (default: the shape suite)")
     ap.add_argument("--variants", default=None, help="kernels (default: the contenders)")
     ap.add_argument("--params", default=None, help="restrict parameters, e.g. 'bk=16;stages=3'")
-    ap.add_argument("--dtype", default="float32", choices=("float32", "int32"))
+    ap.add_argument("--dtype", default="float32", choices=ELEMENT_NAMES,
+                    help="input type of A and B, as bench's (the contenders and lines are those "
+                         "whose header lists it; with --from the records say it)")
+    ap.add_argument("--out-dtype", default=None, choices=ELEMENT_NAMES,
+                    help="type of C, as bench's: float16/bfloat16 inputs write float32 (default) "
+                         "or their own type; FP8 inputs bfloat16 (default) or float32")
+    ap.add_argument("--layout", default="kn", choices=tuple(Layout),
+                    help="B as K×N (kn, default) or N×K (nk), as bench's; cuBLASLt's FP8 line "
+                         "takes nk only (with kn it is skipped, saying why)")
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=10, help="timed launches when --budget is 0")
     ap.add_argument("--budget", type=float, default=0.05,
@@ -377,19 +524,26 @@ def main(argv=None) -> int:
                          "--cache names the run's autotune cache for the guess table")
     args = ap.parse_args(argv)
     if args.from_file:
-        return reprint(Path(args.from_file), Path(args.cache) if args.cache else None, args.dtype,
-                       args.arch)
+        return reprint(Path(args.from_file), Path(args.cache) if args.cache else None, args.arch)
+    try:
+        spec = TypeSpec(args.dtype, args.out_dtype, args.layout)
+    except ValueError as exc:
+        ap.error(f"--out-dtype: {exc}")
 
     shapes = parse_sizes(args.sizes) if args.sizes else list(SHAPE_SUITE)
-    names = args.variants.split(",") if args.variants else contenders(args.backend)
+    names = args.variants.split(",") if args.variants else contenders(args.backend, args.dtype, args.layout)
     names = [n for n in names if args.backend in registry.get(n).backends]
     overrides = parse_param_overrides(args.params) if args.params else {}
     out = Path(args.out or os.environ.get("OUT") or ROOT / "benchmarks" / "results")
     out.mkdir(parents=True, exist_ok=True)
     cache = Path(args.cache) if args.cache else out / "autotune.json"
+    plan_args = dict(backend=args.backend, dtype=args.dtype, out_dtype=args.out_dtype, layout=args.layout,
+                     device=args.device, warmup=args.warmup, repeats=args.repeats,
+                     time_budget_s=args.budget or None)
 
     sweep = Sweep()
     recs: list[ResultRecord] = []
+    planned = False
 
     def emit(ev):
         if ev.kind == "log" and ev.level == "error":
@@ -402,34 +556,43 @@ def main(argv=None) -> int:
 
     try:
         for shape in shapes:
-            items = items_at(args.backend, names, overrides, shape, args.dtype)
-            plan = Plan(backend=args.backend, items=items, shapes=[shape], dtype=args.dtype,
-                        device=args.device, warmup=args.warmup, repeats=args.repeats,
-                        time_budget_s=args.budget or None)
+            items = items_at(args.backend, names, overrides, shape, args.dtype, args.layout)
+            if not items:       # a plan of nothing is refused: say why here, once per shape
+                why = sorted({refusal(args.backend, n, p, shape, args.dtype, args.layout)
+                              for n, p in expand_items(args.backend, names, overrides)} - {None})
+                print(f"== {format_shape(shape)}: 0 runs ({'; '.join(why[:3]) or 'no contender'})", flush=True)
+                continue
+            plan = Plan(items=items, shapes=[shape], **plan_args)
+            planned = True
             print(f"== {format_shape(shape)}: {len(items)} runs", flush=True)
             recs += sweep.run(plan, emit)
             if args.paired > 0:
                 print(f"   paired rounds: {args.paired}", flush=True)
-                recs += paired_pass(sweep, dict(backend=args.backend, dtype=args.dtype, device=args.device,
-                                                warmup=args.warmup, repeats=args.repeats,
-                                                time_budget_s=args.budget or None),
-                                    recs, shape, args.paired, emit)
+                recs += paired_pass(sweep, plan_args, recs, shape, args.paired, emit)
             records.save(recs, out / "shapes.json")     # so far: a run cut short keeps its shapes
         device = sweep.device
     finally:
         sweep.close()
     if device is None:
-        print(f"the {args.backend} backend did not open", file=sys.stderr)
+        print(f"the {args.backend} backend did not open" if planned else
+              f"nothing ran: no contender takes {spec.label} on the {args.backend} backend",
+              file=sys.stderr)
         return 1
     swept = sweep_records(recs)
-    for (variant, shape), best in search_winners(swept).items():
-        searched = sum(1 for r in swept if r.variant == variant and (r.m, r.n, r.k) == shape)
-        # every combination's speed relative to the winner: what the shape's class learns
-        autotune.store(args.backend, device.name, variant, args.dtype, shape, best, searched, cache,
-                       records=[r for r in swept if r.variant == variant and (r.m, r.n, r.k) == shape])
+    uncached = uncached_reason(spec)
+    if uncached is None:
+        for (variant, shape), best in search_winners(swept).items():
+            searched = sum(1 for r in swept if r.variant == variant and (r.m, r.n, r.k) == shape)
+            # every combination's speed relative to the winner: what the shape's class learns;
+            # keyed by the run's dtype, so a half run's winners never replace FP32's
+            autotune.store(args.backend, device.name, variant, args.dtype, shape, best, searched, cache,
+                           records=[r for r in swept if r.variant == variant and (r.m, r.n, r.k) == shape])
     text = summary_table(summary_rows(recs), device)
     arch = autotune.device_arch(device)
-    text += "\n\n" + guess_table(guess_rows(recs, args.backend, device.name, args.dtype, cache, arch))
+    if uncached is None:
+        text += "\n\n" + guess_text(recs, args.backend, device.name, cache, arch)
+    else:
+        text += f"\n\nautotune cache: nothing stored, no guess from shape class: {uncached}"
     bad = [r for r in recs if r.status not in ("ok", "skipped")]
     text += "".join(f"\n!! {r.label()} at {format_shape((r.m, r.n, r.k))}: {r.status}: {r.error[:200]}"
                     for r in bad)

@@ -53,7 +53,9 @@ def test_contenders_reach_down_to_the_floor_rung_whatever_the_rung_count():
                  and v.order is not None]
         lowest = registry.get(floor).order
         want = {v.name for v in rungs if v.order >= lowest}
-        assert floor in want and {n for n in names if registry.get(n).precision == precision
+        # each precision in an input type its floor takes (float32; float16 for half; e4m3 for FP8)
+        mine = shapes.contenders("cuda", registry.get(floor).dtypes[0])
+        assert floor in want and {n for n in mine if registry.get(n).precision == precision
                                   and not registry.get(n).library} == want
         assert all(registry.get(n).order < lowest for n in {v.name for v in rungs} - want)
     assert {"ffma_regdb", "ffma_wide", "skinny", "ffma_small"} <= set(names)
@@ -183,6 +185,194 @@ def test_paired_rounds_give_the_ratio_and_never_pick_the_lab_best():
     plain = mod.summary_rows(sweep)[0]["fp32"]
     assert plain["pct_of_cublas"] == pytest.approx(95.0) and plain["paired"] == []
     assert "paired rounds" not in mod.summary_table(mod.summary_rows(sweep), None)
+
+
+def test_contenders_of_16_bit_and_fp8_inputs_come_from_the_headers():
+    """A half or FP8 suite runs the reference lines and rungs whose header lists the input
+    type and B's layout, from the precision's floor up; no FP32 or TF32 kernel and no FP32
+    line joins it (they do not take 16-bit words)."""
+    from engine.kernels import registry
+    shapes = _shapes_module()
+    for dtype, layout, precision in (("bfloat16", "kn", "half"), ("float16", "nk", "half"),
+                                     ("float8_e4m3", "nk", "fp8"), ("float8_e4m3", "kn", "fp8")):
+        names = shapes.contenders("cuda", dtype, layout)
+        takes = [v for v in registry.variants_for("cuda") if dtype in v.dtypes and layout in v.layouts]
+        refs = [v.name for v in takes if v.role == "reference"]
+        assert refs and names[:len(refs)] == refs, (dtype, layout, names)
+        floor = registry.get(shapes.CONTENDER_FLOOR[precision])
+        want = {v.name for v in takes if v.role == "rung" and v.precision == precision
+                and v.order is not None and v.order >= floor.order}
+        assert floor.name in want and set(names[len(refs):]) == want, (dtype, layout, names)
+    assert shapes.contenders("cuda", "bfloat16")[0] == "cublas_half"
+    assert {"half_wmma", "half_mma", "half_wgmma"} <= set(shapes.contenders("cuda", "float16"))
+    # FP8's line is kept for B as K×N too: the backend skips it there, saying why (below)
+    assert shapes.contenders("cuda", "float8_e4m3", "kn")[:2] == ["cublaslt_fp8", "fp8_wgmma"]
+    assert not {"cublas_fp32", "cublas_tf32", "ffma_wide", "tf32_mma"} & set(shapes.contenders("cuda", "float16"))
+    # the cpu backend has no 16-bit rungs: numpy, its seed, takes every type
+    assert shapes.contenders("cpu", "float16") == ["cpu_numpy"]
+
+
+def _rec(variant, ms, dtype="float32", shape=(96, 80, 64), paired=None, status="ok", error="",
+         params=None, layout=""):
+    r = records.ResultRecord(backend="cuda", device="dev", variant=variant, params=dict(params or {}),
+                             m=shape[0], n=shape[1], k=shape[2], dtype=dtype, median_ms=ms,
+                             status=status, passed=True if status == "ok" else None, error=error,
+                             layout=layout)
+    r.gflops = 2.0 * shape[0] * shape[1] * shape[2] / (ms * 1e-3) / 1e9 if ms > 0 else math.nan
+    if paired:
+        r.extra["paired"] = {"precision": paired[0], "round": paired[1], "line": paired[2]}
+    return r
+
+
+def test_summary_gives_each_precision_its_own_section_line_and_peak():
+    """FP32 and FP16 records at one shape: two sections, each lab best against the line of
+    its own precision (cublas_fp32 for FP32, cublas_half for FP16, never the other's), with
+    paired rounds of each precision kept apart; the device line names both peaks."""
+    from engine.measure.backends.base import DeviceInfo
+    mod = _shapes_module()
+    sweep = [_rec("ffma_wide", 2.0, params={"bk": 16}), _rec("cublas_fp32", 1.9),
+             _rec("half_wgmma", 0.5, "float16", params={"stages": 4}), _rec("half_mma", 1.2, "float16"),
+             _rec("cublas_half", 0.45, "float16")]
+    rounds = [_rec("half_wgmma", 0.5, "float16", paired=("fp16", 0, "lab best"), params={"stages": 4}),
+              _rec("cublas_half", 0.49, "float16", paired=("fp16", 0, "line")),
+              _rec("half_wgmma", 0.5, "float16", paired=("fp16", 1, "lab best"), params={"stages": 4}),
+              _rec("cublas_half", 0.51, "float16", paired=("fp16", 1, "line")),
+              _rec("half_wgmma", 0.5, "float16", paired=("fp16", 2, "lab best"), params={"stages": 4}),
+              _rec("cublas_half", 0.50, "float16", paired=("fp16", 2, "line"))]
+    assert [r.precision or derived.record_precision(r) for r in sweep] == ["fp32"] * 2 + ["fp16"] * 3
+    assert mod.paired_items(sweep, (96, 80, 64)) == [
+        ("fp32", ("ffma_wide", {"bk": 16}), ("cublas_fp32", {})),
+        ("fp16", ("half_wgmma", {"stages": 4}), ("cublas_half", {}))]
+    row, = mod.summary_rows(sweep + rounds)
+    assert row["precisions"] == ["fp32", "tf32", "fp16"]
+    assert row["fp32"]["label"] == sweep[0].label() and row["fp32"]["cublas_ms"] == 1.9
+    assert row["fp32"]["pct_of_cublas"] == pytest.approx(95.0) and row["fp32"]["paired"] == []
+    assert row["fp16"]["label"] == sweep[2].label() and row["fp16"]["cublas_ms"] == 0.45
+    assert row["fp16"]["pct_of_cublas_sweep"] == pytest.approx(90.0)
+    assert row["fp16"]["paired"] == pytest.approx([98.0, 102.0, 100.0])
+    assert row["fp16"]["pct_of_cublas"] == pytest.approx(100.0)
+    assert "tf32" not in row and mod.paired_ratios(rounds, (96, 80, 64), "fp32") == []
+    device = DeviceInfo(backend="cuda", index=0, name="gpu", peak_gflops_fp32=60e3,
+                        peak_gflops_tf32=500e3, peak_gflops_fp16=1000e3)
+    table = mod.summary_table([row], device)
+    lines = table.splitlines()
+    assert lines[0] == ("device: gpu; FP32 SIMT peak 60.0 TFLOP/s; TF32 tensor peak 500.0 TFLOP/s; "
+                        "FP16 tensor peak 1000.0 TFLOP/s")
+    head = lines[1]
+    assert head.index("FP32 lab best") < head.index("TF32 lab best") < head.index("FP16 lab best")
+    body = next(ln for ln in lines if ln.startswith("96x80x64"))
+    # the FP16 cell in its own column (the empty TF32 one holds its place), 100.0 of cublas_half
+    assert body.index(sweep[2].label()) == head.index("FP16 lab best")
+    assert "    95.0 " in body and "   100.0  98.0-102.0 " in body
+    assert "median over paired rounds" in table
+
+
+def test_summary_of_a_half_run_alone_and_a_skipped_line_said():
+    """A BF16 run's table has one section, BF16, with the bandwidth columns; an FP8 run with
+    B as K×N, where cuBLASLt was skipped, shows its lab best without a % of cuBLAS and says
+    why under the table instead of failing."""
+    mod = _shapes_module()
+    bf16 = [_rec("half_wgmma", 0.5, "bfloat16"), _rec("cublas_half", 0.45, "bfloat16")]
+    table = mod.summary_table(mod.summary_rows(bf16), None)
+    head = table.splitlines()[0]
+    assert head.split()[1:4] == ["BF16", "lab", "best"] and "FP32" not in head and "TF32" not in head
+    assert "GB/s" in head and "under the BF16 ridge" in table and "    90.0 " in table
+    why = "cuBLASLt's FP8 GEMM takes B as N×K only (the TN form); run with --layout nk"
+    fp8 = [_rec("fp8_wgmma", 0.3, "float8_e4m3", layout="kn"),
+           _rec("cublaslt_fp8", math.nan, "float8_e4m3", status="skipped", error=why, layout="kn"),
+           _rec("fp8_wgmma", 0.9, "float8_e4m3", shape=(1, 512, 512), layout="kn"),
+           _rec("cublaslt_fp8", math.nan, "float8_e4m3", shape=(1, 512, 512), status="skipped", error=why,
+                layout="kn")]
+    rows = mod.summary_rows(fp8)
+    assert [row["no_line"] for row in rows] == [{"fp8": ("cublaslt_fp8", why)}] * 2
+    assert all(math.isnan(row["fp8"]["pct_of_cublas"]) for row in rows)
+    from engine.measure.backends.base import DeviceInfo
+    device = DeviceInfo(backend="cuda", index=0, name="gpu", peak_gflops_fp16=1000e3, peak_gflops_fp8=2000e3)
+    assert device.peaks()["fp8"] == 2000e3          # what an FP8 record's % of peak is taken of
+    table = mod.summary_table(rows, device)
+    assert table.splitlines()[0] == "device: gpu; FP8 tensor peak 2000.0 TFLOP/s"
+    assert table.splitlines()[1].split()[1] == "FP8"
+    assert table.splitlines()[-1] == f"FP8: no %cuBLAS at 2 shape(s): cublaslt_fp8 did not run: {why}"
+
+
+def test_saved_fp32_suite_reprints_as_it_was_printed():
+    """The FP32/TF32 table of the saved H100 suite, as the run printed it, is what --from
+    prints from its records today (the per-precision sections keep float32's layout)."""
+    saved = (ROOT / "benchmarks" / "results" / "h100_shapes.txt").read_text().splitlines()
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "shapes.py"), "--from",
+                           str(ROOT / "benchmarks" / "results" / "h100_shapes.json")],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    again = proc.stdout.splitlines()
+    assert len(again) > 10 and again == saved[:len(again)]
+
+
+@pytest.fixture
+def numpy_half_line(monkeypatch):
+    """numpy registered as the cpu backend's 16-bit reference line (role reference,
+    precision half): where the cpu backend has no cuBLAS, numpy runs as both the lab's
+    kernel (cpu_numpy) and the line, so a half suite has a line to pair with."""
+    import dataclasses
+    from engine.kernels import registry
+    line = dataclasses.replace(registry.get("cpu_numpy"), name="numpy_half_line", role="reference",
+                               precision="half", dtypes=("float16", "bfloat16"), order=None,
+                               newcomer=frozenset())
+    monkeypatch.setitem(registry.REGISTRY, line.name, line)
+    return line.name
+
+
+def test_float16_suite_on_the_cpu_pairs_against_its_line_and_keeps_fp32_winners(
+        tmp_path, numpy_half_line, capsys):
+    """The suite in float16 on the cpu backend: the line comes from the registry (a
+    reference listing float16), the table has an FP16 section with paired ratios, the
+    winners go to the cache under float16 beside an FP32 entry left as it was, and --from
+    prints the same table; B as N×K stores nothing and says why."""
+    from engine.kernels.registry import REGISTRY
+    from engine.run import autotune
+    mod = _shapes_module()
+    assert mod.contenders("cpu", "float16") == [numpy_half_line, "cpu_numpy"]
+    out, cache = tmp_path / "out", tmp_path / "autotune.json"
+    sizes = "40x36x28,33x17x65"
+    fp32_winner = records.ResultRecord(backend="cpu", device="x", variant="cpu_numpy", params={},
+                                       m=40, n=36, k=28, dtype="float32", median_ms=0.125)
+    args = ["--backend", "cpu", "--sizes", sizes, "--warmup", "1", "--repeats", "3", "--budget", "0",
+            "--out", str(out), "--cache", str(cache)]
+    from engine.measure.backends.cpu import _cpu_name
+    autotune.store("cpu", _cpu_name(), "cpu_numpy", "float32", (40, 36, 28), fp32_winner, 1, cache)
+    assert mod.main(args + ["--dtype", "float16"]) == 0
+    printed = capsys.readouterr().out
+    recs = records.load(out / "shapes.json")
+    assert {r.dtype for r in recs} == {"float16"} and {r.precision for r in recs} == {"fp16"}
+    assert all(r.status == "ok" and r.passed is True for r in recs)
+    rows = mod.summary_rows(recs)
+    assert [row["shape"] for row in rows] == parse_sizes(sizes)
+    for row in rows:
+        cell = row["fp16"]
+        assert cell["label"] == "cpu_numpy" and len(cell["paired"]) == 3
+        assert cell["pct_of_cublas"] == pytest.approx(sorted(cell["paired"])[1])
+        assert math.isfinite(cell["cublas_ms"]) and "fp32" not in row
+        paired = [r for r in recs if r.extra.get("paired") and (r.m, r.n, r.k) == row["shape"]]
+        assert [r.variant for r in paired] == ["cpu_numpy", numpy_half_line] * 3
+    table = (out / "shapes.txt").read_text()
+    head = table.splitlines()[1]
+    assert "FP16 lab best" in head and "FP32" not in head and "TF32" not in head
+    assert "median over paired rounds" in table and table.split("\n\n")[0] in printed
+    assert "FP16 left out" in table and "one parameter combination per shape" in table
+    entries = json.loads(cache.read_text())
+    device = recs[0].device
+    assert entries[f"cpu|{device}|cpu_numpy|float32|40x36x28"]["median_ms"] == 0.125
+    assert {k for k in entries if "|float16|" in k} == {f"cpu|{device}|cpu_numpy|float16|{s}"
+                                                        for s in sizes.split(",")}
+    assert numpy_half_line in REGISTRY and not any(numpy_half_line in k for k in entries)
+    # --from: the same table from the saved half records (their own types, no --dtype)
+    assert mod.main(["--from", str(out / "shapes.json")]) == 0
+    assert capsys.readouterr().out.splitlines()[1:] == table.split("\n\n")[0].splitlines()[1:]
+    # B as N×K: the cache has no layout in its key, so nothing is stored, and the run says so
+    before = cache.read_text()
+    assert mod.main(args + ["--dtype", "bfloat16", "--layout", "nk", "--out", str(tmp_path / "nk")]) == 0
+    nk = (tmp_path / "nk" / "shapes.txt").read_text()
+    assert "BF16 lab best" in nk and "autotune cache: nothing stored" in nk and "B as N×K" in nk
+    assert cache.read_text() == before
 
 
 @pytest.mark.skipif(not _opencl_available(), reason="no OpenCL device (install pocl-opencl-icd)")

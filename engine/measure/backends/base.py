@@ -142,15 +142,16 @@ class DeviceInfo:
     copy_gbps: float | None = None          # measured device-to-device copy (read + write)
     peak_gflops_fp16: float | None = None   # dense FP16 tensor cores, FP32 accumulation
     peak_gflops_bf16: float | None = None   # dense BF16 tensor cores, FP32 accumulation
+    peak_gflops_fp8: float | None = None    # dense FP8 tensor cores, FP32 accumulation
     notes: str = ""                         # how the estimates were derived, or why not
     extra: dict[str, Any] = field(default_factory=dict)
 
     def peaks(self) -> dict[str, float | None]:
         """Peak GFLOP/s (GOP/s for int32) per precision: ``fp32``, ``tf32``, ``int32``,
-        ``fp16``, ``bf16``."""
+        ``fp16``, ``bf16``, ``fp8``."""
         return {"fp32": self.peak_gflops_fp32, "tf32": self.peak_gflops_tf32,
                 "int32": self.peak_gops_int32, "fp16": self.peak_gflops_fp16,
-                "bf16": self.peak_gflops_bf16}
+                "bf16": self.peak_gflops_bf16, "fp8": self.peak_gflops_fp8}
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) pairs for a properties table."""

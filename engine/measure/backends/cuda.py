@@ -359,6 +359,8 @@ def _device_info_and_monitor(drv, index: int):
     info.peak_gflops_fp32, info.peak_gflops_tf32 = peaks.get("fp32"), peaks.get("tf32")
     info.peak_gops_int32 = peaks.get("int32")
     info.peak_gflops_fp16, info.peak_gflops_bf16 = peaks.get("fp16"), peaks.get("bf16")
+    # FP8 records' % of peak: without it their peak was unknown (cuda_peaks computes it)
+    info.peak_gflops_fp8 = peaks.get("fp8")
     if mem_khz and bus:
         info.peak_gbps = 2 * mem_khz * 1e3 * bus / 8 / 1e9
         notes.append("bandwidth = 2 × memory clock × bus width")
