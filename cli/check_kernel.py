@@ -30,8 +30,11 @@ def build_parser() -> argparse.ArgumentParser:
                                 "messages use")
     p.add_argument("--backend", choices=("cuda", "opencl"), default=None,
                    help="default: the file's own (its suffix or header)")
-    p.add_argument("--dtype", choices=ELEMENT_NAMES, default="float32",
-                   help="the input type built (default float32); the kernel's header lists those it takes")
+    p.add_argument("--dtype", choices=ELEMENT_NAMES, default=None,
+                   help="the input type built (default: the first of those the kernel's header lists)")
+    p.add_argument("--layout", choices=("kn", "nk"), default="kn",
+                   help="B's layout built (default kn, B as K×N; nk: B as N×K, where the header "
+                        "lists it)")
     p.add_argument("--arch", default=None,
                    help=f"CUDA target architecture (default {DEFAULT_ARCH}; sm_90a for "
                         "wgmma kernels)")
@@ -102,7 +105,7 @@ def run_check_kernel(argv: Sequence[str]) -> int:
         return EXIT_BAD_INPUT
     kwargs = dict(text=text, backend=args.backend, dtype=args.dtype, arch=args.arch,
                   device=args.device, display_path=args.display_path, workers=args.workers,
-                  timeout=args.timeout)
+                  timeout=args.timeout, layout=args.layout)
     if args.json:
         # stdout is the JSON alone: whatever a compiler library prints goes to stderr.
         sys.stdout.flush()

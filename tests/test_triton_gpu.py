@@ -1,9 +1,10 @@
 """Issue 40 on a GPU: Triton kernel files compiled by Triton and launched on the engine's
 own context, stream and buffers. The built-in rungs verify at odd shapes in both
-precisions; a user's kernel and a wrong one run beside them; the launcher's host time per
+precisions, the half and FP8 ones in their types and both B layouts at an odd shape and
+1000³; a user's kernel and a wrong one run beside them; the launcher's host time per
 launch (Triton's Python launcher) is measured and stays out of the kernel's time.
 Skips cleanly without pycuda, a device or Triton. The CPU side (the interpreter) is
-tests/test_triton_kernels.py."""
+tests/test_triton_kernels.py and tests/test_triton_half.py."""
 from __future__ import annotations
 
 import importlib.util
@@ -40,6 +41,33 @@ def test_triton_rungs_verify_at_odd_shapes_on_cuda(name):
     bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
     assert not bad, (SEED, bad)
     assert all(r.precision == v.precision and r.median_ms > 0 for r in recs)
+
+
+#: odd (127×61 · 61×253) and 1000³ (no multiple of 16: Triton's unvectorized class)
+HALF_SHAPES = [(127, 253, 61), (1000, 1000, 1000)]
+
+
+@pytest.mark.parametrize("name, dtype, out_dtype, layout", [
+    ("triton_grouped_half", "bfloat16", None, "kn"), ("triton_grouped_half", "bfloat16", None, "nk"),
+    ("triton_grouped_half", "float16", None, "kn"), ("triton_grouped_half", "float16", None, "nk"),
+    ("triton_grouped_half", "bfloat16", "bfloat16", "nk"),
+    ("triton_grouped_fp8", "float8_e4m3", None, "kn"), ("triton_grouped_fp8", "float8_e4m3", None, "nk"),
+    ("triton_grouped_fp8", "float8_e4m3", "float32", "nk")])
+def test_triton_half_and_fp8_rungs_verify_on_cuda(name, dtype, out_dtype, layout):
+    """The half and FP8 rungs in their types and both B layouts, launched with typed
+    pointers (C in the run's output type), B's strides as the layout has them and FP8's
+    scale_a·scale_b after K: every record verifies against the FP64 reference."""
+    require_backend("cuda")
+    v = registry.get(name)
+    wide = dict(v.default_params(), block_m=128, block_n=256)      # 8 warps: 128 accumulators
+    plan = Plan(backend="cuda", items=[(name, v.default_params()), (name, wide)],
+                shapes=HALF_SHAPES, warmup=1, repeats=3, seed=SEED, dtype=dtype,
+                out_dtype=out_dtype, layout=layout)
+    recs, _ = run_plan(plan)
+    assert len(recs) == 2 * len(HALF_SHAPES)
+    bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
+    assert not bad, (SEED, bad)
+    assert all(r.dtype == dtype and r.median_ms > 0 for r in recs)
 
 
 def test_a_user_triton_kernel_runs_beside_cuda_and_a_wrong_one_fails(tmp_path, monkeypatch):

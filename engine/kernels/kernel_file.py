@@ -50,14 +50,16 @@ PRECISIONS = ("fp32", "tf32", "half", "fp8")
 DTYPES = ("float32", "int32")
 #: 16-bit float types a CUDA C kernel file may declare (ELEM = __half / __nv_bfloat16, OUT
 #: = float or ELEM: engine.kernels.registry.Variant.defines); a file declares these or DTYPES,
-#: not both (its code and its precision differ).
+#: not both (its code and its precision differ). A Triton file may declare them too (its
+#: pointers are typed at the launch: engine.measure.triton_kernels).
 HALF_DTYPES = ("float16", "bfloat16")
-#: FP8 types a CUDA C kernel file may declare (ELEM = __nv_fp8_e4m3 / __nv_fp8_e5m2, OUT =
-#: float or __nv_bfloat16; the kernel takes the per-tensor scales' product as an argument).
+#: FP8 types a CUDA C or Triton kernel file may declare (ELEM = __nv_fp8_e4m3 / __nv_fp8_e5m2,
+#: OUT = float or __nv_bfloat16; the kernel takes the per-tensor scales' product as an argument).
 FP8_DTYPES = ("float8_e4m3", "float8_e5m2")
 KERNEL_DTYPES = DTYPES + HALF_DTYPES + FP8_DTYPES
 #: B's layouts a kernel file may take (engine.common.dtypes.Layout): "kn", B as K×N
-#: row-major, every kernel; "nk", B as N×K (the kernel is built with B_NK = 1).
+#: row-major, every kernel; "nk", B as N×K (a CUDA C kernel is built with B_NK = 1, a Triton
+#: kernel is handed B's strides as N×K: stride_bk = 1, stride_bn = K).
 LAYOUTS = ("kn", "nk")
 TOP_KEYS = {"name", "title", "summary", "source", "role", "order", "newcomer", "backend", "entry", "kind",
             "dtypes", "precision", "arch_suffix", "params", "derived", "chosen", "constraints",
@@ -882,15 +884,14 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
     if (not isinstance(layouts, list) or "kn" not in layouts
             or any(x not in LAYOUTS for x in layouts) or len(set(layouts)) != len(layouts)):
         err(f"layouts must list \"kn\" (B as K×N, every kernel) and may add \"nk\" (B as "
-            f"N×K, built with B_NK = 1), not {layouts!r}", "layouts")
-    if triton and layouts != ["kn"]:
-        err("a Triton kernel's layouts are [\"kn\"] (its B strides are K×N's)", "layouts")
+            f"N×K: built with B_NK = 1, or a Triton kernel's B strides), not {layouts!r}",
+            "layouts")
     dtypes = data.get("dtypes", ["float32"] if triton else list(DTYPES))
     if (not isinstance(dtypes, list) or not dtypes or any(d not in KERNEL_DTYPES for d in dtypes)):
         err(f"dtypes must be a list of {', '.join(KERNEL_DTYPES)}, not {dtypes!r}", "dtypes")
-    if triton and dtypes != ["float32"]:      # tl.dot takes no int32 operands
-        err(f"a Triton kernel's dtypes are [\"float32\"] (tl.dot multiplies no int32), not "
-            f"{dtypes!r}", "dtypes")
+    if triton and isinstance(dtypes, list) and "int32" in dtypes:   # a wrapping int32 GEMM
+        err(f"a Triton kernel's dtypes are float32, float16/bfloat16 or float8_e4m3/"
+            f"float8_e5m2 (tl.dot multiplies no int32), not {dtypes!r}", "dtypes")
     half = [d for d in dtypes if d in HALF_DTYPES]
     if half and len(half) != len(dtypes):
         err(f"dtypes mixes 16-bit types with {', '.join(d for d in dtypes if d not in half)}: a "

@@ -228,6 +228,8 @@ class CheckReport:
         OpenCL device's name.
     dtype
         The element type the defines were made for.
+    layout
+        B's layout built (``kn``: K×N, ``nk``: N×K).
     header_error
         The header's problem (``path:line: message``); then nothing was built and
         ``diagnostics`` holds it at its line.
@@ -246,6 +248,7 @@ class CheckReport:
     backend: str
     target: str
     dtype: str
+    layout: str = "kn"
     header_error: str | None = None
     problem: str | None = None
     diagnostics: list[Diagnostic] = field(default_factory=list)
@@ -290,7 +293,8 @@ class CheckReport:
         came from the user (file names, the kernel's text in messages) is printed literally:
         control characters are shown as escapes (:func:`engine.kernels.kernel_file.shown_text`)."""
         built = sum(c.built for c in self.combos)
-        head = (f"{shown_text(self.path)}: {self.backend or '?'} kernel, {self.dtype}"
+        head = (f"{shown_text(self.path)}: {self.backend or '?'} kernel"
+                f"{', ' + self.dtype if self.dtype else ''}{', B N×K' if self.layout == 'nk' else ''}"
                 f"{', for ' + shown_text(self.target) if self.target else ''}: ")
         if self.header_error:
             return head + "header error\n" + _shown_lines(self.header_error)
@@ -536,7 +540,7 @@ def probe_shapes(params: Mapping[str, int], sides_from: Iterable[int] = ()
 
 
 def _plan(variant: Variant, backend: str, dtype: str,
-          combos: Iterable[Mapping[str, int]] | None) -> list[ComboReport]:
+          combos: Iterable[Mapping[str, int]] | None, layout: str = "kn") -> list[ComboReport]:
     """A report per combination, with its launch geometry; skipped ones say why."""
     out = []
     for given in (variant.combos() if combos is None else combos):
@@ -558,7 +562,7 @@ def _plan(variant: Variant, backend: str, dtype: str,
             continue
         first_reason = None
         for shape in probe_shapes(params, side_values(variant, params)):
-            why = variant.check(backend, params, *shape, dtype)
+            why = variant.check(backend, params, *shape, dtype, layout)
             if why is None:
                 (_g, (bx, by)) = variant.geometry(params, *shape)
                 rep.shape, rep.block_threads = shape, bx * by
@@ -599,7 +603,7 @@ def _rename(text: str, names: Iterable[str], shown: str) -> str:
 
 def _check_cuda(variant: Variant, plan: list[ComboReport], report: CheckReport, source: Path,
                 shown: str, arch: str, dtype: str, extra: list[str], workers: int,
-                timeout: float) -> list[tuple[ComboReport, _Build]]:
+                timeout: float, layout: str = "kn") -> list[tuple[ComboReport, _Build]]:
     from engine.measure.backends.base import BackendError, BuildError  # noqa: PLC0415
     from engine.measure.backends.cuda import find_nvcc, nvcc_cubin, nvcc_options, target_arch  # noqa: PLC0415
 
@@ -623,8 +627,8 @@ def _check_cuda(variant: Variant, plan: list[ComboReport], report: CheckReport, 
     def build(rep: ComboReport) -> _Build:
         t0 = time.perf_counter()
         try:
-            _cubin, log = nvcc_cubin(source, nvcc_options(variant, rep.params, dtype) + extra,
-                                     target, timeout=timeout)
+            _cubin, log = nvcc_cubin(source, nvcc_options(variant, rep.params, dtype, None, layout)
+                                     + extra, target, timeout=timeout)
             result = _Build(True, log)
         except BuildError as exc:
             result = _Build(False, str(exc).partition("\n")[2] or str(exc))
@@ -801,10 +805,11 @@ def default_workers() -> int:
 
 
 def check_kernel(path: str | Path, text: str | None = None, backend: str | None = None,
-                 dtype: str = "float32", arch: str | None = None, device: int = 0,
+                 dtype: str | None = None, arch: str | None = None, device: int = 0,
                  display_path: str | Path | None = None,
                  combos: Iterable[Mapping[str, int]] | None = None,
-                 workers: int | None = None, timeout: float = DEFAULT_TIMEOUT_S) -> CheckReport:
+                 workers: int | None = None, timeout: float = DEFAULT_TIMEOUT_S,
+                 layout: str = "kn") -> CheckReport:
     """Compile a kernel file for every combination of its parameter space and report.
 
     Parameters
@@ -820,7 +825,8 @@ def check_kernel(path: str | Path, text: str | None = None, backend: str | None 
         ``"cuda"`` or ``"opencl"``; by default the file's own (its suffix or header).
     dtype
         an input type (:data:`engine.common.dtypes.ELEMENT_NAMES`) the kernel's header lists:
-        the defines built (16-bit inputs with C in float32).
+        the defines built, or a Triton kernel's pointer types (C in the type's default
+        output: float32 for 16-bit inputs, bfloat16 for FP8); default the header's first.
     arch
         CUDA target (default :data:`DEFAULT_ARCH`, ``sm_90``); a kernel whose header says
         ``arch_suffix = "a"`` is built for ``sm_90a``, as the backend does.
@@ -835,6 +841,9 @@ def check_kernel(path: str | Path, text: str | None = None, backend: str | None 
         Builds at once (default :func:`default_workers`: min(4, cores)).
     timeout
         Seconds one nvcc build may take.
+    layout
+        B's layout built (``kn`` or ``nk``, one the header lists): ``B_NK`` for CUDA C, the
+        unit stride a Triton kernel is specialized on.
 
     Returns
     -------
@@ -846,10 +855,10 @@ def check_kernel(path: str | Path, text: str | None = None, backend: str | None 
     shown_path = Path(display_path) if display_path else path
     shown = str(shown_path)
     report = CheckReport(path=shown, backend=backend or BACKEND_OF_SUFFIX.get(shown_path.suffix, ""),
-                         target="", dtype=dtype)
+                         target="", dtype=dtype or "", layout=layout)
     try:
         return _check(report, path, shown_path, text, backend, dtype, arch, device, combos,
-                      workers or default_workers(), timeout)
+                      workers or default_workers(), timeout, layout)
     except Exception as exc:  # noqa: BLE001  (a bug of ours must not take the editor down)
         report.problem = f"the check itself failed: {type(exc).__name__}: {exc}"
         return report
@@ -858,8 +867,8 @@ def check_kernel(path: str | Path, text: str | None = None, backend: str | None 
 
 
 def _check(report: CheckReport, path: Path, shown_path: Path, text: str | None,
-           backend: str | None, dtype: str, arch: str | None, device: int, combos,
-           workers: int, timeout: float) -> CheckReport:
+           backend: str | None, dtype: str | None, arch: str | None, device: int, combos,
+           workers: int, timeout: float, layout: str = "kn") -> CheckReport:
     shown = str(shown_path)
     try:
         text = read_kernel_text(path, shown_path) if text is None else check_kernel_text(
@@ -877,17 +886,23 @@ def _check(report: CheckReport, path: Path, shown_path: Path, text: str | None,
         report.problem = (f"{shown_path.name} is a {header.backend} kernel, not {backend} "
                           f"(the file's suffix or its header's 'backend' says so)")
         return report
+    if dtype is None:          # the header's first type (a half or FP8 file has no float32)
+        dtype = report.dtype = variant.dtypes[0]
     if dtype not in ELEMENT_NAMES or dtype not in variant.dtypes:
         report.problem = (f"{variant.name} does not support {dtype} (its dtypes: "
                           f"{', '.join(variant.dtypes)})")
         return report
-    report.combos = plan = _plan(variant, backend, dtype, combos)
+    if layout not in variant.layouts:
+        report.problem = (f"{variant.name} takes B as K×N only (its layouts: "
+                          f"{', '.join(variant.layouts)}), not {layout}")
+        return report
+    report.combos = plan = _plan(variant, backend, dtype, combos, layout)
     for rep in plan:
         if rep.problems and rep.skipped is None:
             rep.ok = False                      # a combination not in the space
     if header.is_triton:
         return _check_triton(report, variant, shown_path, text, timeout, arch or DEFAULT_ARCH,
-                             dtype, workers)
+                             dtype, workers, layout)
     # What the file includes is checked before any compiler opens it (a pipe would hold a
     # build until its timeout, for ever in OpenCL); includes resolve as the builds do: from
     # the file's folder, then the lab's cuda/ (CUDA) or the working folder (OpenCL).
@@ -912,7 +927,7 @@ def _check(report: CheckReport, path: Path, shown_path: Path, text: str | None,
         extra = [f"-I{home}"] if home.is_dir() else []
         if backend == "cuda":
             results = _check_cuda(variant, plan, report, source, shown, arch or DEFAULT_ARCH,
-                                  dtype, extra, workers, timeout)
+                                  dtype, extra, workers, timeout, layout)
         else:
             results = _check_opencl(variant, plan, report, text, shown, device, dtype, workers)
     if report.problem:
@@ -922,13 +937,16 @@ def _check(report: CheckReport, path: Path, shown_path: Path, text: str | None,
 
 
 def _check_triton(report: CheckReport, variant: Variant, shown_path: Path, text: str,
-                  timeout: float, arch: str, dtype: str, workers: int) -> CheckReport:
+                  timeout: float, arch: str, dtype: str, workers: int,
+                  layout: str = "kn") -> CheckReport:
     """A Triton kernel file (.py): the header (above), the file imported in a separate
     process (an exception, sys.exit or an endless loop there is a message at its line),
     the kernel found and its signature matched to the header; then every combination
     compiled by Triton for ``arch`` in child processes (no GPU needed), with ``ptxas -v``
     on its PTX for registers and spills and Triton's shared memory, a compile error at its
-    line of the file."""
+    line of the file. Pointers typed by ``dtype`` (C in its default output), specialized as
+    Triton specializes a launch at sizes that are multiples of 16 in ``layout``
+    (triton_kernels.aligned_specialization)."""
     from engine.measure import triton_kernels as tk  # noqa: PLC0415  (optional part)
     cc = int(re.sub(r"\D", "", arch) or 90)
     report.target = f"Triton for sm_{cc}{'a' if cc >= 90 else ''}"
@@ -941,7 +959,7 @@ def _check_triton(report: CheckReport, variant: Variant, shown_path: Path, text:
         return report
     todo = [r for r in report.combos if r.skipped is None and not r.problems]
     built = tk.compile_combos(shown_path, text, variant, [r.params for r in todo], dtype, cc,
-                              workers, timeout * max(1, len(todo)))
+                              workers, timeout * max(1, len(todo)), layout=layout)
     shown = str(shown_path)
     grouped: dict[tuple, Diagnostic] = {}
     for rep, res in zip(todo, built):

@@ -9,11 +9,18 @@ child and comes back as one ``file:line: message``; only a file whose import fin
 is executed in the engine's process.
 
 The kernel's signature (docs/triton.md): the positional arguments of its ``kind``
-(``A, B, C, M, N, K`` for ``gemm``; ``A, C, M, K`` for ``aat``), then the row and column
-strides of each matrix in elements (``stride_am, stride_ak, stride_bk, stride_bn,
-stride_cm, stride_cn``; ``aat``: A's and C's), then the header's parameters upper-case as
-``tl.constexpr`` (``block_m`` → ``BLOCK_M``); ``num_warps`` and ``num_stages`` are
-Triton's launch options, not arguments.
+(``A, B, C, M, N, K`` for ``gemm``; ``A, C, M, K`` for ``aat``), for a header with
+``precision = "fp8"`` then ``scale`` (a float: scale_a·scale_b, C = scale·A·B, as the CUDA
+FP8 kernels take it after K), then the row and column strides of each matrix in elements
+(``stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn``; ``aat``: A's and
+C's), then the header's parameters upper-case as ``tl.constexpr`` (``block_m`` →
+``BLOCK_M``); ``num_warps`` and ``num_stages`` are Triton's launch options, not arguments.
+A and B point to the run's input type (Triton's fp32, fp16, bf16, fp8e4nv, fp8e5),
+C to its output type (:class:`engine.common.dtypes.TypeSpec`: 16-bit inputs write float32
+or their own type, FP8 inputs bfloat16 or float32), so a kernel stores
+``acc.to(C.dtype.element_ty)``. B as N×K (layout ``nk``) comes as the same pointer with
+``stride_bk = 1, stride_bn = K``: the kernel reads B through its strides, so one kernel
+serves both layouts its header lists.
 
 Two ways to run one:
 
@@ -39,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from engine.common.dtypes import ElementType, TypeSpec
 from engine.kernels.kernel_file import TRITON_LAUNCH_PARAMS, shown_text
 from engine.kernels.registry import Variant
 
@@ -54,6 +62,8 @@ INTERPRET_ENV = "TRITON_INTERPRET"
 _STRIDES = {"gemm": ("stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn"),
             "aat": ("stride_am", "stride_ak", "stride_cm", "stride_cn")}
 _POSITIONAL = {"gemm": ("A", "B", "C", "M", "N", "K"), "aat": ("A", "C", "M", "K")}
+#: The FP8 kernels' float argument after the sizes: scale_a·scale_b.
+SCALE_ARG = "scale"
 
 
 class TritonError(RuntimeError):
@@ -89,10 +99,17 @@ def backend_problem(backend: str) -> str | None:
     return f"the {backend} backend runs no Triton kernels (cuda, or cpu through the interpreter)"
 
 
+def takes_scale(variant: Variant) -> bool:
+    """An FP8 kernel (``precision = "fp8"``) takes scale_a·scale_b after the sizes, as the
+    CUDA FP8 kernels do (engine.measure.backends.cuda.takes_scale)."""
+    return variant.precision == "fp8"
+
+
 def expected_arguments(variant: Variant) -> tuple[list[str], list[str]]:
     """(the positional arguments a kernel of ``variant.kind`` takes, as named in the docs;
     the ``tl.constexpr`` names its header's parameters give)."""
-    positional = [*_POSITIONAL[variant.kind], *_STRIDES[variant.kind]]
+    scale = [SCALE_ARG] if takes_scale(variant) else []
+    positional = [*_POSITIONAL[variant.kind], *scale, *_STRIDES[variant.kind]]
     constants = [p.upper() for p in variant.space if p not in TRITON_LAUNCH_PARAMS]
     return positional, constants
 
@@ -253,7 +270,12 @@ for combo in job["combos"]:
     res = {}
     t0 = time.perf_counter()
     try:
-        k = triton.compile(ASTSource(fn, job["signature"], constexprs=combo["constants"]),
+        # the launch's specialization: arguments equal to 1 are constants, multiples of 16
+        # carry Triton's divisibility attribute (what JITFunction marks per call)
+        attrs = {(fn.arg_names.index(a),): [["tt.divisibility", 16]] for a in job["multiples_of_16"]}
+        source = ASTSource(fn, job["signature"], constexprs={**job["ones"], **combo["constants"]},
+                           attrs=attrs)
+        k = triton.compile(source,
                            target=GPUTarget("cuda", cc, 32), options=combo["options"])
         res.update(shared=int(k.metadata.shared), threads=32 * int(k.metadata.num_warps))
         with tempfile.TemporaryDirectory() as d:
@@ -281,9 +303,17 @@ os.write(1, ("\n" + mark + json.dumps(out) + "\n").encode())
 os._exit(0)
 """
 
-#: Triton's pointer type of each input type.
+#: Triton's pointer type of each element type (the launch hands ``_DevicePointer``s typed
+#: by these names without the ``*``).
 POINTER = {"float32": "*fp32", "float16": "*fp16", "bfloat16": "*bf16", "int32": "*i32",
            "float8_e4m3": "*fp8e4nv", "float8_e5m2": "*fp8e5"}
+
+
+def launch_types(dtype: str = "float32", output: str | None = None,
+                 layout: str = "kn") -> TypeSpec:
+    """The types a launch hands a kernel: A's and B's (``dtype``), C's (``output``; None:
+    the input type's default, float32 for 16-bit inputs, bfloat16 for FP8) and B's layout."""
+    return TypeSpec(dtype, output, layout)
 
 
 @dataclass
@@ -302,19 +332,21 @@ class CompiledCombo:
     seconds: float = 0.0
 
 
-def signature(variant: Variant, dtype: str = "float32") -> dict[str, str]:
-    """Triton's signature of the kernel: the header's kind's pointers (inputs in ``dtype``,
-    C in float32 for 16-bit inputs, as the backend launches them), 32-bit sizes and strides,
-    the parameters as constexprs."""
+def signature(variant: Variant, dtype: str = "float32", output: str | None = None) -> dict[str, str]:
+    """Triton's signature of the kernel as the backends launch it: the header's kind's
+    pointers (A and B in ``dtype``, C in ``output``, by default the input type's default
+    output: :func:`launch_types`), FP8's ``scale`` as fp32, 32-bit sizes and strides, the
+    parameters as constexprs."""
+    types = launch_types(dtype, output)
     positional, consts = expected_arguments(variant)
-    pointer = POINTER.get(dtype, "*fp32")
-    out_ptr = pointer if dtype in ("float32", "int32") else "*fp32"
     sig = {}
     for name in positional:
         if name in ("A", "B"):
-            sig[name] = pointer
+            sig[name] = POINTER[str(types.element)]
         elif name == "C":
-            sig[name] = out_ptr
+            sig[name] = POINTER[str(types.output)]
+        elif name == SCALE_ARG:
+            sig[name] = "fp32"
         else:
             sig[name] = "i32"
     sig.update({s: "i32" for s in _STRIDES[variant.kind]})
@@ -322,20 +354,50 @@ def signature(variant: Variant, dtype: str = "float32") -> dict[str, str]:
     return sig
 
 
+@dataclass(frozen=True)
+class Specialization:
+    """How Triton specializes one class of launches (``JITFunction`` does it per call): the
+    integer arguments equal to 1 become constants, and the pointers and integers that are
+    multiples of 16 (16-byte aligned addresses) carry a divisibility attribute, which
+    lets it vectorize loads and pipeline them with cp.async."""
+
+    #: Arguments equal to 1 (the unit strides of the layout): constexpr 1 in the signature.
+    ones: tuple[str, ...]
+    #: Arguments marked divisible by 16.
+    multiples_of_16: tuple[str, ...]
+
+
+def aligned_specialization(variant: Variant, layout: str = "kn") -> Specialization:
+    """The class of a launch at sizes that are multiples of 16 on the engine's (aligned)
+    buffers: what ``check-kernel`` compiles, since one compile per class of arguments
+    cannot cover every shape (at other sizes Triton compiles the masked loads narrower)."""
+    ones = unit_strides(variant, layout)
+    positional, _consts = expected_arguments(variant)
+    multiples = tuple(a for a in positional if a != SCALE_ARG and a not in ones)
+    return Specialization(ones=ones, multiples_of_16=multiples)
+
+
 def compile_combos(path: Path | str, text: str, variant: Variant, combos: list[dict],
                    dtype: str = "float32", cc: int = 90, workers: int = 1,
-                   timeout_s: float = 600.0) -> list[CompiledCombo]:
+                   timeout_s: float = 600.0, output: str | None = None,
+                   layout: str = "kn") -> list[CompiledCombo]:
     """Compile each parameter combination of a kernel file (already imported safely by
     :func:`probe_file`) with Triton for ``sm_{cc}``, in ``workers`` child processes (the
-    file is code: an exception, a crash or a hang costs a child). One result per combo."""
-    sig = signature(variant, dtype)
+    file is code: an exception, a crash or a hang costs a child), in the types and layout
+    given and the specialization of an aligned launch (:func:`aligned_specialization`).
+    One result per combo."""
+    special = aligned_specialization(variant, layout)
+    sig = signature(variant, dtype, output)
+    sig.update({a: "constexpr" for a in special.ones})
     jobs = [{"constants": constants(variant, c), "options": launch_options(c)} for c in combos]
     workers = max(1, min(workers, len(jobs)))
     slices = [list(range(i, len(jobs), workers)) for i in range(workers)]
     env = {k: v for k, v in os.environ.items() if k != INTERPRET_ENV}
     procs = []
     for idx in slices:
-        payload = json.dumps({"signature": sig, "combos": [jobs[i] for i in idx]}) + "\n" + text
+        payload = json.dumps({"signature": sig, "ones": {a: 1 for a in special.ones},
+                              "multiples_of_16": list(special.multiples_of_16),
+                              "combos": [jobs[i] for i in idx]}) + "\n" + text
         p = subprocess.Popen([sys.executable, "-c", _COMPILE_CHILD, str(path), variant.entry,
                               REPORT_MARK, str(cc)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True, env=env, errors="replace")
@@ -385,11 +447,21 @@ def load_entry(path: Path | str, text: str, entry: str) -> Any:
     return ns[entry]
 
 
-def strides(variant: Variant, m: int, n: int, k: int) -> tuple[int, ...]:
-    """Row-major strides in elements, in the signature's order."""
+def strides(variant: Variant, m: int, n: int, k: int, layout: str = "kn") -> tuple[int, ...]:
+    """The strides in elements, in the signature's order: every matrix row-major, B as
+    K×N (``kn``) or as N×K (``nk``: stride_bk = 1, stride_bn = K)."""
     if variant.kind == "aat":
         return (k, 1, m, 1)
-    return (k, 1, n, 1, n, 1)
+    b_strides = (1, k) if layout == "nk" else (n, 1)
+    return (k, 1, *b_strides, n, 1)
+
+
+def unit_strides(variant: Variant, layout: str = "kn") -> tuple[str, ...]:
+    """The stride arguments that are 1 in every launch of ``layout`` (Triton makes them
+    constants, which tells it the contiguous axis of each matrix)."""
+    if variant.kind == "aat":
+        return ("stride_ak", "stride_cn")
+    return ("stride_ak", "stride_bk" if layout == "nk" else "stride_bn", "stride_cn")
 
 
 def constants(variant: Variant, params) -> dict[str, int]:
@@ -414,6 +486,21 @@ def interpreter_problem() -> str | None:
     if "triton" in sys.modules and os.environ.get(INTERPRET_ENV) != "1":
         return ("Triton was imported in this process for the GPU; its interpreter needs a "
                 "process of its own (run the cpu backend in an engine process)")
+    return None
+
+
+def interpreter_type_problem(dtype: str) -> str | None:
+    """Why Triton's interpreter cannot run a kernel on ``dtype`` inputs, or None.
+
+    Triton 3.6's interpreter runs float32 and float16 as numpy does, and FP8 (e4m3, e5m2)
+    by widening both operands of ``tl.dot`` to float16 exactly. It holds bfloat16 as its raw
+    16-bit words (numpy has no bfloat16) and multiplies and adds them as those integers in
+    ``tl.dot`` and in arithmetic: a wrong C, which verification would blame on the kernel.
+    """
+    if ElementType(dtype) is ElementType.BFLOAT16:
+        return ("Triton's interpreter (the cpu backend) cannot run bfloat16 inputs: Triton "
+                "3.6 holds bfloat16 as raw 16-bit words and its tl.dot multiplies them as "
+                "integers (a wrong C); run bfloat16 on the cuda backend, or float16 here")
     return None
 
 
@@ -450,9 +537,10 @@ def _patch_numpy_scalars(interpreter) -> None:
 
 
 class InterpretedTritonKernel:
-    """A Triton kernel run by the interpreter on host arrays."""
+    """A Triton kernel run by the interpreter on host arrays: A and B in the run's input
+    type (B as N×K for ``layout`` nk, read through its strides), C in its output type."""
 
-    def __init__(self, variant: Variant, params, fn: Any):
+    def __init__(self, variant: Variant, params, fn: Any, layout: str = "kn"):
         from triton.runtime import interpreter  # noqa: PLC0415  (optional, lazily)
         if type(fn).__name__ != "InterpretedFunction":
             raise TritonError(f"{variant.name}: Triton was not imported in interpreter mode")
@@ -467,18 +555,21 @@ class InterpretedTritonKernel:
             def _restore_args_dev(self, args_dev, args_hst, kwargs, kwargs_hst):
                 return None
 
-        self.variant, self.params, self.fn = variant, dict(params), fn
+        self.variant, self.params, self.fn, self.layout = variant, dict(params), fn, layout
         self._executor = _OnHost
         self._constants = constants(variant, params)
 
     def __call__(self, a: np.ndarray, b: np.ndarray | None, c: np.ndarray,
-                 m: int, n: int, k: int) -> None:
+                 m: int, n: int, k: int, scale: float = 1.0) -> None:
         (gx, gy), _ = self.variant.launch_geometry(self.params, m, n, k)
         run = self._executor(self.fn.fn, self.fn.arg_names, (gx, gy, 1))
         mats = (a, c) if self.variant.kind == "aat" else (a, b, c)
         dims = (m, k) if self.variant.kind == "aat" else (m, n, k)
+        # FP8: scale_a·scale_b after the sizes, rounded to the float32 the GPU is handed
+        extra = (float(np.float32(scale)),) if takes_scale(self.variant) else ()
         try:
-            run(*map(_HostPointer, mats), *dims, *strides(self.variant, m, n, k), **self._constants)
+            run(*map(_HostPointer, mats), *dims, *extra,
+                *strides(self.variant, m, n, k, self.layout), **self._constants)
         except Exception as exc:  # noqa: BLE001  (the kernel's own failure, at its line)
             raise TritonError(_kernel_failure(self.variant, exc)) from None
 
@@ -496,10 +587,11 @@ def _kernel_failure(variant: Variant, exc: BaseException) -> str:
 
 class _DevicePointer:
     """A device address as Triton takes a pointer argument (no tensor library: the
-    engine's own pycuda buffers, handed over as their addresses)."""
+    engine's own pycuda buffers, handed over as their addresses); ``dtype`` is the element
+    type's name as Triton spells it (``fp16``, ``bf16``, ``fp8e4nv``: :data:`POINTER`)."""
 
-    def __init__(self, address: int, dtype: str = "float32"):
-        self.address, self.dtype = int(address), dtype
+    def __init__(self, address: int, element: str = "float32"):
+        self.address, self.dtype = int(address), POINTER[element].lstrip("*")
 
     def data_ptr(self) -> int:
         return self.address
@@ -518,19 +610,28 @@ class GpuTritonKernel:
     buffers in place.
     """
 
-    def __init__(self, variant: Variant, params, fn: Any):
+    def __init__(self, variant: Variant, params, fn: Any, types: TypeSpec | None = None):
         self.variant, self.params, self.fn = variant, dict(params), fn
+        #: A's and B's type, C's type and B's layout of the launches (one compiled kernel
+        #: serves one of each: Triton specializes on the pointers' types and the unit strides).
+        self.types = types if types is not None else launch_types()
         self._constants = constants(variant, params)
         self._by_class: dict[tuple, Any] = {}
         self.registers = self.spills = self.shared_bytes = None
 
-    def _args(self, pointers: tuple[int, ...], m, n, k) -> tuple:
+    def _args(self, pointers: tuple[int, ...], m, n, k, scale: float) -> tuple:
         dims = (m, k) if self.variant.kind == "aat" else (m, n, k)
-        return (*(_DevicePointer(p) for p in pointers), *dims, *strides(self.variant, m, n, k))
+        inputs, out = str(self.types.element), str(self.types.output)
+        typed = [_DevicePointer(p, inputs) for p in pointers[:-1]] + [_DevicePointer(pointers[-1], out)]
+        # FP8: scale_a·scale_b after the sizes (a Python float: Triton passes it as fp32)
+        extra = (float(np.float32(scale)),) if takes_scale(self.variant) else ()
+        return (*typed, *dims, *extra, *strides(self.variant, m, n, k, str(self.types.layout)))
 
     def _compiled(self, args: tuple, grid: tuple[int, int, int]) -> Any:
+        # Triton's classes: aligned pointers, integers equal to 1 or multiples of 16 (a float
+        # is not specialized)
         key = tuple((a.data_ptr() % 16 == 0) if isinstance(a, _DevicePointer)
-                    else (a == 1, a % 16 == 0) for a in args)
+                    else "float" if isinstance(a, float) else (a == 1, a % 16 == 0) for a in args)
         got = self._by_class.get(key)
         if got is None:
             try:
@@ -545,9 +646,12 @@ class GpuTritonKernel:
             self.shared_bytes = getattr(got.metadata, "shared", None)
         return got
 
-    def launch(self, pointers: tuple[int, ...], m: int, n: int, k: int, stream_handle: int) -> None:
+    def launch(self, pointers: tuple[int, ...], m: int, n: int, k: int, stream_handle: int,
+               scale: float = 1.0) -> None:
+        """One launch on the matrices at ``pointers`` (A, B, C; ``aat``: A, C); ``scale``
+        (scale_a·scale_b) goes to FP8 kernels only."""
         (gx, gy), _ = self.variant.launch_geometry(self.params, m, n, k)
-        args = self._args(pointers, m, n, k)
+        args = self._args(pointers, m, n, k, scale)
         compiled = self._compiled(args, (gx, gy, 1))
         # the launcher takes every argument in the signature's order, the constants too
         consts = [self._constants[name] for name in self.fn.arg_names if name in self._constants]

@@ -232,6 +232,10 @@ class Workspace:
         self.scale_b = 1.0
         #: The cpu backend's FP32 accumulator where C is a half type (None otherwise).
         self.c32: Any = None
+        #: The cpu backend's A and B in the run's own type, B in its layout (``a``/``b`` hold
+        #: FP32 copies of half and FP8 inputs for numpy): what Triton's interpreter reads.
+        self.a_native: Any = None
+        self.b_native: Any = None
 
 
 class Backend(ABC):

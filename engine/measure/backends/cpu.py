@@ -98,9 +98,9 @@ class CpuBackend(Backend):
         (an import that raises, exits or never ends costs that child), then here."""
         from engine.measure import triton_kernels as tk  # noqa: PLC0415
         from engine.measure.backends.base import BuildError  # noqa: PLC0415
-        if self.type_spec.element.is_low_precision or self.type_spec.layout is Layout.NK:
-            raise BackendError(f"{variant.name}: Triton kernels run float32 row-major inputs here")
-        why = tk.interpreter_problem()
+        if dtype not in variant.dtypes:
+            raise BackendError(f"{variant.name} runs {', '.join(variant.dtypes)} only, not {dtype}")
+        why = tk.interpreter_type_problem(dtype) or tk.interpreter_problem()
         if why:
             raise BackendError(f"{variant.name}: {why}")
         path = variant.source_path("cpu")
@@ -110,7 +110,7 @@ class CpuBackend(Backend):
             raise BuildError(probe.problem)
         try:
             fn = tk.load_entry(path, text, variant.entry)
-            handle = tk.InterpretedTritonKernel(variant, params, fn)
+            handle = tk.InterpretedTritonKernel(variant, params, fn, str(self.type_spec.layout))
         except tk.TritonError as exc:
             raise BuildError(str(exc)) from None
         return CompiledKernel(variant, dict(params), dtype, handle=handle,
@@ -123,6 +123,8 @@ class CpuBackend(Backend):
         t0 = time.perf_counter()
         if b is not None and spec.layout is Layout.NK:
             b = np.ascontiguousarray(b.T)     # stored N×K; the launch reads it transposed
+        # Triton's interpreter reads A and B in their own type, as a GPU kernel would
+        ws.a_native, ws.b_native = a, b
         if spec.element.is_low_precision:
             # The "upload": the rounded inputs in FP32, where numpy's BLAS multiplies them.
             a = a.astype(np.float32)
@@ -154,7 +156,8 @@ class CpuBackend(Backend):
             m, k = ws.a.shape
             n = ws.c.shape[1]
             try:
-                kernel.handle(ws.a, ws.b, ws.c, m, n, k)
+                kernel.handle(ws.a_native, ws.b_native, ws.c, m, n, k,
+                              scale=float(ws.scale_a) * float(ws.scale_b))
             except TritonError as exc:
                 raise BackendError(str(exc)) from None
             return
@@ -208,4 +211,4 @@ class CpuBackend(Backend):
         return ws.c.copy()
 
     def release(self, ws) -> None:
-        ws.a = ws.b = ws.c = ws.c32 = None
+        ws.a = ws.b = ws.c = ws.c32 = ws.a_native = ws.b_native = None

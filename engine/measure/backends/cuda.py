@@ -709,7 +709,7 @@ class CudaBackend(Backend):
         """
         todo = []
         for variant, params, dtype in jobs:
-            if variant.library:
+            if variant.library or variant.is_triton:   # no nvcc build: a library, or Triton's own
                 continue
             try:
                 key, _options, _arch = self._nvcc_job(variant, params, dtype)
@@ -734,7 +734,8 @@ class CudaBackend(Backend):
     def _compile_triton(self, variant: Variant, params, dtype) -> CompiledKernel:
         """A .py kernel: imported first in a child process (engine.measure.triton_kernels),
         then here; Triton compiles it for this device at its first launch of each class of
-        arguments (the kernel's registers, spills and shared memory are reported then)."""
+        arguments (the kernel's registers, spills and shared memory are reported then), in
+        the run's types (A and B in ``dtype``, C in the run's output type) and layout."""
         from engine.measure import triton_kernels as tk  # noqa: PLC0415  (optional)
         why = tk.unavailable()
         if why:
@@ -742,12 +743,17 @@ class CudaBackend(Backend):
         if os.environ.get(tk.INTERPRET_ENV) == "1":
             raise BackendError(f"{variant.name}: {tk.INTERPRET_ENV}=1 is set in this process: "
                                "Triton would interpret the kernel on the host, not compile it")
+        if dtype not in variant.dtypes:
+            raise BackendError(f"{variant.name} runs {', '.join(variant.dtypes)} only, not {dtype}")
+        # the pointers' types and B's strides as the run has them (one kernel, both layouts)
+        types = tk.launch_types(dtype, self._out_dtype(dtype), str(self.type_spec.layout))
         path, text = variant.source_path("cuda"), variant.source_text("cuda")
         probe = tk.probe_file(path, text, variant, min(self.build_timeout_s, tk.IMPORT_TIMEOUT_S))
         if not probe.ok:
             raise BuildError(probe.problem)
         try:
-            handle = tk.GpuTritonKernel(variant, params, tk.load_entry(path, text, variant.entry))
+            handle = tk.GpuTritonKernel(variant, params, tk.load_entry(path, text, variant.entry),
+                                        types)
         except tk.TritonError as exc:
             raise BuildError(str(exc)) from None
         return CompiledKernel(variant, dict(params), dtype, handle=handle,
@@ -953,9 +959,12 @@ class CudaBackend(Backend):
         if v.is_triton:
             # The engine's buffers by address on the engine's stream (0: the null stream,
             # as pycuda's launches without one); Triton's launcher adds no copy.
+            # B lies as the run's layout says (prepare uploads it N×K for nk); FP8's
+            # scale_a·scale_b goes after K, as for the CUDA FP8 kernels.
             mats = (ws.a, ws.c) if v.kind == "aat" else (ws.a, ws.b, ws.c)
             kernel.handle.launch(tuple(int(x) for x in mats), m, n, k,
-                                 stream.handle if stream is not None else 0)
+                                 stream.handle if stream is not None else 0,
+                                 scale=float(ws.scale_a) * float(ws.scale_b))
             return
         (gx, gy), (bx, by) = v.launch_geometry(kernel.params, m, n, k, self.multiprocessors)
         if kernel.max_threads and bx * by > kernel.max_threads:
