@@ -59,7 +59,9 @@ def test_triton_half_and_fp8_rungs_verify_on_cuda(name, dtype, out_dtype, layout
     scale_a·scale_b after K: every record verifies against the FP64 reference."""
     require_backend("cuda")
     v = registry.get(name)
-    wide = dict(v.default_params(), block_m=128, block_n=256)      # 8 warps: 128 accumulators
+    # beside the default, the allowed tile with the most accumulators a thread
+    wide = max((c for c in v.combos() if v.check("cuda", c, 4096, 4096, 4096, dtype, layout) is None),
+               key=lambda c: (c["block_m"] * c["block_n"] / c["num_warps"], c["block_n"]))
     plan = Plan(backend="cuda", items=[(name, v.default_params()), (name, wide)],
                 shapes=HALF_SHAPES, warmup=1, repeats=3, seed=SEED, dtype=dtype,
                 out_dtype=out_dtype, layout=layout)
