@@ -96,7 +96,9 @@ def contenders(backend: str, dtype: str = "float32", layout: str = "kn") -> list
     backend without rungs of a precision runs its seeds and baseline."""
     pool = [v for v in registry.variants_for(backend) if dtype in v.dtypes and layout in v.layouts]
     out = [v.name for v in pool if v.role == "reference"]
-    lab = [v for v in pool if v.kind == "gemm" and any(v.role in roles for roles in LAB_ROLES)]
+    # Triton's rungs stand beside the ladder ("what a Triton user gets"), never as its best
+    lab = [v for v in pool if v.kind == "gemm" and not v.is_triton
+           and any(v.role in roles for roles in LAB_ROLES)]
     for precision in dict.fromkeys(v.precision for v in lab):
         for roles in LAB_ROLES:
             mine = [v for v in lab if v.role in roles and v.precision == precision]

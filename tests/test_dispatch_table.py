@@ -107,6 +107,39 @@ def test_bad_table_is_listed_unusable_with_file_and_line(tmp_path, text, line, w
         t.rule_at(64, 64, 64)
 
 
+HALF = """\
+[lab_h]
+title = "16-bit line"
+backend = "cuda"
+precision = "half"
+dtypes = ["bfloat16", "float16"]
+layouts = ["kn", "nk"]
+
+[[lab_h.rule]]
+variant = "half_wgmma"
+params = { persist = "1 if 2 * cdiv(M, 128) * cdiv(N, 256) >= 5 * SMS else 0" }
+"""
+
+
+def test_a_table_promises_types_and_layouts_its_picks_take(registered, tmp_path):
+    (t,), _ = registered(HALF)
+    v = registry.get("lab_h")
+    assert (t.dtypes, t.layouts, v.dtypes, v.layouts) == (("bfloat16", "float16"), ("kn", "nk"),
+                                                          ("bfloat16", "float16"), ("kn", "nk"))
+    assert v.dispatch.problem is None and v.precision == "half"
+    assert registry.concrete("lab_h", {}, 4096, 4096, 4096, 132, dtype="bfloat16", layout="nk") == \
+        ("half_wgmma", {"stages": 4, "persist": 1})
+    assert registry.concrete("lab_h", {}, 3000, 3000, 3000, 132, dtype="float16")[1]["persist"] == 0
+    assert "does not support float32" in v.check("cuda", {}, 64, 64, 64, "float32")
+    # a pick that does not take a promised type or layout makes the table unusable, saying so
+    registered(HALF.replace("lab_h", "lab_h2").replace('"half_wgmma"', '"ffma_wide"').replace(
+        'params = { persist = "1 if 2 * cdiv(M, 128) * cdiv(N, 256) >= 5 * SMS else 0" }\n', ""))
+    assert "ffma_wide does not take bfloat16, float16, which [lab_h2] promises" in \
+        registry.get("lab_h2").dispatch.problem
+    (bad,), _ = _tables(tmp_path, HALF.replace('["kn", "nk"]', '["kn", "mk"]'), "bad.toml")
+    assert "bad.toml:6:" in bad.problem and "layouts must be a list of kn, nk" in bad.problem
+
+
 def test_broken_toml_still_lists_its_tables(tmp_path):
     tables, problems = _tables(tmp_path, GOOD.replace("params = { block = 16 }", "params = { block = "))
     assert problems == [] and [t.name for t in tables] == ["lab_x"]
@@ -209,7 +242,7 @@ def _representative(rule, earlier: list) -> tuple[int, int, int]:
     raise AssertionError(f"{rule.where}: no representative shape")
 
 
-@pytest.mark.parametrize("name", ["lab_fp32", "lab_tf32", "lab_opencl"])
+@pytest.mark.parametrize("name", ["lab_fp32", "lab_tf32", "lab_opencl", "lab_half", "lab_fp8"])
 def test_builtin_tables_rules_fit_at_a_shape_of_their_class(name):
     """Every rule names a kernel of the table's backend with parameters it has, and fits at a
     representative shape of its class (this fails while a kernel merge has not landed the
@@ -221,8 +254,10 @@ def test_builtin_tables_rules_fit_at_a_shape_of_their_class(name):
     for i, rule in enumerate(table.rules):
         shape = _representative(rule, list(table.rules[:i]))
         assert table.rule_at(*shape) is rule
-        why = v.check(table.backend, {}, *shape, "float32")
-        assert why is None, f"{rule.where} at {shape}: {why}"
+        for dtype in table.dtypes:
+            for layout in table.layouts:
+                why = v.check(table.backend, {}, *shape, dtype, layout)
+                assert why is None, f"{rule.where} at {shape} ({dtype}, {layout}): {why}"
 
 
 def test_builtin_tables_rank_near_the_references_and_are_ticked():

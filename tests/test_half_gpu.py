@@ -158,3 +158,22 @@ def test_cublas_fp32_reads_b_as_n_by_k():
     if all(r.status == "skipped" for r in recs):
         pytest.skip(recs[0].error)
     assert all(r.passed for r in recs), [(r.variant, r.m, r.error) for r in recs]
+
+
+@pytest.mark.parametrize("line, dtype, kernel", [("lab_half", "bfloat16", "half_wgmma"),
+                                                 ("lab_fp8", "float8_e4m3", "fp8_wgmma")])
+def test_the_16_and_8_bit_dispatch_lines_run_their_picks_verified(line, dtype, kernel):
+    """lab_half and lab_fp8 in a promised type with B as N×K: each record names the kernel
+    its table picked (one tile a CTA at 1000³, persistent at 4096³) and verifies."""
+    require_backend("cuda")
+    plan = Plan(backend="cuda", items=[(line, {})], shapes=[(127, 61, 253), (1000, 1000, 1000),
+                                                            (4096, 4096, 4096)],
+                dtype=dtype, layout="nk", warmup=0, repeats=1)
+    recs = run_plan(plan)[0]
+    if all(r.status == "skipped" for r in recs):
+        pytest.skip(recs[0].error)
+    bad = [(r.m, r.status, r.error) for r in recs if not r.passed]
+    assert not bad, bad
+    assert all(r.dispatched_to.startswith(kernel) for r in recs), [r.dispatched_to for r in recs]
+    by_m = {r.m: r.dispatched_to for r in recs}
+    assert "persist=0" in by_m[1000] and "persist=1" in by_m[4096], by_m

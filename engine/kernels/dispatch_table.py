@@ -42,7 +42,7 @@ from typing import Any, Mapping
 from engine.common.files import read_text
 from engine.kernels.kernel_file import (DEFAULT_SMS, DEVICE_NAMES, FUNCTIONS, MAX_NAME_CHARS,
                                         MAX_PARAM_VALUE, MAX_TEXT_CHARS, NAME_RE, PRECISIONS,
-                                        SHAPE_NAMES, DTYPES, Expr, ExpressionError,
+                                        SHAPE_NAMES, KERNEL_DTYPES, Expr, ExpressionError,
                                         KernelFileError, _check_values, _header_data,
                                         _parse_expr, shown_text)
 
@@ -50,7 +50,9 @@ from engine.kernels.kernel_file import (DEFAULT_SMS, DEVICE_NAMES, FUNCTIONS, MA
 DISPATCH_FILE_LIMIT = 256 * 1024
 MAX_TABLES = 16
 MAX_RULES = 64
-TABLE_KEYS = {"title", "summary", "backend", "precision", "dtypes", "rule"}
+TABLE_KEYS = {"title", "summary", "backend", "precision", "dtypes", "layouts", "rule"}
+#: B's layouts a table may promise (engine.common.dtypes.Layout values)
+LAYOUTS = ("kn", "nk")
 RULE_KEYS = {"when", "variant", "params", "why"}
 BACKENDS = ("cuda", "opencl")
 #: Where the lab's own tables are (relative to the repository root).
@@ -109,6 +111,8 @@ class DispatchTable:
     backend: str = "cuda"
     precision: str = "fp32"
     dtypes: tuple[str, ...] = ("float32",)
+    #: B's layouts the line runs ("kn": K×N; "nk": N×K), each pick's kernel taking them
+    layouts: tuple[str, ...] = ("kn",)
     rules: tuple[Rule, ...] = ()
     #: Why the table cannot be used (``file:line: message``); None when it can.
     problem: str | None = None
@@ -218,8 +222,13 @@ def _table(path: Path, lines: list[str], name: str, body: Any, line: int) -> Dis
             f"{shown_text(repr(precision), 40)}", _key_line(lines, line, "precision"))
     dtypes = body.get("dtypes", ["float32"])
     if (not isinstance(dtypes, list) or not dtypes
-            or any(d not in DTYPES for d in dtypes)):
-        err(f"dtypes must be a list of {', '.join(DTYPES)}", _key_line(lines, line, "dtypes"))
+            or any(d not in KERNEL_DTYPES for d in dtypes)):
+        err(f"dtypes must be a list of {', '.join(KERNEL_DTYPES)}", _key_line(lines, line, "dtypes"))
+    layouts = body.get("layouts", ["kn"])
+    if (not isinstance(layouts, list) or not layouts
+            or any(x not in LAYOUTS for x in layouts)):
+        err(f"layouts must be a list of {', '.join(LAYOUTS)} (B as K×N, B as N×K)",
+            _key_line(lines, line, "layouts"))
     raw = body.get("rule")
     if not isinstance(raw, list) or not raw or not all(isinstance(r, dict) for r in raw):
         err(f"[{name}] needs its rules, each a [[{name}.rule]] with 'variant' (and 'when', "
@@ -236,7 +245,7 @@ def _table(path: Path, lines: list[str], name: str, body: Any, line: int) -> Dis
             "add such a rule at the end)", _key_line(lines, at[-1] if at else line, "when"))
     return DispatchTable(name=name, path=path, line=line, title=texts["title"],
                          summary=texts["summary"], backend=backend, precision=precision,
-                         dtypes=tuple(dtypes), rules=tuple(rules))
+                         dtypes=tuple(dtypes), layouts=tuple(layouts), rules=tuple(rules))
 
 
 def _always(e: Expr) -> bool:

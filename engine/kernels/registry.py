@@ -692,7 +692,8 @@ def dispatch_variant(table: dispatch_table.DispatchTable) -> Variant:
     return Variant(name=table.name, technique=table.title or f"the lab's own {table.precision} GEMM",
                    seed=f"the dispatch table {_rel(table.path)}", sources={table.backend: _rel(table.path)},
                    space={}, geometry=_one_launch, constraint=constraint, dtypes=table.dtypes,
-                   precision=table.precision, role="dispatch", summary=table.summary, dispatch=table)
+                   layouts=table.layouts, precision=table.precision, role="dispatch",
+                   summary=table.summary, dispatch=table)
 
 
 def _rel(path: Path) -> str:
@@ -710,6 +711,11 @@ def _checked_table(v: Variant) -> Variant:
         target = REGISTRY.get(rule.variant)
         if target is None or target.dispatch is not None or t.backend not in target.sources:
             why = f"'{rule.variant}' is no {t.backend} kernel"
+        elif set(t.dtypes) - set(target.dtypes) or set(t.layouts) - set(target.layouts):
+            # the line promises every type and layout at every shape: each pick must take them
+            lacks = sorted(set(t.dtypes) - set(target.dtypes)) or \
+                [f"B as {'N×K' if x == 'nk' else 'K×N'}" for x in sorted(set(t.layouts) - set(target.layouts))]
+            why = f"{rule.variant} does not take {', '.join(lacks)}, which [{t.name}] promises"
         else:
             # a number is checked here; an expression's value where it is routed (route())
             why = next((f"{rule.variant} has no parameter '{p}'" if p not in target.space else
