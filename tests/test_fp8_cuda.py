@@ -3,7 +3,6 @@ its tensor maps and pre-pass in each layout, the scale argument the backend adds
 build compiled for sm_90a without spills. The GPU side: tests/test_fp8_gpu.py."""
 from __future__ import annotations
 
-import itertools
 import shutil
 
 import pytest
@@ -13,6 +12,7 @@ from engine.measure import peaks
 from engine.measure.backends.base import argument_mismatch
 from engine.measure.backends.cuda import takes_scale
 from engine.measure.kernel_check import parse_ptxas
+from tests.code_paths import distinct_builds
 
 FP8 = ("float8_e4m3", "float8_e5m2")
 V = registry.get("fp8_wgmma")
@@ -22,7 +22,7 @@ NVCC = shutil.which("nvcc")
 def test_header_defines_and_refusals():
     assert V.dtypes == FP8 and V.layouts == ("kn", "nk") and V.precision == "fp8"
     assert V.arch_suffix == "a" and set(V.descriptions) == set(V.space)
-    p = {"stages": 4, "persist": 1}
+    p = {"stages": 4, "persist": 1, "bm": 128, "bn": 256}
     d = V.defines(p, "float8_e4m3")
     assert d["ELEM"] == "__nv_fp8_e4m3" and d["OUT"] == "__nv_bfloat16" and "B_NK" not in d
     d = V.defines(p, "float8_e5m2", "float32", "nk")
@@ -50,7 +50,7 @@ def test_peak_and_precision():
 
 
 def test_tensor_maps_and_prepass_per_layout():
-    pre, p = V.prepass, {"stages": 4, "persist": 1}
+    pre, p = V.prepass, {"stages": 4, "persist": 1, "bm": 128, "bn": 256}
     # B as N×K, K % 16 == 0: read in place, no pre-pass blocks
     at, (a, b) = pre.tensor_maps({**p, "NK": 1}, 4096, 2048, 1024)
     assert (a.base, a.dim0, a.dim1, a.stride, a.box0, a.box1, a.elem) == ("a", 1024, 4096, 1024, 128, 128, "b8")
@@ -76,14 +76,17 @@ def test_every_fp8_build_compiles_without_spills():
     from engine.measure.backends.cuda import nvcc_cubin, nvcc_options
     src = V.source_path("cuda")
     bad = []
-    for params, dtype in itertools.product(V.combos(), FP8):
-        for out, layout in (("bfloat16", "kn"), ("float32", "kn"), ("bfloat16", "nk")):
-            _cubin, log = nvcc_cubin(src, nvcc_options(V, params, dtype, out, layout), "sm_90a")
-            stats = parse_ptxas(log)
-            for entry in ("matmul", "prepass"):
-                rep = stats.get(entry)
-                if rep is None or rep["spill_stores"] or rep["spill_loads"] or rep["stack"]:
-                    bad.append((params, dtype, out, layout, entry, rep))
+    # each code path and parameter value once (tests.code_paths), not every product
+    picked = distinct_builds([(V, V.combos(), dtype, "sm_90a", [V.default_params()]) for dtype in FP8])
+    for dtype, combos in zip(FP8, picked):
+        for params in combos:
+            for out, layout in (("bfloat16", "kn"), ("float32", "kn"), ("bfloat16", "nk")):
+                _cubin, log = nvcc_cubin(src, nvcc_options(V, params, dtype, out, layout), "sm_90a")
+                stats = parse_ptxas(log)
+                for entry in ("matmul", "prepass"):
+                    rep = stats.get(entry)
+                    if rep is None or rep["spill_stores"] or rep["spill_loads"] or rep["stack"]:
+                        bad.append((params, dtype, out, layout, entry, rep))
     assert not bad, bad
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from engine.kernels import registry
 from engine.run.runner import Plan
+from tests.code_paths import distinct_items
 from tests.helpers import require_backend, run_plan
 
 pytestmark = pytest.mark.gpu
@@ -23,7 +24,10 @@ ODD = [(127, 61, 253), (61, 127, 253), (1, 1, 1), (33, 1, 65), (130, 131, 17),
 def test_fp8_wgmma_verifies_at_odd_shapes(dtype, out, layout):
     require_backend("cuda")
     v = registry.get("fp8_wgmma")
-    plan = Plan(backend="cuda", items=[("fp8_wgmma", c) for c in v.combos()], shapes=ODD,
+    # every code path and parameter value (tests.code_paths), not every product
+    items = distinct_items([("fp8_wgmma", c) for c in v.combos()], ODD, dtype)
+    assert len({(c["bm"], c["bn"]) for _n, c in items}) >= 2
+    plan = Plan(backend="cuda", items=items, shapes=ODD,
                 dtype=dtype, out_dtype=out, layout=layout, warmup=0, repeats=1)
     recs = run_plan(plan)[0]
     if all(r.status == "skipped" for r in recs):

@@ -6,7 +6,6 @@ the FP16/BF16 peaks, the byte model and % of cuBLAS per type. The GPU runs are i
 tests/test_half_gpu.py."""
 from __future__ import annotations
 
-import itertools
 import shutil
 
 import numpy as np
@@ -24,6 +23,7 @@ from engine.measure.kernel_check import parse_ptxas
 from engine.results.derived import fill_pct_of_cublas
 from engine.results.records import ResultRecord
 from engine.run.runner import Plan, fill_ceilings, make_record, refusal
+from tests.code_paths import distinct_builds
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 WMMA = registry.get("half_wmma")
@@ -122,7 +122,7 @@ def test_which_backend_runs_which_type():
     # FP8: the kernels that declare it (fp8_wgmma) take it; the others say they do not
     assert "does not support float8_e4m3" in refusal("cuda", "half_wmma", WMMA.default_params(),
                                                       shape, "float8_e4m3")
-    assert refusal("cuda", "fp8_wgmma", {"stages": 4, "persist": 1}, shape, "float8_e4m3") is None
+    assert refusal("cuda", "fp8_wgmma", {"stages": 4, "persist": 1, "bm": 128, "bn": 256}, shape, "float8_e4m3") is None
 
 
 # --- B as N×K (layout nk) ---------------------------------------------------------------
@@ -392,17 +392,20 @@ NVCC = shutil.which("nvcc")
                                        ("sm_90", MMA), ("sm_90a", WGMMA)],
                          ids=lambda x: x if isinstance(x, str) else x.name)
 def test_every_half_rung_build_compiles_without_spills(arch, rung):
-    """Every parameter combination, both input types, both output types, B in both
+    """Every code path and parameter value, both input types, both output types, B in both
     layouts (the CI compile of tests/test_nvcc_compile.py builds the FP32-output ones
     through code_paths)."""
     src = rung.source_path("cuda")
     bad = []
-    for params, dtype in itertools.product(rung.combos(), HALF):
-        for out, layout in (("float32", "kn"), (dtype, "kn"), ("float32", "nk")):
-            _cubin, log = nvcc_cubin(src, nvcc_options(rung, params, dtype, out, layout), arch)
-            rep = parse_ptxas(log).get("matmul")
-            if rep is None or rep["spill_stores"] or rep["spill_loads"] or rep["stack"]:
-                bad.append((params, dtype, out, layout, rep))
+    # each code path and parameter value once (tests.code_paths), not every product
+    picked = distinct_builds([(rung, rung.combos(), dtype, arch, [rung.default_params()]) for dtype in HALF])
+    for dtype, combos in zip(HALF, picked):
+        for params in combos:
+            for out, layout in (("float32", "kn"), (dtype, "kn"), ("float32", "nk")):
+                _cubin, log = nvcc_cubin(src, nvcc_options(rung, params, dtype, out, layout), arch)
+                rep = parse_ptxas(log).get("matmul")
+                if rep is None or rep["spill_stores"] or rep["spill_loads"] or rep["stack"]:
+                    bad.append((params, dtype, out, layout, rep))
     assert not bad, bad
 
 
@@ -422,10 +425,20 @@ def test_half_wgmma_header_and_its_tensor_maps():
     assert WGMMA.dtypes == HALF and WGMMA.layouts == ("kn", "nk") and WGMMA.arch_suffix == "a"
     assert set(WGMMA.descriptions) == set(WGMMA.space)
     pre = WGMMA.prepass
-    p = {"stages": 4, "persist": 1}
+    p = {"stages": 4, "persist": 1, "bm": 128, "bn": 256}
     assert WGMMA.launch_geometry(p, 4096, 4096, 4096, 132) == ((132, 1), (384, 1))
     assert WGMMA.launch_geometry({**p, "persist": 0}, 4096, 4096, 4096, 132) == ((512, 1), (384, 1))
     assert WGMMA.dynamic_shared(p) == 4 * 49152 + 1280
+    # 64 × 128 tiles: one consumer warpgroup, 96 KB, two CTAs to an SM (persistent: 2 · SMs)
+    small = {**p, "bm": 64, "bn": 128}
+    assert WGMMA.launch_geometry(small, 1024, 1024, 1024, 132) == ((128, 1), (256, 1))
+    assert WGMMA.launch_geometry(small, 4096, 4096, 4096, 132) == ((264, 1), (256, 1))
+    assert WGMMA.dynamic_shared(small) == 4 * 24576 + 1280
+    _at, (a, b) = pre.tensor_maps(small, 4096, 2048, 1024)
+    assert (a.box0, a.box1, b.box0, b.box1) == (64, 64, 64, 64)
+    _at, (a, b) = pre.tensor_maps({**small, "NK": 1}, 4096, 2048, 1024)
+    assert (b.box0, b.box1) == (64, 128)
+    assert WGMMA.check("cuda", {**p, "bm": 96}, 64, 64, 64, "float16") is not None
     (px, py), _ = pre.geometry(p, 4096, 4096, 4096)
     assert px * py == 0                                   # nothing to pad
     at, (a, b) = pre.tensor_maps(p, 4096, 2048, 1024)

@@ -31,24 +31,29 @@ CUBLAS_ERROR_FACTOR = 1.25
 RUNGS = ("half_wmma", "half_mma", "half_wgmma")
 
 
-def _wmma_items():
-    """Every parameter combination of every 16-bit rung."""
-    return [(name, c) for name in RUNGS for c in registry.get(name).combos()]
+def _rung_items(dtype: str):
+    """Every code path and parameter value of every 16-bit rung at the odd shapes
+    (tests.code_paths), not every product of half_wgmma's four parameters."""
+    from tests.code_paths import distinct_items
+    return distinct_items([(name, c) for name in RUNGS for c in registry.get(name).combos()],
+                          ODD_SHAPES, dtype)
 
 
 @pytest.mark.parametrize("dtype,out", TYPES)
 def test_half_rungs_verify_at_odd_shapes_and_within_cublas_error(dtype, out):
-    """Every parameter combination at every odd shape, verified against the float64
+    """Every code path and parameter value at every odd shape, verified against the float64
     product of the rounded inputs with the type's tolerance; and where cuBLAS's half line
     ran on the same inputs, the kernel's relative L2 error within 1.25× of cuBLAS's."""
     require_backend("cuda")
-    plan = Plan(backend="cuda", items=[("cublas_half", {})] + _wmma_items(), shapes=ODD_SHAPES,
+    items = _rung_items(dtype)
+    assert {"bm", "bn"} <= {p for name, c in items if name == "half_wgmma" for p in c}
+    plan = Plan(backend="cuda", items=[("cublas_half", {})] + items, shapes=ODD_SHAPES,
                 dtype=dtype, out_dtype=out, warmup=0, repeats=1)
     recs = run_plan(plan)[0]
     mine = [r for r in recs if r.variant in RUNGS]
     bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in mine if not r.passed]
     assert not bad, bad
-    assert len(mine) == len(ODD_SHAPES) * len(_wmma_items())
+    assert len(mine) == len(ODD_SHAPES) * len(items)
     assert all(r.out_dtype == out and r.precision == ("fp16" if dtype == "float16" else "bf16")
                for r in mine)
     ref = {(r.m, r.n, r.k): r for r in recs if r.variant == "cublas_half"}

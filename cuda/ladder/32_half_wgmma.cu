@@ -14,13 +14,17 @@ arch_suffix = "a"
 [params]
 stages = [4, 3]
 persist = [1, 0]
+bm = [128, 64]
+bn = [256, 128]
 
 [descriptions]
-stages = "k-tiles (64 deep, 48 KB of A and B) in flight in the TMA ring: 3 or 4"
+stages = "k-tiles (64 deep, (bm + bn) · 128 bytes of A and B) in flight in the TMA ring: 3 or 4"
 persist = "1: a persistent grid of one CTA per SM looping over the tiles; 0: one tile per CTA"
+bm = "rows of C a CTA computes, 64 per consumer warpgroup: 128 (two consumers) or 64 (one)"
+bn = "columns of C a CTA computes, the wgmma's N: 256 or 128 (more tiles where C is small)"
 
 [derived]
-tiles = "cdiv(M, 128) * cdiv(N, 256)"     # 128 (M) × 256 (N) tiles of C
+tiles = "cdiv(M, bm) * cdiv(N, bn)"       # bm (M) × bn (N) tiles of C
 kp = "roundup(K, 8)"                      # a row of K 16-bit elements padded to 16 bytes
 np = "roundup(N, 8)"
 # padded copies only where a row is not a multiple of 16 bytes (TMA needs it): Ap (M × Kp)
@@ -33,11 +37,15 @@ maps_at = "roundup(ap_bytes + bp_bytes, 128)"
 check = "(stages == 3 or stages == 4) and (persist == 0 or persist == 1)"
 reason = "stages must be 3 or 4 (5 stages of 48 KB exceed 227 KB of shared memory), persist 0 or 1"
 
+[[constraints]]
+check = "(bm == 64 or bm == 128) and (bn == 128 or bn == 256)"
+reason = "a consumer warpgroup computes 64 rows (bm: one or two of them) by one wgmma of N = bn (256 or 128 columns)"
+
 [launch]
-grid = ["min(tiles, SMS) if persist else tiles", 1]
-block = [384, 1]                          # a producer warpgroup + 2 consumer warpgroups
+grid = ["min(tiles, SMS * (2 if bm == 64 and bn == 128 else 1)) if persist else tiles", 1]
+block = ["128 + 2 * bm", 1]               # a producer warpgroup + bm / 64 consumer warpgroups
 # the stages + atom alignment + mbarriers (full and empty per stage: 64 of the 256 bytes)
-shared = "stages * 49152 + 1024 + 256"
+shared = "stages * (bm + bn) * 128 + 1024 + 256"
 
 [prepass]            # padded copies only where needed: no blocks (no launch) otherwise
 entry = "prepass"
@@ -52,17 +60,17 @@ base = "'scratch' if K % 8 else 'a'"
 offset = 0
 dims = ["kp", "M"]
 stride = "2 * kp"
-box = [64, 128]
+box = [64, "bm"]
 elem = "b16"
 
 # B (or Bp): as K×N, K rows of N (Np), boxes 64 (n) × 64 (k); as N×K, N rows of K (Kp),
-# one box 64 (k) × 256 (n); 128B swizzle
+# one box 64 (k) × bn (n); 128B swizzle
 [[prepass.tensor_maps]]
 base = "'scratch' if bp_bytes else 'b'"
 offset = "ap_bytes if bp_bytes else 0"
 dims = ["kp if NK else np", "N if NK else K"]
 stride = "2 * (kp if NK else np)"
-box = [64, "256 if NK else 64"]
+box = [64, "bn if NK else 64"]
 elem = "b16"
 +++
 */
@@ -97,7 +105,9 @@ elem = "b16"
  * bytes): Ap = A padded to Kp = roundup(K, 8) where K % 8; Bp = B padded to Np (K×N,
  * N % 8) or Kp (N×K, K % 8), zeros in the padding.
  *
- * Tiles: BM = 128 rows × BN = 256 columns, BK = 64; persist = 1: grid of min(tiles, #SMs)
+ * Tiles: BM = 128 rows × BN = 256 columns (or BM = 64: one consumer warpgroup, two CTAs to
+ * an SM; BN = 128: wgmma.m64n128k16; more tiles where C is small), BK = 64; persist = 1:
+ * grid of min(tiles, #SMs · CTAS_PER_SM)
  * CTAs, each taking tiles t = blockIdx.x + i · gridDim.x, grouped by GM = 8 tile rows (the
  * ring's stages and barrier phases run on across tiles); persist = 0: one tile per CTA.
  *
@@ -108,8 +118,9 @@ elem = "b16"
  *   STAGES   3 or 4                                               (default 4)
  *   PERSIST  0 or 1                                               (default 1)
  *   B_NK     1: B is stored N×K ("layout nk")                     (default 0)
- * Launch: prepass (32, 8) blocks as the header says; matmul block 384, grid as above,
- * dynamic shared memory STAGES · 48 KB + 1280; args (A, scratch, C, M, N, K).
+ *   BM, BN   128 or 64, 256 or 128: the tile of C                 (default 128, 256)
+ * Launch: prepass (32, 8) blocks as the header says; matmul block 128 + 2 · BM, grid as
+ * above, dynamic shared memory STAGES · (BM + BN) · 128 + 1280; args (A, scratch, C, M, N, K).
  * Models: FLOPs = 2·M·N·K; bytes = (M·K + K·N)·2 + M·N·sizeof(OUT).
  */
 #include "half.cuh"
@@ -133,16 +144,31 @@ elem = "b16"
 #ifndef B_NK
 #define B_NK 0
 #endif
+#ifndef BM
 #define BM 128
+#endif
+#ifndef BN
 #define BN 256
+#endif
 #define BK 64
 #define GM 8
-#define NT 384
-#define A_BYTES (BM * BK * 2)                /* 16 KB */
-#define B_BYTES (BN * BK * 2)                /* 32 KB */
+#define CONSUMERS (BM / 64)
+#define NT (128 * (1 + CONSUMERS))
+#define A_BYTES (BM * BK * 2)                /* 16 KB at BM = 128 */
+#define B_BYTES (BN * BK * 2)                /* 32 KB at BN = 256 */
 #define STAGE_BYTES (A_BYTES + B_BYTES)
 #if STAGES < 3 || STAGES > 4 || (PERSIST != 0 && PERSIST != 1)
 #error "STAGES must be 3 or 4, PERSIST 0 or 1"
+#endif
+#if (BM != 64 && BM != 128) || (BN != 128 && BN != 256)
+#error "BM must be 64 or 128, BN 128 or 256"
+#endif
+/* 64 × 128 tiles: two CTAs to an SM (at most 97 KB of shared memory and 128 registers each) */
+#define CTAS_PER_SM (BM == 64 && BN == 128 ? 2 : 1)
+#if BN == 256
+#define WGMMA_K16 wgmma_n256k16
+#else
+#define WGMMA_K16 wgmma_n128k16
 #endif
 static_assert(sizeof(ELEM) == 2, "ELEM is a 16-bit type");
 
@@ -172,7 +198,7 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
     }
 }
 
-extern "C" __global__ __launch_bounds__(NT, 1)
+extern "C" __global__ __launch_bounds__(NT, CTAS_PER_SM)
 void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
             int M, int N, int K)
 {
@@ -192,7 +218,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(bars + 8 * s, 1);                 /* the producer's arrive + tx bytes */
-            mbar_init(bars + 8 * (STAGES + s), 256);    /* consumer threads */
+            mbar_init(bars + 8 * (STAGES + s), 128 * CONSUMERS);   /* consumer threads */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -250,9 +276,9 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk)
 #if B_NK
-                    wgmma_n256k16<0>(acc, make_desc(sa + kk * 32), make_desc(sb + kk * 32), ELEM());
+                    WGMMA_K16<0>(acc, make_desc(sa + kk * 32), make_desc(sb + kk * 32), ELEM());
 #else
-                    wgmma_n256k16<1>(acc, make_desc(sa + kk * 32), make_desc_mn(sb + kk * 2048, 8192), ELEM());
+                    WGMMA_K16<1>(acc, make_desc(sa + kk * 32), make_desc_mn(sb + kk * 2048, 8192), ELEM());
 #endif
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
                 asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
