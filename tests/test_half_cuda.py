@@ -29,6 +29,7 @@ ml_dtypes = pytest.importorskip("ml_dtypes")
 WMMA = registry.get("half_wmma")
 MMA = registry.get("half_mma")
 WGMMA = registry.get("half_wgmma")
+PINGPONG = registry.get("half_wgmma_pingpong")
 HALF = ("float16", "bfloat16")
 
 
@@ -95,8 +96,9 @@ def test_defines_per_input_and_output_type():
 def test_half_wmma_is_the_first_16_bit_rung():
     assert WMMA.role == "rung" and WMMA.precision == "half" and WMMA.dtypes == HALF
     assert WMMA.source_path("cuda").name == "30_half_wmma.cu"
-    # the second step (explicit fragments, swizzled tiles, cp.async ring) is the highest
-    assert registry.best_rung("cuda", "half") == "half_wgmma" and WGMMA.order > MMA.order > WMMA.order
+    # the ladder's steps in order; the ping-pong step (34) is the highest
+    assert registry.best_rung("cuda", "half") == "half_wgmma_pingpong"
+    assert PINGPONG.order > WGMMA.order > MMA.order > WMMA.order
     assert registry.reference_for("cuda", "half") == "cublas_half"
     assert registry.best_rung("cuda", "fp32") != "half_wmma"
     assert set(WMMA.descriptions) == set(WMMA.space) and len(WMMA.technique) <= 100
@@ -389,7 +391,7 @@ NVCC = shutil.which("nvcc")
 @pytest.mark.slow
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
 @pytest.mark.parametrize("arch,rung", [("sm_80", WMMA), ("sm_90", WMMA), ("sm_80", MMA),
-                                       ("sm_90", MMA), ("sm_90a", WGMMA)],
+                                       ("sm_90", MMA), ("sm_90a", WGMMA), ("sm_90a", PINGPONG)],
                          ids=lambda x: x if isinstance(x, str) else x.name)
 def test_every_half_rung_build_compiles_without_spills(arch, rung):
     """Every code path and parameter value, both input types, both output types, B in both
@@ -458,3 +460,21 @@ def test_half_wgmma_header_and_its_tensor_maps():
     # N×K: B padded to N rows of Kp
     at, (a, b) = pre.tensor_maps({**p, "NK": 1}, m, n, k)
     assert (b.base, b.offset, b.dim0, b.dim1, b.stride) == ("scratch", 2 * m * 64, 64, n, 128)
+
+
+def test_the_ping_pong_step_owns_its_tiles():
+    """Step 34: 128 × 128 tiles, one consumer warpgroup each, a persistent grid (the
+    consumers alternate over its tiles); 4 or 6 stages of 32 KB; B's map by layout."""
+    v = PINGPONG
+    assert (v.order, v.precision, v.dtypes, v.layouts, v.arch_suffix) == (34, "half", HALF, ("kn", "nk"), "a")
+    assert set(v.descriptions) == set(v.space) and len(v.technique) <= 100
+    assert v.launch_geometry({"stages": 6}, 4096, 4096, 4096, 132) == ((132, 1), (384, 1))
+    assert v.launch_geometry({"stages": 6}, 1000, 1000, 1000, 132) == ((64, 1), (384, 1))
+    assert v.dynamic_shared({"stages": 6}) == 6 * 32768 + 1280 <= 227 * 1024
+    assert v.check("cuda", {"stages": 5}, 64, 64, 64, "float16") is not None
+    _at, (a, b) = v.prepass.tensor_maps({"stages": 6}, 4096, 2048, 1024)
+    assert (a.box0, a.box1, b.box0, b.box1) == (64, 128, 64, 64)
+    _at, (a, b) = v.prepass.tensor_maps({"stages": 6, "NK": 1}, 4096, 2048, 1024)
+    assert (b.box0, b.box1) == (64, 128)
+    for shape in ((127, 61, 253), (1, 1, 1), (2100, 2050, 136)):
+        assert all(v.check("cuda", c, *shape, "bfloat16", "nk") is None for c in v.combos())

@@ -27,8 +27,8 @@ CUBLAS_ERROR_FACTOR = 1.25
 
 
 #: The 16-bit ladder steps: WMMA, then mma.sync with ldmatrix and a cp.async ring, then
-#: wgmma fed by TMA.
-RUNGS = ("half_wmma", "half_mma", "half_wgmma")
+#: wgmma fed by TMA, then its consumers in ping-pong.
+RUNGS = ("half_wmma", "half_mma", "half_wgmma", "half_wgmma_pingpong")
 
 
 def _rung_items(dtype: str):

@@ -1,0 +1,285 @@
+/*
++++
+name = "half_wgmma_pingpong"
+title = "FP16/BF16 by wgmma and TMA, two consumer warpgroups in ping-pong on tiles of their own"
+summary = "The tensor-core ladder's fourth step: step 32's producer thread and TMA ring, but each consumer warpgroup owns whole 128 × 128 tiles of C (two wgmma.m64n128k16 a k-step into 128 FP32 accumulators) and the two take the CTA's tiles in turn. A named-barrier handshake orders them: one runs its main loop while the other writes its last tile out, so the tensor cores never wait for an epilogue; the ring (up to 6 stages of 32 KB) carries the two tiles' k-tiles in sequence. Persistent grid, grouped tile order; B as K×N read MN-major, as N×K K-major."
+source = "PTX ISA wgmma.mma_async, cp.async.bulk.tensor, mbarrier expect_tx and try_wait.parity (the current or immediately preceding phase), bar.sync/bar.arrive named barriers; CUTLASS's sm90 ping-pong kernel schedule (KernelTmaWarpSpecializedPingpong: ordered math warpgroups); the ping-pong level of ThunderKittens' H100 GEMM walk-through; cuda/ladder/32_half_wgmma.cu"
+role = "rung"
+order = 34
+dtypes = ["float16", "bfloat16"]
+layouts = ["kn", "nk"]
+precision = "half"
+arch_suffix = "a"
+
+[params]
+stages = [6, 4]
+
+[descriptions]
+stages = "k-tiles (64 deep, 32 KB of A and B) in flight in the TMA ring: 4 or 6"
+
+[derived]
+tiles = "cdiv(M, 128) * cdiv(N, 128)"     # 128 × 128 tiles of C, each one consumer's
+kp = "roundup(K, 8)"                      # a row of K 16-bit elements padded to 16 bytes
+np = "roundup(N, 8)"
+# padded copies only where a row is not a multiple of 16 bytes (TMA needs it), as step 32
+ap_bytes = "2 * M * kp if K % 8 else 0"
+bp_bytes = "(2 * N * kp if K % 8 else 0) if NK else (2 * K * np if N % 8 else 0)"
+maps_at = "roundup(ap_bytes + bp_bytes, 128)"
+
+[[constraints]]
+check = "stages == 4 or stages == 6"
+reason = "stages must be 4 or 6 (7 stages of 32 KB leave no room for a second tile's first k-tiles' worth of margin; 8 exceed 227 KB)"
+
+[launch]
+grid = ["min(tiles, SMS)", 1]             # persistent: the consumers alternate over its tiles
+block = [384, 1]                          # a producer warpgroup + 2 consumer warpgroups
+shared = "stages * 32768 + 1024 + 256"
+
+[prepass]            # padded copies only where needed: no blocks (no launch) otherwise
+entry = "prepass"
+grid = ["cdiv(max(kp if K % 8 else 0, (kp if NK else np) if bp_bytes else 0), 32)", "(cdiv(M, 32) if K % 8 else 0) + (cdiv(N if NK else K, 32) if bp_bytes else 0)"]
+block = [32, 8]
+scratch = "maps_at + 2 * 128"
+
+# A (or Ap) as M rows of K (Kp) elements, box 64 (k) × 128 (m); 128B swizzle
+[[prepass.tensor_maps]]
+at = "maps_at"
+base = "'scratch' if K % 8 else 'a'"
+offset = 0
+dims = ["kp", "M"]
+stride = "2 * kp"
+box = [64, 128]
+elem = "b16"
+
+# B (or Bp): as K×N, K rows of N (Np), boxes 64 (n) × 64 (k); as N×K, N rows of K (Kp),
+# one box 64 (k) × 128 (n); 128B swizzle
+[[prepass.tensor_maps]]
+base = "'scratch' if bp_bytes else 'b'"
+offset = "ap_bytes if bp_bytes else 0"
+dims = ["kp if NK else np", "N if NK else K"]
+stride = "2 * (kp if NK else np)"
+box = [64, "128 if NK else 64"]
+elem = "b16"
++++
+*/
+/*
+ * 34_half_wgmma_pingpong.cu -- C = A·B with A (M×K) and B (K×N, or N×K with B_NK) in FP16 or
+ * BF16, FP32 accumulators, C written as FP32 or the input type, on Hopper (sm_90a).
+ *
+ * What it changes in 32_half_wgmma: there, both consumer warpgroups share each 128 × 256
+ * tile and finish it together, so the tensor cores idle while both write C out. Here each
+ * consumer owns whole 128 × 128 tiles (rows 0-63 and 64-127 by two wgmma.m64n128k16 a
+ * k-step, 128 accumulators a thread) and the two take the CTA's tiles in turn: consumer 0
+ * tiles 0, 2, 4, ..., consumer 1 tiles 1, 3, 5, ... of its persistent sequence.
+ *  - The producer fills the ring with tile 0's k-tiles, then tile 1's, and so on: ring
+ *    position p = j · ktiles + kt for k-tile kt of the CTA's j-th tile.
+ *  - Order (named barriers 1 and 2, 256 threads each): a consumer starts a tile's main
+ *    loop only once the other has issued all of its previous tile's wgmmas (bar.sync on
+ *    its own id, which the other bar.arrives), then lets the other go the same way. So one
+ *    warpgroup's main loop runs while the other writes its tile out, and a consumer never
+ *    waits on a stage more than one phase ahead of its barrier (mbarrier.try_wait.parity
+ *    names only the current or the preceding phase: a consumer far ahead would take a
+ *    stale phase for its own).
+ *  - Each stage is read by one consumer: "empty" barriers count 128 arrivals.
+ * Technique and source: CUTLASS's sm90 ping-pong schedule (ordered math warpgroups) and
+ * the ping-pong level of ThunderKittens' H100 GEMM walk-through; written anew for this lab
+ * on top of 32_half_wgmma.cu.
+ * Left for later steps: clusters with TMA multicast, a TMA-store epilogue.
+ *
+ * Pre-pass (timed with the GEMM; no blocks at all when every row is a multiple of 16
+ * bytes): as step 32's.
+ *
+ * Compile-time constants (defaults let the file compile alone):
+ *   ELEM     __half or __nv_bfloat16 (the run's input type)      (default __half)
+ *   OUT      float or ELEM (the run's output type)                (default float)
+ *   ACC      float                                                (default float)
+ *   STAGES   4 or 6                                               (default 6)
+ *   B_NK     1: B is stored N×K ("layout nk")                     (default 0)
+ * Launch: prepass (32, 8) blocks as the header says; matmul block 384, grid min(tiles,
+ * #SMs), dynamic shared memory STAGES · 32 KB + 1280; args (A, scratch, C, M, N, K).
+ * Models: FLOPs = 2·M·N·K; bytes = (M·K + K·N)·2 + M·N·sizeof(OUT).
+ */
+#include "half.cuh"
+#include "lab_ptx.cuh"
+
+#ifndef ELEM
+#define ELEM __half
+#endif
+#ifndef OUT
+#define OUT float
+#endif
+#ifndef ACC
+#define ACC float
+#endif
+#ifndef STAGES
+#define STAGES 6
+#endif
+#ifndef B_NK
+#define B_NK 0
+#endif
+#define BM 128
+#define BN 128
+#define BK 64
+#define GM 8
+#define NT 384
+#define A_BYTES (BM * BK * 2)                /* 16 KB */
+#define B_BYTES (BN * BK * 2)                /* 16 KB */
+#define STAGE_BYTES (A_BYTES + B_BYTES)
+#if STAGES != 4 && STAGES != 6
+#error "STAGES must be 4 or 6"
+#endif
+static_assert(sizeof(ELEM) == 2, "ELEM is a 16-bit type");
+
+/* Ap (M × Kp) where K % 8, then Bp where B's rows are short, zero-padded: grid.y covers
+ * A's 32-row tiles (when padded) then B's, grid.x the padded row length in 32s. */
+extern "C" __global__ __launch_bounds__(256)
+void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
+             int M, int N, int K)
+{
+    const int Kp = (K + 7) & ~7, Np = (N + 7) & ~7;
+    const bool pad_a = K % 8 != 0, pad_b = B_NK ? K % 8 != 0 : N % 8 != 0;
+    const int brows = B_NK ? N : K, bcols = B_NK ? K : N, bld = B_NK ? Kp : Np;
+    const int ay = pad_a ? (M + 31) / 32 : 0;
+    const int c = blockIdx.x * 32 + threadIdx.x;
+    const bool in_a = (int)blockIdx.y < ay;
+    if (!in_a && !pad_b)
+        return;
+    const ELEM* src = in_a ? A : B;
+    ELEM* dst = in_a ? S : S + (pad_a ? (size_t)M * Kp : 0);
+    const int rows = in_a ? M : brows, cols = in_a ? K : bcols, ld = in_a ? Kp : bld;
+    const int r0 = (in_a ? blockIdx.y : blockIdx.y - ay) * 32;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int r = r0 + threadIdx.y + 8 * i;
+        if (r < rows && c < ld)
+            dst[(size_t)r * ld + c] = c < cols ? src[(size_t)r * cols + c] : ELEM(0.0f);
+    }
+}
+
+/* Named barrier 1 + c of the two consumer warpgroups (256 threads), c the consumer that
+ * waits on it: bar.sync waits for the other warpgroup's bar.arrive (barrier 0 is
+ * __syncthreads'). Immediate ids, so that ptxas reserves these two and no others. */
+__device__ __forceinline__ void consumers_wait(int c)
+{
+    if (c == 0)
+        asm volatile("bar.sync 1, 256;\n" ::: "memory");
+    else
+        asm volatile("bar.sync 2, 256;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void consumers_let_go(int c)
+{
+    if (c == 0)
+        asm volatile("bar.arrive 1, 256;\n" ::: "memory");
+    else
+        asm volatile("bar.arrive 2, 256;\n" ::: "memory");
+}
+
+extern "C" __global__ __launch_bounds__(NT, 1)
+void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
+            int M, int N, int K)
+{
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
+    /* full[s] at +8s, empty[s] at +8(STAGES+s): 2 STAGES * 8 <= 256 */
+    const unsigned bars = base + STAGES * STAGE_BYTES;
+
+    const int tid = threadIdx.x;
+    const int wg = tid >> 7;                            /* 0: producer, 1-2: consumers */
+    const int ktiles = (K + BK - 1) / BK;
+    const int mt = (M + BM - 1) / BM, nt = (N + BN - 1) / BN;
+    const int tiles = mt * nt;
+    const int G = gridDim.x;
+
+    if (tid == 0) {
+#pragma unroll
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(bars + 8 * s, 1);                 /* the producer's arrive + tx bytes */
+            mbar_init(bars + 8 * (STAGES + s), 128);    /* the one consumer of each use */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+
+    if (wg == 0) {
+        if (tid == 0) {
+            const int Kp = (K + 7) & ~7, Np = (N + 7) & ~7;
+            const size_t ap = K % 8 ? (size_t)2 * M * Kp : 0;
+            const size_t bp = B_NK ? (K % 8 ? (size_t)2 * N * Kp : 0) : (N % 8 ? (size_t)2 * K * Np : 0);
+            const unsigned char* maps = reinterpret_cast<const unsigned char*>(S) + ((ap + bp + 127) & ~(size_t)127);
+            const void* tmA = maps;
+            const void* tmB = maps + 128;
+            tensormap_acquire(tmA);
+            tensormap_acquire(tmB);
+            int it = 0;                                 /* ring position: j · ktiles + kt */
+            for (int t = blockIdx.x; t < tiles; t += G) {
+                int row0, col0;
+                tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
+                for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                    const int s = it % STAGES;
+                    if (it >= STAGES)
+                        mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
+                    const unsigned full = bars + 8 * s;
+                    const unsigned sa = base + s * STAGE_BYTES;
+                    mbar_arrive_expect_tx(full, STAGE_BYTES);
+                    tma_load_2d(sa, tmA, kt * BK, row0, full);
+#if B_NK
+                    tma_load_2d(sa + A_BYTES, tmB, kt * BK, col0, full);
+#else
+#pragma unroll
+                    for (int j = 0; j < BN / 64; ++j)
+                        tma_load_2d(sa + A_BYTES + j * 8192, tmB, col0 + 64 * j, kt * BK, full);
+#endif
+                }
+            }
+        }
+    } else {
+        const int cw = wg - 1;                          /* consumer 0 or 1 */
+        const int warp = (tid >> 5) & 3, lane = tid & 31;
+        float acc0[BN / 2], acc1[BN / 2];               /* rows 0-63 and 64-127 of the tile */
+        for (int j = cw, t = blockIdx.x + cw * G; t < tiles; j += 2, t += 2 * G) {
+            int row0, col0;
+            tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
+#pragma unroll
+            for (int i = 0; i < BN / 2; ++i)
+                acc0[i] = acc1[i] = 0.f;
+            if (j > 0)                                  /* the other has issued tile j - 1 */
+                consumers_wait(cw);
+            int it = j * ktiles;
+            for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                const int s = it % STAGES;
+                mbar_wait(bars + 8 * s, (it / STAGES) & 1);
+                const unsigned sa = base + s * STAGE_BYTES;
+                const unsigned sb = sa + A_BYTES;
+                asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+                for (int kk = 0; kk < BK / 16; ++kk) {
+#if B_NK
+                    const unsigned long long db = make_desc(sb + kk * 32);
+                    wgmma_n128k16<0>(acc0, make_desc(sa + kk * 32), db, ELEM());
+                    wgmma_n128k16<0>(acc1, make_desc(sa + 64 * 128 + kk * 32), db, ELEM());
+#else
+                    const unsigned long long db = make_desc_mn(sb + kk * 2048, 8192);
+                    wgmma_n128k16<1>(acc0, make_desc(sa + kk * 32), db, ELEM());
+                    wgmma_n128k16<1>(acc1, make_desc(sa + 64 * 128 + kk * 32), db, ELEM());
+#endif
+                }
+                asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+                asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+                if (kt > 0)                             /* position it-1 read: release its stage */
+                    mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+            }
+            if (t + G < tiles)                          /* the other's next tile: its turn */
+                consumers_let_go(1 - cw);
+            asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+            if (ktiles > 0)
+                mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+            store_wgmma_out<BN>(acc0, C, row0, col0, M, N, warp, lane);
+            store_wgmma_out<BN>(acc1, C, row0 + 64, col0, M, N, warp, lane);
+        }
+    }
+#else
+    __trap();                                           /* built for a target without wgmma */
+#endif
+}
