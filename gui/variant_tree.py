@@ -165,7 +165,7 @@ class VariantTree(QTreeWidget):
                 item.setData(NAME_COL, Qt.ItemDataRole.UserRole, v.name)
                 item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
                 ticked = self._checked.get(v.name, registry.ticked_by_default(
-                    v, backend, self.ticks, self.arch))
+                    v, backend, self.ticks, self.arch, self._dtype or "float32"))
                 item.setCheckState(NAME_COL, Qt.CheckState.Checked if ticked
                                    else Qt.CheckState.Unchecked)
                 tip = variant_tip(v)
@@ -226,8 +226,28 @@ class VariantTree(QTreeWidget):
         shapes, dtype, layout = [tuple(s) for s in shapes], str(dtype), str(layout)
         if (shapes, dtype, layout) == (self._shapes, self._dtype, self._layout):
             return
+        retick = dtype != (self._dtype or "float32")
         self._shapes, self._dtype, self._layout = shapes, dtype, layout
+        if retick:
+            self._tick_defaults()
         self._refresh_marks()
+
+    def _tick_defaults(self) -> None:
+        """The variants the user has not (un)ticked take the defaults of the run's input
+        type (:func:`engine.kernels.registry.ticked_by_default`): choosing bfloat16 ticks
+        the 16-bit lines in place of FP32 ones that would only be skips."""
+        self._building = True
+        try:
+            for it in self._top_items():
+                name = it.data(NAME_COL, Qt.ItemDataRole.UserRole)
+                if not name or name in self._checked:
+                    continue
+                on = registry.ticked_by_default(registry.get(name), self.backend, self.ticks,
+                                                self.arch, self._dtype or "float32")
+                it.setCheckState(NAME_COL, Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
+        finally:
+            self._building = False
+        # no choice_changed here: set_context's caller (the panel's _changed) updates after it
 
     def set_arch(self, arch: str | None) -> None:
         """The chosen device's architecture (``sm_90``, or None): parameters the user has

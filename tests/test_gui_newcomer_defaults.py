@@ -210,10 +210,38 @@ def test_a_specialist_on_cuda_is_marked_at_square_sizes(make_window):
     assert tree.mark("skinny").startswith("not for these sizes: made for skinny shapes")
     tree.set_context(DEFAULT_SIZES + [(4096, 16, 4096)], "float32")
     assert tree.mark("skinny") == "at 1 of 7 sizes"
-    # int32: the cuBLAS lines take float32 only
-    tree.set_context(DEFAULT_SIZES, "int32")
+    # int32 chosen: the cuBLAS lines take float32 only (no longer ticked by default; ticked,
+    # marked)
+    win.config.dtype.setCurrentText("int32")
+    assert "cublas_fp32" not in tree.checked_variants()
+    tree.set_variant_checked("cublas_fp32", True)
     assert tree.mark("cublas_fp32").startswith("not for these sizes: cublas_fp32 does not "
                                                "support int32")
+
+
+def test_choosing_a_16_bit_type_ticks_its_own_lines_and_keeps_the_users_choices(make_window):
+    """Before the user chooses, bfloat16 ticks the 16-bit dispatch line and cuBLAS's (the
+    FP32 lines would all be skips); a line the user ticked or unticked keeps that choice
+    through type changes; back to float32, the FP32 defaults return."""
+    win = make_window()
+    cfg = win.config
+    tree = cfg.variants
+    tree.set_backend("cuda")            # no device needed: the tree lists the cuda kernels
+    cfg.dtype.setCurrentText("float32")
+    first = set(tree.checked_variants())
+    assert {"lab_fp32", "cublas_fp32"} <= first and "lab_half" not in first
+    cfg.dtype.setCurrentText("bfloat16")
+    half = set(tree.checked_variants())
+    assert {"lab_half", "cublas_half"} <= half
+    assert all("bfloat16" in registry.get(n).dtypes for n in half), half
+    assert all(tree.mark(n) == "" for n in half)           # every ticked line runs
+    tree.set_variant_checked("half_wgmma", True)           # the user's own choices
+    tree.set_variant_checked("cublas_half", False)
+    cfg.dtype.setCurrentText("float8_e4m3")
+    fp8 = set(tree.checked_variants())
+    assert {"lab_fp8", "cublaslt_fp8", "half_wgmma"} <= fp8 and "cublas_half" not in fp8
+    cfg.dtype.setCurrentText("float32")
+    assert set(tree.checked_variants()) == first | {"half_wgmma"}
 
 
 def test_only_fitting_runs_leave_out_what_does_not_fit_and_bench_keeps_its_skips():

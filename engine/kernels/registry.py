@@ -853,17 +853,19 @@ NEWCOMER_ROLES = ("reference", "dispatch", "user")
 
 
 def ticked_by_default(v: Variant, backend: str, ticks: Ticks = Ticks.NEWCOMER,
-                      arch: str | None = None) -> bool:
+                      arch: str | None = None, dtype: str = "float32") -> bool:
     """Whether the window ticks ``v`` on ``backend`` before the user chooses: with
     :attr:`Ticks.NEWCOMER` a variant of :data:`NEWCOMER_ROLES` or one whose file on
     ``backend`` says ``newcomer = true``, unless it cannot build for the device's
-    architecture ``arch`` (wgmma on a GPU other than sm_90: a skip, not a curve)."""
+    architecture ``arch`` (wgmma on a GPU other than sm_90: a skip, not a curve) or does
+    not take the run's input type ``dtype`` (BF16 chosen: the FP32 lines would be skips,
+    the 16-bit dispatch line and cuBLAS's are the run)."""
     if v.role == "experiment":
         return False
     if ticks is Ticks.ALL:
         return True
-    if not builds_for(v, arch) or "float32" not in v.dtypes:
-        return False        # the first run is float32: a half-only line would be a skip there
+    if not builds_for(v, arch) or dtype not in v.dtypes:
+        return False
     return v.role in NEWCOMER_ROLES or backend in v.newcomer
 
 
