@@ -575,6 +575,15 @@ class KernelEditor(QWidget):
 
     # --- compiling -------------------------------------------------------------------
 
+    def compile_dtype(self, wanted: str) -> str:
+        """The type a compile builds: the window's where the file takes it, else the file's
+        first (a BF16 kernel checked while float32 is chosen is built in BF16, not refused)."""
+        try:
+            h = parse_header(self.display_path(), self.text())
+        except KernelFileError:
+            return wanted                      # check-kernel reports the header's problem
+        return wanted if wanted in h.dtypes else h.dtypes[0]
+
     def compile(self) -> bool:
         """Build every parameter combination in a ``check-kernel`` process."""
         if not self.text().strip():
@@ -584,7 +593,7 @@ class KernelEditor(QWidget):
             self._process.waitForFinished(2000)
         ctx = self.context()
         args = [str(ROOT / "main.py"), "check-kernel", str(self.display_path()), "--stdin",
-                "--json", "--backend", self.backend(), "--dtype", ctx.dtype]
+                "--json", "--backend", self.backend(), "--dtype", self.compile_dtype(ctx.dtype)]
         if self.backend() == "cuda" and ctx.arch:
             args += ["--arch", ctx.arch]
         if self.backend() == "opencl":

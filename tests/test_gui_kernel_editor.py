@@ -244,3 +244,20 @@ def test_a_builtin_opened_in_the_editor_stays_a_builtin(qtbot, make_window, conf
     with qtbot.waitSignal(win.controller.finished, timeout=RUN_MS):
         assert ed.run()                                          # runs the built-in itself
     assert any(r.variant == "tiled_any" and r.passed for r in win.store.records)
+
+
+def test_compile_builds_a_kernel_in_a_type_it_takes(make_window, configure):
+    """Ctrl+B on a 16-bit or FP8 file while float32 is chosen builds it in the file's first
+    type (not refused as 'does not support float32'); in the window's type where the file
+    takes it."""
+    from engine.kernels.registry import ROOT
+    win = _window(make_window, configure)
+    ed = win.kernel_editor if win.open_kernel(ROOT / "cuda" / "ladder" / "30_half_wmma.cu") else None
+    assert ed is not None
+    assert ed.compile_dtype("float32") == "float16"
+    assert ed.compile_dtype("bfloat16") == "bfloat16"
+    assert win.open_kernel(ROOT / "cuda" / "ladder" / "33_fp8_wgmma.cu")
+    assert win.kernel_editor.compile_dtype("float32") == "float8_e4m3"
+    assert win.open_kernel(ROOT / "cuda" / "ladder" / "02_tiled.cu")
+    assert win.kernel_editor.compile_dtype("int32") == "int32"
+    assert win.kernel_editor.compile_dtype("float32") == "float32"
