@@ -48,6 +48,34 @@ __device__ __forceinline__ void store_wgmma_out(const float* d, OUT_T* C, int ro
     }
 }
 
+/* The 16-bit TMA steps' pre-pass (a (32, 8) block each): Ap (M × Kp) where K % 8, then Bp
+ * where B's rows are short (B_NK_: B stored N×K, padded to Kp; else K×N, padded to Np),
+ * zero-padded, so that every row TMA reads is a multiple of 16 bytes. grid.y covers A's
+ * 32-row tiles (when padded) then B's, grid.x the padded row length in 32s. */
+template <int B_NK_, typename ELEM_T>
+__device__ __forceinline__ void pad_short_rows(const ELEM_T* __restrict__ A, const ELEM_T* __restrict__ B,
+                                               ELEM_T* __restrict__ S, int M, int N, int K)
+{
+    const int Kp = (K + 7) & ~7, Np = (N + 7) & ~7;
+    const bool pad_a = K % 8 != 0, pad_b = B_NK_ ? K % 8 != 0 : N % 8 != 0;
+    const int brows = B_NK_ ? N : K, bcols = B_NK_ ? K : N, bld = B_NK_ ? Kp : Np;
+    const int ay = pad_a ? (M + 31) / 32 : 0;
+    const int c = blockIdx.x * 32 + threadIdx.x;
+    const bool in_a = (int)blockIdx.y < ay;
+    if (!in_a && !pad_b)
+        return;
+    const ELEM_T* src = in_a ? A : B;
+    ELEM_T* dst = in_a ? S : S + (pad_a ? (size_t)M * Kp : 0);
+    const int rows = in_a ? M : brows, cols = in_a ? K : bcols, ld = in_a ? Kp : bld;
+    const int r0 = (in_a ? blockIdx.y : blockIdx.y - ay) * 32;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int r = r0 + threadIdx.y + 8 * i;
+        if (r < rows && c < ld)
+            dst[(size_t)r * ld + c] = c < cols ? src[(size_t)r * cols + c] : ELEM_T(0.0f);
+    }
+}
+
 /* D = A·B + D for one m16n8k16 fragment (sm_80+), FP32 accumulators; the input type
  * (the last argument, a tag: ELEM()) picks the instruction. */
 __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], __half)

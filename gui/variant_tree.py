@@ -164,8 +164,7 @@ class VariantTree(QTreeWidget):
                 item = QTreeWidgetItem([v.name, v.technique])
                 item.setData(NAME_COL, Qt.ItemDataRole.UserRole, v.name)
                 item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-                ticked = self._checked.get(v.name, registry.ticked_by_default(
-                    v, backend, self.ticks, self.arch, self._dtype or "float32"))
+                ticked = self._checked.get(v.name, self._ticked_by_default(v))
                 item.setCheckState(NAME_COL, Qt.CheckState.Checked if ticked
                                    else Qt.CheckState.Unchecked)
                 tip = variant_tip(v)
@@ -226,11 +225,16 @@ class VariantTree(QTreeWidget):
         shapes, dtype, layout = [tuple(s) for s in shapes], str(dtype), str(layout)
         if (shapes, dtype, layout) == (self._shapes, self._dtype, self._layout):
             return
-        retick = dtype != (self._dtype or "float32")
+        retick = dtype != self._dtype
         self._shapes, self._dtype, self._layout = shapes, dtype, layout
         if retick:
             self._tick_defaults()
         self._refresh_marks()
+
+    def _ticked_by_default(self, v) -> bool:
+        """Whether ``v`` is ticked while the user has not chosen, on this backend, device
+        and input type (:func:`engine.kernels.registry.ticked_by_default`)."""
+        return registry.ticked_by_default(v, self.backend, self.ticks, self.arch, self._dtype)
 
     def _tick_defaults(self) -> None:
         """The variants the user has not (un)ticked take the defaults of the run's input
@@ -242,8 +246,7 @@ class VariantTree(QTreeWidget):
                 name = it.data(NAME_COL, Qt.ItemDataRole.UserRole)
                 if not name or name in self._checked:
                     continue
-                on = registry.ticked_by_default(registry.get(name), self.backend, self.ticks,
-                                                self.arch, self._dtype or "float32")
+                on = self._ticked_by_default(registry.get(name))
                 it.setCheckState(NAME_COL, Qt.CheckState.Checked if on else Qt.CheckState.Unchecked)
         finally:
             self._building = False

@@ -12,6 +12,7 @@ import secrets
 
 import pytest
 
+from engine.common.dtypes import TypeSpec
 from engine.kernels import registry, user_kernels
 from engine.kernels.kernel_file import parse_header
 from engine.measure import peaks, triton_kernels as tk
@@ -97,7 +98,7 @@ def test_the_signature_types_the_pointers_as_the_launch_does(name, dtype, output
         assert sig["scale"] == "fp32"
     # the launch's arguments, in the same order and types (no GPU: the objects alone)
     kern = tk.GpuTritonKernel(v, v.default_params(), fn=None,
-                              types=tk.launch_types(dtype, output, "nk"))
+                              types=TypeSpec(dtype, output, "nk"))
     args = kern._args((4096, 8192, 12288), 67, 91, 45, scale=0.25)
     assert ["*" + a.dtype for a in args[:3]] == [a_ptr, a_ptr, c_ptr]
     assert [a.data_ptr() for a in args[:3]] == [4096, 8192, 12288]

@@ -172,30 +172,13 @@ elem = "b16"
 #endif
 static_assert(sizeof(ELEM) == 2, "ELEM is a 16-bit type");
 
-/* Ap (M × Kp) where K % 8, then Bp where B's rows are short, zero-padded: grid.y covers
- * A's 32-row tiles (when padded) then B's, grid.x the padded row length in 32s. */
+/* Ap (M × Kp) where K % 8, then Bp where B's rows are short, zero-padded (half.cuh's
+ * pad_short_rows). */
 extern "C" __global__ __launch_bounds__(256)
 void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
              int M, int N, int K)
 {
-    const int Kp = (K + 7) & ~7, Np = (N + 7) & ~7;
-    const bool pad_a = K % 8 != 0, pad_b = B_NK ? K % 8 != 0 : N % 8 != 0;
-    const int brows = B_NK ? N : K, bcols = B_NK ? K : N, bld = B_NK ? Kp : Np;
-    const int ay = pad_a ? (M + 31) / 32 : 0;
-    const int c = blockIdx.x * 32 + threadIdx.x;
-    const bool in_a = (int)blockIdx.y < ay;
-    if (!in_a && !pad_b)
-        return;
-    const ELEM* src = in_a ? A : B;
-    ELEM* dst = in_a ? S : S + (pad_a ? (size_t)M * Kp : 0);
-    const int rows = in_a ? M : brows, cols = in_a ? K : bcols, ld = in_a ? Kp : bld;
-    const int r0 = (in_a ? blockIdx.y : blockIdx.y - ay) * 32;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const int r = r0 + threadIdx.y + 8 * i;
-        if (r < rows && c < ld)
-            dst[(size_t)r * ld + c] = c < cols ? src[(size_t)r * cols + c] : ELEM(0.0f);
-    }
+    pad_short_rows<B_NK>(A, B, S, M, N, K);
 }
 
 extern "C" __global__ __launch_bounds__(NT, CTAS_PER_SM)

@@ -42,7 +42,7 @@ from typing import Any, Mapping
 from engine.common.files import read_text
 from engine.kernels.kernel_file import (DEFAULT_SMS, DEVICE_NAMES, FUNCTIONS, MAX_NAME_CHARS,
                                         MAX_PARAM_VALUE, MAX_TEXT_CHARS, NAME_RE, PRECISIONS,
-                                        SHAPE_NAMES, KERNEL_DTYPES, Expr, ExpressionError,
+                                        SHAPE_NAMES, KERNEL_DTYPES, LAYOUTS, Expr, ExpressionError,
                                         KernelFileError, _check_values, _header_data,
                                         _parse_expr, shown_text)
 
@@ -51,8 +51,6 @@ DISPATCH_FILE_LIMIT = 256 * 1024
 MAX_TABLES = 16
 MAX_RULES = 64
 TABLE_KEYS = {"title", "summary", "backend", "precision", "dtypes", "layouts", "rule"}
-#: B's layouts a table may promise (engine.common.dtypes.Layout values)
-LAYOUTS = ("kn", "nk")
 RULE_KEYS = {"when", "variant", "params", "why"}
 BACKENDS = ("cuda", "opencl")
 #: Where the lab's own tables are (relative to the repository root).

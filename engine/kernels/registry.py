@@ -852,6 +852,12 @@ class Ticks(str, Enum):
 NEWCOMER_ROLES = ("reference", "dispatch", "user")
 
 
+def takes_scale(variant: "Variant") -> bool:
+    """An FP8 kernel (its file declares FP8 types) takes scale_a·scale_b, a float, after
+    M, N, K: the CUDA C entry's argument and the Triton kernel's ``scale`` alike."""
+    return any(d in FP8_DTYPES for d in variant.dtypes)
+
+
 def ticked_by_default(v: Variant, backend: str, ticks: Ticks = Ticks.NEWCOMER,
                       arch: str | None = None, dtype: str = "float32") -> bool:
     """Whether the window ticks ``v`` on ``backend`` before the user chooses: with

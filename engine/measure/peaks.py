@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from engine.common.dtypes import ElementType
+
 #: The arithmetic a record's peak is taken for.
 PRECISIONS = ("fp32", "tf32", "int32", "fp16", "bf16", "fp8")
 LABELS = {"fp32": "FP32 SIMT", "tf32": "TF32 tensor core", "int32": "int32",
@@ -33,7 +35,7 @@ LABELS = {"fp32": "FP32 SIMT", "tf32": "TF32 tensor core", "int32": "int32",
 #: The arithmetic of a run whose inputs are 16-bit floats, whatever its kernel's precision.
 HALF_PRECISION = {"float16": "fp16", "bfloat16": "bf16"}
 #: The arithmetic of a run whose inputs are FP8 (either kind: one rate).
-FP8_INPUTS = ("float8_e4m3", "float8_e5m2")
+FP8_INPUTS = tuple(e.value for e in ElementType if e.is_float8)
 
 _FP32_LANES = {(5, 0): 128, (5, 2): 128, (5, 3): 128, (6, 0): 64, (6, 1): 128, (6, 2): 128,
                (7, 0): 64, (7, 2): 64, (7, 5): 64, (8, 0): 64, (8, 6): 128, (8, 7): 128,

@@ -48,7 +48,7 @@ import numpy as np
 
 from engine.common.dtypes import ElementType, TypeSpec
 from engine.kernels.kernel_file import TRITON_LAUNCH_PARAMS, shown_text
-from engine.kernels.registry import Variant
+from engine.kernels.registry import Variant, takes_scale
 
 #: Seconds the child that imports a kernel file may take (an import that never ends).
 IMPORT_TIMEOUT_S = 60.0
@@ -99,10 +99,10 @@ def backend_problem(backend: str) -> str | None:
     return f"the {backend} backend runs no Triton kernels (cuda, or cpu through the interpreter)"
 
 
-def takes_scale(variant: Variant) -> bool:
-    """An FP8 kernel (``precision = "fp8"``) takes scale_a·scale_b after the sizes, as the
-    CUDA FP8 kernels do (engine.measure.backends.cuda.takes_scale)."""
-    return variant.precision == "fp8"
+def scale_args(variant: Variant, scale: float) -> tuple[float, ...]:
+    """What follows the sizes in a launch: FP8's scale_a·scale_b, rounded to the float32 a
+    GPU is handed (a Python float: Triton passes it as fp32); nothing for other kernels."""
+    return (float(np.float32(scale)),) if takes_scale(variant) else ()
 
 
 def expected_arguments(variant: Variant) -> tuple[list[str], list[str]]:
@@ -309,13 +309,6 @@ POINTER = {"float32": "*fp32", "float16": "*fp16", "bfloat16": "*bf16", "int32":
            "float8_e4m3": "*fp8e4nv", "float8_e5m2": "*fp8e5"}
 
 
-def launch_types(dtype: str = "float32", output: str | None = None,
-                 layout: str = "kn") -> TypeSpec:
-    """The types a launch hands a kernel: A's and B's (``dtype``), C's (``output``; None:
-    the input type's default, float32 for 16-bit inputs, bfloat16 for FP8) and B's layout."""
-    return TypeSpec(dtype, output, layout)
-
-
 @dataclass
 class CompiledCombo:
     """One parameter combination compiled by Triton for a GPU architecture (no GPU needed):
@@ -335,9 +328,9 @@ class CompiledCombo:
 def signature(variant: Variant, dtype: str = "float32", output: str | None = None) -> dict[str, str]:
     """Triton's signature of the kernel as the backends launch it: the header's kind's
     pointers (A and B in ``dtype``, C in ``output``, by default the input type's default
-    output: :func:`launch_types`), FP8's ``scale`` as fp32, 32-bit sizes and strides, the
+    output: None is the input type's default, :class:`TypeSpec`), FP8's ``scale`` as fp32, 32-bit sizes and strides, the
     parameters as constexprs."""
-    types = launch_types(dtype, output)
+    types = TypeSpec(dtype, output)
     positional, consts = expected_arguments(variant)
     sig = {}
     for name in positional:
@@ -565,10 +558,8 @@ class InterpretedTritonKernel:
         run = self._executor(self.fn.fn, self.fn.arg_names, (gx, gy, 1))
         mats = (a, c) if self.variant.kind == "aat" else (a, b, c)
         dims = (m, k) if self.variant.kind == "aat" else (m, n, k)
-        # FP8: scale_a·scale_b after the sizes, rounded to the float32 the GPU is handed
-        extra = (float(np.float32(scale)),) if takes_scale(self.variant) else ()
         try:
-            run(*map(_HostPointer, mats), *dims, *extra,
+            run(*map(_HostPointer, mats), *dims, *scale_args(self.variant, scale),
                 *strides(self.variant, m, n, k, self.layout), **self._constants)
         except Exception as exc:  # noqa: BLE001  (the kernel's own failure, at its line)
             raise TritonError(_kernel_failure(self.variant, exc)) from None
@@ -614,7 +605,7 @@ class GpuTritonKernel:
         self.variant, self.params, self.fn = variant, dict(params), fn
         #: A's and B's type, C's type and B's layout of the launches (one compiled kernel
         #: serves one of each: Triton specializes on the pointers' types and the unit strides).
-        self.types = types if types is not None else launch_types()
+        self.types = types if types is not None else TypeSpec()
         self._constants = constants(variant, params)
         self._by_class: dict[tuple, Any] = {}
         self.registers = self.spills = self.shared_bytes = None
@@ -623,9 +614,8 @@ class GpuTritonKernel:
         dims = (m, k) if self.variant.kind == "aat" else (m, n, k)
         inputs, out = str(self.types.element), str(self.types.output)
         typed = [_DevicePointer(p, inputs) for p in pointers[:-1]] + [_DevicePointer(pointers[-1], out)]
-        # FP8: scale_a·scale_b after the sizes (a Python float: Triton passes it as fp32)
-        extra = (float(np.float32(scale)),) if takes_scale(self.variant) else ()
-        return (*typed, *dims, *extra, *strides(self.variant, m, n, k, str(self.types.layout)))
+        return (*typed, *dims, *scale_args(self.variant, scale),
+                *strides(self.variant, m, n, k, str(self.types.layout)))
 
     def _compiled(self, args: tuple, grid: tuple[int, int, int]) -> Any:
         # Triton's classes: aligned pointers, integers equal to 1 or multiples of 16 (a float

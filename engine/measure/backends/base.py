@@ -237,6 +237,11 @@ class Workspace:
         self.a_native: Any = None
         self.b_native: Any = None
 
+    @property
+    def scale(self) -> float:
+        """What an FP8 kernel or line multiplies A·B by: scale_a·scale_b (1 otherwise)."""
+        return float(self.scale_a) * float(self.scale_b)
+
 
 class Backend(ABC):
     """One compute backend. Everything but ``probe`` runs on the engine thread."""

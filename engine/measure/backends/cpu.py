@@ -157,7 +157,7 @@ class CpuBackend(Backend):
             n = ws.c.shape[1]
             try:
                 kernel.handle(ws.a_native, ws.b_native, ws.c, m, n, k,
-                              scale=float(ws.scale_a) * float(ws.scale_b))
+                              scale=ws.scale)
             except TritonError as exc:
                 raise BackendError(str(exc)) from None
             return
@@ -171,7 +171,7 @@ class CpuBackend(Backend):
             return
         acc = ws.c32 if ws.c32 is not None else ws.c
         np.matmul(ws.a, b, out=acc)
-        scale = ws.scale_a * ws.scale_b
+        scale = ws.scale
         if scale != 1.0:
             acc *= np.float32(scale)
         if acc is not ws.c:

@@ -29,11 +29,11 @@ from engine.common.dtypes import Layout, TypeSpec
 from engine.kernels import sources
 from engine.common.files import read_text
 from engine.kernels.sources import check_includes, read_kernel_text
-from engine.kernels.kernel_file import KernelFileError
+from engine.kernels.kernel_file import FP8_DTYPES, KernelFileError
 from engine.measure import build_cache
 from engine.measure.peaks import cuda_peaks
 from engine.measure.conditions import LoopConditions, LoopSampler, open_monitor
-from engine.kernels.registry import ROOT, Variant, is_builtin_file
+from engine.kernels.registry import ROOT, Variant, is_builtin_file, takes_scale
 from engine.measure.backends.base import (BUILD_TIMEOUT_S, COPY_BYTES, FLOAT_POISON_BITS,
                                           INT_POISON, Backend, BackendError, BackendStatus,
                                           BuildError, CompiledKernel, DeviceInfo, Workspace,
@@ -284,13 +284,6 @@ def encode_tensor_map_2d(addr: int, dim0: int, dim1: int, stride_bytes: int, box
 
 #: The 16-bit float types whose arrays go to and from the device as raw 16-bit words.
 HALF_WORDS = ("float16", "bfloat16")
-#: FP8 inputs: raw bytes up, C (BF16 or FP32) back; their kernels take scale_a·scale_b.
-FP8_INPUTS = ("float8_e4m3", "float8_e5m2")
-
-
-def takes_scale(variant: Variant) -> bool:
-    """An FP8 kernel file's entry takes scale_a·scale_b (a float) after M, N, K."""
-    return any(d in FP8_INPUTS for d in variant.dtypes)
 
 
 def device_words(x: np.ndarray) -> np.ndarray:
@@ -746,7 +739,7 @@ class CudaBackend(Backend):
         if dtype not in variant.dtypes:
             raise BackendError(f"{variant.name} runs {', '.join(variant.dtypes)} only, not {dtype}")
         # the pointers' types and B's strides as the run has them (one kernel, both layouts)
-        types = tk.launch_types(dtype, self._out_dtype(dtype), str(self.type_spec.layout))
+        types = TypeSpec(dtype, self._out_dtype(dtype), self.type_spec.layout)
         path, text = variant.source_path("cuda"), variant.source_text("cuda")
         probe = tk.probe_file(path, text, variant, min(self.build_timeout_s, tk.IMPORT_TIMEOUT_S))
         if not probe.ok:
@@ -844,7 +837,7 @@ class CudaBackend(Backend):
         """C's type for a build of ``dtype`` inputs: the run's output type where they are
         16-bit floats (float32 or the input type), else None (C has the input type)."""
         spec = self.type_spec
-        if (dtype in HALF_WORDS or dtype in FP8_INPUTS) and str(spec.element) == dtype:
+        if (dtype in HALF_WORDS or dtype in FP8_DTYPES) and str(spec.element) == dtype:
             return str(spec.output)
         return None
 
@@ -948,7 +941,7 @@ class CudaBackend(Backend):
             from engine.measure.backends.cublas import LT_WORKSPACE_BYTES  # noqa: PLC0415
             (workspace,) = self._lt_buffers
             self._cublaslt.gemm(ws.a, ws.b, ws.c, m, n, k, *kernel.handle[2],
-                                float(ws.scale_a) * float(ws.scale_b), int(workspace),
+                                ws.scale, int(workspace),
                                 LT_WORKSPACE_BYTES)
             return
         if v.library:
@@ -964,7 +957,7 @@ class CudaBackend(Backend):
             mats = (ws.a, ws.c) if v.kind == "aat" else (ws.a, ws.b, ws.c)
             kernel.handle.launch(tuple(int(x) for x in mats), m, n, k,
                                  stream.handle if stream is not None else 0,
-                                 scale=float(ws.scale_a) * float(ws.scale_b))
+                                 scale=ws.scale)
             return
         (gx, gy), (bx, by) = v.launch_geometry(kernel.params, m, n, k, self.multiprocessors)
         if kernel.max_threads and bx * by > kernel.max_threads:
@@ -987,7 +980,7 @@ class CudaBackend(Backend):
             elif px > 0 and py > 0:
                 ws.tma_key = None    # this pre-pass may write where another kernel's maps lie
         if takes_scale(v):               # C = scale_a·scale_b·A·B: the product, after K
-            args = (*args, np.float32(float(ws.scale_a) * float(ws.scale_b)))
+            args = (*args, np.float32(ws.scale))
         if v.workspace is not None:
             args = (*args, self._kernel_workspace(kernel, ws, m, n, k, zero_workspace))
         dyn = self._dynamic_shared(v, kernel.params)
