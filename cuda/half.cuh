@@ -19,15 +19,58 @@ __device__ __forceinline__ void store_out_pair(__half* p, float x, float y)
 __device__ __forceinline__ void store_out_pair(__nv_bfloat16* p, float x, float y)
 { *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y); }
 
+/* Two neighbours rounded to a 16-bit C's type, as one 32-bit word (the lower column low). */
+__device__ __forceinline__ unsigned pack_out_pair(const __half*, float x, float y)
+{ const __half2 h = __floats2half2_rn(x, y); return *reinterpret_cast<const unsigned*>(&h); }
+__device__ __forceinline__ unsigned pack_out_pair(const __nv_bfloat16*, float x, float y)
+{ const __nv_bfloat162 h = __floats2bfloat162_rn(x, y); return *reinterpret_cast<const unsigned*>(&h); }
+
+/* A 16-bit C where N % 4 == 0: a quad's two pairs of a row in two 8-column blocks (16 bytes
+ * each, half a sector) become, after two shuffles, 4 consecutive columns a lane, so that one
+ * 8-byte store a lane writes the row's 32 bytes, a whole sector: lane t takes columns
+ * 4t..4t+3 of the 16. */
+template <int COLS, typename OUT_T>
+__device__ __forceinline__ void store_wgmma_out_quads(const float* d, OUT_T* C, int row0, int col0,
+                                                      int M, int N, int warp, int lane, float scale)
+{
+    const int t = lane & 3;
+#pragma unroll
+    for (int j = 0; j < COLS / 2; j += 8) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {                 /* rows g and g + 8 */
+            const int ja = j + 2 * h, jb = ja + 4;    /* the row's pairs in blocks 2 j/8 and 2 j/8 + 1 */
+            const unsigned a = pack_out_pair(C, scale * d[ja], scale * d[ja + 1]);
+            const unsigned b = pack_out_pair(C, scale * d[jb], scale * d[jb + 1]);
+            /* lanes t and t ^ 2 swap: 0, 1 keep their first block's pair and take the
+             * partner's; 2, 3 the second block's */
+            const unsigned got = __shfl_xor_sync(0xffffffffu, t < 2 ? b : a, 2);
+            unsigned w0 = t < 2 ? a : got, w1 = t < 2 ? got : b;
+            /* lanes t and t ^ 1 swap: even lanes keep their lower pair, odd their upper */
+            const unsigned got2 = __shfl_xor_sync(0xffffffffu, (t & 1) ? w0 : w1, 1);
+            if (t & 1) w0 = got2; else w1 = got2;
+            const int row = row0 + warp * 16 + (lane >> 2) + 8 * h;
+            const int col = col0 + (j >> 3) * 16 + 4 * t;
+            if (row < M && col < N)                   /* N % 4 == 0: col + 3 < N too */
+                *reinterpret_cast<uint2*>(C + (size_t)row * N + col) = make_uint2(w0, w1);
+        }
+    }
+}
+
 /* A warpgroup's wgmma accumulators (f32 D fragments of an m64nCOLS tile), times scale, into
  * C (row-major M x N, of type OUT_T) at rows row0.., columns col0..: d[j] of lane (g, t) in
  * warp w is row 16 w + g + 8 ((j / 2) % 2), column (j / 4) * 8 + 2 t + j % 2 (the layout of
- * lab_ptx.cuh's FP32 store_wgmma_acc); pairs in one store where N is even (col is); rows
- * >= M and columns >= N are not written. */
+ * lab_ptx.cuh's FP32 store_wgmma_acc); pairs in one store where N is even (col is), a 16-bit
+ * C's 4 columns a lane where N % 4 == 0; rows >= M and columns >= N are not written. */
 template <int COLS, typename OUT_T>
 __device__ __forceinline__ void store_wgmma_out(const float* d, OUT_T* C, int row0, int col0,
                                                 int M, int N, int warp, int lane, float scale = 1.0f)
 {
+    if constexpr (sizeof(OUT_T) == 2) {
+        if ((N & 3) == 0) {
+            store_wgmma_out_quads<COLS>(d, C, row0, col0, M, N, warp, lane, scale);
+            return;
+        }
+    }
     const bool pairs = (N & 1) == 0;
 #pragma unroll
     for (int j = 0; j < COLS / 2; j += 2) {

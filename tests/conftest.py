@@ -63,12 +63,34 @@ def pytest_configure(config):
     """Kernel builds go to one folder for the whole session, never to the user's cache:
     each test's backend (and each engine process, each xdist worker, which inherit the
     environment) finds what another built instead of running nvcc again. A folder set
-    in MATMUL_LAB_CACHE beforehand is kept (the GPU suite's two steps can share one)."""
+    in MATMUL_LAB_CACHE beforehand is kept (the GPU suite's two steps can share one).
+
+    An xdist worker gets its share of the cores for its BLAS pool and its parallel builds:
+    16 workers each running OpenBLAS on every core of a 16-core GPU machine spun 256
+    threads, and a test of a few small shapes took minutes."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+    if workers > 1:
+        import numpy  # noqa: F401, PLC0415  (its BLAS pool loaded, to be bounded)
+
+        from engine.common import cpus
+        cpus.set_thread_budget(max(1, cpus.usable_cpus() // workers), environment=False)
     if os.environ.get("MATMUL_LAB_CACHE") is not None:
         return     # set by the user, or by the xdist controller this worker started from
     import tempfile
     _SESSION_CACHE.append(tempfile.mkdtemp(prefix="matmul-lab-test-cubins-"))
     os.environ["MATMUL_LAB_CACHE"] = _SESSION_CACHE[0]
+
+
+@pytest.hookimpl(trylast=True)     # after -m has deselected
+def pytest_collection_modifyitems(config, items):
+    """Under xdist, the GPU suite's longest tests first (tests/gpu_durations.py): in
+    collection order a worker could start a two-minute test last and run alone to the end."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 0)
+    if workers < 2 or not any(item.get_closest_marker("gpu") for item in items):
+        return
+    from tests import gpu_durations
+    order = gpu_durations.longest_first([item.nodeid for item in items], gpu_durations.load(), workers)
+    items[:] = [items[i] for i in order]
 
 
 def pytest_unconfigure(config):

@@ -36,9 +36,10 @@ LADDER = set(registry.ladder_names(include_experiments=True))
 
 
 #: The variants the two tests below cover one by one (one test each: the GPU suite spreads
-#: them over its workers).
+#: them over its workers). Triton's rungs are verified at odd shapes, every value of every
+#: parameter, by tests/test_triton_gpu.py (each Triton compile takes seconds).
 CUDA_NAMES = sorted({name for name, _ in expand_items("cuda")})
-OTHER_NAMES = [n for n in CUDA_NAMES if n not in LADDER]
+OTHER_NAMES = [n for n in CUDA_NAMES if n not in LADDER and not registry.get(n).is_triton]
 
 
 @pytest.mark.parametrize("dtype", ["float32", "int32"])

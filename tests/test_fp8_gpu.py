@@ -16,7 +16,7 @@ pytestmark = pytest.mark.gpu
 FP8 = ("float8_e4m3", "float8_e5m2")
 #: K % 16 != 0 (A and B padded), K < one k-tile, M and N off the tiles, more tiles than SMs
 ODD = [(127, 61, 253), (61, 127, 253), (1, 1, 1), (33, 1, 65), (130, 131, 17),
-       (257, 129, 9), (2100, 2050, 136)]
+       (257, 129, 9), (2100, 2050, 136), (129, 260, 40)]   # the last: N % 4 == 0 (8-byte stores of C)
 
 
 @pytest.mark.parametrize("dtype", FP8)

@@ -21,7 +21,8 @@ TYPES = [(d, o) for d in HALF for o in ("float32", d)]
 #: Odd shapes: M, N not multiples of a tile, K not a multiple of 16 (nor of 8 for some, so
 #: the element-by-element loads run), a single element, K shorter than one fragment.
 ODD_SHAPES = [(127, 61, 253), (61, 127, 253), (1, 1, 1), (33, 1, 65), (130, 131, 17),
-              (257, 129, 9), (2100, 2050, 136)]   # the last: more tiles than SMs, N % 8 != 0
+              (257, 129, 9), (2100, 2050, 136),   # more tiles than SMs, N % 8 != 0
+              (129, 260, 40)]    # N % 4 == 0 (a 16-bit C's 8-byte stores) ending 4 columns into a tile
 #: The lab's kernels stay within this factor of cuBLAS's relative L2 error (issue 39).
 CUBLAS_ERROR_FACTOR = 1.25
 
@@ -131,7 +132,7 @@ def test_b_as_n_by_k_verifies_and_matches_k_by_n(dtype):
     runs = {}
     for layout in ("kn", "nk"):
         plan = Plan(backend="cuda", items=[("cublas_half", {}), ("tiled_any", {"block": 16})]
-                    + _wmma_items(), shapes=ODD_SHAPES, dtype=dtype, layout=layout,
+                    + _rung_items(dtype), shapes=ODD_SHAPES, dtype=dtype, layout=layout,
                     warmup=0, repeats=1, seed=39)
         runs[layout] = run_plan(plan)[0]
     nk = runs["nk"]

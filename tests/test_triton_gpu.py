@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from engine.kernels import registry
-from engine.run.runner import Plan
+from engine.run.runner import Plan, expand_items
+from tests.code_paths import distinct_items
 from tests.helpers import cuda_kernel_on_inputs, require_backend, run_plan
 from tests.test_triton_kernels import kernel_text
 
@@ -41,6 +42,22 @@ def test_triton_rungs_verify_at_odd_shapes_on_cuda(name):
     bad = [(r.label(), r.m, r.n, r.k, r.status, r.error) for r in recs if not r.passed]
     assert not bad, (SEED, bad)
     assert all(r.precision == v.precision and r.median_ms > 0 for r in recs)
+
+
+@pytest.mark.parametrize("name", RUNGS)
+def test_every_value_of_the_triton_rungs_verifies_at_an_odd_shape(name):
+    """Every value of every parameter (tests.code_paths: a covering set of the rung's
+    configurations, not their product) at partial tiles on every side."""
+    require_backend("cuda")
+    shape = [ODD[0]]
+    items = distinct_items(expand_items("cuda", [name]), shape, "float32")
+    plan = Plan(backend="cuda", items=items, shapes=shape, warmup=1, repeats=2, seed=SEED)
+    recs, _ = run_plan(plan)
+    covered = {(key, value) for r in recs for key, value in r.params.items()}
+    assert covered >= {(key, value) for key, values in registry.get(name).space.items()
+                       for value in values}
+    bad = [(r.label(), r.status, r.error) for r in recs if not r.passed]
+    assert not bad, (SEED, bad)
 
 
 #: odd (127×61 · 61×253) and 1000³ (no multiple of 16: Triton's unvectorized class)

@@ -86,13 +86,14 @@ def engine_threads(engines: int = 1, reserve: int = WINDOW_CPUS, cpus: int | Non
     return max(1, (total - reserve) // engines)
 
 
-def set_thread_budget(threads: int) -> list[str]:
+def set_thread_budget(threads: int, environment: bool = True) -> list[str]:
     """Limit this process's compute threads to ``threads``; returns what was limited.
 
     Bounds the BLAS and OpenMP pools already loaded (``threadpoolctl``; numpy's OpenBLAS
-    is), and, for libraries that read the environment when they start, PoCL's CPU device
-    and OpenMP/BLAS pools loaded later (a value the user set is kept). Call it before a
-    backend is opened.
+    is), the parallel builds, and, with ``environment``, for libraries that read the
+    environment when they start, PoCL's CPU device and OpenMP/BLAS pools loaded later (a
+    value the user set is kept; child processes inherit it). Call it before a backend is
+    opened.
     """
     global _budget, _limiter
     if threads < 1:
@@ -100,7 +101,7 @@ def set_thread_budget(threads: int) -> list[str]:
     _budget = int(threads)
     done = []
     for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
-                 "POCL_CPU_MAX_CU_COUNT", "POCL_MAX_PTHREAD_COUNT"):
+                 "POCL_CPU_MAX_CU_COUNT", "POCL_MAX_PTHREAD_COUNT") if environment else ():
         if name not in os.environ or name in _env_set:
             os.environ[name] = str(_budget)
             _env_set.add(name)
