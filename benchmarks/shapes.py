@@ -12,9 +12,8 @@ float32 cuBLAS strict FP32 and TF32; for float16/bfloat16 cuBLAS's half line; fo
 cuBLASLt's, which takes B as N×K only) in the same run. ``--dtype``, ``--out-dtype`` and
 ``--layout`` are ``bench``'s: A and B's type, C's type and B's layout. The winners are
 stored in the autotune cache (``--cache``), so the window's and the CLI's autotune start
-from them; the cache keys its entries by dtype, not by layout or C's type, so a run with B
-as N×K or a C type other than the default stores nothing (it would replace the default
-run's winners) and says so.
+from them; its entries are keyed by the run's numbers (input type, C's type, B's layout:
+``engine.run.autotune.type_tag``), so a run with B as N×K stores its own winners.
 
 Per shape the table gives the lab best (engine.results.derived.lab_best: the fastest verified
 kernel of the lab, what dispatching by shape gives) of each precision the records hold
@@ -374,7 +373,7 @@ def guess_rows(recs: list[ResultRecord], backend: str, device_name: str, cache: 
         if variant not in registry.REGISTRY:     # a saved run's kernel this checkout lacks
             continue
         # among the combinations the search ran, so that each guess has a time to compare
-        g = autotune.guess_candidates(backend, device_name, variant, best.dtype, shape, path=cache,
+        g = autotune.guess_candidates(backend, device_name, variant, record_spec(best), shape, path=cache,
                                       exclude_exact=True, arch=arch, combos=searched[(variant, shape)])
         if not g.candidates:
             continue
@@ -403,20 +402,6 @@ def guess_skips(rows: list[dict]) -> dict[str, str]:
     return out
 
 
-def uncached_reason(spec: TypeSpec) -> str | None:
-    """Why the autotune cache cannot take the winners of a run of ``spec``, or None: it keys
-    its entries by backend, device, variant, dtype and shape, so winners with B as N×K or C
-    in another type would replace those of the dtype's default run (B K×N, default C)."""
-    default = TypeSpec(spec.element)
-    if spec == default:
-        return None
-    differs = ((["B as N×K"] if spec.layout is not default.layout else [])
-               + ([f"C in {spec.output}"] if spec.output is not default.output else []))
-    return (f"the autotune cache keys its entries by dtype, not by B's layout or C's type: winners "
-            f"with {' and '.join(differs)} would replace those of {spec.element} with B as K×N "
-            f"and C in {default.output}")
-
-
 def record_spec(r: ResultRecord) -> TypeSpec:
     """A record's types (files from before half precision: the input type's defaults)."""
     return TypeSpec(r.dtype, r.out_dtype or None, r.layout or Layout.KN)
@@ -424,11 +409,7 @@ def record_spec(r: ResultRecord) -> TypeSpec:
 
 def guess_text(recs: list[ResultRecord], backend: str, device_name: str, cache: Path,
                arch: str | None = None) -> str:
-    """The guess table of a run, with a line for each precision left out and why; one line
-    instead where the run's types are not what the cache keys (:func:`uncached_reason`)."""
-    why = uncached_reason(record_spec(recs[0])) if recs else None
-    if why:
-        return f"guess from shape class: none: {why}"
+    """The guess table of a run, with a line for each precision left out and why."""
     rows = guess_rows(recs, backend, device_name, cache, arch)
     skips = guess_skips(rows)
     kept = [r for r in rows if r["precision"] not in skips]
@@ -581,20 +562,15 @@ def main(argv=None) -> int:
               file=sys.stderr)
         return 1
     swept = sweep_records(recs)
-    uncached = uncached_reason(spec)
-    if uncached is None:
-        for (variant, shape), best in search_winners(swept).items():
-            searched = sum(1 for r in swept if r.variant == variant and (r.m, r.n, r.k) == shape)
-            # every combination's speed relative to the winner: what the shape's class learns;
-            # keyed by the run's dtype, so a half run's winners never replace FP32's
-            autotune.store(args.backend, device.name, variant, args.dtype, shape, best, searched, cache,
-                           records=[r for r in swept if r.variant == variant and (r.m, r.n, r.k) == shape])
+    for (variant, shape), best in search_winners(swept).items():
+        searched = sum(1 for r in swept if r.variant == variant and (r.m, r.n, r.k) == shape)
+        # every combination's speed relative to the winner: what the shape's class learns;
+        # keyed by the run's numbers, so a half or N×K run's winners never replace FP32's
+        autotune.store(args.backend, device.name, variant, spec, shape, best, searched, cache,
+                       records=[r for r in swept if r.variant == variant and (r.m, r.n, r.k) == shape])
     text = summary_table(summary_rows(recs), device)
     arch = autotune.device_arch(device)
-    if uncached is None:
-        text += "\n\n" + guess_text(recs, args.backend, device.name, cache, arch)
-    else:
-        text += f"\n\nautotune cache: nothing stored, no guess from shape class: {uncached}"
+    text += "\n\n" + guess_text(recs, args.backend, device.name, cache, arch)
     bad = [r for r in recs if r.status not in ("ok", "skipped")]
     text += "".join(f"\n!! {r.label()} at {format_shape((r.m, r.n, r.k))}: {r.status}: {r.error[:200]}"
                     for r in bad)

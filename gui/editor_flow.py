@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Callable
 
 from PySide6.QtCore import QObject, Qt, QTimer, Signal
 
+from engine.common.dtypes import ElementType
+
 from . import dialogs
 from .kernel_editor import EditorContext
 
@@ -104,4 +106,28 @@ class EditorFlow(QObject):
                 return
             win.config.select(backend, 0)
             win.log.append("info", f"switched to the {backend} backend to run the kernel")
+        if not self._choose_a_type_it_takes():
+            return
         self.run_requested.emit(items)
+
+    def _choose_a_type_it_takes(self) -> bool:
+        """The window's input type, or one the kernel takes where it does not take that one
+        (as Compile builds it): a BF16 file run while float32 is chosen runs in BF16, said in
+        the log, instead of a skip. False (said in a dialog) where the backend cannot run the
+        kernel's type."""
+        win, config = self.window, self.window.config
+        wanted = config.dtype.currentText()
+        dtype = self.editor.compile_dtype(wanted)
+        if dtype == wanted:
+            return True
+        index = config.dtype.findText(dtype)
+        why = config.type_refusal(ElementType(dtype)) if index >= 0 else f"the window has no type {dtype}"
+        if why:
+            dialogs.show_error(win, "Cannot run the kernel",
+                               f"The kernel takes {dtype}, not {wanted}, and {dtype} cannot run "
+                               f"here: {why}")
+            return False
+        config.dtype.setCurrentIndex(index)
+        win.log.append("info", f"the kernel does not take {wanted}: switched the input type "
+                               f"to {dtype} to run it")
+        return True

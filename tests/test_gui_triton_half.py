@@ -39,3 +39,20 @@ def test_the_half_triton_rung_runs_verified_from_the_window(qtbot, make_window, 
     win.resize(1280, 800)
     img = win.grab()
     assert img.save(str(shots / "triton_half_cpu.png"))
+
+
+def test_the_editors_run_of_a_half_kernel_chooses_a_type_it_takes(qtbot, make_window, configure):
+    """Ctrl+R on a 16-bit file while float32 is chosen: the window's input type becomes the
+    file's first (as Compile builds it), the log says so, and the kernel runs in it,
+    verified, instead of a skip saying it does not take float32."""
+    from engine.kernels.registry import ROOT
+    win = configure(make_window(engines="process"), "cpu", ("cpu_numpy",), "33x17x65", repeats=1)
+    assert win.config.dtype.currentText() == "float32"
+    assert win.open_kernel(ROOT / "triton" / "grouped_half.py")
+    with qtbot.waitSignal(win.controller.finished, timeout=300_000):
+        assert win.kernel_editor.run()
+    assert win.config.dtype.currentText() == "float16"
+    assert "switched the input type to float16" in win.log.plain_text()
+    half = [r for r in win.store.records if r.variant == "triton_grouped_half"]
+    assert half and all(r.dtype == "float16" and r.status == "ok" and r.passed for r in half), \
+        [(r.dtype, r.status, r.error) for r in half]

@@ -179,8 +179,8 @@ def compiled(request, tmp_path_factory) -> dict[str, list[tuple[Case, Result]]]:
     wanted = {item.callspec.id for item in request.session.items
               if getattr(item, "originalname", None) == "test_nvcc_compiles"
               and hasattr(item, "callspec")}
-    todo = [g for g in map(lambda key: group_of(*key), GROUP_KEYS) if g.combos
-            and (g.id in wanted or not wanted)]
+    todo = [g for g in (group_of(*key) for key in GROUP_KEYS if "-".join(key) in wanted or not wanted)
+            if g.combos]
     chosen = distinct_builds([(g.variant, list(g.combos), g.dtype, g.arch, list(g.keep))
                               for g in todo])
     cases = {g.id: [Case(g.variant, p, g.dtype, g.arch) for p in picked]

@@ -56,8 +56,9 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping, Union
 
+from engine.common.dtypes import Layout, TypeSpec
 from engine.kernels import registry
 from engine.common.files import TEXT_FILE_LIMIT, read_bytes, write_atomic
 from engine.results.records import RecordStatus, ResultRecord, now_stamp
@@ -127,9 +128,35 @@ def cache_path() -> Path:
     return Path(base) / "matmul-lab" / CACHE_FILE
 
 
-def cache_key(backend: str, device: str, variant: str, dtype: str, shape: Shape) -> str:
+#: A run's numbers as the cache functions take them: the input type's name (its default C,
+#: B as K×N), or the run's :class:`~engine.common.dtypes.TypeSpec` (C's type, B's layout).
+Types = Union[str, TypeSpec]
+
+
+def run_types(dtype: Types) -> TypeSpec:
+    return dtype if isinstance(dtype, TypeSpec) else TypeSpec(dtype)
+
+
+def type_tag(dtype: Types) -> str:
+    """The cache key's name for a run's numbers: the input type alone where C is its default
+    and B is K×N (the keys caches always had), else with C's type and B's layout
+    (``bfloat16>bfloat16/nk``): a winner with C in BF16 or B as N×K is its own entry."""
+    spec = run_types(dtype)
+    tag = str(spec.element)
+    if spec.output is not spec.element.output_choices[0]:
+        tag += f">{spec.output}"
+    return tag + ("/nk" if spec.layout is Layout.NK else "")
+
+
+def _check(v, backend: str, params, shape: Shape, dtype: Types) -> str | None:
+    """:meth:`Variant.check` at ``shape`` in the run's input type and B's layout."""
+    spec = run_types(dtype)
+    return v.check(backend, params, *shape, str(spec.element), str(spec.layout))
+
+
+def cache_key(backend: str, device: str, variant: str, dtype: Types, shape: Shape) -> str:
     m, n, k = shape
-    return f"{backend}|{device}|{variant}|{dtype}|{m}x{n}x{k}"
+    return f"{backend}|{device}|{variant}|{type_tag(dtype)}|{m}x{n}x{k}"
 
 
 # --- reading and writing the cache file -----------------------------------------------
@@ -343,7 +370,7 @@ def _entry_params(entry: Any) -> dict[str, int] | None:
     return params
 
 
-def lookup(backend: str, device: str, variant: str, dtype: str, shape: Shape,
+def lookup(backend: str, device: str, variant: str, dtype: Types, shape: Shape,
            path: Path | None = None, data: Mapping[str, Any] | None = None
            ) -> dict[str, int] | None:
     """The cached best parameters, or None. Entries whose parameters the variant no
@@ -353,7 +380,7 @@ def lookup(backend: str, device: str, variant: str, dtype: str, shape: Shape,
     if params is None:
         return None
     v = registry.get(variant)
-    if v.check(backend, params, *shape, dtype) is not None:
+    if _check(v, backend, params, shape, dtype) is not None:
         return None
     return params
 
@@ -377,7 +404,7 @@ def relative_speeds(records: Iterable[ResultRecord], best: ResultRecord) -> dict
     return out
 
 
-def store(backend: str, device: str, variant: str, dtype: str, shape: Shape,
+def store(backend: str, device: str, variant: str, dtype: Types, shape: Shape,
           best: ResultRecord, searched: int, path: Path | None = None,
           records: Iterable[ResultRecord] | None = None) -> list[CacheProblem]:
     """Write one entry (read-modify-write, atomic rename). With the search's
@@ -424,7 +451,7 @@ def _shape_of(text: str) -> Shape | None:
     return tuple(int(p) for p in parts)  # type: ignore[return-value]
 
 
-def searched_shapes(backend: str, device: str, variant: str, dtype: str,
+def searched_shapes(backend: str, device: str, variant: str, dtype: Types,
                     path: Path | None = None, data: Mapping[str, Any] | None = None
                     ) -> dict[Shape, dict]:
     """Every searched shape of (backend, device, variant, dtype) in the cache, with its
@@ -440,7 +467,7 @@ def searched_shapes(backend: str, device: str, variant: str, dtype: str,
     return out
 
 
-def relative_speed(backend: str, device: str, variant: str, dtype: str, shape: Shape,
+def relative_speed(backend: str, device: str, variant: str, dtype: Types, shape: Shape,
                    params: Mapping[str, int], path: Path | None = None) -> float | None:
     """How fast ``params`` ran at a searched ``shape`` relative to its best (1.0: the
     winner), from the shape's entry; None when that search did not time them."""
@@ -497,7 +524,7 @@ class ClassStats:
     ranked: list[tuple[dict[str, int], float, int]] = field(default_factory=list)
 
 
-def class_stats(backend: str, device: str, variant: str, dtype: str, cls: str,
+def class_stats(backend: str, device: str, variant: str, dtype: Types, cls: str,
                 exclude: Shape | None = None, path: Path | None = None,
                 data: Mapping[str, Any] | None = None, near: Shape | None = None) -> ClassStats:
     """The knowledge of class ``cls``, from the cache entries of its shapes (``exclude``:
@@ -530,7 +557,7 @@ def class_stats(backend: str, device: str, variant: str, dtype: str, cls: str,
     return stats
 
 
-def _valid_weights(backend: str, variant: str, dtype: str, weight: Mapping[Shape, float],
+def _valid_weights(backend: str, variant: str, dtype: Types, weight: Mapping[Shape, float],
                    timed: Mapping[str, set[Shape]]) -> dict[str, float]:
     """For each combination (``params_to_str`` key) and the shapes where it was timed, the
     summed ``weight`` of the class's shapes where it can run: those, plus the others where
@@ -549,7 +576,7 @@ def _valid_weights(backend: str, variant: str, dtype: str, weight: Mapping[Shape
             continue
         params = params_from_str(key)
         out[key] = (sum(weight[s] for s in where)
-                    + sum(weight[s] for s in rest if v.check(backend, params, *s, dtype) is None)) or 1.0
+                    + sum(weight[s] for s in rest if _check(v, backend, params, s, dtype) is None)) or 1.0
     return out
 
 
@@ -599,7 +626,7 @@ class Guess:
         return f"no valid parameters (class {self.shape_class})"
 
 
-def guess_candidates(backend: str, device: str, variant: str, dtype: str, shape: Shape, *,
+def guess_candidates(backend: str, device: str, variant: str, dtype: Types, shape: Shape, *,
                      combos: Iterable[Mapping[str, int]] | None = None,
                      exclude_exact: bool = False, arch: str | None = None,
                      top: int = 1, path: Path | None = None,
@@ -620,7 +647,7 @@ def guess_candidates(backend: str, device: str, variant: str, dtype: str, shape:
     def why_not(p: Mapping[str, int]) -> str | None:
         if pool is not None and dict(p) not in pool:
             return "not among the parameters to search"
-        return v.check(backend, p, *shape, dtype)
+        return _check(v, backend, p, shape, dtype)
 
     if not exclude_exact:
         exact = lookup(backend, device, variant, dtype, shape, data=data)
@@ -675,7 +702,7 @@ def _valid_first(v, ranked: Iterable[tuple[Mapping[str, int], float]],
     return cands, scores
 
 
-def _nearest_candidates(backend: str, device: str, variant: str, dtype: str, shape: Shape,
+def _nearest_candidates(backend: str, device: str, variant: str, dtype: Types, shape: Shape,
                         why_not: Callable[[Mapping[str, int]], str | None], top: int, *,
                         exclude: Shape | None, data: Mapping[str, Any]):
     """``(shape searched, candidates, their relative speeds there)`` from the searched shape
@@ -696,7 +723,7 @@ def _nearest_candidates(backend: str, device: str, variant: str, dtype: str, sha
     return None
 
 
-def guess(backend: str, device: str, variant: str, dtype: str, shape: Shape, *,
+def guess(backend: str, device: str, variant: str, dtype: Types, shape: Shape, *,
           exclude_exact: bool = False, combos: Iterable[Mapping[str, int]] | None = None,
           arch: str | None = None, path: Path | None = None) -> dict[str, int] | None:
     """The parameters to try first for ``variant`` at ``shape`` on the device named
@@ -722,14 +749,14 @@ def _at_shape(v, combos: Iterable[Mapping[str, int]], shape: Shape) -> list[dict
     return [v.resolve({str(k): int(x) for k, x in c.items()}, *shape) for c in combos]
 
 
-def search_space(variant: str, backend: str, shape: Shape, dtype: str,
+def search_space(variant: str, backend: str, shape: Shape, dtype: Types,
                  combos: Iterable[Mapping[str, int]] | None = None) -> list[dict[str, int]]:
     """Valid combinations (``combos``, else the variant's whole space) at this shape, values
     left to the shape (:data:`registry.AUTO`) resolved there, each once."""
     v = registry.get(variant)
     out: list[dict[str, int]] = []
     for p in _at_shape(v, combos if combos is not None else v.combos(), shape):
-        if p not in out and v.check(backend, p, *shape, dtype) is None:
+        if p not in out and _check(v, backend, p, shape, dtype) is None:
             out.append(p)
     return out
 
@@ -786,7 +813,7 @@ def _only_logs(emit):
 
 
 def autotune(sweep_or_engine, backend: str, device: int, variant: str, shape: Shape,
-             dtype: str = "float32", *, warmup: int = 3, repeats: int = 10,
+             dtype: Types = "float32", *, warmup: int = 3, repeats: int = 10,
              time_budget_s: float | None = None, until_noise: NoiseStop | None = None,
              cold: bool = False, verify: bool = True, retune: bool = False, combos: Iterable[Mapping[str, int]] | None = None,
              seed: int = 0, dist: str = "uniform", emit=None, cancel=None,
@@ -841,7 +868,7 @@ class Search:
     device_name: str
     variant: str
     shape: Shape
-    dtype: str
+    dtype: Types
     mode: str
     state: CacheState
     what: str
@@ -850,12 +877,15 @@ class Search:
 
     def plan(self, **timing) -> Plan:
         """The candidates as one plan, timed as ``timing`` (Plan's fields) says."""
+        spec = run_types(self.dtype)
         return Plan(backend=self.backend, items=[(self.variant, p) for p in self.tried],
-                    shapes=[self.shape], dtype=self.dtype, device=self.device, **timing)
+                    shapes=[self.shape], dtype=str(spec.element),
+                    out_dtype=None if spec.output is spec.element.output_choices[0] else str(spec.output),
+                    layout=str(spec.layout), device=self.device, **timing)
 
 
 def plan_search(sweep_or_engine, backend: str, device: int, variant: str, shape: Shape,
-                dtype: str = "float32", *, retune: bool = False,
+                dtype: Types = "float32", *, retune: bool = False,
                 combos: Iterable[Mapping[str, int]] | None = None, emit=None,
                 cache: Path | None = None, device_name: str | None = None,
                 mode: str = "search", guess_top: int = GUESS_TOP,
@@ -871,7 +901,7 @@ def plan_search(sweep_or_engine, backend: str, device: int, variant: str, shape:
         name, arch = info.name, arch or device_arch(info)
     else:
         name = device_name
-    what = f"autotune {variant} {dtype} {shape}"
+    what = f"autotune {variant} {run_types(dtype).label} {shape}"
     state = prepare_cache(cache, writing=mode == "search")
     for problem in state.problems:
         report_cache_problem(problem, emit)
@@ -893,7 +923,7 @@ def plan_search(sweep_or_engine, backend: str, device: int, variant: str, shape:
     if not space:
         v = registry.get(variant)
         pool = list(combos) if combos is not None else v.combos()
-        why = v.check(backend, dict(pool[0]) if pool else {}, *shape, dtype) or "empty space"
+        why = _check(v, backend, dict(pool[0]) if pool else {}, shape, dtype) or "empty space"
         raise ValueError(f"autotune: no valid parameters for {variant} at {shape}: {why}")
     tried = space
     if mode == "guess":
@@ -941,7 +971,7 @@ def _batched_searches(execute, plan, shape, spaces, fitting, emit, cancel, kw, *
             continue
         try:
             searches.append((vname, plan_search(execute, plan.backend, plan.device, vname, shape,
-                                                plan.dtype, retune=plan.retune, combos=combos,
+                                                plan.type_spec, retune=plan.retune, combos=combos,
                                                 emit=emit, cache=cache, device_name=device_name,
                                                 mode=mode, arch=arch)))
         except (ValueError, KeyError) as exc:
@@ -952,6 +982,7 @@ def _batched_searches(execute, plan, shape, spaces, fitting, emit, cancel, kw, *
     recs = []
     if items and not cancel.cancelled:
         one = Plan(backend=plan.backend, items=items, shapes=[shape], dtype=plan.dtype,
+                   out_dtype=plan.out_dtype, layout=plan.layout,
                    device=plan.device, launch_timeout_s=plan.launch_timeout_s, **kw)
         recs = execute(one, _only_logs(emit), cancel)
     out: list[ResultRecord | None] = []
@@ -1065,7 +1096,7 @@ def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str
             label = f"autotune {vname} @ {shape[0]}×{shape[1]}×{shape[2]}"
             emit(Event(EventKind.PROGRESS, label, done=done, total=total, current=label))
             try:
-                best, recs = autotune(execute, plan.backend, plan.device, vname, shape, plan.dtype,
+                best, recs = autotune(execute, plan.backend, plan.device, vname, shape, plan.type_spec,
                                       retune=plan.retune, combos=combos, emit=emit, cancel=cancel,
                                       device_name=device_name, mode=mode, arch=arch,
                                       launch_timeout_s=plan.launch_timeout_s, cache=cache, **kw)
@@ -1078,7 +1109,8 @@ def run_autotuned(sweep_or_execute, plan, emit, cancel=None, *, device_name: str
                            None)
             if best is not None and rec is None:         # cache hit: time the winner once more
                 one = Plan(backend=plan.backend, items=[(vname, best)], shapes=[shape],
-                           dtype=plan.dtype, device=plan.device,
+                           dtype=plan.dtype, out_dtype=plan.out_dtype, layout=plan.layout,
+                           device=plan.device,
                            launch_timeout_s=plan.launch_timeout_s, **kw)
                 got = execute(one, _only_logs(emit), cancel)
                 rec = got[0] if got else None
