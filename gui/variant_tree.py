@@ -80,7 +80,8 @@ class ParamValues(QWidget):
         self.marks: dict[int, str] = {}
 
     def set_marks(self, marks: dict[int, str]) -> None:
-        """Strike out the values that fit none of the chosen sizes; ``marks``: value → why."""
+        """Strike out the values that fit none of the chosen sizes; ``marks``: value → what
+        does not fit and why (``not for these sizes: ...``)."""
         self.marks = dict(marks)
         for v, b in self.boxes.items():
             why = marks.get(v)
@@ -89,7 +90,7 @@ class ParamValues(QWidget):
             b.setFont(font)
             tip = self._tips[v] or self.toolTip()
             if why is not None:
-                tip = (f"{NOT_FOR_SIZES}: {html.escape(shown_text(why))}"
+                tip = (html.escape(shown_text(why))
                        + (f"<br>{tip}" if tip else ""))
             b.setToolTip(tip if why is not None else self._tips[v])
 
@@ -338,7 +339,7 @@ class VariantTree(QTreeWidget):
     def _show_mark(self, name: str, item: QTreeWidgetItem) -> None:
         v = registry.get(name)
         mark = self.mark(name)
-        nowhere = mark.startswith((NOT_FOR_SIZES, UNAVAILABLE))
+        nowhere = mark.startswith(UNAVAILABLE) or self._nowhere(name)
         # "not for these sizes: why" instead of the technique (in its tooltip still);
         # "at 2 of 6 sizes" before it
         item.setText(INFO_COL, mark if nowhere else f"{mark} · {v.technique}" if mark
@@ -357,7 +358,8 @@ class VariantTree(QTreeWidget):
 
     def _value_marks(self, name: str, pname: str, fits) -> dict[int, str]:
         """Values of ``pname`` that, with the other parameters as chosen, fit none of the
-        sizes: value → why (at the first size)."""
+        sizes: value → ``not for these sizes: why`` (at the first size; or ``not in
+        float16: why``, as :meth:`mark`)."""
         chosen = self.chosen_values(name)
         if any(not vals for p, vals in chosen.items() if p != pname):
             return {}
@@ -371,7 +373,7 @@ class VariantTree(QTreeWidget):
                 mine = [item_fit(self.backend, name, dict(c), self._shapes, self._dtype, self._layout)
                         for c in itertools.product(*others)]
             if mine and all(f.nowhere for f in mine):
-                out[value] = mine[0].reason or ""
+                out[value] = f"{mine[0].misfit}: {mine[0].reason or ''}"
         return out
 
     def mark(self, name: str) -> str:
@@ -386,11 +388,16 @@ class VariantTree(QTreeWidget):
         if not fits:
             return ""
         if all(f.nowhere for _, f in fits):
-            return f"{NOT_FOR_SIZES}: {shown_text(fits[0][1].reason or '', 300)}"
+            return f"{fits[0][1].misfit}: {shown_text(fits[0][1].reason or '', 300)}"
         runs = {s for _, f in fits for s in f.runs}
         if len(runs) < len(self._shapes):
             return f"at {len(runs)} of {len(self._shapes)} sizes"
         return ""
+
+    def _nowhere(self, name: str) -> bool:
+        """A ticked variant none of whose items runs at any chosen size."""
+        fits = self._fits.get(name)
+        return bool(fits) and all(f.nowhere for _, f in fits)
 
     def unavailable(self, name: str) -> str | None:
         """Why ``name`` cannot run on the tree's backend in this Python (a Triton kernel
@@ -442,7 +449,8 @@ class VariantTree(QTreeWidget):
                 if not vals:
                     out.append(f"{name}: choose at least one value of {p}.")
         if not out and self._shapes and self._fits and not self.fitting_runs():
-            out.append(f"{names[0]}: {NOT_FOR_SIZES}; tick another variant or choose other sizes."
+            out.append(f"{names[0]}: {self.mark(names[0]).split(':')[0]}; tick another variant or "
+                       "choose other sizes or types."
                        if len(names) == 1 else
                        f"None of the ticked variants is for these sizes ({self.mark(names[0])}).")
         return out

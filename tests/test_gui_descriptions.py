@@ -85,7 +85,7 @@ def test_a_parameter_row_and_its_values_show_its_description(qtbot, tmp_path):
 def test_a_value_marked_not_for_these_sizes_keeps_the_description(qtbot, tmp_path):
     tree, _, _ = _tree(qtbot, tmp_path)
     values = tree._value_widgets[("described", "ts")]
-    values.set_marks({16: "ts=16 does not divide 8"})
+    values.set_marks({16: "not for these sizes: ts=16 does not divide 8"})
     tip = values.boxes[16].toolTip()
     assert tip.startswith("not for these sizes: ts=16 does not divide 8")
     assert "side of the square tile" in tip

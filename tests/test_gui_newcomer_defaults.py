@@ -215,8 +215,14 @@ def test_a_specialist_on_cuda_is_marked_at_square_sizes(make_window):
     win.config.dtype.setCurrentText("int32")
     assert "cublas_fp32" not in tree.checked_variants()
     tree.set_variant_checked("cublas_fp32", True)
-    assert tree.mark("cublas_fp32").startswith("not for these sizes: cublas_fp32 does not "
+    assert tree.mark("cublas_fp32").startswith("not in int32: cublas_fp32 does not "
                                                "support int32")
+    # B as N×K: a kernel that reads B as K×N only says so, not "not for these sizes"
+    win.config.dtype.setCurrentText("float32")
+    win.config.layout_b.setCurrentIndex(win.config.layout_b.findData("nk"))
+    tree.set_variant_checked("tiled_any", True)
+    assert tree.mark("tiled_any").startswith("not for B as N×K: ")
+    assert tree.mark("cublas_fp32") == ""                    # cuBLAS reads B either way
 
 
 def test_choosing_a_16_bit_type_ticks_its_own_lines_and_keeps_the_users_choices(make_window):

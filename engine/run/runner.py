@@ -281,6 +281,9 @@ class Fit:
     left_out: tuple[Shape, ...]
     #: Why not, at the first shape left out (None: it runs at every shape).
     reason: str | None = None
+    #: What does not fit where it runs nowhere: ``not for these sizes``, or the run's type
+    #: (``not in float16``) or B's layout (``not for B as N×K``) where the item takes neither.
+    misfit: str = "not for these sizes"
 
     @property
     def nowhere(self) -> bool:
@@ -288,10 +291,11 @@ class Fit:
         return not self.runs and bool(self.left_out)
 
     def note(self, label: str, shown: int = 3) -> str:
-        """``skinny[bm=64]: not for these sizes (M or N must be ...)`` or, where it runs at
-        some, the sizes it leaves out (the first ``shown`` of them)."""
+        """``skinny[bm=64]: not for these sizes (M or N must be ...)`` (or ``not in
+        float16``, ...) or, where it runs at some, the sizes it leaves out (the first
+        ``shown`` of them)."""
         if self.nowhere:
-            return f"{label}: not for these sizes ({self.reason})"
+            return f"{label}: {self.misfit} ({self.reason})"
         names = [format_shape(s) for s in self.left_out[:shown]]
         more = len(self.left_out) - len(names)
         where = ", ".join(names) + (f" and {more} more" if more else "")
@@ -309,7 +313,20 @@ def item_fit(backend: str, name: str, params: Mapping[str, int], shapes: Iterabl
         else:
             left.append(shape)
             reason = reason or why
-    return Fit(tuple(runs), tuple(left), reason)
+    return Fit(tuple(runs), tuple(left), reason, misfit(backend, name, dtype, layout))
+
+
+def misfit(backend: str, name: str, dtype: str, layout: str = "kn") -> str:
+    """What keeps ``name`` from running whatever the sizes, as a mark says it: its type
+    (``not in float16``: the variant or the backend lacks it), B's layout (``not for B as
+    N×K``), else ``not for these sizes``."""
+    v = registry.get(name)
+    low = dtype in ELEMENT_NAMES and ElementType(dtype).is_low_precision
+    if dtype not in v.dtypes or (low and backend_refusal(backend, ElementType(dtype), library=v.library)):
+        return f"not in {dtype}"
+    if str(layout) not in v.layouts:
+        return "not for B as N×K"
+    return "not for these sizes"
 
 
 def fitting_count(plan: Plan, shapes: list[Shape] | None = None) -> int:
