@@ -1,10 +1,12 @@
 /* half.cuh: what the 16-bit (FP16/BF16) kernel files share: the input types, the FP32
  * accumulators' conversion to the output type, and mma.sync's m16n8k16 step per input
- * type. Included by the ladder's 16-bit steps (30_half_wmma.cu, 31_half_mma.cu) only, so
- * that the FP32 kernels including lab_ptx.cuh do not parse cuda_fp16.h / cuda_bf16.h. */
+ * type; the persistent wgmma steps' walk over tiles and stream-K pieces. Included by the
+ * ladder's 16-bit and FP8 steps only, so that the FP32 kernels including lab_ptx.cuh do not
+ * parse cuda_fp16.h / cuda_bf16.h. */
 #pragma once
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#include "lab_ptx.cuh"
 
 /* An FP32 accumulator stored in C's type (OUT), rounded to nearest even. */
 __device__ __forceinline__ void store_out(float* p, float v) { *p = v; }
@@ -89,6 +91,90 @@ __device__ __forceinline__ void store_wgmma_out(const float* d, OUT_T* C, int ro
             store_out(C + at, x);
         }
     }
+}
+
+/* The work of one CTA of a persistent grid (G = gridDim.x CTAs) as pieces: a tile (in
+ * tile_origin's order) and the k-tiles [kb, ke) of it that this CTA computes. Tiles below dp
+ * come whole, CTA b taking b, b + G, ... With stream-K (sk), the last partial wave's rem
+ * tiles (dp = tiles - rem) are shared along K: their k-tiles, L = rem · ktiles in tile-major
+ * order, are cut into S = min(G, L) contiguous ranges, none empty, CTA b < S taking
+ * [b L / S, (b + 1) L / S). A tile's pieces then come from CTAs first(a) .. last(a), in k
+ * order; a piece's partial slot is b + a (each next piece of the order starts a new CTA's
+ * range or a new tile: unique, and fewer than 2 G). Producer and consumers walk the same
+ * pieces. */
+struct TileWalk {
+    int ktiles, G, b, dp, rem, ndp, S;
+
+    /* G CTAs, this one b (gridDim.x, blockIdx.x; host code: tests/test_half_streamk.py) */
+    __host__ __device__ __forceinline__ TileWalk(int tiles, int ktiles_, bool sk, int G_, int b_)
+        : ktiles(ktiles_), G(G_), b(b_)
+    {
+        rem = sk ? tiles % G : 0;
+        dp = tiles - rem;
+        ndp = dp > b ? (dp - b + G - 1) / G : 0;
+        S = (long long)G < (long long)rem * ktiles ? G : rem * ktiles;
+    }
+    /* the CTA whose range of the shared k-tiles holds position y: the largest b with
+       b L / S <= y */
+    __host__ __device__ __forceinline__ int owner(int y) const
+    {
+        const long long L = (long long)rem * ktiles;
+        return (int)(((long long)(y + 1) * S + L - 1) / L) - 1;
+    }
+    /* piece n of this CTA (false: none): its tile, k-tiles and, for a shared tile, its index
+       a among the rem (-1 for a whole tile) */
+    __host__ __device__ __forceinline__ bool piece(int n, int& tile, int& kb, int& ke, int& a) const
+    {
+        if (n < ndp) {
+            tile = b + n * G; kb = 0; ke = ktiles; a = -1;
+            return true;
+        }
+        n -= ndp;
+        if (b >= S)                                  /* S = 0 without stream-K */
+            return false;
+        const long long L = (long long)rem * ktiles;
+        const int s = (int)(b * L / S), e = (int)((b + 1) * L / S);
+        const int y = n == 0 ? s : (s / ktiles + n) * ktiles;
+        if (y >= e)
+            return false;
+        a = y / ktiles;
+        tile = dp + a;
+        kb = y - a * ktiles;
+        ke = e - a * ktiles < ktiles ? e - a * ktiles : ktiles;
+        return true;
+    }
+};
+
+/* A stream-K piece's accumulators (COUNT a consumer thread, NT_ consumer threads, this one
+ * ct) into its partial slot, counted in its tile's arrivals (named barrier BAR among the
+ * consumers); in the CTA that arrives last, acc becomes the sum of the tile's partials in k
+ * order (CTAs first .. last: bitwise the same whoever came last) and true is returned: it
+ * stores the tile. Workspace: rem counters (256-byte aligned, as partials_after_counters
+ * with `tiles`), then 16-byte-word-major slots of COUNT · NT_ floats. */
+template <int COUNT, int NT_, int BAR>
+__device__ __forceinline__ bool streamk_piece(float (&acc)[COUNT], const TileWalk& walk, int a,
+                                              unsigned char* workspace, int tiles, int ct)
+{
+    constexpr size_t SLOT4 = (size_t)(COUNT / 4) * NT_;          /* 16-byte words a slot */
+    float4* const slots = reinterpret_cast<float4*>(partials_after_counters(workspace, tiles));
+    const int first = walk.owner(a * walk.ktiles), last = walk.owner(a * walk.ktiles + walk.ktiles - 1);
+    if (!partial_arrive<COUNT, NT_, BAR>(acc, slots + (size_t)(walk.b + a) * SLOT4,
+                                         reinterpret_cast<unsigned*>(workspace) + a,
+                                         (unsigned)(last - first + 1), ct))
+        return false;
+#pragma unroll
+    for (int j = 0; j < COUNT; ++j)
+        acc[j] = 0.f;
+#pragma unroll 1
+    for (int b = first; b <= last; ++b) {
+        const float4* const part = slots + (size_t)(b + a) * SLOT4;
+#pragma unroll
+        for (int e = 0; e < COUNT / 4; ++e) {
+            const float4 x = __ldcg(&part[e * NT_ + ct]);
+            acc[4 * e] += x.x; acc[4 * e + 1] += x.y; acc[4 * e + 2] += x.z; acc[4 * e + 3] += x.w;
+        }
+    }
+    return true;
 }
 
 /* The 16-bit TMA steps' pre-pass (a (32, 8) block each): Ap (M × Kp) where K % 8, then Bp

@@ -2,7 +2,7 @@
 +++
 name = "half_wgmma"
 title = "FP16/BF16 by Hopper wgmma from shared tiles that TMA fills through an mbarrier ring"
-summary = "The tensor-core ladder's third step: no thread loads an operand any more. One elected producer thread issues TMA copies (cp.async.bulk.tensor, 128-byte swizzle) of A's and B's k-tiles into a ring of shared-memory stages, each completing as bytes on the stage's 'full' mbarrier; two consumer warpgroups multiply straight from shared memory with wgmma.mma_async m64n256k16 (a 128 × 256 tile of C, FP32 accumulators) and release each stage on its 'empty' mbarrier. B as K×N is read MN-major (wgmma's transpose bit), B as N×K K-major like A, so neither layout is copied. persist = 1: one CTA per SM looping over the tiles in grouped order."
+summary = "The tensor-core ladder's third step: no thread loads an operand any more. One elected producer thread issues TMA copies (cp.async.bulk.tensor, 128-byte swizzle) of A's and B's k-tiles into a ring of shared-memory stages, each completing as bytes on the stage's 'full' mbarrier; two consumer warpgroups multiply straight from shared memory with wgmma.mma_async m64n256k16 (a 128 × 256 tile of C, FP32 accumulators) and release each stage on its 'empty' mbarrier. B as K×N is read MN-major (wgmma's transpose bit), B as N×K K-major like A, so neither layout is copied. persist = 1: one CTA per SM looping over the tiles in grouped order; streamk = 1: the last partial wave's tiles shared along K by every CTA (stream-K), their partials summed in k order by the last to arrive."
 source = "PTX ISA wgmma.mma_async (.f16/.bf16, matrix descriptors, MN- and K-major operands), cp.async.bulk.tensor and mbarrier expect_tx; CUDA driver cuTensorMapEncodeTiled; CUTLASS's canonical GMMA layouts (cute mma_traits_sm90_gmma.hpp); the TMA and wgmma levels of ThunderKittens' H100 GEMM walk-through; cuda/ladder/23_tf32_wgmma_tma.cu"
 role = "rung"
 order = 32
@@ -16,15 +16,18 @@ stages = [4, 3]
 persist = [1, 0]
 bm = [128, 64]
 bn = [256, 128]
+streamk = [0, 1]
 
 [descriptions]
 stages = "k-tiles (64 deep, (bm + bn) · 128 bytes of A and B) in flight in the TMA ring: 3 or 4"
 persist = "1: a persistent grid of one CTA per SM looping over the tiles; 0: one tile per CTA"
 bm = "rows of C a CTA computes, 64 per consumer warpgroup: 128 (two consumers) or 64 (one)"
 bn = "columns of C a CTA computes, the wgmma's N: 256 or 128 (more tiles where C is small)"
+streamk = "1: the last partial wave's tiles shared along K by every CTA, partials summed in k order (persist = 1)"
 
 [derived]
 tiles = "cdiv(M, bm) * cdiv(N, bn)"       # bm (M) × bn (N) tiles of C
+cps = "2 if bm == 64 and bn == 128 else 1"   # CTAs an SM holds
 kp = "roundup(K, 8)"                      # a row of K 16-bit elements padded to 16 bytes
 np = "roundup(N, 8)"
 # padded copies only where a row is not a multiple of 16 bytes (TMA needs it): Ap (M × Kp)
@@ -38,14 +41,22 @@ check = "(stages == 3 or stages == 4) and (persist == 0 or persist == 1)"
 reason = "stages must be 3 or 4 (5 stages of 48 KB exceed 227 KB of shared memory), persist 0 or 1"
 
 [[constraints]]
+check = "streamk == 0 or persist == 1"
+reason = "stream-K shares the last wave's tiles among the CTAs of a persistent grid: it needs persist = 1"
+
+[[constraints]]
 check = "(bm == 64 or bm == 128) and (bn == 128 or bn == 256)"
 reason = "a consumer warpgroup computes 64 rows (bm: one or two of them) by one wgmma of N = bn (256 or 128 columns)"
 
 [launch]
-grid = ["min(tiles, SMS * (2 if bm == 64 and bn == 128 else 1)) if persist else tiles", 1]
+# persistent: a CTA per SM slot (with stream-K every slot: a last wave has idle ones to share)
+grid = ["(SMS * cps if streamk else min(tiles, SMS * cps)) if persist else tiles", 1]
 block = ["128 + 2 * bm", 1]               # a producer warpgroup + bm / 64 consumer warpgroups
 # the stages + atom alignment + mbarriers (full and empty per stage: 64 of the 256 bytes)
 shared = "stages * (bm + bn) * 128 + 1024 + 256"
+# stream-K: an arrival counter per tile (256-byte aligned), then a partial tile (bm × bn
+# floats) per piece of the shared tiles: fewer than 2 · grid
+workspace = "roundup(4 * tiles, 256) + 2 * SMS * cps * bm * bn * 4 if streamk else 0"
 
 [prepass]            # padded copies only where needed: no blocks (no launch) otherwise
 entry = "prepass"
@@ -110,6 +121,11 @@ elem = "b16"
  * grid of min(tiles, #SMs · CTAS_PER_SM)
  * CTAs, each taking tiles t = blockIdx.x + i · gridDim.x, grouped by GM = 8 tile rows (the
  * ring's stages and barrier phases run on across tiles); persist = 0: one tile per CTA.
+ * STREAMK = 1 (with PERSIST): a CTA per SM slot. Where the tiles leave a last partial wave
+ * (rem = tiles % grid), its rem tiles' k-tiles are cut into one contiguous range per CTA
+ * (half.cuh's TileWalk), so that no SM idles through the last wave; a tile cut into pieces
+ * is summed by the CTA that finishes its last piece, in k order from the pieces' partials
+ * in the workspace (streamk_piece), and stored as any other.
  *
  * Compile-time constants (defaults let the file compile alone):
  *   ELEM     __half or __nv_bfloat16 (the run's input type)      (default __half)
@@ -119,8 +135,10 @@ elem = "b16"
  *   PERSIST  0 or 1                                               (default 1)
  *   B_NK     1: B is stored N×K ("layout nk")                     (default 0)
  *   BM, BN   128 or 64, 256 or 128: the tile of C                 (default 128, 256)
+ *   STREAMK  1: share the last partial wave along K (PERSIST 1)   (default 0)
  * Launch: prepass (32, 8) blocks as the header says; matmul block 128 + 2 · BM, grid as
- * above, dynamic shared memory STAGES · (BM + BN) · 128 + 1280; args (A, scratch, C, M, N, K).
+ * above, dynamic shared memory STAGES · (BM + BN) · 128 + 1280; args (A, scratch, C, M, N,
+ * K, workspace) (the workspace: stream-K's counters and partial tiles; null without it).
  * Models: FLOPs = 2·M·N·K; bytes = (M·K + K·N)·2 + M·N·sizeof(OUT).
  */
 #include "half.cuh"
@@ -150,6 +168,9 @@ elem = "b16"
 #ifndef BN
 #define BN 256
 #endif
+#ifndef STREAMK
+#define STREAMK 0
+#endif
 #define BK 64
 #define GM 8
 #define CONSUMERS (BM / 64)
@@ -162,6 +183,9 @@ elem = "b16"
 #endif
 #if (BM != 64 && BM != 128) || (BN != 128 && BN != 256)
 #error "BM must be 64 or 128, BN 128 or 256"
+#endif
+#if STREAMK != 0 && (STREAMK != 1 || PERSIST != 1)
+#error "STREAMK must be 0 or 1, and 1 only with PERSIST 1"
 #endif
 /* 64 × 128 tiles: two CTAs to an SM (at most 97 KB of shared memory and 128 registers each) */
 #define CTAS_PER_SM (BM == 64 && BN == 128 ? 2 : 1)
@@ -183,7 +207,7 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
 
 extern "C" __global__ __launch_bounds__(NT, CTAS_PER_SM)
 void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
-            int M, int N, int K)
+            int M, int N, int K, unsigned char* __restrict__ workspace)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -196,6 +220,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
     const int ktiles = (K + BK - 1) / BK;
     const int mt = (M + BM - 1) / BM, nt = (N + BN - 1) / BN;
     const int tiles = mt * nt;
+    const TileWalk walk(tiles, ktiles, STREAMK, gridDim.x, blockIdx.x);
 
     if (tid == 0) {
 #pragma unroll
@@ -207,6 +232,15 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
     }
     __syncthreads();
 
+#if STREAMK && CONSUMERS == 2 && BN == 256
+    /* stream-K's sum of partials beside 128 accumulators needs more than the 168 registers
+     * a thread of 384 gets at launch: the producer's go to the consumers (warpgroup-wide) */
+    if (wg == 0)
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    else
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+#endif
+
     if (wg == 0) {
         if (tid == 0) {
             const int Kp = (K + 7) & ~7, Np = (N + 7) & ~7;
@@ -217,11 +251,11 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
             const void* tmB = maps + 128;
             tensormap_acquire(tmA);
             tensormap_acquire(tmB);
-            int it = 0;
-            for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+            int it = 0, t, kb, ke, a;
+            for (int n = 0; walk.piece(n, t, kb, ke, a); ++n) {
                 int row0, col0;
                 tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
-                for (int kt = 0; kt < ktiles; ++kt, ++it) {
+                for (int kt = kb; kt < ke; ++kt, ++it) {
                     const int s = it % STAGES;
                     if (it >= STAGES)
                         mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
@@ -243,14 +277,14 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
         const int cw = wg - 1;
         const int warp = (tid >> 5) & 3, lane = tid & 31;
         float acc[BN / 2];
-        int it = 0;
-        for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int it = 0, t, kb, ke, a;
+        for (int n = 0; walk.piece(n, t, kb, ke, a); ++n) {
             int row0, col0;
             tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
 #pragma unroll
             for (int j = 0; j < BN / 2; ++j)
                 acc[j] = 0.f;
-            for (int kt = 0; kt < ktiles; ++kt, ++it) {
+            for (int kt = kb; kt < ke; ++kt, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(bars + 8 * s, (it / STAGES) & 1);
                 const unsigned sa = base + s * STAGE_BYTES + cw * (64 * 128);
@@ -265,12 +299,19 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
 #endif
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
                 asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-                if (kt > 0)                             /* k-tile it-1 read: release its stage */
+                if (kt > kb)                            /* k-tile it-1 read: release its stage */
                     mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
             }
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-            if (ktiles > 0)
+            if (ke > kb)
                 mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+#if STREAMK
+            /* a piece of a shared tile: its partial to the workspace; the tile's last piece
+               to arrive sums them all (named barrier 1: the consumers only) */
+            if ((kb > 0 || ke < ktiles)
+                && !streamk_piece<BN / 2, 128 * CONSUMERS, 1>(acc, walk, a, workspace, tiles, tid - 128))
+                continue;
+#endif
             store_wgmma_out<BN>(acc, C, row0 + cw * 64, col0, M, N, warp, lane);
         }
     }

@@ -1,0 +1,97 @@
+"""Stream-K in ladder step 32 (half_wgmma, streamk = 1): the last partial wave's tiles shared
+along K by every CTA of the persistent grid, each tile summed in k order by the CTA that
+finishes its last piece.
+
+On the CPU: half.cuh's TileWalk, compiled by nvcc as host code, over many grids, tile and
+k-tile counts (every k-tile of every tile computed once, a shared tile's pieces from a run of
+consecutive CTAs in k order, distinct partial slots under 2 G); the header's rules. On a GPU
+(``gpu``): verified where every tile is shared, where whole tiles and shared ones mix, at odd
+shapes, and bitwise the same launch after launch with the counters back at zero."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from engine.common.dtypes import TypeSpec
+from engine.kernels import registry
+from engine.kernels.registry import ROOT
+from tests.helpers import require_backend
+
+HW = registry.get("half_wgmma")
+SK = dict(HW.default_params(), persist=1, streamk=1)
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+
+
+@needs_nvcc
+def test_the_walk_computes_every_k_tile_once_and_sums_in_k_order(tmp_path):
+    exe = tmp_path / "tile_walk"
+    build = subprocess.run(["nvcc", "-std=c++17", f"-I{ROOT / 'cuda'}", "-o", str(exe),
+                            str(ROOT / "tests" / "cuda_host" / "tile_walk.cu")],
+                           capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr[-3000:]
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.startswith("ok "), run.stdout[-2000:]
+    assert int(run.stdout.split()[1]) > 5000
+
+
+def test_the_header_grid_and_workspace():
+    # stream-K needs the persistent grid; it takes every SM slot, even with fewer tiles
+    assert "persist = 1" in HW.check("cuda", dict(SK, persist=0), 4096, 4096, 4096, "bfloat16")
+    for (m, n, k), sms in [((1536, 1536, 1536), 132), ((3000, 3000, 3000), 132), ((127, 61, 253), 114)]:
+        tiles = -(-m // 128) * -(-n // 256)
+        (gx, _), (bx, _) = HW.geometry(SK, m, n, k, sms)
+        assert gx == sms and bx == 384
+        assert HW.geometry(dict(SK, streamk=0), m, n, k, sms)[0][0] == min(tiles, sms)
+        # the counters (256-byte aligned), then 2 · grid partial tiles of 128 × 256 floats
+        assert HW.workspace_bytes(SK, m, n, k, sms) == -(-4 * tiles // 256) * 256 + 2 * sms * 128 * 256 * 4
+        assert HW.workspace_bytes(dict(SK, streamk=0), m, n, k, sms) == 0
+    small = dict(SK, bm=64, bn=128)                      # two CTAs an SM: twice the grid
+    assert HW.geometry(small, 1024, 1024, 1024, 132)[0][0] == 264
+
+
+#: every tile shared (72 tiles, 132 SMs); whole tiles and 21 shared of 3 k-tiles each (fewer
+#: k-tiles than CTAs); 24 shared of 16 k-tiles; one tile in 4 pieces; N % 4 == 0 at a partial tile
+SHAPES = [(1536, 1536, 1536), (2100, 2050, 136), (3000, 3000, 1000), (127, 61, 253), (129, 260, 40)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", SHAPES)
+def test_streamk_verifies_is_bitwise_repeatable_and_leaves_its_counters_zero(shape):
+    require_backend("cuda")
+    from engine.inputs import matrices
+    from engine.measure.backends.cuda import CudaBackend
+    from engine.measure.verify import Reference
+
+    m, n, k = shape
+    be = CudaBackend()
+    be.open(0)
+    ws = None
+    try:
+        be.type_spec = TypeSpec("bfloat16")
+        kern = be.compile(HW, SK, "bfloat16")
+        a, b = matrices.generate_pair(m, n, k, "bfloat16", seed=23)
+        ws = be.prepare(a, b)
+        be.ensure_output(ws, (m, n))
+        be.poison_output(ws)
+        first = be.run_once(kern, ws, m, n, k)
+        verdict = Reference(a, b, spec=be.type_spec).check(first, HW.precision)
+        assert verdict.passed, verdict
+        tiles = -(-m // 128) * -(-n // 256)
+        for _ in range(2):
+            be.time_launches(kern, ws, m, n, k, 1, 5, False, None)
+            counters = np.empty(tiles, np.uint32)
+            be.drv.memcpy_dtoh(counters, ws.kernel_workspace)
+            assert not counters.any()
+            be.poison_output(ws)
+            be._launch(kern, ws, m, n, k)               # as a timed launch: no zeroing
+            be._check("launch")
+            again = np.empty((m, n), np.float32)
+            be.drv.memcpy_dtoh(again, ws.c)
+            assert np.array_equal(again.view(np.uint32), first.view(np.uint32))
+    finally:
+        if ws is not None:
+            be.release(ws)
+        be.close()
