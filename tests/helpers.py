@@ -57,3 +57,24 @@ def cuda_kernel_on_inputs(variant, params, shape, seed: int, dtype: str = "float
         if ws is not None:
             be.release(ws)
         be.close()
+
+
+def assert_relaunches_bitwise(be, kern, ws, shape, first, tiles: int, rounds: int = 3) -> None:
+    """A kernel whose tiles are summed from parts (split-K, stream-K, clusters), after a
+    verified first run whose C is ``first``: ``rounds`` times, timed launches (no zeroing
+    between) leave the ``tiles`` arrival counters at the workspace's start at zero (0: none
+    to check), and one more launch into a poisoned C gives C bitwise again."""
+    import numpy as np  # noqa: PLC0415
+    m, n, k = shape
+    for _ in range(rounds):
+        be.time_launches(kern, ws, m, n, k, 1, 7, False, None)
+        if tiles:
+            counters = np.empty(tiles, np.uint32)
+            be.drv.memcpy_dtoh(counters, ws.kernel_workspace)
+            assert not counters.any()
+        be.poison_output(ws)
+        be._launch(kern, ws, m, n, k)               # as a timed launch: no zeroing
+        be._check("launch")
+        again = np.empty((m, n), first.dtype)
+        be.drv.memcpy_dtoh(again, ws.c)
+        assert again.tobytes() == first.tobytes()

@@ -12,13 +12,12 @@ from __future__ import annotations
 import shutil
 import subprocess
 
-import numpy as np
 import pytest
 
 from engine.common.dtypes import TypeSpec
 from engine.kernels import registry
 from engine.kernels.registry import ROOT
-from tests.helpers import require_backend
+from tests.helpers import assert_relaunches_bitwise, require_backend
 
 HW = registry.get("half_wgmma")
 SK = dict(HW.default_params(), persist=1, streamk=1)
@@ -79,18 +78,7 @@ def test_streamk_verifies_is_bitwise_repeatable_and_leaves_its_counters_zero(sha
         first = be.run_once(kern, ws, m, n, k)
         verdict = Reference(a, b, spec=be.type_spec).check(first, HW.precision)
         assert verdict.passed, verdict
-        tiles = -(-m // 128) * -(-n // 256)
-        for _ in range(2):
-            be.time_launches(kern, ws, m, n, k, 1, 5, False, None)
-            counters = np.empty(tiles, np.uint32)
-            be.drv.memcpy_dtoh(counters, ws.kernel_workspace)
-            assert not counters.any()
-            be.poison_output(ws)
-            be._launch(kern, ws, m, n, k)               # as a timed launch: no zeroing
-            be._check("launch")
-            again = np.empty((m, n), np.float32)
-            be.drv.memcpy_dtoh(again, ws.c)
-            assert np.array_equal(again.view(np.uint32), first.view(np.uint32))
+        assert_relaunches_bitwise(be, kern, ws, shape, first, -(-m // 128) * -(-n // 256), rounds=2)
     finally:
         if ws is not None:
             be.release(ws)

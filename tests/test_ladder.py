@@ -515,25 +515,14 @@ def _assert_bitwise_repeatable(v, params, shape, tiles, precision, seed):
     per-tile arrival counter of the workspace at zero (tiles = 0: none to check), and one
     more launch into a poisoned C gives C bitwise again."""
     from engine.measure.verify import Reference
-    from tests.helpers import cuda_kernel_on_inputs
+    from tests.helpers import assert_relaunches_bitwise, cuda_kernel_on_inputs
 
     m, n, k = shape
     with cuda_kernel_on_inputs(v, params, shape, seed) as (be, kern, ws, a, b):
         be.poison_output(ws)
         first = be.run_once(kern, ws, m, n, k)
         assert Reference(a, b).check(first, precision).passed
-        for _ in range(3):
-            be.time_launches(kern, ws, m, n, k, 1, 7, False, None)
-            if tiles:                                   # 0: no workspace (rung 26's clusters)
-                counters = np.empty(tiles, np.uint32)
-                be.drv.memcpy_dtoh(counters, ws.kernel_workspace)
-                assert not counters.any()
-            be.poison_output(ws)
-            be._launch(kern, ws, m, n, k)           # as a timed launch: no zeroing
-            be._check("launch")
-            again = np.empty((m, n), np.float32)
-            be.drv.memcpy_dtoh(again, ws.c)
-            assert np.array_equal(again.view(np.uint32), first.view(np.uint32))
+        assert_relaunches_bitwise(be, kern, ws, shape, first, tiles)   # tiles 0: rung 26's clusters
 
 
 @pytest.mark.gpu
