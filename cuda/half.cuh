@@ -93,6 +93,45 @@ __device__ __forceinline__ void store_wgmma_out(const float* d, OUT_T* C, int ro
     }
 }
 
+/* Where the 16-bit TMA steps' tensor maps lie in the scratch (A's, then B's, 128 bytes each):
+ * after pad_short_rows' copies, 128-byte aligned. */
+template <int B_NK_>
+__device__ __forceinline__ const unsigned char* half_maps_after_padding(const void* S, int M, int N, int K)
+{
+    const int Kp = (K + 7) & ~7, Np = (N + 7) & ~7;
+    const size_t ap = K % 8 ? (size_t)2 * M * Kp : 0;
+    const size_t bp = B_NK_ ? (K % 8 ? (size_t)2 * N * Kp : 0) : (N % 8 ? (size_t)2 * K * Np : 0);
+    return reinterpret_cast<const unsigned char*>(S) + ((ap + bp + 127) & ~(size_t)127);
+}
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+/* The 16-bit TMA steps' producer, ring position `it` of a STAGES_-deep ring of stages of
+ * BM_ × 64 of A and 64 × BN_ of B (16-bit, 128-byte swizzle) from `base`, full[s] / empty[s]
+ * mbarriers at bars + 8 s / + 8 (STAGES_ + s): once the stage's previous use is released,
+ * its bytes announced and k-tile kt of A's rows row0.. and B's columns col0.. copied in
+ * (B as N×K one box of BN_ rows; as K×N BN_ / 64 boxes of 64 columns, 8 KB each). */
+template <int STAGES_, int BM_, int BN_, int B_NK_>
+__device__ __forceinline__ void load_half_k_tile(int it, unsigned base, unsigned bars, const void* tmA,
+                                                 const void* tmB, int row0, int col0, int kt)
+{
+    constexpr unsigned A_BYTES_ = BM_ * 64 * 2, STAGE_BYTES_ = A_BYTES_ + BN_ * 64 * 2;
+    const int s = it % STAGES_;
+    if (it >= STAGES_)
+        mbar_wait(bars + 8 * (STAGES_ + s), ((it / STAGES_) - 1) & 1);
+    const unsigned full = bars + 8 * s;
+    const unsigned sa = base + s * STAGE_BYTES_;
+    mbar_arrive_expect_tx(full, STAGE_BYTES_);
+    tma_load_2d(sa, tmA, kt * 64, row0, full);
+    if (B_NK_) {
+        tma_load_2d(sa + A_BYTES_, tmB, kt * 64, col0, full);
+    } else {
+#pragma unroll
+        for (int j = 0; j < BN_ / 64; ++j)
+            tma_load_2d(sa + A_BYTES_ + j * 8192, tmB, col0 + 64 * j, kt * 64, full);
+    }
+}
+#endif
+
 /* The work of one CTA of a persistent grid (G = gridDim.x CTAs) as pieces: a tile (in
  * tile_origin's order) and the k-tiles [kb, ke) of it that this CTA computes. Tiles below dp
  * come whole, CTA b taking b, b + G, ... With stream-K (sk), the last partial wave's rem

@@ -387,7 +387,7 @@ class VariantTree(QTreeWidget):
         fits = self._fits.get(name)
         if not fits:
             return ""
-        if all(f.nowhere for _, f in fits):
+        if self._nowhere(name):
             return f"{fits[0][1].misfit}: {shown_text(fits[0][1].reason or '', 300)}"
         runs = {s for _, f in fits for s in f.runs}
         if len(runs) < len(self._shapes):

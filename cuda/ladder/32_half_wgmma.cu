@@ -243,10 +243,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
 
     if (wg == 0) {
         if (tid == 0) {
-            const int Kp = (K + 7) & ~7, Np = (N + 7) & ~7;
-            const size_t ap = K % 8 ? (size_t)2 * M * Kp : 0;
-            const size_t bp = B_NK ? (K % 8 ? (size_t)2 * N * Kp : 0) : (N % 8 ? (size_t)2 * K * Np : 0);
-            const unsigned char* maps = reinterpret_cast<const unsigned char*>(S) + ((ap + bp + 127) & ~(size_t)127);
+            const unsigned char* maps = half_maps_after_padding<B_NK>(S, M, N, K);
             const void* tmA = maps;
             const void* tmB = maps + 128;
             tensormap_acquire(tmA);
@@ -255,22 +252,8 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
             for (int n = 0; walk.piece(n, t, kb, ke, a); ++n) {
                 int row0, col0;
                 tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
-                for (int kt = kb; kt < ke; ++kt, ++it) {
-                    const int s = it % STAGES;
-                    if (it >= STAGES)
-                        mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
-                    const unsigned full = bars + 8 * s;
-                    const unsigned sa = base + s * STAGE_BYTES;
-                    mbar_arrive_expect_tx(full, STAGE_BYTES);
-                    tma_load_2d(sa, tmA, kt * BK, row0, full);
-#if B_NK
-                    tma_load_2d(sa + A_BYTES, tmB, kt * BK, col0, full);
-#else
-#pragma unroll
-                    for (int j = 0; j < BN / 64; ++j)
-                        tma_load_2d(sa + A_BYTES + j * 8192, tmB, col0 + 64 * j, kt * BK, full);
-#endif
-                }
+                for (int kt = kb; kt < ke; ++kt, ++it)
+                    load_half_k_tile<STAGES, BM, BN, B_NK>(it, base, bars, tmA, tmB, row0, col0, kt);
             }
         }
     } else {

@@ -191,6 +191,12 @@ class TypeSpec:
         return self.element.accumulator
 
     @property
+    def out_dtype(self) -> str | None:
+        """C's type as a :class:`~engine.run.runner.Plan` names it: None where it is the
+        input type's default."""
+        return None if self.output is self.element.output_choices[0] else str(self.output)
+
+    @property
     def label(self) -> str:
         """``bfloat16 → float32, B N×K`` (the layout only where it is not the default)."""
         text = str(self.element) if self.output is self.element else f"{self.element} → {self.output}"

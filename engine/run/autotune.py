@@ -142,9 +142,7 @@ def type_tag(dtype: Types) -> str:
     and B is K×N (the keys caches always had), else with C's type and B's layout
     (``bfloat16>bfloat16/nk``): a winner with C in BF16 or B as N×K is its own entry."""
     spec = run_types(dtype)
-    tag = str(spec.element)
-    if spec.output is not spec.element.output_choices[0]:
-        tag += f">{spec.output}"
+    tag = str(spec.element) + (f">{spec.out_dtype}" if spec.out_dtype else "")
     return tag + ("/nk" if spec.layout is Layout.NK else "")
 
 
@@ -879,8 +877,7 @@ class Search:
         """The candidates as one plan, timed as ``timing`` (Plan's fields) says."""
         spec = run_types(self.dtype)
         return Plan(backend=self.backend, items=[(self.variant, p) for p in self.tried],
-                    shapes=[self.shape], dtype=str(spec.element),
-                    out_dtype=None if spec.output is spec.element.output_choices[0] else str(spec.output),
+                    shapes=[self.shape], dtype=str(spec.element), out_dtype=spec.out_dtype,
                     layout=str(spec.layout), device=self.device, **timing)
 
 

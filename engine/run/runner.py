@@ -266,11 +266,14 @@ def refusal(backend: str, name: str, params: Mapping[str, int], shape: Shape,
     None where it can. A half or FP8 type a backend has no kernel for says so
     (engine.common.dtypes)."""
     v = registry.get(name)
+    return _type_refusal(backend, v, dtype) or v.check(backend, params, *shape, dtype, str(layout))
+
+
+def _type_refusal(backend: str, v, dtype: str) -> str | None:
+    """Why ``backend`` has no kernel of ``dtype`` for ``v`` (a half or FP8 type it lacks), or None."""
     if dtype in ELEMENT_NAMES and ElementType(dtype).is_low_precision:
-        why = backend_refusal(backend, ElementType(dtype), library=v.library)
-        if why:
-            return why
-    return v.check(backend, params, *shape, dtype, str(layout))
+        return backend_refusal(backend, ElementType(dtype), library=v.library)
+    return None
 
 
 @dataclass(frozen=True)
@@ -321,8 +324,7 @@ def misfit(backend: str, name: str, dtype: str, layout: str = "kn") -> str:
     (``not in float16``: the variant or the backend lacks it), B's layout (``not for B as
     N×K``), else ``not for these sizes``."""
     v = registry.get(name)
-    low = dtype in ELEMENT_NAMES and ElementType(dtype).is_low_precision
-    if dtype not in v.dtypes or (low and backend_refusal(backend, ElementType(dtype), library=v.library)):
+    if dtype not in v.dtypes or _type_refusal(backend, v, dtype):
         return f"not in {dtype}"
     if str(layout) not in v.layouts:
         return "not for B as N×K"
