@@ -3,6 +3,13 @@
 # ladder; not cuBLAS) at an odd shape, through the engine (main.py bench), float32 and int32.
 #   bash benchmarks/sanitize.sh [SHAPE]          (default 127x253x61; needs nvcc/CUDA on PATH)
 #   VARIANTS=skinny,ffma_wide bash benchmarks/sanitize.sh     (only those kernels)
+#   DTYPES="bfloat16 float8_e4m3" bash benchmarks/sanitize.sh  (the tensor-core rungs: below)
+#   TOOLS=racecheck bash benchmarks/sanitize.sh                  (one tool)
+# 16-bit and FP8 kernels run in both layouts of B at HALF_SHAPES: K not a multiple of 8 or 16
+# (17, 9, 253), M and N not multiples of a tile, rows not 16 bytes long (N = 61: the pre-pass
+# pads), and 2000x2100x301 where a persistent grid loops (144 tiles of 128 × 256) and
+# stream-K shares the last wave's 12 (132 SMs);
+# every parameter set; B as K×N with C in 16 bits, B as N×K with C in FP32.
 # Kernels made for one class of shapes run at an odd shape of their class: skinny (M or N
 # <= 64), both streams: through registers at 61x7x1000 and 4300x13x301 (the rows path, 2 and
 # 4 rows per lane), 7x253x1001, 16x300x1100 and 17x97x1543 (the columns path: K % 4 != 0,
@@ -35,14 +42,16 @@ print(','.join(n for n, v in registry.REGISTRY.items()
                if 'cuda' in v.sources and not v.library and '$1' in v.dtypes
                and (not only or n in only)))"
 }
+HALF_SHAPES=${HALF_SHAPES:-127x61x253,130x131x17,257x129x9,2000x2100x301}
 status=0
 # One sanitizer process per kernel: a failure names its kernel, and compute-sanitizer's
 # memcheck was seen to crash (SIGSEGV at start-up) when one process loaded all ~60
 # modules of the ladder, while each kernel on its own ran clean.
-for dtype in float32 int32; do
+for dtype in ${DTYPES:-float32 int32}; do
   names=$(variants $dtype)
   dist=uniform; [ $dtype = int32 ] && dist=int
-  for tool in memcheck racecheck synccheck; do
+  half=0; case $dtype in float16|bfloat16|float8_*) half=1 ;; esac
+  for tool in ${TOOLS:-memcheck racecheck synccheck}; do
     # a launch under a sanitizer runs ~100x slower than the engine's timeout expects
     extra=(--no-verify --warmup 0 --repeats 1 --launch-timeout 300)
     [ $tool = memcheck ] && extra=(--warmup 0 --repeats 1 --launch-timeout 300)
@@ -74,21 +83,35 @@ for dtype in float32 int32; do
       [ "$name" = skinny ] \
           && shape=61x7x1000,4300x13x301,7x253x1001,16x300x1100,17x97x1543,1037x13x301,777x21x129,129x9x3001,300x45x999,500x30x1000 \
           && params=(--params "stream=0,1")
-      log="$LOGS/sanitize_${tool}_${dtype}_${name}.log"
-      "$SAN" --tool $tool --error-exitcode 99 python3 main.py bench --backend cuda --quiet \
-          --sizes "$shape" --dtype $dtype --dist $dist --variants "$name" "${params[@]}" "${extra[@]}" >"$log" 2>&1
-      rc=$?
-      count=$((count + 1))
-      if [ $rc -ne 0 ] || ! grep -qE "SUMMARY: 0 (errors|hazards)" "$log"; then
-        bad="$bad $name(rc=$rc)"
-        grep -E "^=========" "$log" | head -20
+      runs=("")  # extra bench flags per sanitizer process
+      if [ $half = 1 ]; then
+        shape=$HALF_SHAPES
+        # Triton's rungs are not CUDA sources of ours; the dispatch lines run these same files
+        case $name in triton_*|lab_*) continue ;; esac
+        params=()        # every parameter set of the kernel
+        out=bfloat16; case $dtype in float16|bfloat16) out=$dtype ;; esac
+        runs=("--layout kn --out-dtype $out" "--layout nk --out-dtype float32")
       fi
+      for run in "${runs[@]}"; do
+        log="$LOGS/sanitize_${tool}_${dtype}_${name}${run// /}.log"
+        # shellcheck disable=SC2086
+        "$SAN" --tool $tool --error-exitcode 99 python3 main.py bench --backend cuda --quiet \
+            --sizes "$shape" --dtype $dtype --dist $dist --variants "$name" "${params[@]}" $run "${extra[@]}" >"$log" 2>&1
+        rc=$?
+        count=$((count + 1))
+        # rc: the sanitizer's 99, or bench's own 1 for a result that failed verification
+        if [ $rc -ne 0 ] || ! grep -qE "SUMMARY: 0 (errors|hazards)" "$log"; then
+          bad="$bad $name${run// /}(rc=$rc)"
+          grep -E "^=========" "$log" | head -20
+        fi
+      done
     done
+    shown=$SHAPE; [ $half = 1 ] && shown=$HALF_SHAPES
     if [ -z "$bad" ]; then
-      echo "$tool $dtype $SHAPE: 0 errors in $count kernels ($(( $(date +%s) - t0 )) s)"
+      echo "$tool $dtype $shown: 0 errors in $count kernel runs ($(( $(date +%s) - t0 )) s)"
     else
       status=1
-      echo "$tool $dtype $SHAPE: ERRORS in$bad ($(( $(date +%s) - t0 )) s)"
+      echo "$tool $dtype $shown: ERRORS in$bad ($(( $(date +%s) - t0 )) s)"
     fi
   done
 done
