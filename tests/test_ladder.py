@@ -1617,30 +1617,69 @@ def test_skinny_smem_stream_header():
 #: is partial (K = 129, 161, 4444 in 5 slices)
 GEMV_SHAPES = [(1, 1, 1), (1, 253, 5000), (1, 4095, 3001), (1, 4096, 129), (3001, 1, 4093),
                (4093, 1, 3001), (5, 1, 7), (100000, 1, 37), (1, 7, 70001), (3, 1, 100000),
-               (1, 3333, 4444), (1, 33, 161)]
+               (1, 3333, 4444), (1, 33, 161),
+               # N % 4 != 0 in 124-column strips: one column in the last strip, N of 2 and 3
+               # (every row's words reach rows ahead: all passes predicated), K = 1
+               (1, 125, 3001), (1, 2, 999), (1, 3, 1), (1, 6001, 2500)]
 
 
 def _gemv_geometry(m, n, k, sms=SMS):
-    """The many-warps stream's grid: (32-column strips at M = 1, else 8-row groups; slices
-    of K that keep the grid within one wave of 4 blocks an SM, >= 128 k each)."""
-    tiles = -(-n // 32) if m == 1 else -(-m // 8)
+    """The many-warps stream's grid: (strips of 32 columns at M = 1, 124 where N % 4 != 0,
+    else 8-row groups; slices of K that keep the grid within one wave of 4 blocks an SM,
+    >= 128 k each)."""
+    tiles = -(-n // _gemv_out(m, n)) if m == 1 else -(-m // 8)
     return tiles, max(1, min(-(-k // 128), 4 * sms // tiles))
+
+
+def _gemv_out(m, n):
+    """Outputs a block of the many-warps stream computes."""
+    return (32 if n % 4 == 0 else 124) if m == 1 else 8
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 6, 7, 61, 125, 126, 127, 3001, 4094])
+def test_skinny_gemv_shifted_strips_cover_each_column_once(n):
+    """A model of strip_shifted's index math (skinny.cu, M = 1 with N % 4 != 0): row k of a
+    124-column strip is read as the 32 16-byte words from the one its first column lies in;
+    with passes starting at multiples of 4, the offset o of that column in its word depends
+    on k % 4 only, so the sums kept per residue land, through red[4L + j - o_r + 3], on each
+    of the strip's columns exactly once a row; words of rows below ksafe end within B."""
+    k_rows = 13
+    total = k_rows * n
+    ksafe = max(0, k_rows - (128 + n - 1) // n)
+    for col0 in range(0, n, 124):
+        for k in range(k_rows):
+            e = k * n + col0
+            o = e & 3
+            assert o == ((k % 4) * n + col0) & 3        # the residue's offset, o_r
+            seen = {}
+            for lane in range(32):
+                w = (e & ~3) + 4 * lane
+                if k < ksafe:
+                    assert w + 4 <= total
+                for j in range(4):
+                    p = 4 * lane + j - o + 3            # its slot in red[warp]
+                    assert 0 <= p < 124 + 8
+                    if 3 <= p < 124 + 3 and col0 + p - 3 < n:
+                        assert w + j == e + p - 3       # the element of column col0 + p - 3
+                        seen[p - 3] = seen.get(p - 3, 0) + 1
+            assert seen == {c: 1 for c in range(min(124, n - col0))}
 
 
 def test_skinny_gemv_stream_header():
     """stream = 2 takes M = 1 or N = 1 only, is built once (tile 16, fill 1, stages 3; unroll
     4 or 8), runs blocks of 256 threads on a grid of strips (or row groups) x slices of K,
     has no pre-pass and no dynamic shared memory, and a workspace (counters, then each
-    slice's 32 or 8 sums a block) only where K is split."""
+    slice's 32, 124 or 8 sums a block) only where K is split."""
     s2 = dict(stream=2, tile=16, unroll=8, fill=1, stages=3)
-    for m, n, k in GEMV_SHAPES + [(1, 2048, 2048), (1, 8192, 8192), (8192, 1, 8192), (1, 3000, 5000)]:
+    for m, n, k in GEMV_SHAPES + [(1, 2048, 2048), (1, 8192, 8192), (8192, 1, 8192), (1, 3000, 5000),
+                                  (1, 3001, 5000)]:
         tiles, splits = _gemv_geometry(m, n, k)
         for c in (s2, dict(s2, unroll=4)):
             assert SK.check("cuda", c, m, n, k, "float32") is None, (m, n, k)
             assert SK.geometry(c, m, n, k) == ((tiles, splits), (256, 1)), (m, n, k)
             assert shared_bytes(SK, c) == 0 and not SK.prepass.applies(c, m, n, k)
             assert SK.workspace_bytes(c, m, n, k) == (
-                0 if splits == 1 else -(-4 * tiles // 256) * 256 + splits * tiles * (32 if m == 1 else 8) * 4)
+                0 if splits == 1 else -(-4 * tiles // 256) * 256 + splits * tiles * _gemv_out(m, n) * 4)
     assert _gemv_geometry(1, 2048, 2048) == (64, 8) and _gemv_geometry(8192, 1, 8192) == (1024, 1)
     assert "M = 1 or N = 1" in SK.check("cuda", s2, 2, 4096, 4096, "float32")
     assert "built once" in SK.check("cuda", dict(s2, tile=32), 1, 4096, 4096, "float32")

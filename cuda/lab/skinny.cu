@@ -101,11 +101,13 @@ split_want = "(max(1, min(slots // s_blocks, smax)) if 2 * s_blocks <= slots els
 s_splits = "cdiv(chunks, cdiv(chunks, split_want))"
 
 # --- stream 2 (many warps; M = 1 or N = 1) ---
-# 32-column strips of B (M = 1) or 8-row groups of A (N = 1), 256 threads a block; K split
-# into as many slices as keep the grid within one wave of 4 blocks an SM (>= 128 k a slice):
-# more slices, each block's fix-up and a second wave, cost more than the SMs they fill
-g_out = "32 if M == 1 else 8"
-g_tiles = "cdiv(N, 32) if M == 1 else cdiv(M, 8)"
+# 32-column strips of B (M = 1; 124 columns where N % 4 != 0) or 8-row groups of A (N = 1),
+# 256 threads a block; K split into as many slices as keep the grid within one wave of 4
+# blocks an SM (>= 128 k a slice): more slices, each block's fix-up and a second wave, cost
+# more than the SMs they fill (slicing the rows at N = 1 to end on whole waves was slower:
+# benchmarks/NOTES.md)
+g_out = "(32 if N % 4 == 0 else 124) if M == 1 else 8"
+g_tiles = "cdiv(N, g_out) if M == 1 else cdiv(M, 8)"
 g_splits = "max(1, min(cdiv(K, 128), 4 * SMS // g_tiles))"
 
 # --- the launch ---
@@ -1212,12 +1214,13 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
  *
  * Columns path (M = 1; B streamed), block 256 over a 32-column strip: N % 4 == 0, 8 column
  * threads (4 columns each) x 32 k-lanes, a warp reads 4 rows of B, 128 bytes each, per
- * 16-byte load; N % 4 != 0, lane = column, each load one row's 128 contiguous bytes, 16 in
- * flight a thread. The vector A goes through L1 (every block reads it).
+ * 16-byte load; N % 4 != 0, a 124-column strip, a warp reads one row's 512 bytes from the
+ * 16-byte word its strip starts in (strip_shifted). The vector A goes through L1 (every
+ * block reads it).
  * Rows path (N = 1; A streamed), block 256 = 8 warps, one row each: a warp reads 512
  * contiguous bytes of its row per load (128 bytes by scalar loads when K % 4 != 0) and the
  * vector B through L1.
- * Grid (tiles, S): tiles = ceil(N / 32) strips or ceil(M / 8) row groups, S slices of K (the
+ * Grid (tiles, S): tiles = ceil(N / 32) (ceil(N / 124)) strips or ceil(M / 8) row groups, S slices of K (the
  * header's rule: the most that keep the grid within one wave of 4 blocks an SM, >= 128 k a
  * slice). A block sums its k-lanes in a fixed order (shuffles, then its 8 warps through
  * shared memory); with S > 1 each block writes its 32 (8) sums to the workspace, and the
@@ -1256,10 +1259,19 @@ __device__ __forceinline__ void finish(ACC v, ELEM* __restrict__ C, int out0, in
             return;
         __threadfence();                          /* the others' partials before reading them */
         if (tid < OUT) {
+            /* 16 slices' loads in flight, then added in slice order (adding 0 past the last
+               leaves the sum as it is): one L2 round trip per 16 slices, not per 4 */
             v = (ACC)0;
-#pragma unroll 4
-            for (int s = 0; s < splits; ++s)
-                v += __ldcg(&part[((size_t)s * tiles + tile) * OUT + tid]);
+#pragma unroll 1
+            for (int s0 = 0; s0 < splits; s0 += 16) {
+                ACC x[16];
+#pragma unroll
+                for (int i = 0; i < 16; ++i)
+                    x[i] = s0 + i < splits ? __ldcg(&part[((size_t)(s0 + i) * tiles + tile) * OUT + tid]) : (ACC)0;
+#pragma unroll
+                for (int i = 0; i < 16; ++i)
+                    v += x[i];
+            }
         }
     }
     if (tid < OUT && out0 + tid < count)
@@ -1343,59 +1355,122 @@ __device__ __forceinline__ ACC strip_vec(const ELEM* __restrict__ A, const ELEM*
     return add_warps(red, tid);
 }
 
-/* M = 1, N % 4 != 0 (B's rows not 16-byte aligned): lane = column, warp w reads rows
- * base + 16w .. base + 16w + 15 of each pass of 128 rows, so one load instruction is a row's
- * 128 contiguous bytes and 16 are in flight a thread (the bytes of the 16-byte path's 4).
- * base is a multiple of 32: A's 16 words come by 4 aligned 16-byte loads. */
-__device__ __forceinline__ ACC strip_scalar(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
-                                            int N, int col0, int kbeg, int kend, ACC (&red)[8][32], int tid)
+/* M = 1, N % 4 != 0 (B's rows start anywhere in a 16-byte word): strips of SHIFTED = 124
+ * columns. Row k of the strip starts at element e = k N + col0, o = e % 4 into its word; lane
+ * L loads the word at e - o + 4L, so one load instruction is 512 contiguous bytes (as on the
+ * 16-byte path) and the 32 words cover the strip's 124 columns for every o. The column a
+ * lane's element j holds moves with o, and o depends only on k % 4 (passes start at
+ * multiples of 4): the sums are kept per residue r, acc[r][j] holding column 4L + j - o_r,
+ * and put in place once, through shared memory. Warp w reads rows base + U w .. + U - 1 of
+ * each pass of 8 U rows. Rows from ksafe on may reach past B's last element: their loads
+ * are checked one by one (the predicated passes, as is the end of the slice). */
+#define SHIFTED 124
+__device__ __forceinline__ ACC strip_shifted(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
+                                             int N, int K, int col0, int kbeg, int kend,
+                                             ACC (&red)[8][SHIFTED + 8], int tid)
 {
-    constexpr int RB = 16;
     const int warp = tid >> 5, lane = tid & 31;
-    const int col = min(col0 + lane, N - 1);
-    ACC acc = (ACC)0;
+    const size_t total = (size_t)K * N;
+    /* a word past the end reaches at most N + 127 elements past its row's start */
+    const int ksafe = max(0, K - (128 + N - 1) / N);
+    ACC acc[4][4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            acc[r][j] = (ACC)0;
+    /* a warp's U rows a pass (a multiple of 4): UNROLL, 4 in the predicated passes (8 with
+       their checks would spill) */
     auto pass = [&](int base, auto full) {
-        const int k0 = base + RB * warp;
-        const ELEM* const brow = B + (size_t)k0 * N + col;
-        ELEM b[RB], a[RB];
+        constexpr int U = decltype(full)::value ? UNROLL : 4;
+        const int k0 = base + U * warp;
+        VEC b[U];
+        ELEM a[U];
+#pragma unroll
+        for (int i = 0; i < U; ++i) {
+            const size_t e = (size_t)(k0 + i) * N + col0;
+            const size_t w = (e & ~(size_t)3) + 4 * lane;
+            if (decltype(full)::value) {
+                b[i] = __ldg(reinterpret_cast<const VEC*>(B + w));
+            } else if (k0 + i < kend && w + 4 <= total) {
+                b[i] = __ldg(reinterpret_cast<const VEC*>(B + w));
+            } else {                              /* past the slice or B's end: zeros */
+                const bool in = k0 + i < kend;
+                b[i].x = in && w < total ? __ldg(B + w) : (ELEM)0;
+                b[i].y = in && w + 1 < total ? __ldg(B + w + 1) : (ELEM)0;
+                b[i].z = in && w + 2 < total ? __ldg(B + w + 2) : (ELEM)0;
+                b[i].w = (ELEM)0;
+            }
+        }
         if (decltype(full)::value) {
 #pragma unroll
-            for (int i = 0; i < RB; ++i)
-                b[i] = __ldg(brow + (size_t)i * N);
-#pragma unroll
-            for (int i = 0; i < RB; i += 4) {
+            for (int i = 0; i < U; i += 4) {
                 const VEC a4 = __ldg(reinterpret_cast<const VEC*>(A + k0 + i));
                 a[i] = a4.x; a[i + 1] = a4.y; a[i + 2] = a4.z; a[i + 3] = a4.w;
             }
-        } else {                                  /* rows past the slice: zeros, never loaded */
+        } else {
 #pragma unroll
-            for (int i = 0; i < RB; ++i) {
-                const bool in = k0 + i < kend;
-                b[i] = in ? __ldg(brow + (size_t)i * N) : (ELEM)0;
-                a[i] = in ? __ldg(A + k0 + i) : (ELEM)0;
-            }
+            for (int i = 0; i < U; ++i)
+                a[i] = k0 + i < kend ? __ldg(A + k0 + i) : (ELEM)0;
         }
 #pragma unroll
-        for (int i = 0; i < RB; ++i)
-            acc += (ACC)a[i] * (ACC)b[i];
+        for (int i = 0; i < U; ++i) {
+            acc[i & 3][0] += (ACC)a[i] * (ACC)b[i].x; acc[i & 3][1] += (ACC)a[i] * (ACC)b[i].y;
+            acc[i & 3][2] += (ACC)a[i] * (ACC)b[i].z; acc[i & 3][3] += (ACC)a[i] * (ACC)b[i].w;
+        }
     };
-    whole_passes_then_rest<8 * RB>(kbeg, kend, pass);
-    red[warp][lane] = acc;
-    return add_warps(red, tid);
+    int base = kbeg;
+    const int fend = min(kend, ksafe);
+#pragma unroll 1
+    for (; base + 8 * UNROLL <= fend; base += 8 * UNROLL)
+        pass(base, Full<true>());
+#pragma unroll 1
+    for (; base < kend; base += 8 * 4)
+        pass(base, Full<false>());
+    /* residue r's sums to their columns: red[warp][4L + j - o_r + 3], each round's positions
+       distinct across the warp; then the 8 warps in order */
+#pragma unroll
+    for (int p = lane; p < SHIFTED + 8; p += 32)
+        red[warp][p] = (ACC)0;
+    __syncwarp();
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+        const int o = (int)(((size_t)r * N + col0) & 3);
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+            red[warp][4 * lane + j - o + 3] += acc[r][j];
+        __syncwarp();
+    }
+    __syncthreads();
+    ACC v = (ACC)0;
+    if (tid < SHIFTED) {
+#pragma unroll
+        for (int w = 0; w < 8; ++w)
+            v += red[w][tid + 3];
+    }
+    return v;
 }
 
-/* M = 1: C (1 x N) = A (1 x K) . B (K x N), a 32-column strip a block, its slice of K. */
+/* M = 1: C (1 x N) = A (1 x K) . B (K x N), a strip of 32 columns (124 where N % 4 != 0) a
+ * block, its slice of K. */
 __device__ __forceinline__ void gemv_cols(const ELEM* __restrict__ A, const ELEM* __restrict__ B,
                                           ELEM* __restrict__ C, int N, int K,
                                           unsigned char* __restrict__ workspace, int tid)
 {
-    __shared__ ACC red[8][32];
-    const int col0 = blockIdx.x * 32;
     int kbeg, kend;
-    gemv_slice(K, 32, kbeg, kend);
-    const ACC v = (N & 3) == 0 ? strip_vec(A, B, N, col0, kbeg, kend, red, tid)
-                               : strip_scalar(A, B, N, col0, kbeg, kend, red, tid);
-    finish<32>(v, C, col0, N, workspace, tid);
+    /* slices of whole 4-row groups where N % 4 != 0 (the residues' need): the grid is one
+       wave, so the longest slice sets the time and rounding to 32 rows made it longer */
+    gemv_slice(K, (N & 3) == 0 ? 32 : 4, kbeg, kend);
+    if ((N & 3) == 0) {
+        __shared__ ACC red[8][32];
+        const int col0 = blockIdx.x * 32;
+        finish<32>(strip_vec(A, B, N, col0, kbeg, kend, red, tid), C, col0, N, workspace, tid);
+    } else {
+        __shared__ ACC red[8][SHIFTED + 8];
+        const int col0 = blockIdx.x * SHIFTED;
+        finish<SHIFTED>(strip_shifted(A, B, N, K, col0, kbeg, kend, red, tid), C, col0,
+                        min(N, col0 + SHIFTED), workspace, tid);
+    }
 }
 
 /* One warp's part of its row for N = 1: the body of the row (`body` elements from `off`, the
