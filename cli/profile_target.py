@@ -17,6 +17,8 @@ def _target_parser() -> argparse.ArgumentParser:
     p.add_argument("--params", default="")
     p.add_argument("--shape", required=True, help="MxNxK")
     p.add_argument("--dtype", default="float32")
+    p.add_argument("--out-dtype", default="", help="C's type (default: the input type's)")
+    p.add_argument("--layout", default="", help="B as K×N (kn, default) or N×K (nk)")
     p.add_argument("--device", type=int, default=0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--kernel-file", action="append", default=[])
@@ -43,6 +45,7 @@ def target_main(argv: list[str]) -> int:
 
 
 def _profile_target(args) -> dict:
+    from engine.common.dtypes import TypeSpec  # noqa: PLC0415
     from engine.inputs import matrices  # noqa: PLC0415
     from engine.kernels import registry  # noqa: PLC0415
     from engine.measure.backends.cuda import CudaBackend  # noqa: PLC0415
@@ -59,12 +62,19 @@ def _profile_target(args) -> dict:
     if reason:
         raise RuntimeError(f"{v.label(params)} cannot run at {m}×{n}×{k}: {reason}")
     backend = CudaBackend()
+    # the run's types and layout, as the engine sets them: C's type is a build constant
+    # (-DOUT) and sizes C's buffer, B as N×K a build constant (-DB_NK) and an upload
+    backend.type_spec = TypeSpec(args.dtype, args.out_dtype or None, args.layout or "kn")
     backend.open(args.device)          # this main thread owns the context
     ws = None
     try:
         kernel = backend.compile(v, params, args.dtype)
-        a, b = matrices.generate_pair(m, n, k, args.dtype, seed=args.seed)
+        pair = matrices.generate_pair(m, n, k, args.dtype, seed=args.seed)
+        a, b = pair
         ws = backend.prepare(a, None if v.kind == "aat" else b)
+        # FP8's per-tensor scales (1 for other types), as the runner passes them
+        ws.scale_a = float(getattr(pair, "scale_a", 1.0))
+        ws.scale_b = float(getattr(pair, "scale_b", 1.0))
         backend.ensure_output(ws, v.output_shape(m, n, k))
         backend.poison_output(ws)
         backend.run_once(kernel, ws, m, n, k)        # outside the range: loads, heuristics

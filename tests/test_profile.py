@@ -232,6 +232,22 @@ def test_a_profile_that_hangs_is_ended(fake_ncu, tmp_path, monkeypatch):
     assert res.error == "cancelled"
 
 
+def test_a_16_bit_record_is_profiled_in_its_own_types_and_layout(fake_ncu, tmp_path):
+    """The profiled process builds and sizes C as the timed run did: C's type and B's
+    layout travel to it (a 16-bit kernel built for FP32 C writing into a 16-bit C buffer
+    was an illegal address under ncu), and records of other types or layouts are profiled
+    apart."""
+    recs = [_record(variant="half_wgmma", params={"stages": 4}, dtype="bfloat16", out_dtype=o,
+                    layout=lay) for o, lay in (("bfloat16", "nk"), ("float32", "kn"), ("bfloat16", "nk"))]
+    results = profile.profile_records(recs, tmp_path / "r")
+    assert len(results) == 2 and all(r.ok for r in results), [r.error for r in results]
+    targets = [c[c.index(str(ROOT / "main.py")):] for c in _calls(tmp_path) if "--export" in c]
+    said = [(t[t.index("--dtype") + 1], t[t.index("--out-dtype") + 1], t[t.index("--layout") + 1])
+            for t in targets]
+    assert said == [("bfloat16", "bfloat16", "nk"), ("bfloat16", "float32", "kn")]
+    assert results[0].report != results[1].report and "nk" in Path(results[0].report).name
+
+
 def _record(**kw) -> ResultRecord:
     base = dict(backend="cuda", device="GPU", variant="naive", params={"block": 16}, m=64,
                 n=64, k=64, dtype="float32", status="ok", host=HOST, device_index=0,

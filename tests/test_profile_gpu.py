@@ -44,11 +44,11 @@ def _need_profiler():
         pytest.skip(why)
 
 
-def _profiled(items, shape, folder, metrics=pm.METRICS):
+def _profiled(items, shape, folder, metrics=pm.METRICS, **types):
     items = [(name, {**registry.get(name).default_params(), **params}) for name, params in items]
     # one timed launch: the records are only what the profiles take (kernel, shape, inputs)
-    plan = Plan(backend="cuda", items=items, shapes=[shape], dtype="float32", warmup=0,
-                repeats=1)
+    plan = Plan(backend="cuda", items=items, shapes=[shape], warmup=0, repeats=1,
+                **{"dtype": "float32", **types})
     recs, _ = run_plan(plan)
     assert all(r.passed for r in recs), [(r.label(), r.status, r.error) for r in recs]
     results = profile.profile_records(recs, folder, metrics=metrics)
@@ -175,3 +175,17 @@ def test_triton_kernels_are_profiled_like_any_other(tmp_path):
     assert fp32["tf32_tensor_ops"] == 0 and tf32["tf32_tensor_ops"] > 0
     assert tf32["tensor_pipe_pct"] > 5
     assert len(sorted(tmp_path.glob("*.ncu-rep"))) == 2
+
+
+@pytest.mark.parametrize("dtype, name", [("bfloat16", "half_wgmma_pingpong"),
+                                         ("float8_e4m3", "fp8_wgmma")])
+def test_16_and_8_bit_kernels_are_profiled_in_their_types_on_the_tensor_pipe(tmp_path, dtype, name):
+    """Profile runs a 16-bit or FP8 kernel in the timed run's types and layout (C in BF16,
+    B as N×K): its one launch is counted and keeps the tensor pipe busy (wgmma), with no
+    TF32 operations."""
+    c = _profiled([(name, {})], (2048, 2048, 2048), tmp_path,
+                  metrics=pm.select(["duration_ns", "tensor_pipe_pct", "tf32_tensor_ops"]),
+                  dtype=dtype, out_dtype="bfloat16", layout="nk")
+    (counters,) = c.values()
+    assert counters["duration_ns"] > 0 and counters["tensor_pipe_pct"] > 20, counters
+    assert counters["tf32_tensor_ops"] == 0

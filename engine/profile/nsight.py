@@ -167,6 +167,10 @@ class ProfileRequest:
     device_index: int = 0
     kernel_files: tuple[str, ...] = ()
     seed: int = 0
+    #: C's type ("" : the input type's default) and B's layout ("" or "kn": K×N), as timed:
+    #: a 16-bit kernel's build and its C buffer depend on them
+    out_dtype: str = ""
+    layout: str = ""
 
     def label(self) -> str:
         return f"{self.variant}[{params_to_str(self.params)}]" if self.params else self.variant
@@ -175,14 +179,17 @@ class ProfileRequest:
         """A file name for its report, plain letters, digits, '-' and '_' (safe on every
         file system and in a shell): ``ffma_wide-bk16-sw8-2048x2048x2048-float32-dev0``."""
         parts = [self.variant, *(f"{k}{v}" for k, v in self.params.items()),
-                 f"{self.m}x{self.n}x{self.k}", self.dtype, f"dev{self.device_index}"]
+                 f"{self.m}x{self.n}x{self.k}", self.dtype,
+                 *([f"to-{self.out_dtype}"] if self.out_dtype else []),
+                 *([self.layout] if self.layout not in ("", "kn") else []), f"dev{self.device_index}"]
         return re.sub(r"[^A-Za-z0-9_-]+", "_", "-".join(parts)).strip("_")
 
     @classmethod
     def of(cls, rec: ResultRecord, kernel_files: Iterable[str] = (), seed: int = 0
            ) -> "ProfileRequest":
         return cls(rec.variant, dict(rec.params), rec.m, rec.n, rec.k, rec.dtype,
-                   max(rec.device_index, 0), tuple(kernel_files), seed)
+                   max(rec.device_index, 0), tuple(kernel_files), seed,
+                   rec.out_dtype or "", rec.layout or "")
 
 
 @dataclass
@@ -251,6 +258,10 @@ def run_profile(req: ProfileRequest, out_dir: str | Path, ncu: str | None = None
               "--params", params_to_str(req.params), "--shape", f"{req.m}x{req.n}x{req.k}",
               "--dtype", req.dtype, "--device", str(req.device_index), "--seed", str(req.seed),
               "--json", str(target_json)]
+    if req.out_dtype:
+        target += ["--out-dtype", req.out_dtype]
+    if req.layout:
+        target += ["--layout", req.layout]
     for path in req.kernel_files:
         target += ["--kernel-file", str(path)]
     # --clock-control none: counters under the clocks the timings ran at (ncu would lock
@@ -362,7 +373,7 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 def profile_key(rec: ResultRecord) -> tuple:
     return (rec.variant, params_to_str(rec.params), rec.m, rec.n, rec.k, rec.dtype,
-            rec.device_index)
+            rec.out_dtype or "", rec.layout or "", rec.device_index)
 
 
 def why_not_profiled(rec: ResultRecord, host: str) -> str:
