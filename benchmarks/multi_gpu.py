@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from engine.common import cpus  # noqa: E402
 from engine.results import derived, records  # noqa: E402
 from engine.measure.backends import probe_all  # noqa: E402
 from engine.run.dispatch import start_run  # noqa: E402
@@ -62,6 +63,11 @@ class Timeline:
 
 
 def run(plan, engines, mode, out: Path, name: str):
+    # The cores divided among the engines that run at once, as bench's and the window's
+    # engine pool does (engine.run.pool): each engine process on every core made two
+    # engines' host checks (OpenBLAS) contend for the same cores.
+    for eng in engines:
+        eng.cpu_threads = cpus.engine_threads(len(engines), reserve=0)
     tl = Timeline()
     t0 = time.monotonic()
     started = start_run(plan, engines, tl, mode)
@@ -117,7 +123,9 @@ def main() -> int:
         return 2
     devices = (list(range(len(st.devices))) if args.devices == "all"
                else [int(x) for x in args.devices.split(",")])
-    print("devices:", ", ".join(f"{d.index}: {d.name}" for d in st.devices if d.index in devices))
+    print("devices:", ", ".join(f"{d.index}: {d.name}" for d in st.devices if d.index in devices),
+          f"({cpus.usable_cpus()} cores: {cpus.engine_threads(len(devices), reserve=0)} threads "
+          f"an engine when all run)")
     engines = [ProcessEngine(args.backend, d) for d in devices]
     try:
         items = expand_items(args.backend, args.variants.split(","))
