@@ -66,8 +66,9 @@ def run(plan, engines, mode, out: Path, name: str):
     # The cores divided among the engines that run at once, as bench's and the window's
     # engine pool does (engine.run.pool): each engine process on every core made two
     # engines' host checks (OpenBLAS) contend for the same cores.
+    threads = cpus.engine_threads(len(engines), reserve=0)
     for eng in engines:
-        eng.cpu_threads = cpus.engine_threads(len(engines), reserve=0)
+        eng.cpu_threads = threads
     tl = Timeline()
     t0 = time.monotonic()
     started = start_run(plan, engines, tl, mode)

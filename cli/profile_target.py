@@ -69,12 +69,9 @@ def _profile_target(args) -> dict:
     ws = None
     try:
         kernel = backend.compile(v, params, args.dtype)
-        pair = matrices.generate_pair(m, n, k, args.dtype, seed=args.seed)
-        a, b = pair
-        ws = backend.prepare(a, None if v.kind == "aat" else b)
-        # FP8's per-tensor scales (1 for other types), as the runner passes them
-        ws.scale_a = float(getattr(pair, "scale_a", 1.0))
-        ws.scale_b = float(getattr(pair, "scale_b", 1.0))
+        ops = matrices.generate_operands(m, n, k, args.dtype, seed=args.seed)
+        ws = backend.prepare(ops.a, None if v.kind == "aat" else ops.b)
+        ws.scale_a, ws.scale_b = ops.scale_a, ops.scale_b    # FP8's per-tensor scales (else 1)
         backend.ensure_output(ws, v.output_shape(m, n, k))
         backend.poison_output(ws)
         backend.run_once(kernel, ws, m, n, k)        # outside the range: loads, heuristics

@@ -115,12 +115,8 @@ __device__ __forceinline__ void load_half_k_tile(int it, unsigned base, unsigned
                                                  const void* tmB, int row0, int col0, int kt)
 {
     constexpr unsigned A_BYTES_ = BM_ * 64 * 2, STAGE_BYTES_ = A_BYTES_ + BN_ * 64 * 2;
-    const int s = it % STAGES_;
-    if (it >= STAGES_)
-        mbar_wait(bars + 8 * (STAGES_ + s), ((it / STAGES_) - 1) & 1);
-    const unsigned full = bars + 8 * s;
-    const unsigned sa = base + s * STAGE_BYTES_;
-    mbar_arrive_expect_tx(full, STAGE_BYTES_);
+    unsigned full;
+    const unsigned sa = ring_claim_stage<STAGES_>(it, base, bars, STAGE_BYTES_, full);
     tma_load_2d(sa, tmA, kt * 64, row0, full);
     if (B_NK_) {
         tma_load_2d(sa + A_BYTES_, tmB, kt * 64, col0, full);

@@ -435,6 +435,24 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
         "DONE:\n}\n" :: "r"(bar), "r"(parity) : "memory");
 }
 
+/* The producer's side of a STAGES_-deep ring of `stage_bytes` stages from `base`, with
+ * full[s] / empty[s] mbarriers at bars + 8 s / bars + 8 (STAGES_ + s): the stage of ring
+ * position `it`, once the consumers have released its previous use (the empty barrier's
+ * phase before this round), with `stage_bytes` announced on its full barrier (`full`, which
+ * the stage's TMA copies then complete). Returns the stage's shared address. */
+template <int STAGES_>
+__device__ __forceinline__ unsigned ring_claim_stage(int it, unsigned base, unsigned bars,
+                                                     unsigned stage_bytes, unsigned& full)
+{
+    const int s = it % STAGES_;
+    if (it >= STAGES_)
+        mbar_wait(bars + 8 * (STAGES_ + s), ((it / STAGES_) - 1) & 1);
+    full = bars + 8 * s;
+    const unsigned sa = base + s * stage_bytes;
+    mbar_arrive_expect_tx(full, stage_bytes);
+    return sa;
+}
+
 /* cp.async.bulk (1-D, no tensor map): `bytes` (a multiple of 16) from global `src` (16-byte
  * aligned) to shared `dst` (16-byte aligned), counted on mbarrier `bar` as transaction bytes
  * (complete_tx): the copy engine moves them without registers or L1 request slots. */

@@ -602,12 +602,8 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                 int row0, col0;
                 tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
                 for (int kt = kb; kt < ke; ++kt, ++it) {
-                    const int s = it % STAGES;
-                    if (it >= STAGES)
-                        mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
-                    const unsigned full = bars + 8 * s;
-                    const unsigned sa = base + s * STAGE_BYTES;
-                    mbar_arrive_expect_tx(full, STAGE_BYTES);
+                    unsigned full;
+                    const unsigned sa = ring_claim_stage<STAGES>(it, base, bars, STAGE_BYTES, full);
                     tma_load_2d(sa, tmA, kt * BK, row0, full);
 #pragma unroll
                     for (int j = 0; j < B_BOXES; ++j) {
