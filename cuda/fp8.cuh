@@ -1,9 +1,11 @@
 /* fp8.cuh: what the FP8 kernel files share: the input types (cuda_fp8.h), C's conversion
- * (half.cuh's store_out) and wgmma's FP8 step per input type. Included by the FP8 ladder
- * step (33_fp8_wgmma.cu) only, so that the other kernels do not parse cuda_fp8.h. */
+ * (half.cuh's store_out), the 8-bit operands' pre-pass and producer (eight_bit.cuh) and
+ * wgmma's FP8 step per input type. Included by the FP8 ladder step (33_fp8_wgmma.cu) only,
+ * so that the other kernels do not parse cuda_fp8.h. */
 #pragma once
 #include <cuda_fp8.h>
 #include "half.cuh"
+#include "eight_bit.cuh"
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 /* wgmma.mma_async m64n128k32, FP8 inputs (the tag's type: e4m3 or e5m2) -> FP32: D(64 x 128)

@@ -1,7 +1,7 @@
 /* half.cuh: what the 16-bit (FP16/BF16) kernel files share: the input types, the FP32
- * accumulators' conversion to the output type, and mma.sync's m16n8k16 step per input
- * type; the persistent wgmma steps' walk over tiles and stream-K pieces. Included by the
- * ladder's 16-bit and FP8 steps only, so that the FP32 kernels including lab_ptx.cuh do not
+ * accumulators' conversion to the output type (and int8's int32 sums' store), and
+ * mma.sync's m16n8k16 step per input type; the persistent wgmma steps' walk over tiles and
+ * stream-K pieces. Included by the ladder's 16-bit and 8-bit steps only, so that the FP32 kernels including lab_ptx.cuh do not
  * parse cuda_fp16.h / cuda_bf16.h. */
 #pragma once
 #include <cuda_fp16.h>
@@ -20,6 +20,12 @@ __device__ __forceinline__ void store_out_pair(__half* p, float x, float y)
 { *reinterpret_cast<__half2*>(p) = __floats2half2_rn(x, y); }
 __device__ __forceinline__ void store_out_pair(__nv_bfloat16* p, float x, float y)
 { *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y); }
+/* int8's exact int32 sums, stored as they are (no scale, no rounding) */
+__device__ __forceinline__ void store_out(int* p, int v) { *p = v; }
+__device__ __forceinline__ void store_out_pair(int* p, int x, int y)
+{ *reinterpret_cast<int2*>(p) = make_int2(x, y); }
+__device__ __forceinline__ float scaled(float v, float scale) { return scale * v; }
+__device__ __forceinline__ int scaled(int v, float) { return v; }
 
 /* Two neighbours rounded to a 16-bit C's type, as one 32-bit word (the lower column low). */
 __device__ __forceinline__ unsigned pack_out_pair(const __half*, float x, float y)
@@ -58,13 +64,14 @@ __device__ __forceinline__ void store_wgmma_out_quads(const float* d, OUT_T* C, 
     }
 }
 
-/* A warpgroup's wgmma accumulators (f32 D fragments of an m64nCOLS tile), times scale, into
- * C (row-major M x N, of type OUT_T) at rows row0.., columns col0..: d[j] of lane (g, t) in
+/* A warpgroup's wgmma accumulators (f32 D fragments of an m64nCOLS tile times scale, or
+ * int8's s32 ones as they are) into C (row-major M x N, of type OUT_T) at rows row0..,
+ * columns col0..: d[j] of lane (g, t) in
  * warp w is row 16 w + g + 8 ((j / 2) % 2), column (j / 4) * 8 + 2 t + j % 2 (the layout of
  * lab_ptx.cuh's FP32 store_wgmma_acc); pairs in one store where N is even (col is), a 16-bit
  * C's 4 columns a lane where N % 4 == 0; rows >= M and columns >= N are not written. */
-template <int COLS, typename OUT_T>
-__device__ __forceinline__ void store_wgmma_out(const float* d, OUT_T* C, int row0, int col0,
+template <int COLS, typename OUT_T, typename ACC_T>
+__device__ __forceinline__ void store_wgmma_out(const ACC_T* d, OUT_T* C, int row0, int col0,
                                                 int M, int N, int warp, int lane, float scale = 1.0f)
 {
     if constexpr (sizeof(OUT_T) == 2) {
@@ -81,7 +88,7 @@ __device__ __forceinline__ void store_wgmma_out(const float* d, OUT_T* C, int ro
         if (row >= M)
             continue;
         const size_t at = (size_t)row * N + col;
-        const float x = scale * d[j], y = scale * d[j + 1];
+        const ACC_T x = scaled(d[j], scale), y = scaled(d[j + 1], scale);
         if (pairs && col + 1 < N) {
             store_out_pair(C + at, x, y);
         } else if (col + 1 < N) {

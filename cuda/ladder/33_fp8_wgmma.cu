@@ -151,55 +151,12 @@ elem = "b8"
 #endif
 static_assert(sizeof(ELEM) == 1, "ELEM is an 8-bit type");
 
-/* Ap (M × Kp) where K % 16, then Bt (N × Kp): grid.y covers A's 32-row tiles (when padded)
- * then Bt's, grid.x Kp in 32s. B as K×N goes through a 32 × 32 tile in shared memory, so
- * that both its reads (along n) and its writes (along k) are contiguous. */
+/* Ap (M × Kp) where K % 16, then Bt (N × Kp): eight_bit.cuh's pad_or_transpose_bytes. */
 extern "C" __global__ __launch_bounds__(256)
 void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
              int M, int N, int K)
 {
-    const unsigned char* a = reinterpret_cast<const unsigned char*>(A);
-    const unsigned char* b = reinterpret_cast<const unsigned char*>(B);
-    unsigned char* s = reinterpret_cast<unsigned char*>(S);
-    const int Kp = (K + 15) & ~15;
-    const bool pad_a = K % 16 != 0;
-    const int ay = pad_a ? (M + 31) / 32 : 0;
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const int c0 = blockIdx.x * 32;
-    if ((int)blockIdx.y < ay) {
-        const int r0 = blockIdx.y * 32;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int r = r0 + ty + 8 * i, c = c0 + tx;
-            if (r < M && c < Kp)
-                s[(size_t)r * Kp + c] = c < K ? a[(size_t)r * K + c] : 0;
-        }
-        return;
-    }
-    unsigned char* bt = s + (pad_a ? (size_t)M * Kp : 0);
-    const int n0 = (blockIdx.y - ay) * 32;
-#if B_NK
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const int n = n0 + ty + 8 * i, k = c0 + tx;
-        if (n < N && k < Kp)
-            bt[(size_t)n * Kp + k] = k < K ? b[(size_t)n * K + k] : 0;
-    }
-#else
-    __shared__ unsigned char tile[32][33];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {               /* rows k of B, columns n: along n */
-        const int k = c0 + ty + 8 * i, n = n0 + tx;
-        tile[ty + 8 * i][tx] = (k < K && n < N) ? b[(size_t)k * N + n] : 0;
-    }
-    __syncthreads();
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {               /* rows n of Bt, columns k: along k */
-        const int n = n0 + ty + 8 * i, k = c0 + tx;
-        if (n < N && k < Kp)
-            bt[(size_t)n * Kp + k] = tile[tx][ty + 8 * i];
-    }
-#endif
+    pad_or_transpose_bytes<B_NK>(A, B, S, M, N, K);
 }
 
 extern "C" __global__ __launch_bounds__(NT, 1)
@@ -239,10 +196,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
 
     if (wg == 0) {
         if (tid == 0) {
-            const int Kp = (K + 15) & ~15;
-            const size_t ap = K % 16 ? (size_t)M * Kp : 0;
-            const size_t bp = B_NK ? (K % 16 ? (size_t)N * Kp : 0) : (size_t)N * Kp;
-            const unsigned char* maps = reinterpret_cast<const unsigned char*>(S) + ((ap + bp + 127) & ~(size_t)127);
+            const unsigned char* maps = byte_maps_after_padding<B_NK>(S, M, N, K);
             const void* tmA = maps;
             const void* tmB = maps + 128;
             tensormap_acquire(tmA);
@@ -251,12 +205,8 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
             for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
                 int row0, col0;
                 tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
-                for (int kt = 0; kt < ktiles; ++kt, ++it) {
-                    unsigned full;
-                    const unsigned sa = ring_claim_stage<STAGES>(it, base, bars, STAGE_BYTES, full);
-                    tma_load_2d(sa, tmA, kt * BK, row0, full);
-                    tma_load_2d(sa + A_BYTES, tmB, kt * BK, col0, full);
-                }
+                for (int kt = 0; kt < ktiles; ++kt, ++it)
+                    load_byte_k_tile<STAGES, BM, BN>(it, base, bars, tmA, tmB, row0, col0, kt);
             }
         }
     } else {
