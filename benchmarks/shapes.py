@@ -453,7 +453,7 @@ def device_of(recs: list[ResultRecord]):
                       peak_gflops_fp32=known.get("fp32"), peak_gflops_tf32=known.get("tf32"),
                       peak_gops_int32=known.get("int32"), peak_gflops_fp16=known.get("fp16"),
                       peak_gflops_bf16=known.get("bf16"), peak_gflops_fp8=known.get("fp8"),
-                      copy_gbps=copy)
+                      peak_gops_int8=known.get("int8"), copy_gbps=copy)
 
 
 def reprint(path: Path, cache: Path | None, arch: str | None) -> int:

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from engine.common.dtypes import ELEMENT_NAMES, Layout, TypeSpec
+from engine.common.dtypes import ELEMENT_NAMES, INTEGER_NAMES, ElementType, Layout, TypeSpec
 from engine.inputs import matrices
 from engine.results import derived, records
 from engine.results.records import RecordStatus
@@ -138,11 +138,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", default="256,512", help="sizes (see above)")
     p.add_argument("--dtype", choices=ELEMENT_NAMES, default="float32",
                    help="input type of A and B (half and FP8 accumulate in FP32; FP8 inputs "
-                        "carry per-tensor scales; the cpu backend runs every type, CUDA and "
-                        "OpenCL skip those they have no kernel for, saying why)")
+                        "carry per-tensor scales; int8 sums exactly in int32; the cpu backend "
+                        "runs every type, CUDA and OpenCL skip those they have no kernel for, "
+                        "saying why)")
     p.add_argument("--out-dtype", choices=ELEMENT_NAMES, default=None,
                    help="type of C: float16/bfloat16 inputs write float32 (default) or their "
-                        "own type; FP8 inputs write bfloat16 (default) or float32")
+                        "own type; FP8 inputs write bfloat16 (default) or float32; int8 "
+                        "inputs write int32")
     p.add_argument("--layout", choices=tuple(Layout), default="kn",
                    help="B as K×N row-major (kn, default) or N×K (nk, 'transposed'): the cpu "
                         "backend, cuBLAS and the kernel files whose header lists layouts = "
@@ -174,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"seed of the generated matrices ({SEED.range_text()}; default 0)")
     p.add_argument("--dist", choices=matrices.DISTRIBUTIONS, default="uniform",
                    help="distribution of the generated float32 matrices (int32 ones are "
-                        "whole numbers from -8 to 8)")
+                        "whole numbers from -8 to 8, int8 ones from -128 to 127)")
     p.add_argument("--a", dest="a_path", default=None, help="matrix file for A (.npy .npz .csv .txt .mtx)")
     p.add_argument("--b", dest="b_path", default=None, help="matrix file for B (or omit with a .npz holding a and b)")
     p.add_argument("--out", default=None, help="save results to .json or .csv")
@@ -354,7 +356,7 @@ def _results_table(recs: list[records.ResultRecord]):
             verdict = "[red]error[/red]"
         elif r.passed is True:
             how = literal(r.verify_method.split("+")[0])
-            verdict = (f"[green]yes[/green] {how} exact" if r.dtype == "int32"
+            verdict = (f"[green]yes[/green] {how} exact" if r.dtype in INTEGER_NAMES
                        else f"[green]yes[/green] {how} {r.rel_l2:.0e}")
         elif r.passed is False:
             verdict = "[red]FAILED[/red]"
@@ -529,9 +531,11 @@ def check_options(args: argparse.Namespace, given: set[str]) -> list[str]:
         if "seed" in given:
             warnings.append("--seed: A and B come from the files; the seed only draws "
                             "verification's random checks")
-    elif args.dtype == "int32" and "dist" in given and args.dist != "int":
-        warnings.append(f"--dist {args.dist}: int32 matrices are always whole numbers from "
-                        "-8 to 8 (as --dist int); the distribution applies to float32")
+    elif args.dtype in INTEGER_NAMES and "dist" in given and args.dist != "int":
+        low, high = matrices.integer_range(ElementType(args.dtype))
+        warnings.append(f"--dist {args.dist}: {args.dtype} matrices are always whole numbers "
+                        f"from {low} to {high} (as --dist int); the distribution applies to "
+                        "float types")
     if args.ray is not None:
         from engine.run.cluster import ClusterError, parse_address  # noqa: PLC0415
         try:

@@ -15,6 +15,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics
 
+from engine.measure import peaks
 from engine.results.derived import record_precision
 from engine.results.records import RecordStatus
 
@@ -24,7 +25,8 @@ from .chart_data import (METRICS, Series, describe_record, intensity, peaks_by_m
 from .chart_view import ChartView, LegendEntry, plain_number
 from .theme import FAILED_COLOR, REFERENCE_STYLES, SOURCE_SYMBOLS, VERDICT_COLORS, ChartTheme
 
-PRECISION_LABELS = {"tf32": "TF32 tensor-core", "int32": "int32"}
+PRECISION_LABELS = {"tf32": "TF32 tensor-core", "int32": "int32", "fp16": "FP16 tensor-core",
+                    "bf16": "BF16 tensor-core", "fp8": "FP8 tensor-core", "int8": "int8 tensor-core"}
 SIZE_AXIS_LABEL = "Problem size  ∛(M·N·K)"
 MAX_SIZE_TICKS = 14
 
@@ -472,8 +474,8 @@ def _with_alpha(color, alpha: int) -> QColor:
 @dataclass(frozen=True)
 class Roof:
     """One device's ceilings: FP32 peak (GFLOP/s) and memory bandwidth (GB/s), the peaks
-    of other arithmetic its records ran (``others``: TF32 tensor cores, int32) and the
-    measured copy bandwidth (``copy_gbps``)."""
+    of other arithmetic its records ran (``others``: TF32, FP16/BF16, FP8 and int8 tensor
+    cores, int32) and the measured copy bandwidth (``copy_gbps``)."""
 
     device: str
     peak_gflops: float | None
@@ -483,7 +485,7 @@ class Roof:
     copy_gbps: float | None = None
 
     def peak_of(self, precision: str) -> float | None:
-        """The compute ceiling of ``precision`` (``fp32``, ``tf32``, ``int32``)."""
+        """The compute ceiling of ``precision`` (``fp32``, ``tf32``, ``int32``, ``int8``...)."""
         return self.peak_gflops if precision == "fp32" else dict(self.others).get(precision)
 
     def bandwidth(self) -> float | None:
@@ -510,7 +512,8 @@ def roofs_for(series: list[Series], opts: ChartOptions) -> list[Roof]:
         peak = opts.peak_gflops if typed else derived.get(d)
         gbps = opts.peak_gbps if d == primary else None
         mine = extra.get(d, {})
-        others = tuple((p, mine[p]) for p in ("tf32", "int32") if mine.get(p))
+        # every arithmetic but FP32's (the solid roof), in the engine's order
+        others = tuple((p, mine[p]) for p in peaks.PRECISIONS if p != "fp32" and mine.get(p))
         copy = mine.get("copy")
         if peak or gbps or others or copy:
             out.append(Roof(d, peak or None, gbps or None, derived=not typed and bool(peak),

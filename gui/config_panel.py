@@ -121,7 +121,7 @@ class ConfigPanel(QWidget):
         self.out_dtype = QComboBox()
         self.out_dtype.setObjectName("outDtypeCombo")
         self.out_dtype.setToolTip("The type of C: FP16/BF16 inputs write FP32 or their own type; "
-                                  "FP8 inputs write BF16 or FP32")
+                                  "FP8 inputs write BF16 or FP32; int8 inputs write int32")
         self.layout_b = QComboBox()
         self.layout_b.setObjectName("layoutCombo")
         for lay, short in ((Layout.KN, "B K×N"), (Layout.NK, "B N×K")):

@@ -123,7 +123,7 @@ class MatrixInputs(QWidget):
         self.dist = QComboBox()
         self.dist.addItems(matrices.DISTRIBUTIONS)
         self.dist.setToolTip("uniform: U[-1, 1]; normal: N(0, 1); int: integers in [-8, 8] "
-                             "(int32 always draws integers)")
+                             "(int32 always draws integers in [-8, 8], int8 in [-128, 127])")
         self.seed = QSpinBox()
         self.seed.setRange(0, 2**31 - 1)
         self.seed.setToolTip("Same seed, same matrices")
@@ -222,7 +222,8 @@ class MatrixInputs(QWidget):
         self._paths_edited()    # ...and otherwise here
 
     def set_dtype(self, dtype: str) -> None:
-        """Files are converted on load (int32 refuses fractions), so reload on a change."""
+        """Files are converted on load (int32 and int8 refuse fractions and values out of
+        their range), so reload on a change."""
         if dtype != self.dtype:
             self.dtype = dtype
             if self.mode == "files":

@@ -83,7 +83,8 @@ COLUMNS: list[Column] = [
     Column("Max ms", lambda r: r.max_ms, _num(".4g"), True),
     Column("Runs", lambda r: r.repeats, numeric=True, tip="Timed launches"),
     Column("% peak", lambda r: r.pct_of_peak, _num(".1f"), True,
-           "Share of the device's peak for the row's arithmetic (FP32 SIMT, TF32 tensor cores or int32)"),
+           "Share of the device's peak for the row's arithmetic (FP32 SIMT, int32, or the tensor "
+           "cores of TF32, FP16/BF16, FP8 or int8)"),
     Column("% cuBLAS", lambda r: r.pct_of_cublas, _num(".1f"), True,
            "Speed relative to the best cuBLAS run of the same shape"),
     # NVML's conditions of the timed loop (cuda with nvidia-ml-py; empty elsewhere)

@@ -121,6 +121,65 @@ params = { persist = "1 if 2 * cdiv(M, 128) * cdiv(N, 256) >= 5 * SMS else 0" }
 """
 
 
+INT8_KERNEL = """/*
++++
+name = "my_int8_pick"
+title = "an int8 kernel of the test's own"
+source = "tests"
+dtypes = ["int8"]
+layouts = ["kn", "nk"]
+[params]
+bs = [16, 32]
+[launch]
+grid = ["cdiv(N, bs)", "cdiv(M, bs)"]
+block = ["bs", "bs"]
++++
+*/
+"""
+
+INT8 = """\
+[lab_i8]
+title = "int8 line"
+backend = "cuda"
+precision = "int8"
+dtypes = ["int8"]
+layouts = ["kn", "nk"]
+
+[[lab_i8.rule]]
+when = "M <= 64"
+variant = "my_int8_pick"
+params = { bs = 16 }
+
+[[lab_i8.rule]]
+variant = "my_int8_pick"
+"""
+
+
+def test_an_int8_line_routes_to_its_int8_kernel(registered, tmp_path, monkeypatch):
+    """A table of precision int8 promising int8 (as cuda/lab/dispatch.toml's lab_int8 will):
+    the lab's int8 GEMM for the kernel editor and % of cuBLAS; a pick that takes no int8
+    makes it unusable, saying so."""
+    path = tmp_path / "my_int8_pick.cu"
+    path.write_text(INT8_KERNEL)
+    (kernel,), problems = registry.read_kernel_files([path])
+    assert problems == [] and kernel.precision == "int8"
+    monkeypatch.setitem(registry.REGISTRY, kernel.name, kernel)
+    (t,), problems = registered(INT8)
+    assert problems == [] and (t.precision, t.dtypes) == ("int8", ("int8",))
+    v = registry.get("lab_i8")
+    assert v.dispatch.problem is None and (v.precision, v.dtypes) == ("int8", ("int8",))
+    # the first int8 line (cuda/lab/dispatch.toml's lab_int8 where it is there)
+    assert registry.get(registry.dispatch_for("cuda", "int8")).precision == "int8"
+    assert registry.concrete("lab_i8", {}, 64, 256, 256, 132, dtype="int8", layout="nk") == \
+        ("my_int8_pick", {"bs": 16})
+    assert registry.concrete("lab_i8", {}, 512, 256, 256, 132, dtype="int8") == ("my_int8_pick", {"bs": 16})
+    assert "does not support float32" in v.check("cuda", {}, 64, 64, 64, "float32")
+    registered(INT8.replace("lab_i8", "lab_i8b").replace('"my_int8_pick"', '"ffma_wide"')
+               .replace("params = { bs = 16 }\n", ""))
+    assert "ffma_wide does not take int8, which [lab_i8b] promises" in \
+        registry.get("lab_i8b").dispatch.problem
+
+
 def test_a_table_promises_types_and_layouts_its_picks_take(registered, tmp_path):
     (t,), _ = registered(HALF)
     v = registry.get("lab_h")

@@ -22,7 +22,8 @@ from engine.results import records  # noqa: E402
 from engine.run.runner import Plan  # noqa: E402
 from tests.helpers import run_plan  # noqa: E402
 
-LOW = [t for t in ElementType if t.is_low_precision]
+#: The float tensor-core types (int8 is exact: tests/test_int8_host.py)
+LOW = [t for t in ElementType if t.is_low_precision and not t.is_integer]
 FP8 = [ElementType.FLOAT8_E4M3, ElementType.FLOAT8_E5M2]
 
 

@@ -83,7 +83,8 @@ def test_flop_and_byte_model_per_variant(name):
         n_out = m if v.kind == "aat" else n
         inputs = m * k + (0 if v.kind == "aat" else k * n)   # aat reads A only
         for dtype, size in registry.ITEMSIZE.items():
-            assert size == {"float16": 2, "bfloat16": 2, "float8_e4m3": 1, "float8_e5m2": 1}.get(dtype, 4)
+            assert size == {"float16": 2, "bfloat16": 2, "float8_e4m3": 1, "float8_e5m2": 1,
+                            "int8": 1}.get(dtype, 4)
             assert v.bytes_moved(m, n_out, k, size) == (inputs + m * n_out) * size, (name, dtype)
         assert v.flops(m, n_out, k) == 2 * m * n_out * k, name
         assert v.output_shape(m, n, k) == (m, n_out)

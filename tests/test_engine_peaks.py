@@ -14,7 +14,7 @@ def test_h100_peaks_from_units_and_clock():
     assert got["fp32"] == pytest.approx(132 * 128 * 2 * 1.98)          # 66.9 TFLOP/s
     assert got["tf32"] == pytest.approx(132 * 2048 * 1.98)             # 535 TFLOP/s dense
     assert got["int32"] == pytest.approx(132 * 64 * 2 * 1.98)
-    assert len(notes) == 5 and all("132 SMs" in n for n in notes)      # FP16/BF16 and FP8 too
+    assert len(notes) == 6 and all("132 SMs" in n for n in notes)      # FP16/BF16, FP8, int8 too
     # No TF32 tensor cores before Ampere; unknown architectures give no figure at all.
     assert "tf32" not in peaks.cuda_peaks(7, 5, 40, 1590.0)[0]
     assert peaks.cuda_peaks(99, 0, 10, 1000.0) == ({}, [])

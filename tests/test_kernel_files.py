@@ -64,7 +64,8 @@ def test_builtins_keep_their_names_spaces_and_order():
 def test_roles_come_from_the_files():
     assert registry.baseline_name() == "naive"
     assert registry.references_by_precision() == {"fp32": "cublas_fp32", "tf32": "cublas_tf32",
-                                                  "half": "cublas_half", "fp8": "cublaslt_fp8"}
+                                                  "half": "cublas_half", "fp8": "cublaslt_fp8",
+                                                  "int8": "cublaslt_int8"}
     assert registry.get("tf32_wgmma_rs").role == "rung"           # promoted in round 6
     assert registry.get("tf32_wgmma_tp").role == "experiment"
     ladder = registry.ladder_names()

@@ -4,7 +4,8 @@ A run's numbers are described by a :class:`TypeSpec`: the input type of A and B,
 output type of C (FP16/BF16: FP32 or the input type; FP8: BF16 or FP32), and B's layout
 (K×N row-major, or N×K "transposed"). FP8 inputs carry per-tensor scales
 (C = scale_a · scale_b · A₈·B₈, as cuBLASLt computes it). Accumulation is FP32 for every
-floating-point type and wrapping int32 for int32.
+floating-point type and wrapping int32 for int32 and int8 (int8 products summed in int32 on
+the tensor cores, exact; C is int32).
 
 The half-precision and FP8 types come from ``ml_dtypes`` (imported on first use: without
 it the app starts and names what is missing). Their unit roundoff ``u`` (half the
@@ -28,6 +29,7 @@ class ElementType(StrEnum):
     BFLOAT16 = "bfloat16"
     FLOAT8_E4M3 = "float8_e4m3"     # ml_dtypes' float8_e4m3fn: no Inf, max 448
     FLOAT8_E5M2 = "float8_e5m2"
+    INT8 = "int8"                   # tensor cores' int8 · int8 summed in int32, C in int32
 
     @property
     def is_float8(self) -> bool:
@@ -40,7 +42,8 @@ class ElementType(StrEnum):
 
     @property
     def is_integer(self) -> bool:
-        return self is ElementType.INT32
+        """Exact arithmetic (wrapping modulo 2³²): verified for equality, no tolerance."""
+        return self in (ElementType.INT32, ElementType.INT8)
 
     @property
     def numpy_dtype(self) -> np.dtype:
@@ -50,6 +53,8 @@ class ElementType(StrEnum):
             return np.dtype(np.float32)
         if self is ElementType.INT32:
             return np.dtype(np.int32)
+        if self is ElementType.INT8:
+            return np.dtype(np.int8)
         if self is ElementType.FLOAT16:
             return np.dtype(np.float16)
         ml = _ml_dtypes()
@@ -59,7 +64,7 @@ class ElementType(StrEnum):
 
     @property
     def itemsize(self) -> int:
-        return {ElementType.FLOAT8_E4M3: 1, ElementType.FLOAT8_E5M2: 1,
+        return {ElementType.FLOAT8_E4M3: 1, ElementType.FLOAT8_E5M2: 1, ElementType.INT8: 1,
                 ElementType.FLOAT16: 2, ElementType.BFLOAT16: 2}.get(self, 4)
 
     @property
@@ -71,14 +76,14 @@ class ElementType(StrEnum):
     @property
     def unit_roundoff(self) -> float:
         """u = 2^-(mantissa bits + 1): the largest relative error of rounding to nearest
-        (0 for int32, which is exact modulo 2³²)."""
+        (0 for int32 and int8, which are exact modulo 2³²)."""
         return 0.0 if self.is_integer else 2.0 ** -(self.mantissa_bits + 1)
 
     @property
     def max_finite(self) -> float:
         """The largest finite value (values above it overflow the type)."""
         if self.is_integer:
-            return float(2**31 - 1)
+            return float(np.iinfo(self.numpy_dtype).max)
         if self is ElementType.FLOAT32:
             return float(np.finfo(np.float32).max)
         if self is ElementType.FLOAT16:
@@ -87,7 +92,8 @@ class ElementType(StrEnum):
 
     @property
     def accumulator(self) -> "ElementType":
-        """What the products are summed in: FP32 for every float type, int32 for int32."""
+        """What the products are summed in: FP32 for every float type, int32 for int32 and
+        int8."""
         return ElementType.INT32 if self.is_integer else ElementType.FLOAT32
 
     @property
@@ -97,6 +103,8 @@ class ElementType(StrEnum):
             return (ElementType.FLOAT32, self)
         if self.is_float8:
             return (ElementType.BFLOAT16, ElementType.FLOAT32)
+        if self is ElementType.INT8:
+            return (ElementType.INT32,)     # the int32 sums as they are, never narrowed
         return (self,)
 
     @property
@@ -107,11 +115,14 @@ class ElementType(StrEnum):
                 ElementType.BFLOAT16: "BF16 inputs, FP32 accumulation",
                 ElementType.FLOAT8_E4M3: "FP8 e4m3 inputs with per-tensor scales, FP32 accumulation",
                 ElementType.FLOAT8_E5M2: "FP8 e5m2 inputs with per-tensor scales, FP32 accumulation",
+                ElementType.INT8: "int8 inputs, int32 accumulation (exact)",
                 }[self]
 
 
 #: Every type, in the order pickers list them.
 ELEMENT_NAMES: tuple[str, ...] = tuple(t.value for t in ElementType)
+#: The exact types (int32, int8): verified for equality, their records say "exact".
+INTEGER_NAMES: tuple[str, ...] = tuple(t.value for t in ElementType if t.is_integer)
 
 
 class Layout(StrEnum):
@@ -236,9 +247,13 @@ def backend_refusal(backend: str, element: ElementType, *, opencl_fp16: bool | N
             if opencl_fp16 is False:
                 return "this OpenCL device lacks cl_khr_fp16 (PoCL on a CPU has none), so no kernel runs in float16"
             return "no OpenCL kernel of the lab is built for float16 yet (it needs cl_khr_fp16)"
+        if element is ElementType.INT8:
+            # OpenCL C has char, but the seeds' int32 kernels would read its bytes as ints
+            return ("no OpenCL kernel of the lab takes int8 (its int8 GEMM is a CUDA tensor-core "
+                    "kernel); it is never run as int32")
         return f"OpenCL C has no {element} type; no OpenCL kernel takes it"
     if backend == "cuda":
         if element in (ElementType.FLOAT16, ElementType.BFLOAT16):
             return None     # the kernels that declare it (half_wmma) and cuBLAS's half line
-        return None     # the kernels and library lines that declare FP8 take it
+        return None     # the kernels and library lines that declare FP8 or int8 take it
     return f"the {backend} backend does not take {element}"

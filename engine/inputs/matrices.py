@@ -185,9 +185,25 @@ def _check_positive_int(value, what: str) -> int:
 # ---------------------------------------------------------------------------
 
 
-def _check_generation_args(dtype: str, dist: str, seed, low, high) -> ElementType:
-    """Validate the non-shape arguments of :func:`generate`; return the type."""
+#: The integer range drawn where a run names none: -8..8 (int32, and dist="int" for float
+#: types), int8's whole range for int8.
+DEFAULT_INT_RANGE = (-8, 8)
+
+
+def integer_range(element: ElementType, low: int | None = None,
+                  high: int | None = None) -> tuple[int, int]:
+    """The inclusive range integers are drawn from for ``element``: ``low``/``high`` where
+    given, else int8's whole range for int8 (-128..127: every value its tensor cores take)
+    and :data:`DEFAULT_INT_RANGE` otherwise."""
+    default = (-128, 127) if element is ElementType.INT8 else DEFAULT_INT_RANGE
+    return (default[0] if low is None else low, default[1] if high is None else high)
+
+
+def _check_generation_args(dtype: str, dist: str, seed, low, high) -> tuple[ElementType, int, int]:
+    """Validate the non-shape arguments of :func:`generate`; return the type and the
+    integer range (:func:`integer_range`: the type's own where ``low``/``high`` are None)."""
     target = _check_dtype(dtype)
+    low, high = integer_range(target, low, high)
     if dist not in DISTRIBUTIONS:
         raise MatrixInputError(
             f"Unknown distribution {dist!r}; choose one of: {', '.join(DISTRIBUTIONS)}."
@@ -210,14 +226,21 @@ def _check_generation_args(dtype: str, dist: str, seed, low, high) -> ElementTyp
             )
     if low > high:
         raise MatrixInputError(f"low ({low}) must not be greater than high ({high}).")
-    # Integer draws are used for int32 whatever `dist` says, and for
+    if target is ElementType.INT8:
+        limits = np.iinfo(np.int8)
+        if low < limits.min or high > limits.max:
+            raise MatrixInputError(
+                f"int8 matrices hold whole numbers from {limits.min} to {limits.max}; the "
+                f"range [{low}, {high}] does not fit."
+            )
+    # Integer draws are used for integer types whatever `dist` says, and for
     # dist="int"; [0, 0] could then only ever produce the zero matrix.
-    if (target is ElementType.INT32 or dist == "int") and low == high == 0:
+    if (target.is_integer or dist == "int") and low == high == 0:
         raise MatrixInputError(
             "The integer range [0, 0] only contains zero; widen low/high so the "
             "matrix is not all zeros."
         )
-    return target
+    return target, low, high
 
 
 def _draw(
@@ -233,7 +256,7 @@ def _draw(
     float draws rounded to the type; FP8 draws are returned unrounded (in float64) for
     :func:`_to_float8` to scale into the type's range."""
     shape = (rows, cols)
-    integers = element is ElementType.INT32 or dist == "int"
+    integers = element.is_integer or dist == "int"
     if integers:
         values = rng.integers(low, high, size=shape, endpoint=True, dtype=np.int64)
     elif dist == "uniform":
@@ -260,8 +283,8 @@ def generate(
     dtype: str,
     dist: str = "uniform",
     seed: int | None = 0,
-    low: int = -8,
-    high: int = 8,
+    low: int | None = None,
+    high: int | None = None,
 ) -> np.ndarray:
     """Generate a random ``rows × cols`` matrix.
 
@@ -269,21 +292,23 @@ def generate(
     ----------
     rows, cols : int
         Shape; both must be at least 1.
-    dtype : {"float32", "int32"}
-        Element type of the result.
+    dtype : {"float32", "int32", "int8", ...}
+        Element type of the result (any :class:`ElementType` name).
     dist : {"uniform", "normal", "int"}, default "uniform"
         ``"uniform"`` draws from U[-1, 1], ``"normal"`` from N(0, 1) and
         ``"int"`` draws integers in ``[low, high]`` (both inclusive).  With
         ``dtype="float32"`` and ``dist="int"`` the result holds
         integer-valued floats (handy for exact comparisons).  **For
-        ``dtype="int32"`` integers in ``[low, high]`` are always drawn,
-        whatever ``dist`` says**, since U[-1, 1] or N(0, 1) truncated to
-        integers would be almost all zeros.
+        ``dtype="int32"`` and ``"int8"`` integers in ``[low, high]`` are
+        always drawn, whatever ``dist`` says**, since U[-1, 1] or N(0, 1)
+        truncated to integers would be almost all zeros.
     seed : int or None, default 0
         Seed for :func:`numpy.random.default_rng`; the same seed gives the
         same matrix.  ``None`` draws fresh entropy.
-    low, high : int, default -8, 8
-        Inclusive integer range (must lie in the int32 range).
+    low, high : int or None, default None
+        Inclusive integer range (in the int32 range; for int8 in -128..127).
+        None: -8 and 8, and int8's whole range -128..127 for int8
+        (:func:`integer_range`).
 
     Returns
     -------
@@ -297,7 +322,7 @@ def generate(
     """
     rows = _check_positive_int(rows, "The number of rows")
     cols = _check_positive_int(cols, "The number of columns")
-    target = _check_generation_args(dtype, dist, seed, low, high)
+    target, low, high = _check_generation_args(dtype, dist, seed, low, high)
     rng = np.random.default_rng(seed)
     out = _draw(rng, rows, cols, target, dist, low, high)
     return _to_float8(out, target)[0] if target.is_float8 else out
@@ -310,8 +335,8 @@ def generate_pair(
     dtype: str,
     dist: str = "uniform",
     seed: int | None = 0,
-    low: int = -8,
-    high: int = 8,
+    low: int | None = None,
+    high: int | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Generate the inputs of ``C = A @ B``: A is ``m × k`` and B is ``k × n``.
 
@@ -335,8 +360,8 @@ def generate_operands(
     dtype: str,
     dist: str = "uniform",
     seed: int | None = 0,
-    low: int = -8,
-    high: int = 8,
+    low: int | None = None,
+    high: int | None = None,
 ) -> "Operands":
     """:func:`generate_pair` with the FP8 scales: each FP8 matrix is its float draw
     divided by a per-tensor scale that maps its largest magnitude onto the type's largest
@@ -344,7 +369,7 @@ def generate_operands(
     m = _check_positive_int(m, "m (rows of A)")
     n = _check_positive_int(n, "n (columns of B)")
     k = _check_positive_int(k, "k (columns of A, rows of B)")
-    target = _check_generation_args(dtype, dist, seed, low, high)
+    target, low, high = _check_generation_args(dtype, dist, seed, low, high)
     rng = np.random.default_rng(seed)
     a = _draw(rng, m, k, target, dist, low, high)
     b = _draw(rng, k, n, target, dist, low, high)
@@ -445,7 +470,7 @@ def _ml_float(arr: np.ndarray, element: ElementType | None, label: str) -> np.nd
         return arr.astype(np.float64)
     size = arr.dtype.itemsize
     if element is not None and element.is_low_precision and element.itemsize == size \
-            and element is not ElementType.FLOAT16:
+            and element is not ElementType.FLOAT16 and not element.is_integer:
         return arr.view(element.numpy_dtype).astype(np.float64)
     guess = {2: "bfloat16", 1: "float8_e4m3 or float8_e5m2"}.get(size)
     if guess:
@@ -517,8 +542,10 @@ def _check_finite(arr: np.ndarray, label: str) -> None:
         )
 
 
-def _to_int32(arr: np.ndarray, label: str) -> np.ndarray:
-    """Convert to int32, refusing fractional and out-of-range values."""
+def _to_integer(arr: np.ndarray, element: ElementType, label: str) -> np.ndarray:
+    """Convert to an integer type (int32, int8), refusing fractional and out-of-range
+    values, the first one named."""
+    limits = np.iinfo(element.numpy_dtype)
     if arr.dtype.kind == "f":
         fractional = arr != np.trunc(arr)
         count = int(np.count_nonzero(fractional))
@@ -528,22 +555,22 @@ def _to_int32(arr: np.ndarray, label: str) -> np.ndarray:
                 f"{label} has {count} value{'s' if count > 1 else ''} that "
                 f"{'are' if count > 1 else 'is'} not a whole number, e.g. "
                 f"{_format_value(arr[row, col])} at [{row}, {col}] {_ZERO_BASED}; "
-                f"int32 matrices need integer values."
+                f"{element} matrices need integer values."
             )
-    # Bounds as the powers of two -2**31 and 2**31: exactly representable in
-    # every float dtype (2**31 - 1 would round up to 2**31 in float32 and let
-    # 2**31 slip through), and NumPy 2 compares Python ints exactly against
-    # int/uint dtypes (no wrap-around).
-    outside = (arr < -(2**31)) | (arr >= 2**31)
+    # Bounds as the powers of two min and max + 1 (-2**31 and 2**31 for int32):
+    # exactly representable in every float dtype (2**31 - 1 would round up to
+    # 2**31 in float32 and let 2**31 slip through), and NumPy 2 compares Python
+    # ints exactly against int/uint dtypes (no wrap-around).
+    outside = (arr < int(limits.min)) | (arr >= int(limits.max) + 1)
     count = int(np.count_nonzero(outside))
     if count:
         row, col = _first_index(outside)
         raise MatrixInputError(
             f"{label} has {count} value{'s' if count > 1 else ''} outside the "
-            f"int32 range [{_INT32.min}, {_INT32.max}], e.g. "
+            f"{element} range [{limits.min}, {limits.max}], e.g. "
             f"{_format_value(arr[row, col])} at [{row}, {col}] {_ZERO_BASED}."
         )
-    return np.ascontiguousarray(arr, dtype=np.int32)
+    return np.ascontiguousarray(arr, dtype=element.numpy_dtype)
 
 
 def _to_float32(arr: np.ndarray, label: str) -> np.ndarray:
@@ -593,15 +620,16 @@ def _to_matrix(raw, target: ElementType, label: str,
                notes: list[str] | None = None) -> np.ndarray:
     """Validate a raw loaded array and convert it to ``target``; values a half or FP8
     type cannot hold exactly are rounded (said in ``notes``), those it cannot hold at all
-    refused. FP8 files hold the FP8 values themselves: their scale is 1, or the one an
+    refused. Integer types (int32, int8) take whole numbers in their range only, never
+    rounded. FP8 files hold the FP8 values themselves: their scale is 1, or the one an
     .npz stores next to them (:func:`load_operands`)."""
     arr = np.asarray(raw)
     ml = _ml_float(arr, target, label)
     arr = _check_kind(arr if ml is None else ml, label)
     _check_shape(arr, label)
     _check_finite(arr, label)
-    if target is ElementType.INT32:
-        return _to_int32(arr, label)
+    if target.is_integer:
+        return _to_integer(arr, target, label)
     if target is ElementType.FLOAT32:
         return _to_float32(arr, label)
     return _to_low_precision(arr, target, label, notes)
@@ -925,10 +953,10 @@ def load_matrix(
         A ``.npy``, ``.npz``, ``.csv``, ``.txt`` or ``.mtx`` file.
         ``.csv`` is comma-separated; ``.txt`` may use commas or blanks.  In
         both, blank lines and lines starting with ``#`` are ignored.
-    dtype : {"float32", "int32"}
-        Element type of the result.  int32 refuses non-integral and
-        out-of-range values; float32 refuses values that overflow it.
-        Booleans are accepted as 0/1.
+    dtype : {"float32", "int32", "int8", ...}
+        Element type of the result.  int32 and int8 refuse non-integral and
+        out-of-range values (int8: outside -128..127); float32 refuses values
+        that overflow it; half and FP8 types round.  Booleans are accepted as 0/1.
     name : str, default "A"
         Name of the matrix; starts every error message.
     npz_key : str or int, optional
@@ -1036,7 +1064,7 @@ def load_pair(path_a, path_b, dtype: str) -> tuple[np.ndarray, np.ndarray]:
         the arrays named "a"/"b" (either case), else its only two arrays
         in file order (A first); any other archive is refused, naming
         the arrays it holds.
-    dtype : {"float32", "int32"}
+    dtype : {"float32", "int32", "int8", ...}
         Element type of both results.
 
     Returns

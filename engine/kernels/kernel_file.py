@@ -46,7 +46,8 @@ KINDS = ("gemm", "aat")
 #: "half": 16-bit float inputs (float16 or bfloat16, by the run's type) on tensor cores with
 #: FP32 accumulation; the record's arithmetic (fp16, bf16) follows the run's type.
 #: "fp8": FP8 inputs (e4m3 or e5m2, by the run's type) with per-tensor scales on tensor cores.
-PRECISIONS = ("fp32", "tf32", "half", "fp8")
+#: "int8": int8 inputs on tensor cores, products summed in int32 (exact), C in int32.
+PRECISIONS = ("fp32", "tf32", "half", "fp8", "int8")
 DTYPES = ("float32", "int32")
 #: 16-bit float types a CUDA C kernel file may declare (ELEM = __half / __nv_bfloat16, OUT
 #: = float or ELEM: engine.kernels.registry.Variant.defines); a file declares these or DTYPES,
@@ -56,7 +57,10 @@ HALF_DTYPES = ("float16", "bfloat16")
 #: FP8 types a CUDA C or Triton kernel file may declare (ELEM = __nv_fp8_e4m3 / __nv_fp8_e5m2,
 #: OUT = float or __nv_bfloat16; the kernel takes the per-tensor scales' product as an argument).
 FP8_DTYPES = ("float8_e4m3", "float8_e5m2")
-KERNEL_DTYPES = DTYPES + HALF_DTYPES + FP8_DTYPES
+#: int8 for CUDA C kernel files only (ELEM = signed char, ACC = OUT = int: C is int32); a file
+#: declares it alone, with precision "int8".
+INT8_DTYPES = ("int8",)
+KERNEL_DTYPES = DTYPES + HALF_DTYPES + FP8_DTYPES + INT8_DTYPES
 #: B's layouts a kernel file may take (engine.common.dtypes.Layout): "kn", B as K×N
 #: row-major, every kernel; "nk", B as N×K (a CUDA C kernel is built with B_NK = 1, a Triton
 #: kernel is handed B's strides as N×K: stride_bk = 1, stride_bn = K).
@@ -69,7 +73,7 @@ PREPASS_KEYS = {"entry", "grid", "block", "scratch", "tensor_maps", "when"}
 MAP_KEYS = {"at", "base", "offset", "dims", "stride", "box", "elem", "swizzle"}
 #: Element types of a tensor map: "float32" copies floats as they are; "tf32" has TMA round
 #: each one to TF32 (to nearest, ties to even; the low 13 mantissa bits cleared) on the way.
-#: "b16" and "b8" copy 16-bit (FP16, BF16) and 8-bit (FP8) words as they are.
+#: "b16" and "b8" copy 16-bit (FP16, BF16) and 8-bit (FP8, int8) words as they are.
 MAP_ELEMS = ("float32", "tf32", "b16", "b8")
 #: Bytes of one element of each map element type.
 MAP_ELEM_BYTES = {"float32": 4, "tf32": 4, "b16": 2, "b8": 1}
@@ -892,6 +896,14 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
     if triton and isinstance(dtypes, list) and "int32" in dtypes:   # a wrapping int32 GEMM
         err(f"a Triton kernel's dtypes are float32, float16/bfloat16 or float8_e4m3/"
             f"float8_e5m2 (tl.dot multiplies no int32), not {dtypes!r}", "dtypes")
+    int8 = [d for d in dtypes if d in INT8_DTYPES]
+    if int8 and (triton or backend != "cuda"):
+        # the lab launches no int8 Triton kernel, and no OpenCL kernel takes int8
+        err("int8 is for CUDA C kernels (.cu) only: the lab runs no OpenCL or Triton kernel "
+            "in int8", "dtypes")
+    if int8 and len(int8) != len(dtypes):
+        err(f"dtypes mixes int8 with {', '.join(d for d in dtypes if d not in int8)}: an int8 "
+            "kernel file takes int8 only (int32 C, its own code)", "dtypes")
     half = [d for d in dtypes if d in HALF_DTYPES]
     if half and len(half) != len(dtypes):
         err(f"dtypes mixes 16-bit types with {', '.join(d for d in dtypes if d not in half)}: a "
@@ -906,9 +918,12 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
             "FP8 kernel file takes float8_e4m3/float8_e5m2 only", "dtypes")
     if fp8 and backend != "cuda":
         err(f"{', '.join(fp8)} are for CUDA C kernels (OpenCL C has no FP8 type)", "dtypes")
-    precision = data.get("precision", "half" if half else "fp8" if fp8 else "fp32")
+    precision = data.get("precision", "half" if half else "fp8" if fp8 else "int8" if int8 else "fp32")
     if precision not in PRECISIONS:
-        err(f"precision must be fp32, tf32, half or fp8, not {precision!r}", "precision")
+        err(f"precision must be fp32, tf32, half, fp8 or int8, not {precision!r}", "precision")
+    elif (precision == "int8") != bool(int8):
+        err(f"precision \"int8\" goes with dtypes [\"int8\"] and only with it "
+            f"(here precision {precision!r}, dtypes {dtypes!r})", "precision")
     elif (precision == "fp8") != bool(fp8):
         err(f"precision \"fp8\" goes with dtypes float8_e4m3/float8_e5m2 and only with them "
             f"(here precision {precision!r}, dtypes {dtypes!r})", "precision")

@@ -12,7 +12,8 @@ Conventions shared by every kernel file (``cuda/*.cu``, ``opencl/*.cl``):
 * compile-time constants arrive as defines: ``ELEM`` (element type; not ``T``, which
   CUDA's own headers use as a template parameter name), ``ACC`` (accumulator
   type: ``float``, or ``unsigned`` for int32 so that overflow wraps modulo 2³²
-  with defined behaviour) and the variant's own parameters (upper-case names);
+  with defined behaviour; ``int`` for int8, whose tensor cores sum in int32), ``OUT``
+  (C's type, for the tensor-core types) and the variant's own parameters (upper-case names);
 * the entry point is called ``matmul`` with arguments ``(A, B, C, M, N, K)``, or
   ``(A, C, M, K)`` for ``aat`` kernels;
 * thread x runs along columns of C (so neighbouring threads touch neighbouring
@@ -31,14 +32,14 @@ from typing import Any, Callable, Iterator, Mapping
 
 from engine.common.files import read_text
 from engine.kernels import dispatch_table
-from engine.kernels.kernel_file import (ARCH_RE, FP8_DTYPES, HALF_DTYPES, KERNEL_DTYPES, KERNEL_FILE_LIMIT,
-                                        MODEL_FACTOR, ExpressionError, Expr, KernelFileError, KernelHeader, Prepass, parse_header,
-                                        shown_text)
+from engine.kernels.kernel_file import (ARCH_RE, FP8_DTYPES, HALF_DTYPES, INT8_DTYPES, KERNEL_DTYPES,
+                                        KERNEL_FILE_LIMIT, MODEL_FACTOR, ExpressionError, Expr, KernelFileError,
+                                        KernelHeader, Prepass, parse_header, shown_text)
 
 ROOT = Path(__file__).resolve().parents[2]
 DTYPES = ("float32", "int32")
 ITEMSIZE = {"float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "float8_e4m3": 1,
-            "float8_e5m2": 1}
+            "float8_e5m2": 1, "int8": 1}
 
 Params = Mapping[str, int]
 
@@ -67,6 +68,9 @@ def gemm_flops(m: int, n: int, k: int) -> int:
 #: is written in the input type).
 HALF_ELEM = {"float16": "__half", "bfloat16": "__nv_bfloat16"}
 FP8_ELEM = {"float8_e4m3": "__nv_fp8_e4m3", "float8_e5m2": "__nv_fp8_e5m2"}
+#: The CUDA C type of int8 inputs: ``signed char`` is int8_t without an include (plain
+#: ``char`` may be unsigned); the sums and C are ``int``.
+INT8_ELEM = "signed char"
 
 
 def io_bytes(v: "Variant", m: int, n: int, k: int, dtype: str, out_dtype: str | None = None) -> int:
@@ -261,7 +265,8 @@ class Variant:
                 layout: str = "kn") -> dict[str, str]:
         """Compile-time constants for this parameter choice and dtype: ``ELEM`` (the input
         type), ``ACC`` (what products are summed in) and, for 16-bit inputs, ``OUT`` (C's
-        type: ``out_dtype``, float32 when None, or the input type)."""
+        type: ``out_dtype``, float32 when None, or the input type); FP8 writes BF16 or
+        FP32, int8 int32 only."""
         left = [name for name, v in params.items() if v == AUTO]
         if left:      # a build needs the shape's value: Variant.resolve first
             raise ValueError(f"{self.name}: {', '.join(left)} left to the shape (auto) "
@@ -288,6 +293,16 @@ class Variant:
                                  f"not {out}")
             d = {"ELEM": FP8_ELEM[dtype], "ACC": "float",
                  "OUT": "float" if out == "float32" else "__nv_bfloat16"}
+            d.update({name.upper(): str(int(v)) for name, v in params.items()})
+            return self._with_layout(d, layout)
+        if dtype in INT8_DTYPES:
+            if dtype not in self.dtypes:
+                raise ValueError(f"{self.name}: its file takes {', '.join(self.dtypes)}, "
+                                 f"not {dtype}")
+            out = out_dtype or "int32"
+            if out != "int32":       # the int32 sums as they are: nothing narrows them
+                raise ValueError(f"{self.name}: int8 inputs write C as int32, not {out}")
+            d = {"ELEM": INT8_ELEM, "ACC": "int", "OUT": "int"}
             d.update({name.upper(): str(int(v)) for name, v in params.items()})
             return self._with_layout(d, layout)
         if dtype not in DTYPES:      # FP8 needs kernels of its own
@@ -421,18 +436,36 @@ def _one_launch(p: Params, m: int, n: int, k: int) -> Geometry:
     return (1, 1), (1, 1)               # the library (or numpy) picks its own
 
 
+#: cuBLASLt's int8 GEMM in its regular (non-COL32) data order wants K, the leading dimension
+#: of A and B in the TN form, a multiple of 4: cuBLASLt 13.1 on an H200 refused K = 1, 2, 3,
+#: 6, 18, 253 and 254 with NOT_SUPPORTED, and ran K = 4 and 20, and any M and N (1, 3, 61,
+#: 62, 63, 127), exactly.
+CUBLASLT_INT8_MULTIPLE = 4
+
+
+def cublaslt_int8_problem(m: int, n: int, k: int) -> str | None:
+    """Why cuBLASLt's int8 GEMM cannot take M×N×K (its dimension rule), or None: such a
+    shape is skipped with the reason, never run wrong."""
+    if k % CUBLASLT_INT8_MULTIPLE == 0:
+        return None
+    return (f"cuBLASLt's int8 GEMM needs K (the leading dimension of A and B) to be a "
+            f"multiple of {CUBLASLT_INT8_MULTIPLE}; here K = {k}")
+
+
 #: Lines every kernel is compared with: cuBLAS (through nvmath-python on the engine's
 #: context; skipped with the reason where nvmath or cuBLAS is missing) and the host's
 #: numpy. ``sources`` names the routine.
 REFERENCES: tuple[Variant, ...] = (
     Variant(name="cpu_numpy",
             technique="numpy.matmul on the host: the CPU row of the seed tables",
-            summary="BLAS for float32; numpy's own loop for int32.",
+            summary="BLAS for float32; numpy's own loop for int32; int8 through float64 BLAS "
+                    "(every sum exact), wrapped to int32.",
             seed="seed 000: the CPU row of the timing table",
             sources={"cpu": "numpy.matmul"}, space={}, geometry=_one_launch, role="seed",
             order=8, newcomer=frozenset({"cpu"}),
-            # half and FP8 inputs: upcast to FP32 and multiplied there (engine.measure.backends.cpu)
-            dtypes=DTYPES + ("float16", "bfloat16", "float8_e4m3", "float8_e5m2"),
+            # half and FP8 inputs: upcast to FP32 and multiplied there; int8 exactly
+            # (engine.measure.backends.cpu)
+            dtypes=DTYPES + HALF_DTYPES + FP8_DTYPES + INT8_DTYPES,
             layouts=("kn", "nk")),
     Variant(name="cublas_fp32",
             technique="cuBLAS SGEMM, strict FP32 (gemmEx, CUBLAS_COMPUTE_32F)",
@@ -465,6 +498,15 @@ REFERENCES: tuple[Variant, ...] = (
             constraint=lambda p, m, n, k, d: ("cuBLASLt multiplies no e5m2 by e5m2 (one operand "
                                               "must be e4m3)") if d == "float8_e5m2" else None,
             library="cublaslt", precision="fp8", role="reference"),
+    Variant(name="cublaslt_int8",
+            technique="cuBLASLt int8 GEMM on tensor cores (cublasLtMatmul, int32 sums and C)",
+            summary="A and B in int8, B stored N×K (the TN form cuBLASLt's int8 GEMM takes), "
+                    "CUBLAS_COMPUTE_32I with int32 alpha = 1 and beta = 0, C in int32: exact; "
+                    "through nvmath-python on the engine's own context and buffers.",
+            seed="issue 39: cuBLASLt's int8 reference line", sources={"cuda": "cublasLtMatmul:int8"},
+            space={}, geometry=_one_launch, dtypes=INT8_DTYPES, layouts=("kn", "nk"),
+            constraint=lambda p, m, n, k, d: cublaslt_int8_problem(m, n, k),
+            library="cublaslt", precision="int8", role="reference"),
 )
 
 

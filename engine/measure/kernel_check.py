@@ -826,7 +826,8 @@ def check_kernel(path: str | Path, text: str | None = None, backend: str | None 
     dtype
         an input type (:data:`engine.common.dtypes.ELEMENT_NAMES`) the kernel's header lists:
         the defines built, or a Triton kernel's pointer types (C in the type's default
-        output: float32 for 16-bit inputs, bfloat16 for FP8); default the header's first.
+        output: float32 for 16-bit inputs, bfloat16 for FP8, int32 for int8); default the
+        header's first.
     arch
         CUDA target (default :data:`DEFAULT_ARCH`, ``sm_90``); a kernel whose header says
         ``arch_suffix = "a"`` is built for ``sm_90a``, as the backend does.

@@ -8,6 +8,8 @@ compared with the peak of the units that do its arithmetic instead:
 * ``tf32``  -- dense TF32 tensor-core throughput: SMs × TF32 FLOP per clock per SM × clock;
 * ``int32`` -- 32-bit integer multiply-add (IMAD) units: SMs × IMAD lanes per SM × 2 × clock;
 * ``fp8`` -- dense FP8 (e4m3, e5m2) tensor-core throughput with FP32 accumulation;
+* ``int8`` -- dense int8 tensor-core operations with int32 accumulation (an H100 SXM:
+  132 × 8192 × 1830 MHz = 1979 TOPS; an A100: 108 × 4096 × 1410 MHz = 624 TOPS);
 * ``fp16``, ``bf16`` -- dense FP16 / BF16 tensor-core throughput with FP32 accumulation:
   SMs × FP16 FLOP per clock per SM × clock (an H100/H200 SXM: 132 × 4096 × 1830 MHz =
   989 TFLOP/s, the datasheet's figure at its 1830 MHz; 1070 at the 1980 MHz the device
@@ -29,9 +31,10 @@ from typing import Mapping
 from engine.common.dtypes import ElementType
 
 #: The arithmetic a record's peak is taken for.
-PRECISIONS = ("fp32", "tf32", "int32", "fp16", "bf16", "fp8")
+PRECISIONS = ("fp32", "tf32", "int32", "fp16", "bf16", "fp8", "int8")
 LABELS = {"fp32": "FP32 SIMT", "tf32": "TF32 tensor core", "int32": "int32",
-          "fp16": "FP16 tensor core", "bf16": "BF16 tensor core", "fp8": "FP8 tensor core"}
+          "fp16": "FP16 tensor core", "bf16": "BF16 tensor core", "fp8": "FP8 tensor core",
+          "int8": "int8 tensor core"}
 #: The arithmetic of a run whose inputs are 16-bit floats, whatever its kernel's precision.
 HALF_PRECISION = {"float16": "fp16", "bfloat16": "bf16"}
 #: The arithmetic of a run whose inputs are FP8 (either kind: one rate).
@@ -58,6 +61,12 @@ _FP16_FLOP = {(7, 0): 1024, (7, 2): 1024, (7, 5): 1024, (8, 0): 2048, (8, 6): 10
 #: cores take FP8 (H100 SXM 1979 TFLOP/s = 132 × 8192 × 1830 MHz; L40 362 = 142 × 1024 ×
 #: 2490 MHz; B200 16384).
 _FP8_FLOP = {(8, 9): 1024, (9, 0): 8192, (10, 0): 16384, (10, 3): 16384}
+#: Dense int8 operations per clock per SM with int32 accumulation (Turing on): twice FP16's
+#: on the data-centre parts (T4 130 TOPS = 40 × 2048 × 1590 MHz; A100 624 = 108 × 4096 ×
+#: 1410 MHz; H100 SXM 1979 = 132 × 8192 × 1830 MHz; B200 16384); sm_86/87 at A10's and
+#: Orin's 2048, sm_89 at L40's 1024 (362 TOPS = 142 × 1024 × 2490 MHz).
+_INT8_OPS = {(7, 5): 2048, (8, 0): 4096, (8, 6): 2048, (8, 7): 2048, (8, 9): 1024,
+             (9, 0): 8192, (10, 0): 16384, (10, 3): 16384}
 #: Architectures with BF16 tensor cores (Ampere on); at the FP16 rate there.
 _BF16_FROM = (8, 0)
 #: 32-bit integer multiply-add lanes per SM (IMAD). Maxwell and Pascal emulate it with
@@ -85,6 +94,12 @@ def half_flops_per_clock(major: int, minor: int, precision: str = "fp16") -> int
     return _FP16_FLOP.get((major, minor))
 
 
+def int8_ops_per_clock(major: int, minor: int) -> int | None:
+    """Dense int8 tensor-core operations per clock per SM with int32 accumulation (None: no
+    int8 tensor cores, or unknown)."""
+    return _INT8_OPS.get((major, minor))
+
+
 def imad_lanes_per_sm(major: int, minor: int) -> int | None:
     """32-bit integer multiply-add lanes per SM."""
     return _IMAD_LANES.get((major, minor))
@@ -92,7 +107,8 @@ def imad_lanes_per_sm(major: int, minor: int) -> int | None:
 
 def cuda_peaks(major: int, minor: int, sms: int | None, clock_mhz: float | None
                ) -> tuple[dict[str, float], list[str]]:
-    """``({precision: GFLOP/s (GOP/s for int32)}, notes saying how)`` for a CUDA device."""
+    """``({precision: GFLOP/s (GOP/s for int32 and int8)}, notes saying how)`` for a CUDA
+    device."""
     out: dict[str, float] = {}
     notes: list[str] = []
     if not sms or not clock_mhz:
@@ -119,6 +135,11 @@ def cuda_peaks(major: int, minor: int, sms: int | None, clock_mhz: float | None
         out["fp8"] = sms * fp8 * ghz
         notes.append(f"peak FP8 = {sms} SMs × {fp8} dense tensor FLOP/clock (FP32 "
                      f"accumulation) × {clock_mhz:.0f} MHz")
+    int8 = int8_ops_per_clock(major, minor)
+    if int8:
+        out["int8"] = sms * int8 * ghz
+        notes.append(f"peak int8 = {sms} SMs × {int8} dense tensor OP/clock (int32 "
+                     f"accumulation) × {clock_mhz:.0f} MHz")
     imad = imad_lanes_per_sm(major, minor)
     if imad:
         out["int32"] = sms * imad * 2 * ghz
@@ -127,10 +148,11 @@ def cuda_peaks(major: int, minor: int, sms: int | None, clock_mhz: float | None
 
 
 def precision_of(variant_precision: str, dtype: str) -> str:
-    """The arithmetic of a run: int32 for integer data, fp16/bf16 for 16-bit float inputs
-    (tensor cores, FP32 accumulation), else the variant's (fp32 or tf32)."""
-    if dtype == "int32":
-        return "int32"
+    """The arithmetic of a run: int32 for int32 data, int8 for int8 inputs (tensor cores,
+    int32 accumulation), fp16/bf16 for 16-bit float inputs (tensor cores, FP32
+    accumulation), else the variant's (fp32 or tf32)."""
+    if dtype in ("int32", "int8"):
+        return dtype
     if dtype in HALF_PRECISION:
         return HALF_PRECISION[dtype]
     if dtype in FP8_INPUTS:

@@ -9,7 +9,9 @@ for int32) plus a sample of entries recomputed exactly. The record names the met
 float32 tolerance: the relative L2 error of a float32 dot product of length K grows
 about like ``sqrt(K)·eps``; we allow ``max(1e-5, 2e-6·sqrt(K))`` (1.8e-4 at K=8192),
 far under what a wrong kernel (an unwritten tile, a swapped index) produces (≈1).
-int32 is exact: the kernels wrap modulo 2³², and so does the reference.
+int32 is exact: the kernels wrap modulo 2³², and so does the reference. So is int8: its
+products are summed in int32 (exact; nothing wraps below K = 2³¹ / 128² = 131072), the
+reference is the exact product of the int8 inputs wrapped to int32, compared for equality.
 
 Half precision and FP8 (:func:`type_tolerance`, the one place of the formula; docs/
 precisions.md derives it): the reference is the float64 product of the ROUNDED inputs
@@ -127,7 +129,9 @@ class Reference:
     Parameters
     ----------
     a, b
-        Host inputs (float32 or int32). ``b`` may be None when only C = A·Aᵀ is needed.
+        Host inputs (float32, int32, int8, or a half or FP8 type). ``b`` may be None when
+        only C = A·Aᵀ is needed. Integer inputs (int32, int8) are checked exactly against
+        int32 sums.
     kind
         ``"gemm"`` for A·B, ``"aat"`` for A·Aᵀ.
     force_method
@@ -142,7 +146,9 @@ class Reference:
     def __init__(self, a: np.ndarray, b: np.ndarray | None, kind: str = "gemm",
                  force_method: str | None = None, seed: int = 12345,
                  spec: TypeSpec | None = None, scale_a: float = 1.0, scale_b: float = 1.0):
-        self.spec = spec if spec is not None and spec.element.is_low_precision else None
+        # the type tolerance is for the float tensor-core types; integers compare exactly
+        self.spec = spec if spec is not None and spec.element.is_low_precision \
+            and not spec.element.is_integer else None
         self.scale = float(scale_a) * float(scale_b)
         if kind == "aat":
             b = a.T

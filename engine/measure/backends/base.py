@@ -143,15 +143,17 @@ class DeviceInfo:
     peak_gflops_fp16: float | None = None   # dense FP16 tensor cores, FP32 accumulation
     peak_gflops_bf16: float | None = None   # dense BF16 tensor cores, FP32 accumulation
     peak_gflops_fp8: float | None = None    # dense FP8 tensor cores, FP32 accumulation
+    peak_gops_int8: float | None = None     # dense int8 tensor cores, int32 accumulation
     notes: str = ""                         # how the estimates were derived, or why not
     extra: dict[str, Any] = field(default_factory=dict)
 
     def peaks(self) -> dict[str, float | None]:
-        """Peak GFLOP/s (GOP/s for int32) per precision: ``fp32``, ``tf32``, ``int32``,
-        ``fp16``, ``bf16``, ``fp8``."""
+        """Peak GFLOP/s (GOP/s for int32 and int8) per precision: ``fp32``, ``tf32``,
+        ``int32``, ``fp16``, ``bf16``, ``fp8``, ``int8``."""
         return {"fp32": self.peak_gflops_fp32, "tf32": self.peak_gflops_tf32,
                 "int32": self.peak_gops_int32, "fp16": self.peak_gflops_fp16,
-                "bf16": self.peak_gflops_bf16, "fp8": self.peak_gflops_fp8}
+                "bf16": self.peak_gflops_bf16, "fp8": self.peak_gflops_fp8,
+                "int8": self.peak_gops_int8}
 
     def rows(self) -> list[tuple[str, str]]:
         """(label, value) pairs for a properties table."""
@@ -172,6 +174,8 @@ class DeviceInfo:
                 else f"{self.peak_gflops_fp16:,.0f} GFLOP/s" + (
                     "" if self.peak_gflops_bf16 else " (no BF16)")),
                ("Peak int32 (est.)", "—" if self.peak_gops_int32 is None else f"{self.peak_gops_int32:,.0f} GOP/s"),
+               ("Peak int8 tensor (est.)", "—" if self.peak_gops_int8 is None
+                else f"{self.peak_gops_int8:,.0f} GOP/s"),
                ("Bandwidth (est.)", "—" if self.peak_gbps is None else f"{self.peak_gbps:,.0f} GB/s"),
                ("Copy bandwidth (measured)", "— (measured on the first run)" if self.copy_gbps is None
                 else f"{self.copy_gbps:,.0f} GB/s")]
@@ -230,10 +234,12 @@ class Workspace:
         #: the sweep from its engine.inputs.matrices.Operands.
         self.scale_a = 1.0
         self.scale_b = 1.0
-        #: The cpu backend's FP32 accumulator where C is a half type (None otherwise).
-        self.c32: Any = None
+        #: The cpu backend's accumulator where numpy multiplies in another type than C's
+        #: (FP32 for a half or FP8 C, float64 for int8's int32 C; None otherwise).
+        self.c_acc: Any = None
         #: The cpu backend's A and B in the run's own type, B in its layout (``a``/``b`` hold
-        #: FP32 copies of half and FP8 inputs for numpy): what Triton's interpreter reads.
+        #: FP32 copies of half and FP8 inputs, float64 of int8, for numpy): what Triton's
+        #: interpreter reads.
         self.a_native: Any = None
         self.b_native: Any = None
 

@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from engine.common import cpus
-from engine.common.dtypes import Layout, TypeSpec
+from engine.common.dtypes import ElementType, Layout, TypeSpec
 from engine.common import host_memory
 from engine.kernels.registry import Variant
 from engine.measure.backends.base import (COPY_BYTES, COPY_REPEATS, INT_POISON, Backend,
@@ -31,6 +31,16 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine() or "CPU"
 
 
+def multiplied_as(spec: TypeSpec) -> np.dtype | None:
+    """What numpy multiplies a run's inputs in, where not their own type (None): FP32 for
+    half and FP8 inputs (their products are exact there, the sums FP32's, as on tensor
+    cores); float64 for int8, whose BLAS product is exact (every partial sum of int8 · int8
+    terms stays below 2⁵³ for K < 2³⁹) and is then wrapped to int32 as the kernels' sums are."""
+    if spec.element is ElementType.INT8:
+        return np.dtype(np.float64)
+    return np.dtype(np.float32) if spec.element.is_low_precision else None
+
+
 class CpuBackend(Backend):
     name = "cpu"
 
@@ -40,7 +50,8 @@ class CpuBackend(Backend):
         self._interpreted = False
         #: The run's types and B's layout (the sweep sets it before ``prepare``): half and
         #: FP8 inputs are upcast to FP32 once, multiplied in FP32 (FP32 accumulation, as
-        #: tensor cores do), scaled and rounded to the output type.
+        #: tensor cores do), scaled and rounded to the output type; int8 inputs are upcast to
+        #: float64 once, multiplied exactly and wrapped to int32 (:func:`multiplied_as`).
         self.type_spec = TypeSpec()
 
     def _info(self) -> DeviceInfo:
@@ -125,12 +136,13 @@ class CpuBackend(Backend):
             b = np.ascontiguousarray(b.T)     # stored N×K; the launch reads it transposed
         # Triton's interpreter reads A and B in their own type, as a GPU kernel would
         ws.a_native, ws.b_native = a, b
-        if spec.element.is_low_precision:
-            # The "upload": the rounded inputs in FP32, where numpy's BLAS multiplies them.
-            a = a.astype(np.float32)
-            b = None if b is None else b.astype(np.float32)
+        wide = multiplied_as(spec)
+        if wide is not None:
+            # The "upload": the inputs in the type numpy's BLAS multiplies them in.
+            a = a.astype(wide)
+            b = None if b is None else b.astype(wide)
         ws.a, ws.b = a, b
-        converted = spec.element.is_low_precision or (b is not None and spec.layout is Layout.NK)
+        converted = wide is not None or (b is not None and spec.layout is Layout.NK)
         # Nothing moves for plain float32/int32 (the host is the device): no upload time.
         ws.upload_ms = (time.perf_counter() - t0) * 1e3 if converted else 0.0
         if spec.element.is_low_precision:
@@ -141,7 +153,18 @@ class CpuBackend(Backend):
         if ws.c_shape != tuple(shape):
             ws.c = np.empty(shape, dtype=ws.dtype)
             ws.c_shape = tuple(shape)
-            ws.c32 = np.empty(shape, dtype=np.float32) if ws.dtype != np.float32 else None
+            ws.c_acc = None       # made for the new shape on the first launch (_accumulator)
+
+    def _accumulator(self, ws) -> np.ndarray:
+        """Where numpy writes the product: C itself, or (half, FP8 and int8 inputs whose C
+        has another type than they are multiplied in) an array of that type, kept on the
+        workspace. Made here, not with C: the re-check's second workspace borrows C alone."""
+        wide = multiplied_as(self.type_spec)
+        if wide is None or wide == ws.c.dtype:
+            return ws.c
+        if ws.c_acc is None or ws.c_acc.shape != ws.c.shape:
+            ws.c_acc = np.empty(ws.c.shape, dtype=wide)
+        return ws.c_acc
 
     def poison_output(self, ws) -> None:
         if np.issubdtype(ws.dtype, np.integer):
@@ -169,8 +192,13 @@ class CpuBackend(Backend):
         if not self.type_spec.element.is_low_precision:
             np.matmul(ws.a, b, out=ws.c)
             return
-        acc = ws.c32 if ws.c32 is not None else ws.c
+        acc = self._accumulator(ws)
         np.matmul(ws.a, b, out=acc)
+        if self.type_spec.element.is_integer:
+            # exact sums → int64 → int32: the int64-to-int32 cast wraps modulo 2³², as the
+            # kernels' int32 sums do (a float-to-int32 cast out of range would not)
+            np.copyto(ws.c, acc.astype(np.int64), casting="unsafe")
+            return
         scale = ws.scale
         if scale != 1.0:
             acc *= np.float32(scale)
@@ -211,4 +239,4 @@ class CpuBackend(Backend):
         return ws.c.copy()
 
     def release(self, ws) -> None:
-        ws.a = ws.b = ws.c = ws.c32 = ws.a_native = ws.b_native = None
+        ws.a = ws.b = ws.c = ws.c_acc = ws.a_native = ws.b_native = None

@@ -14,6 +14,10 @@ Routines (``Variant.sources["cuda"]`` when ``Variant.library == "cublas"``):
 * ``gemmEx:32F``            strict FP32 (CUBLAS_COMPUTE_32F, default math mode);
 * ``gemmEx:32F_FAST_TF32``  TF32 tensor cores, FP32 accumulate and storage.
 
+cuBLASLt's lines (``Variant.library == "cublaslt"``; :class:`CublasLt`): FP8
+(``cublasLtMatmul:fp8``) and int8 (``cublasLtMatmul:int8``: CUDA_R_8I inputs,
+CUBLAS_COMPUTE_32I, int32 alpha/beta and C), both in the TN form (B as N×K).
+
 The data types follow the run (:func:`data_types`): float32 everywhere, or A and B in
 FP16/BF16 (CUDA_R_16F / CUDA_R_16BF) with C in FP32 or the input type. With 16-bit inputs
 ``gemmEx:32F`` is cuBLAS's FP16/BF16 GEMM on tensor cores with FP32 accumulation (the
@@ -21,6 +25,8 @@ compute type CUBLAS_COMPUTE_32F; alpha and beta stay float32), as cuBLAS documen
 gemmEx.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -137,34 +143,84 @@ class CublasGemm:
                 self.handle = None
 
 
-# --- cuBLASLt's FP8 GEMM -----------------------------------------------------------------
+# --- cuBLASLt's FP8 and int8 GEMMs --------------------------------------------------------
 
 #: cudaDataType_t of the FP8 inputs (library_types.h: CUDA_R_8F_E4M3, CUDA_R_8F_E5M2)
 FP8_DATA_TYPE = {"float8_e4m3": 28, "float8_e5m2": 29}
-#: cublasComputeType_t CUBLAS_COMPUTE_32F
+#: cudaDataType_t CUDA_R_8I (int8 A and B) and CUDA_R_32I (int32 C, alpha and beta)
+CUDA_R_8I = 3
+CUDA_R_32I = 10
+#: cublasComputeType_t CUBLAS_COMPUTE_32F and CUBLAS_COMPUTE_32I
 COMPUTE_32F = 68
+COMPUTE_32I = 72
 #: Workspace cuBLASLt may use (its heuristics are asked for algorithms within it).
 LT_WORKSPACE_BYTES = 32 * 2**20
 
 
-class NoFp8Algorithm(BackendError):
-    """cuBLASLt offers no FP8 algorithm for this problem: a skip, saying so."""
+@dataclass(frozen=True)
+class LtTypes:
+    """The types of one cuBLASLt GEMM: A and B's and C's cudaDataType_t, the compute type and
+    alpha and beta's type (the descriptor's scale type)."""
+
+    ab: int
+    c: int
+    compute: int = COMPUTE_32F
+    scale: int = CUDA_R_32F
+
+    @property
+    def integer(self) -> bool:
+        """int32 sums, alpha and beta (int8 inputs)."""
+        return self.compute == COMPUTE_32I
+
+    @property
+    def family(self) -> str:
+        return "int8" if self.integer else "FP8"
+
+
+def lt_types(dtype: str, out_dtype: str | None = None) -> LtTypes:
+    """The cuBLASLt types of a run of ``dtype`` inputs with C in ``out_dtype`` (None: the
+    input type's default): FP8 with FP32 sums, C in BF16 or FP32; int8 with int32 sums,
+    alpha and beta, C in int32. BackendError for any other pair: never run in another type."""
+    if dtype in FP8_DATA_TYPE:
+        out = out_dtype or "bfloat16"
+        if out not in ("bfloat16", "float32"):
+            raise BackendError(f"cuBLASLt's FP8 line writes C as bfloat16 or float32, not {out}")
+        return LtTypes(FP8_DATA_TYPE[dtype], DATA_TYPE[out])
+    if dtype == "int8":
+        out = out_dtype or "int32"
+        if out != "int32":
+            raise BackendError(f"cuBLASLt's int8 line writes C as int32, not {out}")
+        return LtTypes(CUDA_R_8I, CUDA_R_32I, COMPUTE_32I, CUDA_R_32I)
+    raise BackendError(f"no cuBLASLt line here takes {dtype} inputs")
+
+
+#: Names of the cudaDataType_t values the lines use, for their descriptions.
+_TYPE_NAMES = {**{v: k for k, v in {**DATA_TYPE, **FP8_DATA_TYPE}.items()},
+               CUDA_R_8I: "int8", CUDA_R_32I: "int32"}
+
+
+class NoLtAlgorithm(BackendError):
+    """cuBLASLt offers no algorithm for this problem in these types: a skip, saying so."""
 
     skip = True
 
 
-class CublasLtFp8:
-    """cuBLASLt's FP8 GEMM (``cublasLtMatmul``) on the engine's buffers: one handle, made on
-    first use in the current (pycuda) context, and per problem a descriptor, matrix layouts
-    and the heuristic's algorithm, made once.
+class CublasLt:
+    """cuBLASLt's GEMM (``cublasLtMatmul``) on the engine's buffers, for the FP8 and int8
+    lines: one handle, made on first use in the current (pycuda) context, and per problem
+    (shape and :class:`LtTypes`) a descriptor, matrix layouts and the heuristic's algorithm,
+    made once.
 
-    Row-major C (M×N) = scale_a·scale_b·A (M×K)·B with B stored N×K, as column-major
-    cuBLASLt sees it: D (N×M, ld N) = op(Bᵀ) · A with the first operand our B (K×N
-    column-major, ld K, TRANSA = T) and the second our A (K×M column-major, ld K, TRANSB =
-    N): the "TN" form FP8 requires. The scales' product is alpha (beta 0): on an H200 every
-    algorithm cuBLASLt 13 offered failed with NOT_SUPPORTED once the operands' scale
-    pointers were set, and ran without them. FP32 accumulation (CUBLAS_COMPUTE_32F) without
-    fast accumulation; D in BF16 or FP32, C the same."""
+    Row-major C (M×N) = alpha·A (M×K)·B with B stored N×K, as column-major cuBLASLt sees
+    it: D (N×M, ld N) = op(Bᵀ) · A with the first operand our B (K×N column-major, ld K,
+    TRANSA = T) and the second our A (K×M column-major, ld K, TRANSB = N): the "TN" form
+    both FP8 and int8 (in the regular, non-COL32 order) require; beta is 0.
+
+    FP8: alpha is the scales' product (on an H200 every algorithm cuBLASLt 13 offered failed
+    with NOT_SUPPORTED once the operands' scale pointers were set, and ran without them);
+    FP32 accumulation (CUBLAS_COMPUTE_32F) without fast accumulation; D in BF16 or FP32, C
+    the same. int8: CUBLAS_COMPUTE_32I with int32 alpha = 1 and beta = 0, D and C in int32:
+    exact (the sums wrap modulo 2³² as the lab's int32 kernels do)."""
 
     def __init__(self):
         self.lib = None
@@ -172,11 +228,13 @@ class CublasLtFp8:
         self.version = None
         self._alpha = np.ones(1, dtype=np.float32)
         self._beta = np.zeros(1, dtype=np.float32)
+        self._alpha_int = np.ones(1, dtype=np.int32)      # int8: C = 1·A·B + 0·C, in int32
+        self._beta_int = np.zeros(1, dtype=np.int32)
         self._plans: dict[tuple, tuple] = {}
 
     def ensure(self):
         if self.handle is None:
-            lib = _import_binding("cublasLt", "cuBLASLt's FP8 line", "cuBLASLt")
+            lib = _import_binding("cublasLt", "cuBLASLt's FP8 and int8 lines", "cuBLASLt")
             try:
                 self.handle = lib.create()
                 self.version = lib.get_version()
@@ -188,25 +246,24 @@ class CublasLtFp8:
     def _set(self, setter, obj, attr, value: np.ndarray) -> None:
         setter(obj, int(attr), value.ctypes.data, value.nbytes)
 
-    def _plan(self, m: int, n: int, k: int, ab_type: int, c_type: int,
-              workspace_bytes: int) -> tuple:
-        key = (m, n, k, ab_type, c_type, workspace_bytes)
+    def _plan(self, m: int, n: int, k: int, types: LtTypes, workspace_bytes: int) -> tuple:
+        key = (m, n, k, types, workspace_bytes)
         plan = self._plans.get(key)
         if plan is not None:
             return plan
         lib = self.lib
-        desc = lib.matmul_desc_create(COMPUTE_32F, CUDA_R_32F)
+        desc = lib.matmul_desc_create(types.compute, types.scale)
         made = [(lib.matmul_desc_destroy, desc)]
         try:
             attr = lib.MatmulDescAttribute
             # cublasOperation_t: CUBLAS_OP_N = 0, CUBLAS_OP_T = 1
             self._set(lib.matmul_desc_set_attribute, desc, attr.TRANSA, np.array([1], dtype=np.int32))
             self._set(lib.matmul_desc_set_attribute, desc, attr.TRANSB, np.array([0], dtype=np.int32))
-            a_l = lib.matrix_layout_create(ab_type, k, n, k)
+            a_l = lib.matrix_layout_create(types.ab, k, n, k)
             made.append((lib.matrix_layout_destroy, a_l))
-            b_l = lib.matrix_layout_create(ab_type, k, m, k)
+            b_l = lib.matrix_layout_create(types.ab, k, m, k)
             made.append((lib.matrix_layout_destroy, b_l))
-            c_l = lib.matrix_layout_create(c_type, n, m, n)
+            c_l = lib.matrix_layout_create(types.c, n, m, n)
             made.append((lib.matrix_layout_destroy, c_l))
             pref = lib.matmul_preference_create()
             made.append((lib.matmul_preference_destroy, pref))
@@ -220,32 +277,41 @@ class CublasLtFp8:
         except Exception as exc:  # noqa: BLE001
             for destroy, obj in reversed(made):
                 destroy(obj)
-            raise NoFp8Algorithm(f"cuBLASLt offers no FP8 GEMM for {m}×{n}×{k}: {exc}") from None
+            raise NoLtAlgorithm(f"cuBLASLt offers no {types.family} GEMM for {m}×{n}×{k}: {exc}") from None
         if int(count[0]) == 0:
             for destroy, obj in reversed(made):
                 destroy(obj)
-            raise NoFp8Algorithm(f"cuBLASLt's heuristic found no FP8 algorithm for {m}×{n}×{k}")
+            raise NoLtAlgorithm(f"cuBLASLt's heuristic found no {types.family} algorithm for {m}×{n}×{k}")
         plan = self._plans[key] = (desc, a_l, b_l, c_l, found, made)
         return plan
 
-    def gemm(self, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: int, ab_type: int,
-             c_type: int, scale: float, workspace: int, workspace_bytes: int) -> None:
-        """Row-major C = scale·A·B (scale = scale_a·scale_b), B stored N×K, on the default
-        stream."""
-        desc, a_l, b_l, c_l, found, _made = self._plan(m, n, k, ab_type, c_type, workspace_bytes)
-        self._alpha[0] = scale
+    def gemm(self, a_ptr: int, b_ptr: int, c_ptr: int, m: int, n: int, k: int, types: LtTypes,
+             scale: float, workspace: int, workspace_bytes: int) -> None:
+        """Row-major C = scale·A·B (FP8: scale = scale_a·scale_b; int8: 1), B stored N×K,
+        on the default stream."""
+        desc, a_l, b_l, c_l, found, _made = self._plan(m, n, k, types, workspace_bytes)
+        if types.integer:
+            if scale != 1.0:      # an int32 alpha cannot carry FP8's scales: never dropped
+                raise BackendError(f"cuBLASLt's int8 line takes no scale (got {scale})")
+            alpha, beta = self._alpha_int, self._beta_int
+        else:
+            self._alpha[0] = scale
+            alpha, beta = self._alpha, self._beta
         try:
-            self.lib.matmul(self.handle, desc, self._alpha.ctypes.data, int(b_ptr), a_l,
-                            int(a_ptr), b_l, self._beta.ctypes.data, int(c_ptr), c_l,
+            self.lib.matmul(self.handle, desc, alpha.ctypes.data, int(b_ptr), a_l,
+                            int(a_ptr), b_l, beta.ctypes.data, int(c_ptr), c_l,
                             int(c_ptr), c_l, found.ptr, int(workspace), workspace_bytes, 0)
         except Exception as exc:  # noqa: BLE001
-            raise BackendError(f"cublasLtMatmul (FP8) failed: {exc}") from None
+            raise BackendError(f"cublasLtMatmul ({types.family}) failed: {exc}") from None
 
-    def describe(self, ab_type: int, c_type: int) -> str:
-        names = {v: k for k, v in {**DATA_TYPE, **FP8_DATA_TYPE}.items()}
+    def describe(self, types: LtTypes) -> str:
         ver = f"cuBLASLt {self.version}" if self.version else "cuBLASLt"
-        return (f"{ver} matmul, A and B {names.get(ab_type, ab_type)}, alpha = their scales' product, "
-                f"C {names.get(c_type, c_type)}, FP32 accumulation, TN (B as N×K)")
+        ab, c = _TYPE_NAMES.get(types.ab, types.ab), _TYPE_NAMES.get(types.c, types.c)
+        if types.integer:
+            return (f"{ver} matmul, A and B {ab}, C {c}, int32 accumulation (COMPUTE_32I, "
+                    "alpha 1, beta 0), TN (B as N×K)")
+        return (f"{ver} matmul, A and B {ab}, alpha = their scales' product, "
+                f"C {c}, FP32 accumulation, TN (B as N×K)")
 
     def close(self) -> None:
         for *_objs, made in self._plans.values():

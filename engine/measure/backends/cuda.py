@@ -29,7 +29,7 @@ from engine.common.dtypes import Layout, TypeSpec
 from engine.kernels import sources
 from engine.common.files import read_text
 from engine.kernels.sources import check_includes, read_kernel_text
-from engine.kernels.kernel_file import FP8_DTYPES, KernelFileError
+from engine.kernels.kernel_file import KernelFileError
 from engine.measure import build_cache
 from engine.measure.peaks import cuda_peaks
 from engine.measure.conditions import LoopConditions, LoopSampler, open_monitor
@@ -282,10 +282,6 @@ def encode_tensor_map_2d(addr: int, dim0: int, dim1: int, stride_bytes: int, box
     return ctypes.string_at(addr_map, 128)
 
 
-#: The 16-bit float types whose arrays go to and from the device as raw 16-bit words.
-HALF_WORDS = ("float16", "bfloat16")
-
-
 def device_words(x: np.ndarray) -> np.ndarray:
     """``x`` as the bytes a kernel reads, in a form pycuda copies: float16 and ml_dtypes'
     bfloat16/FP8 arrays (which export no buffer pycuda takes) viewed as their raw unsigned
@@ -354,6 +350,7 @@ def _device_info_and_monitor(drv, index: int):
     info.peak_gflops_fp16, info.peak_gflops_bf16 = peaks.get("fp16"), peaks.get("bf16")
     # FP8 records' % of peak: without it their peak was unknown (cuda_peaks computes it)
     info.peak_gflops_fp8 = peaks.get("fp8")
+    info.peak_gops_int8 = peaks.get("int8")
     if mem_khz and bus:
         info.peak_gbps = 2 * mem_khz * 1e3 * bus / 8 / 1e9
         notes.append("bandwidth = 2 × memory clock × bus width")
@@ -394,7 +391,7 @@ class CudaBackend(Backend):
         self._flush_bytes = 0
         self._events: list = []
         self._cublas = None  # CublasGemm, made lazily on the engine thread (library variants)
-        self._cublaslt = None  # CublasLtFp8 (FP8's line), with its workspace
+        self._cublaslt = None  # CublasLt (the FP8 and int8 lines), with its workspace
         self._lt_buffers = None
         self._hold = None    # StreamHold, made lazily on the engine thread; False: unavailable
         self.hold_note = ""  # why timed launches cannot be held back to back, if so
@@ -510,18 +507,17 @@ class CudaBackend(Backend):
         return CompiledKernel(variant, dict(params), dtype, ("cublas", routine, types), report)
 
     def _compile_cublaslt(self, variant: Variant, params, dtype) -> CompiledKernel:
-        """cuBLASLt's FP8 line: the handle and a workspace, made here."""
-        from engine.measure.backends.cublas import (DATA_TYPE, FP8_DATA_TYPE, LT_WORKSPACE_BYTES,  # noqa: PLC0415
-                                                    CublasLtFp8, LibraryUnavailable)
-        if dtype not in FP8_DATA_TYPE:
+        """cuBLASLt's FP8 and int8 lines: the handle and a workspace, made here."""
+        from engine.measure.backends.cublas import (LT_WORKSPACE_BYTES, CublasLt,  # noqa: PLC0415
+                                                    LibraryUnavailable, lt_types)
+        if dtype not in variant.dtypes:
             raise BackendError(f"{variant.name} runs {', '.join(variant.dtypes)} only, not {dtype}")
+        types = lt_types(dtype, self._out_dtype(dtype))   # before the handle: a wrong type says so
         if self.type_spec.layout is not Layout.NK:
-            raise LibraryUnavailable("cuBLASLt's FP8 GEMM takes B as N×K only (the TN form); "
-                                     "run with --layout nk")
-        out = self._out_dtype(dtype) or "bfloat16"
-        types = (FP8_DATA_TYPE[dtype], DATA_TYPE[out])
+            raise LibraryUnavailable(f"cuBLASLt's {types.family} GEMM takes B as N×K only (the "
+                                     "TN form); run with --layout nk")
         if self._cublaslt is None:
-            self._cublaslt = CublasLtFp8()
+            self._cublaslt = CublasLt()
         self._cublaslt.ensure()
         if self._lt_buffers is None:
             try:
@@ -529,8 +525,9 @@ class CudaBackend(Backend):
             except self.drv.Error as exc:
                 raise BackendError(f"cuBLASLt's workspace could not be allocated: {exc}") from None
         report = (f"{variant.label(params)} {dtype} on {self.arch}: "
-                  f"{self._cublaslt.describe(*types)}")
-        return CompiledKernel(variant, dict(params), dtype, ("cublaslt", "fp8", types), report)
+                  f"{self._cublaslt.describe(types)}")
+        return CompiledKernel(variant, dict(params), dtype,
+                              ("cublaslt", variant.sources["cuda"], types), report)
 
     def _dynamic_shared(self, variant: Variant, params) -> int:
         """Bytes of dynamic shared memory (the kernel file's ``launch.shared``), else 0."""
@@ -834,10 +831,11 @@ class CudaBackend(Backend):
     # -- memory -------------------------------------------------------------------------
 
     def _out_dtype(self, dtype: str) -> str | None:
-        """C's type for a build of ``dtype`` inputs: the run's output type where they are
-        16-bit floats (float32 or the input type), else None (C has the input type)."""
+        """C's type for a build of ``dtype`` inputs: the run's output type where they are a
+        tensor-core type (16-bit floats: float32 or the input type; FP8: bfloat16 or
+        float32; int8: int32), else None (C has the input type)."""
         spec = self.type_spec
-        if (dtype in HALF_WORDS or dtype in FP8_DTYPES) and str(spec.element) == dtype:
+        if spec.element.is_low_precision and str(spec.element) == dtype:
             return str(spec.output)
         return None
 
@@ -940,9 +938,8 @@ class CudaBackend(Backend):
         if v.library == "cublaslt":
             from engine.measure.backends.cublas import LT_WORKSPACE_BYTES  # noqa: PLC0415
             (workspace,) = self._lt_buffers
-            self._cublaslt.gemm(ws.a, ws.b, ws.c, m, n, k, *kernel.handle[2],
-                                ws.scale, int(workspace),
-                                LT_WORKSPACE_BYTES)
+            self._cublaslt.gemm(ws.a, ws.b, ws.c, m, n, k, kernel.handle[2],
+                                ws.scale, int(workspace), LT_WORKSPACE_BYTES)
             return
         if v.library:
             _lib, routine, types = kernel.handle
