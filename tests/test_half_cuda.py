@@ -466,18 +466,27 @@ def test_half_wgmma_header_and_its_tensor_maps():
 
 
 def test_the_ping_pong_step_owns_its_tiles():
-    """Step 34: 128 × 128 tiles, one consumer warpgroup each, a persistent grid (the
-    consumers alternate over its tiles); 4 or 6 stages of 32 KB; B's map by layout."""
+    """Step 34: 128 × bn tiles (bn 128 or 64), one consumer warpgroup each, a persistent
+    grid (the consumers alternate over its tiles); 4 or 6 stages of 16 KB of A and bn · 128
+    bytes of B; B's map by layout and bn."""
     v = PINGPONG
     assert (v.order, v.precision, v.dtypes, v.layouts, v.arch_suffix) == (34, "half", HALF, ("kn", "nk"), "a")
     assert set(v.descriptions) == set(v.space) and len(v.technique) <= 100
-    assert v.launch_geometry({"stages": 6}, 4096, 4096, 4096, 132) == ((132, 1), (384, 1))
-    assert v.launch_geometry({"stages": 6}, 1000, 1000, 1000, 132) == ((64, 1), (384, 1))
-    assert v.dynamic_shared({"stages": 6}) == 6 * 32768 + 1280 <= 227 * 1024
-    assert v.check("cuda", {"stages": 5}, 64, 64, 64, "float16") is not None
-    _at, (a, b) = v.prepass.tensor_maps({"stages": 6}, 4096, 2048, 1024)
+    p, narrow = {"stages": 6, "bn": 128}, {"stages": 6, "bn": 64}
+    assert v.launch_geometry(p, 4096, 4096, 4096, 132) == ((132, 1), (384, 1))
+    assert v.launch_geometry(p, 1000, 1000, 1000, 132) == ((64, 1), (384, 1))
+    assert v.launch_geometry(narrow, 1000, 1000, 1000, 132) == ((128, 1), (384, 1))
+    assert v.dynamic_shared(p) == 6 * 32768 + 1280 <= 227 * 1024
+    assert v.dynamic_shared(narrow) == 6 * 24576 + 1280
+    assert v.check("cuda", {"stages": 5, "bn": 128}, 64, 64, 64, "float16") is not None
+    assert v.check("cuda", {"stages": 4, "bn": 96}, 64, 64, 64, "float16") is not None
+    _at, (a, b) = v.prepass.tensor_maps(p, 4096, 2048, 1024)
     assert (a.box0, a.box1, b.box0, b.box1) == (64, 128, 64, 64)
-    _at, (a, b) = v.prepass.tensor_maps({"stages": 6, "NK": 1}, 4096, 2048, 1024)
+    _at, (a, b) = v.prepass.tensor_maps({**p, "NK": 1}, 4096, 2048, 1024)
     assert (b.box0, b.box1) == (64, 128)
+    _at, (a, b) = v.prepass.tensor_maps({**narrow, "NK": 1}, 4096, 2048, 1024)
+    assert (b.box0, b.box1) == (64, 64)
+    _at, (a, b) = v.prepass.tensor_maps(narrow, 4096, 2048, 1024)
+    assert (b.box0, b.box1) == (64, 64)
     for shape in ((127, 61, 253), (1, 1, 1), (2100, 2050, 136)):
         assert all(v.check("cuda", c, *shape, "bfloat16", "nk") is None for c in v.combos())

@@ -2,7 +2,7 @@
 +++
 name = "half_wgmma_pingpong"
 title = "FP16/BF16 by wgmma and TMA, two consumer warpgroups in ping-pong on tiles of their own"
-summary = "The tensor-core ladder's fourth step: step 32's producer thread and TMA ring, but each consumer warpgroup owns whole 128 × 128 tiles of C (two wgmma.m64n128k16 a k-step into 128 FP32 accumulators) and the two take the CTA's tiles in turn. A named-barrier handshake orders them: one runs its main loop while the other writes its last tile out, so the tensor cores never wait for an epilogue; the ring (up to 6 stages of 32 KB) carries the two tiles' k-tiles in sequence. Persistent grid, grouped tile order; B as K×N read MN-major, as N×K K-major."
+summary = "The tensor-core ladder's fourth step: step 32's producer thread and TMA ring, but each consumer warpgroup owns whole 128 × 128 tiles of C (two wgmma.m64n128k16 a k-step into 128 FP32 accumulators; 128 × 64 with bn = 64) and the two take the CTA's tiles in turn. A named-barrier handshake orders them: one runs its main loop while the other writes its last tile out, so the tensor cores never wait for an epilogue; the ring (up to 6 stages of 32 KB) carries the two tiles' k-tiles in sequence. Persistent grid, grouped tile order; B as K×N read MN-major, as N×K K-major."
 source = "PTX ISA wgmma.mma_async, cp.async.bulk.tensor, mbarrier expect_tx and try_wait.parity (the current or immediately preceding phase), bar.sync/bar.arrive named barriers; CUTLASS's sm90 ping-pong kernel schedule (KernelTmaWarpSpecializedPingpong: ordered math warpgroups); the ping-pong level of ThunderKittens' H100 GEMM walk-through; cuda/ladder/32_half_wgmma.cu"
 role = "rung"
 order = 34
@@ -13,12 +13,14 @@ arch_suffix = "a"
 
 [params]
 stages = [6, 4]
+bn = [128, 64]
 
 [descriptions]
-stages = "k-tiles (64 deep, 32 KB of A and B) in flight in the TMA ring: 4 or 6"
+stages = "k-tiles (64 deep, 16 KB of A and bn · 128 bytes of B) in flight in the TMA ring: 4 or 6"
+bn = "columns of a consumer's tile (128 × bn): 128, or 64 (twice the tiles, where 128 × 128 ones leave SMs idle)"
 
 [derived]
-tiles = "cdiv(M, 128) * cdiv(N, 128)"     # 128 × 128 tiles of C, each one consumer's
+tiles = "cdiv(M, 128) * cdiv(N, bn)"      # 128 × bn tiles of C, each one consumer's
 kp = "roundup(K, 8)"                      # a row of K 16-bit elements padded to 16 bytes
 np = "roundup(N, 8)"
 # padded copies only where a row is not a multiple of 16 bytes (TMA needs it), as step 32
@@ -27,13 +29,13 @@ bp_bytes = "(2 * N * kp if K % 8 else 0) if NK else (2 * K * np if N % 8 else 0)
 maps_at = "roundup(ap_bytes + bp_bytes, 128)"
 
 [[constraints]]
-check = "stages == 4 or stages == 6"
-reason = "stages must be 4 or 6 (7 stages of 32 KB leave no room for a second tile's first k-tiles' worth of margin; 8 exceed 227 KB)"
+check = "(stages == 4 or stages == 6) and (bn == 128 or bn == 64)"
+reason = "stages must be 4 or 6 (7 stages of 32 KB leave no room for a second tile's first k-tiles' worth of margin; 8 exceed 227 KB), bn 128 or 64 (wgmma.m64n128k16 or m64n64k16)"
 
 [launch]
 grid = ["min(tiles, SMS)", 1]             # persistent: the consumers alternate over its tiles
 block = [384, 1]                          # a producer warpgroup + 2 consumer warpgroups
-shared = "stages * 32768 + 1024 + 256"
+shared = "stages * (16384 + 128 * bn) + 1024 + 256"
 
 [prepass]            # padded copies only where needed: no blocks (no launch) otherwise
 entry = "prepass"
@@ -52,13 +54,13 @@ box = [64, 128]
 elem = "b16"
 
 # B (or Bp): as K×N, K rows of N (Np), boxes 64 (n) × 64 (k); as N×K, N rows of K (Kp),
-# one box 64 (k) × 128 (n); 128B swizzle
+# one box 64 (k) × bn (n); 128B swizzle
 [[prepass.tensor_maps]]
 base = "'scratch' if bp_bytes else 'b'"
 offset = "ap_bytes if bp_bytes else 0"
 dims = ["kp if NK else np", "N if NK else K"]
 stride = "2 * (kp if NK else np)"
-box = [64, "128 if NK else 64"]
+box = [64, "bn if NK else 64"]
 elem = "b16"
 +++
 */
@@ -95,8 +97,12 @@ elem = "b16"
  *   ACC      float                                                (default float)
  *   STAGES   4 or 6                                               (default 6)
  *   B_NK     1: B is stored N×K ("layout nk")                     (default 0)
+ *   BN       128 or 64: a consumer's tile is 128 × BN (64: wgmma.m64n64k16, 64
+ *            accumulators a thread, twice the tiles where few 128 × 128 ones leave SMs
+ *            idle)                                                (default 128)
  * Launch: prepass (32, 8) blocks as the header says; matmul block 384, grid min(tiles,
- * #SMs), dynamic shared memory STAGES · 32 KB + 1280; args (A, scratch, C, M, N, K).
+ * #SMs), dynamic shared memory STAGES · (16 KB + BN · 128 bytes) + 1280; args (A, scratch,
+ * C, M, N, K).
  * Models: FLOPs = 2·M·N·K; bytes = (M·K + K·N)·2 + M·N·sizeof(OUT).
  */
 #include "half.cuh"
@@ -117,16 +123,25 @@ elem = "b16"
 #ifndef B_NK
 #define B_NK 0
 #endif
-#define BM 128
+#ifndef BN
 #define BN 128
+#endif
+#define BM 128
 #define BK 64
 #define GM 8
 #define NT 384
 #define A_BYTES (BM * BK * 2)                /* 16 KB */
-#define B_BYTES (BN * BK * 2)                /* 16 KB */
+#define B_BYTES (BN * BK * 2)                /* 16 KB (8 KB at BN 64) */
 #define STAGE_BYTES (A_BYTES + B_BYTES)
 #if STAGES != 4 && STAGES != 6
 #error "STAGES must be 4 or 6"
+#endif
+#if BN == 128
+#define WGMMA_K16 wgmma_n128k16
+#elif BN == 64
+#define WGMMA_K16 wgmma_n64k16
+#else
+#error "BN must be 128 or 64"
 #endif
 static_assert(sizeof(ELEM) == 2, "ELEM is a 16-bit type");
 
@@ -223,12 +238,12 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
                 for (int kk = 0; kk < BK / 16; ++kk) {
 #if B_NK
                     const unsigned long long db = make_desc(sb + kk * 32);
-                    wgmma_n128k16<0>(acc0, make_desc(sa + kk * 32), db, ELEM());
-                    wgmma_n128k16<0>(acc1, make_desc(sa + 64 * 128 + kk * 32), db, ELEM());
+                    WGMMA_K16<0>(acc0, make_desc(sa + kk * 32), db, ELEM());
+                    WGMMA_K16<0>(acc1, make_desc(sa + 64 * 128 + kk * 32), db, ELEM());
 #else
                     const unsigned long long db = make_desc_mn(sb + kk * 2048, 8192);
-                    wgmma_n128k16<1>(acc0, make_desc(sa + kk * 32), db, ELEM());
-                    wgmma_n128k16<1>(acc1, make_desc(sa + 64 * 128 + kk * 32), db, ELEM());
+                    WGMMA_K16<1>(acc0, make_desc(sa + kk * 32), db, ELEM());
+                    WGMMA_K16<1>(acc1, make_desc(sa + 64 * 128 + kk * 32), db, ELEM());
 #endif
                 }
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
