@@ -301,7 +301,8 @@ def _representative(rule, earlier: list) -> tuple[int, int, int]:
     raise AssertionError(f"{rule.where}: no representative shape")
 
 
-@pytest.mark.parametrize("name", ["lab_fp32", "lab_tf32", "lab_opencl", "lab_half", "lab_fp8"])
+@pytest.mark.parametrize("name", ["lab_fp32", "lab_tf32", "lab_opencl", "lab_half", "lab_fp8",
+                                  "lab_int8"])
 def test_builtin_tables_rules_fit_at_a_shape_of_their_class(name):
     """Every rule names a kernel of the table's backend with parameters it has, and fits at a
     representative shape of its class (this fails while a kernel merge has not landed the

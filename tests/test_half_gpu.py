@@ -173,16 +173,18 @@ def test_cublas_fp32_reads_b_as_n_by_k():
 @pytest.mark.parametrize("line, dtype, picks", [
     # ping-pong up to 1280 a side (and to 3584 where rows are whole 128-byte lines), then
     # step 32 with a persistent grid; FP8: one tile a CTA below 2.5 waves, persistent above
-    ("lab_half", "bfloat16", {127: "half_wgmma_pingpong[", 1000: "half_wgmma_pingpong[",
-                              4096: "half_wgmma[stages=4,persist=1"}),
+    ("lab_half", "bfloat16", {127: "half_wgmma_pingpong[stages=4,bn=128", 1000: "half_wgmma_pingpong[stages=4,bn=128",
+                              1024: "half_wgmma_pingpong[stages=4,bn=64", 4096: "half_wgmma[stages=4,persist=1"}),
     ("lab_fp8", "float8_e4m3", {127: "fp8_wgmma[stages=3,persist=0", 1000: "fp8_wgmma[stages=3,persist=0",
-                                4096: "fp8_wgmma[stages=3,persist=1"})])
+                                4096: "fp8_wgmma[stages=3,persist=1"}),
+    ("lab_int8", "int8", {127: "int8_wgmma[stages=4,persist=0,bm=128,bn=128", 1024: "int8_wgmma[stages=4,persist=0,bm=128,bn=128",
+                          4096: "int8_wgmma[stages=4,persist=1,bm=128,bn=256"})])
 def test_the_16_and_8_bit_dispatch_lines_run_their_picks_verified(line, dtype, picks):
     """lab_half and lab_fp8 in a promised type with B as N×K: each record names the kernel
     its table picked and verifies."""
     require_backend("cuda")
     plan = Plan(backend="cuda", items=[(line, {})], shapes=[(127, 61, 253), (1000, 1000, 1000),
-                                                            (4096, 4096, 4096)],
+                                                            (1024, 1024, 1024), (4096, 4096, 4096)],
                 dtype=dtype, layout="nk", warmup=0, repeats=1)
     recs = run_plan(plan)[0]
     if all(r.status == "skipped" for r in recs):
