@@ -3,13 +3,13 @@
 # ladder; not cuBLAS) at an odd shape, through the engine (main.py bench), float32 and int32.
 #   bash benchmarks/sanitize.sh [SHAPE]          (default 127x253x61; needs nvcc/CUDA on PATH)
 #   VARIANTS=skinny,ffma_wide bash benchmarks/sanitize.sh     (only those kernels)
-#   DTYPES="bfloat16 float8_e4m3" bash benchmarks/sanitize.sh  (the tensor-core rungs: below)
+#   DTYPES="bfloat16 float8_e4m3 int8" bash benchmarks/sanitize.sh  (the tensor-core rungs: below)
 #   TOOLS=racecheck bash benchmarks/sanitize.sh                  (one tool)
-# 16-bit and FP8 kernels run in both layouts of B at HALF_SHAPES: K not a multiple of 8 or 16
+# 16-bit, FP8 and int8 kernels run in both layouts of B at HALF_SHAPES: K not a multiple of 8 or 16
 # (17, 9, 253), M and N not multiples of a tile, rows not 16 bytes long (N = 61: the pre-pass
 # pads), and 2000x2100x301 where a persistent grid loops (144 tiles of 128 × 256) and
 # stream-K shares the last wave's 12 (132 SMs);
-# every parameter set; B as K×N with C in 16 bits, B as N×K with C in FP32.
+# every parameter set; B as K×N with C in 16 bits, B as N×K with C in FP32 (int8: C int32).
 # Kernels made for one class of shapes run at an odd shape of their class: skinny (M or N
 # <= 64), both streams: through registers at 61x7x1000 and 4300x13x301 (the rows path, 2 and
 # 4 rows per lane), 7x253x1001, 16x300x1100 and 17x97x1543 (the columns path: K % 4 != 0,
@@ -50,7 +50,7 @@ status=0
 for dtype in ${DTYPES:-float32 int32}; do
   names=$(variants $dtype)
   dist=uniform; [ $dtype = int32 ] && dist=int
-  half=0; case $dtype in float16|bfloat16|float8_*) half=1 ;; esac
+  half=0; case $dtype in float16|bfloat16|float8_*|int8) half=1 ;; esac
   for tool in ${TOOLS:-memcheck racecheck synccheck}; do
     # a launch under a sanitizer runs ~100x slower than the engine's timeout expects
     extra=(--no-verify --warmup 0 --repeats 1 --launch-timeout 300)
@@ -89,8 +89,9 @@ for dtype in ${DTYPES:-float32 int32}; do
         # Triton's rungs are not CUDA sources of ours; the dispatch lines run these same files
         case $name in triton_*|lab_*) continue ;; esac
         params=()        # every parameter set of the kernel
-        out=bfloat16; case $dtype in float16|bfloat16) out=$dtype ;; esac
-        runs=("--layout kn --out-dtype $out" "--layout nk --out-dtype float32")
+        out=bfloat16 wide=float32
+        case $dtype in float16|bfloat16) out=$dtype ;; int8) out=int32 wide=int32 ;; esac
+        runs=("--layout kn --out-dtype $out" "--layout nk --out-dtype $wide")
       fi
       for run in "${runs[@]}"; do
         log="$LOGS/sanitize_${tool}_${dtype}_${name}${run// /}.log"
