@@ -5,6 +5,8 @@
 #   VARIANTS=skinny,ffma_wide bash benchmarks/sanitize.sh     (only those kernels)
 #   DTYPES="bfloat16 float8_e4m3 int8" bash benchmarks/sanitize.sh  (the tensor-core rungs: below)
 #   TOOLS=racecheck bash benchmarks/sanitize.sh                  (one tool)
+#   PARAMS="cluster=2" DTYPES=bfloat16 VARIANTS=half_wgmma_pingpong bash benchmarks/sanitize.sh
+#                                       (the tensor-core rungs: only the parameter sets named)
 # 16-bit, FP8 and int8 kernels run in both layouts of B at HALF_SHAPES: K not a multiple of 8 or 16
 # (17, 9, 253), M and N not multiples of a tile, rows not 16 bytes long (N = 61: the pre-pass
 # pads), and 2000x2100x301 where a persistent grid loops (144 tiles of 128 × 256) and
@@ -88,7 +90,8 @@ for dtype in ${DTYPES:-float32 int32}; do
         shape=$HALF_SHAPES
         # Triton's rungs are not CUDA sources of ours; the dispatch lines run these same files
         case $name in triton_*|lab_*) continue ;; esac
-        params=()        # every parameter set of the kernel
+        params=()        # every parameter set of the kernel (PARAMS: those it names)
+        [ -n "${PARAMS:-}" ] && params=(--params "$PARAMS")
         out=bfloat16 wide=float32
         case $dtype in float16|bfloat16) out=$dtype ;; int8) out=int32 wide=int32 ;; esac
         runs=("--layout kn --out-dtype $out" "--layout nk --out-dtype $wide")

@@ -116,15 +116,25 @@ __device__ __forceinline__ const unsigned char* half_maps_after_padding(const vo
  * BM_ × 64 of A and 64 × BN_ of B (16-bit, 128-byte swizzle) from `base`, full[s] / empty[s]
  * mbarriers at bars + 8 s / + 8 (STAGES_ + s): once the stage's previous use is released,
  * its bytes announced and k-tile kt of A's rows row0.. and B's columns col0.. copied in
- * (B as N×K one box of BN_ rows; as K×N BN_ / 64 boxes of 64 columns, 8 KB each). */
-template <int STAGES_, int BM_, int BN_, int B_NK_>
+ * (B as N×K one box of BN_ rows; as K×N BN_ / 64 boxes of 64 columns, 8 KB each). In a
+ * cluster of CLUSTER_ CTAs on the same rows of A (rank: this CTA's), each loads 1/CLUSTER_
+ * of A's rows (A's map has boxes of BM_ / CLUSTER_ rows) into every CTA of the cluster. */
+template <int STAGES_, int BM_, int BN_, int B_NK_, int CLUSTER_ = 1>
 __device__ __forceinline__ void load_half_k_tile(int it, unsigned base, unsigned bars, const void* tmA,
-                                                 const void* tmB, int row0, int col0, int kt)
+                                                 const void* tmB, int row0, int col0, int kt,
+                                                 unsigned rank = 0)
 {
     constexpr unsigned A_BYTES_ = BM_ * 64 * 2, STAGE_BYTES_ = A_BYTES_ + BN_ * 64 * 2;
     unsigned full;
     const unsigned sa = ring_claim_stage<STAGES_>(it, base, bars, STAGE_BYTES_, full);
-    tma_load_2d(sa, tmA, kt * 64, row0, full);
+    if constexpr (CLUSTER_ == 1) {
+        tma_load_2d(sa, tmA, kt * 64, row0, full);
+    } else {
+        constexpr int ROWS = BM_ / CLUSTER_;        /* whole 8-row swizzle atoms: the halves
+                                                       lie as one box of BM_ rows would */
+        tma_load_2d_multicast(sa + rank * ROWS * 128, tmA, kt * 64, row0 + rank * ROWS, full,
+                              (unsigned short)((1u << CLUSTER_) - 1));
+    }
     if (B_NK_) {
         tma_load_2d(sa + A_BYTES_, tmB, kt * 64, col0, full);
     } else {

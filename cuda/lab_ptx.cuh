@@ -493,6 +493,17 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const void* tmap, int 
         :: "r"(dst), "l"(tmap), "r"(x0), "r"(y0), "r"(bar) : "memory");
 }
 
+/* tma_load_2d multicast: the box lands at dst in every CTA of the cluster named in `mask`
+ * (bit r: rank r) and completes its bytes on the mbarrier at offset `bar` in each of them
+ * (dst and bar: this CTA's shared addresses, the same offsets in the others). */
+__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const void* tmap, int x0, int y0,
+                                                      unsigned bar, unsigned short mask)
+{
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;\n"
+        :: "r"(dst), "l"(tmap), "r"(x0), "r"(y0), "r"(bar), "h"(mask) : "memory");
+}
+
 /* L2 eviction policies (createpolicy.fractional, the whole access): evict_last keeps lines
  * past the normal ones, evict_first gives them up first. For the .L2::cache_hint forms below. */
 __device__ __forceinline__ unsigned long long l2_policy_evict_last()
@@ -545,6 +556,15 @@ __device__ __forceinline__ unsigned map_peer(unsigned addr, unsigned rank)
 __device__ __forceinline__ void mbar_arrive_remote(unsigned cluster_bar)
 {
     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" :: "r"(cluster_bar) : "memory");
+}
+
+/* one arrival on an mbarrier of another CTA of the cluster (address from map_peer) with the
+ * instruction's default semantics (.release.cta), as CUTLASS's consumers release a stage
+ * that a peer's multicast refills: the arrival carries no data of this thread's, only that
+ * its wgmma reads of the stage are done (wgmma.wait_group); no MEMBAR.ALL.GPU in front. */
+__device__ __forceinline__ void mbar_arrive_peer(unsigned cluster_bar)
+{
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" :: "r"(cluster_bar) : "memory");
 }
 
 /* every thread of every CTA of the cluster meets here (all threads must call it, converged) */

@@ -472,14 +472,23 @@ def test_the_ping_pong_step_owns_its_tiles():
     v = PINGPONG
     assert (v.order, v.precision, v.dtypes, v.layouts, v.arch_suffix) == (34, "half", HALF, ("kn", "nk"), "a")
     assert set(v.descriptions) == set(v.space) and len(v.technique) <= 100
-    p, narrow = {"stages": 6, "bn": 128}, {"stages": 6, "bn": 64}
+    p, narrow = {"stages": 6, "bn": 128, "cluster": 1}, {"stages": 6, "bn": 64, "cluster": 1}
+    pair = {**p, "cluster": 2}
     assert v.launch_geometry(p, 4096, 4096, 4096, 132) == ((132, 1), (384, 1))
     assert v.launch_geometry(p, 1000, 1000, 1000, 132) == ((64, 1), (384, 1))
     assert v.launch_geometry(narrow, 1000, 1000, 1000, 132) == ((128, 1), (384, 1))
+    # clusters of two on neighbouring tiles along N: 8 tile rows × 4 pairs at 1000³ (64
+    # CTAs), one pair a tile row at N = 130 (its second tile past N); at 4096³ 66 pairs fill
+    # 132 SMs, and an odd SM count leaves one out
+    assert v.launch_geometry(pair, 1000, 1000, 1000, 132) == ((64, 1), (384, 1))
+    assert v.launch_geometry(pair, 1000, 130, 1000, 132) == ((16, 1), (384, 1))
+    assert v.launch_geometry(pair, 4096, 4096, 4096, 132) == ((132, 1), (384, 1))
+    assert v.launch_geometry(pair, 4096, 4096, 4096, 131) == ((130, 1), (384, 1))
+    assert v.check("cuda", {**pair, "cluster": 4}, 64, 64, 64, "float16") is not None
     assert v.dynamic_shared(p) == 6 * 32768 + 1280 <= 227 * 1024
     assert v.dynamic_shared(narrow) == 6 * 24576 + 1280
-    assert v.check("cuda", {"stages": 5, "bn": 128}, 64, 64, 64, "float16") is not None
-    assert v.check("cuda", {"stages": 4, "bn": 96}, 64, 64, 64, "float16") is not None
+    assert v.check("cuda", {**p, "stages": 5}, 64, 64, 64, "float16") is not None
+    assert v.check("cuda", {**p, "stages": 4, "bn": 96}, 64, 64, 64, "float16") is not None
     _at, (a, b) = v.prepass.tensor_maps(p, 4096, 2048, 1024)
     assert (a.box0, a.box1, b.box0, b.box1) == (64, 128, 64, 64)
     _at, (a, b) = v.prepass.tensor_maps({**p, "NK": 1}, 4096, 2048, 1024)
@@ -488,5 +497,7 @@ def test_the_ping_pong_step_owns_its_tiles():
     assert (b.box0, b.box1) == (64, 64)
     _at, (a, b) = v.prepass.tensor_maps(narrow, 4096, 2048, 1024)
     assert (b.box0, b.box1) == (64, 64)
+    _at, (a, b) = v.prepass.tensor_maps(pair, 4096, 2048, 1024)     # each CTA half of A's rows
+    assert (a.box0, a.box1, b.box0, b.box1) == (64, 64, 64, 64)
     for shape in ((127, 61, 253), (1, 1, 1), (2100, 2050, 136)):
         assert all(v.check("cuda", c, *shape, "bfloat16", "nk") is None for c in v.combos())

@@ -2,8 +2,8 @@
 +++
 name = "half_wgmma_pingpong"
 title = "FP16/BF16 by wgmma and TMA, two consumer warpgroups in ping-pong on tiles of their own"
-summary = "The tensor-core ladder's fourth step: step 32's producer thread and TMA ring, but each consumer warpgroup owns whole 128 × 128 tiles of C (two wgmma.m64n128k16 a k-step into 128 FP32 accumulators; 128 × 64 with bn = 64) and the two take the CTA's tiles in turn. A named-barrier handshake orders them: one runs its main loop while the other writes its last tile out, so the tensor cores never wait for an epilogue; the ring (up to 6 stages of 32 KB) carries the two tiles' k-tiles in sequence. Persistent grid, grouped tile order; B as K×N read MN-major, as N×K K-major."
-source = "PTX ISA wgmma.mma_async, cp.async.bulk.tensor, mbarrier expect_tx and try_wait.parity (the current or immediately preceding phase), bar.sync/bar.arrive named barriers; CUTLASS's sm90 ping-pong kernel schedule (KernelTmaWarpSpecializedPingpong: ordered math warpgroups); the ping-pong level of ThunderKittens' H100 GEMM walk-through; cuda/ladder/32_half_wgmma.cu"
+summary = "The tensor-core ladder's fourth step: step 32's producer thread and TMA ring, but each consumer warpgroup owns whole 128 × 128 tiles of C (two wgmma.m64n128k16 a k-step into 128 FP32 accumulators; 128 × 64 with bn = 64) and the two take the CTA's tiles in turn; with cluster = 2, pairs of CTAs on neighbouring tiles share A's rows by TMA multicast. A named-barrier handshake orders them: one runs its main loop while the other writes its last tile out, so the tensor cores never wait for an epilogue; the ring (up to 6 stages of 32 KB) carries the two tiles' k-tiles in sequence. Persistent grid, grouped tile order; B as K×N read MN-major, as N×K K-major."
+source = "PTX ISA wgmma.mma_async, cp.async.bulk.tensor (and its .multicast::cluster form), mbarrier expect_tx and try_wait.parity (the current or immediately preceding phase), remote mbarrier.arrive, barrier.cluster, bar.sync/bar.arrive named barriers; CUTLASS's sm90 ping-pong kernel schedule (KernelTmaWarpSpecializedPingpong: ordered math warpgroups); the ping-pong level of ThunderKittens' H100 GEMM walk-through; cuda/ladder/32_half_wgmma.cu"
 role = "rung"
 order = 34
 dtypes = ["float16", "bfloat16"]
@@ -14,13 +14,16 @@ arch_suffix = "a"
 [params]
 stages = [6, 4]
 bn = [128, 64]
+cluster = [1, 2]
 
 [descriptions]
 stages = "k-tiles (64 deep, 16 KB of A and bn · 128 bytes of B) in flight in the TMA ring: 4 or 6"
 bn = "columns of a consumer's tile (128 × bn): 128, or 64 (twice the tiles, where 128 × 128 ones leave SMs idle)"
+cluster = "CTAs of a cluster on neighbouring tiles along N: 2 load half of A's rows each and multicast them to both (A's L2 reads halved); 1: none"
 
 [derived]
 tiles = "cdiv(M, 128) * cdiv(N, bn)"      # 128 × bn tiles of C, each one consumer's
+units = "cdiv(M, 128) * cdiv(N, bn * cluster)"   # a cluster's tiles side by side along N
 kp = "roundup(K, 8)"                      # a row of K 16-bit elements padded to 16 bytes
 np = "roundup(N, 8)"
 # padded copies only where a row is not a multiple of 16 bytes (TMA needs it), as step 32
@@ -29,11 +32,15 @@ bp_bytes = "(2 * N * kp if K % 8 else 0) if NK else (2 * K * np if N % 8 else 0)
 maps_at = "roundup(ap_bytes + bp_bytes, 128)"
 
 [[constraints]]
+check = "cluster == 1 or cluster == 2"
+reason = "cluster must be 1 or 2 (two CTAs sharing A's rows by TMA multicast)"
+
+[[constraints]]
 check = "(stages == 4 or stages == 6) and (bn == 128 or bn == 64)"
 reason = "stages must be 4 or 6 (7 stages of 32 KB leave no room for a second tile's first k-tiles' worth of margin; 8 exceed 227 KB), bn 128 or 64 (wgmma.m64n128k16 or m64n64k16)"
 
 [launch]
-grid = ["min(tiles, SMS)", 1]             # persistent: the consumers alternate over its tiles
+grid = ["cluster * min(units, SMS // cluster)", 1]   # persistent: the consumers alternate over its tiles
 block = [384, 1]                          # a producer warpgroup + 2 consumer warpgroups
 shared = "stages * (16384 + 128 * bn) + 1024 + 256"
 
@@ -43,14 +50,15 @@ grid = ["cdiv(max(kp if K % 8 else 0, (kp if NK else np) if bp_bytes else 0), 32
 block = [32, 8]
 scratch = "maps_at + 2 * 128"
 
-# A (or Ap) as M rows of K (Kp) elements, box 64 (k) × 128 (m); 128B swizzle
+# A (or Ap) as M rows of K (Kp) elements, box 64 (k) × 128 (m) (× 64 in a cluster of two:
+# each CTA loads one half for both); 128B swizzle
 [[prepass.tensor_maps]]
 at = "maps_at"
 base = "'scratch' if K % 8 else 'a'"
 offset = 0
 dims = ["kp", "M"]
 stride = "2 * kp"
-box = [64, 128]
+box = [64, "128 // cluster"]
 elem = "b16"
 
 # B (or Bp): as K×N, K rows of N (Np), boxes 64 (n) × 64 (k); as N×K, N rows of K (Kp),
@@ -83,10 +91,19 @@ elem = "b16"
  *    names only the current or the preceding phase: a consumer far ahead would take a
  *    stale phase for its own).
  *  - Each stage is read by one consumer: "empty" barriers count 128 arrivals.
+ *  - CLUSTER = 2: the grid's CTAs pair up as clusters (__cluster_dims__) on two neighbouring
+ *    tiles along N, which read the same 128 rows of A. Each CTA's producer loads 64 of
+ *    those rows a k-tile and multicasts them into both CTAs' stage (A's box is 64 rows),
+ *    so A's reads from L2 halve: 24 KB a k-tile a CTA where one alone reads 32. A stage is
+ *    then refilled by both producers, so its empty barrier also counts lane 0 of each of
+ *    the peer's consumer warps (a remote arrive with the default .release.cta semantics, as
+ *    CUTLASS's consumers release: it only says the wgmma reads are done; .release.cluster
+ *    would put a MEMBAR.ALL.GPU before each); cluster barriers after the mbarriers' init and
+ *    before exit keep each CTA's barriers alive while its peer may use them.
  * Technique and source: CUTLASS's sm90 ping-pong schedule (ordered math warpgroups) and
  * the ping-pong level of ThunderKittens' H100 GEMM walk-through; written anew for this lab
  * on top of 32_half_wgmma.cu.
- * Left for later steps: clusters with TMA multicast, a TMA-store epilogue.
+ * Left for later steps: a TMA-store epilogue.
  *
  * Pre-pass (timed with the GEMM; no blocks at all when every row is a multiple of 16
  * bytes): as step 32's.
@@ -100,9 +117,10 @@ elem = "b16"
  *   BN       128 or 64: a consumer's tile is 128 × BN (64: wgmma.m64n64k16, 64
  *            accumulators a thread, twice the tiles where few 128 × 128 ones leave SMs
  *            idle)                                                (default 128)
- * Launch: prepass (32, 8) blocks as the header says; matmul block 384, grid min(tiles,
- * #SMs), dynamic shared memory STAGES · (16 KB + BN · 128 bytes) + 1280; args (A, scratch,
- * C, M, N, K).
+ *   CLUSTER  1 or 2: CTAs a cluster, sharing A's rows by multicast  (default 1)
+ * Launch: prepass (32, 8) blocks as the header says; matmul block 384, grid CLUSTER ·
+ * min(units, #SMs / CLUSTER) (units: CLUSTER tiles side by side), dynamic shared memory
+ * STAGES · (16 KB + BN · 128 bytes) + 1280; args (A, scratch, C, M, N, K).
  * Models: FLOPs = 2·M·N·K; bytes = (M·K + K·N)·2 + M·N·sizeof(OUT).
  */
 #include "half.cuh"
@@ -126,6 +144,9 @@ elem = "b16"
 #ifndef BN
 #define BN 128
 #endif
+#ifndef CLUSTER
+#define CLUSTER 1
+#endif
 #define BM 128
 #define BK 64
 #define GM 8
@@ -142,6 +163,14 @@ elem = "b16"
 #define WGMMA_K16 wgmma_n64k16
 #else
 #error "BN must be 128 or 64"
+#endif
+#if CLUSTER != 1 && CLUSTER != 2
+#error "CLUSTER must be 1 or 2"
+#endif
+#if CLUSTER > 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900   /* clusters: sm_90 on */
+#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
+#else
+#define CLUSTER_DIMS
 #endif
 static_assert(sizeof(ELEM) == 2, "ELEM is a 16-bit type");
 
@@ -173,7 +202,21 @@ __device__ __forceinline__ void consumers_let_go(int c)
         asm volatile("bar.arrive 2, 256;\n" ::: "memory");
 }
 
-extern "C" __global__ __launch_bounds__(NT, 1)
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/* A consumer's release of the stage whose empty barrier is `bar`: its 128 threads arrive here
+ * and, in a cluster, lane 0 of each warp on the peer's barrier too (the peer's multicast of
+ * its half of A refills this CTA's stage as well). */
+__device__ __forceinline__ void release_stage(unsigned bar, unsigned rank, int lane)
+{
+    mbar_arrive(bar);
+#if CLUSTER > 1
+    if (lane == 0)
+        mbar_arrive_peer(map_peer(bar, rank ^ 1));
+#endif
+}
+#endif
+
+extern "C" __global__ __launch_bounds__(NT, 1) CLUSTER_DIMS
 void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
             int M, int N, int K)
 {
@@ -186,19 +229,33 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
     const int tid = threadIdx.x;
     const int wg = tid >> 7;                            /* 0: producer, 1-2: consumers */
     const int ktiles = (K + BK - 1) / BK;
-    const int mt = (M + BM - 1) / BM, nt = (N + BN - 1) / BN;
-    const int tiles = mt * nt;
-    const int G = gridDim.x;
+    const int mt = (M + BM - 1) / BM;
+    /* a cluster's CLUSTER CTAs take neighbouring tiles along N as one unit of tile_origin's
+       order (rank r the r-th; past N: zeros in, nothing out) and walk the units together */
+#if CLUSTER > 1
+    const unsigned rank = cluster_rank();
+#else
+    const unsigned rank = 0;
+#endif
+    const int ntu = (N + BN * CLUSTER - 1) / (BN * CLUSTER);
+    const int units = mt * ntu;
+    const int G = gridDim.x / CLUSTER, unit = blockIdx.x / CLUSTER;
 
     if (tid == 0) {
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(bars + 8 * s, 1);                 /* the producer's arrive + tx bytes */
-            mbar_init(bars + 8 * (STAGES + s), 128);    /* the one consumer of each use */
+            /* the one consumer of each use, and one lane a warp of the peer's (whose stage
+               this CTA's multicast refills too) */
+            mbar_init(bars + 8 * (STAGES + s), 128 + 4 * (CLUSTER - 1));
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
+#if CLUSTER > 1
+    cluster_sync();                                     /* the peer's barriers exist before its loads */
+#else
     __syncthreads();
+#endif
 
     if (wg == 0) {
         if (tid == 0) {
@@ -208,20 +265,23 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
             tensormap_acquire(tmA);
             tensormap_acquire(tmB);
             int it = 0;                                 /* ring position: j · ktiles + kt */
-            for (int t = blockIdx.x; t < tiles; t += G) {
+            for (int t = unit; t < units; t += G) {
                 int row0, col0;
-                tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
+                tile_origin(t, mt, ntu, GM, BM, BN * CLUSTER, row0, col0);
+                col0 += rank * BN;
                 for (int kt = 0; kt < ktiles; ++kt, ++it)
-                    load_half_k_tile<STAGES, BM, BN, B_NK>(it, base, bars, tmA, tmB, row0, col0, kt);
+                    load_half_k_tile<STAGES, BM, BN, B_NK, CLUSTER>(it, base, bars, tmA, tmB, row0, col0,
+                                                                    kt, rank);
             }
         }
     } else {
         const int cw = wg - 1;                          /* consumer 0 or 1 */
         const int warp = (tid >> 5) & 3, lane = tid & 31;
         float acc0[BN / 2], acc1[BN / 2];               /* rows 0-63 and 64-127 of the tile */
-        for (int j = cw, t = blockIdx.x + cw * G; t < tiles; j += 2, t += 2 * G) {
+        for (int j = cw, t = unit + cw * G; t < units; j += 2, t += 2 * G) {
             int row0, col0;
-            tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
+            tile_origin(t, mt, ntu, GM, BM, BN * CLUSTER, row0, col0);
+            col0 += rank * BN;
 #pragma unroll
             for (int i = 0; i < BN / 2; ++i)
                 acc0[i] = acc1[i] = 0.f;
@@ -249,17 +309,20 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
                 asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
                 if (kt > 0)                             /* position it-1 read: release its stage */
-                    mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+                    release_stage(bars + 8 * (STAGES + (it - 1) % STAGES), rank, lane);
             }
-            if (t + G < tiles)                          /* the other's next tile: its turn */
+            if (t + G < units)                          /* the other's next tile: its turn */
                 consumers_let_go(1 - cw);
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
             if (ktiles > 0)
-                mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+                release_stage(bars + 8 * (STAGES + (it - 1) % STAGES), rank, lane);
             store_wgmma_out<BN>(acc0, C, row0, col0, M, N, warp, lane);
             store_wgmma_out<BN>(acc1, C, row0 + 64, col0, M, N, warp, lane);
         }
     }
+#if CLUSTER > 1
+    cluster_sync();                                     /* no exit while the peer may still load or arrive here */
+#endif
 #else
     __trap();                                           /* built for a target without wgmma */
 #endif
