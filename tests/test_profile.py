@@ -308,3 +308,16 @@ def test_bench_prints_a_profile_table_per_five_columns():
     text = console.export_text()
     assert "Global load sectors / request" in text and "(2/2)" in text
     assert "registers (1 blocks/SM)" in text and "17,179,869,184" in text
+
+
+def test_the_tensor_pipe_counts_integer_mma_where_the_gpu_has_the_counter():
+    """int8's wgmma runs on the integer MMA pipe, which the float pipe's counter
+    (hmma_type_hmma_hgmma_qgmma) reads as 0% (H200, 80% on the IMMA one): the tensor pipe is
+    the counter of every MMA type, else (older GPUs, the recorded reports) the float one."""
+    (m,) = pm.select(["tensor_pipe_pct"])
+    assert "imma_igmma" in m.raw[0] and "qgmma" in m.raw[0]
+    assert pm.resolved_raw(m, lambda name: True) == m.raw
+    older = {pm.base_name(m.fallback[0])}
+    assert pm.resolved_raw(m, lambda name: pm.base_name(name) in older) == (m.fallback[0],)
+    assert pm.raw_metric_names([m], available=older) == [m.fallback[0]]
+    assert pm.raw_metric_names([m], available={pm.base_name(m.raw[0]), *older}) == [m.raw[0]]

@@ -177,14 +177,18 @@ def test_triton_kernels_are_profiled_like_any_other(tmp_path):
     assert len(sorted(tmp_path.glob("*.ncu-rep"))) == 2
 
 
-def test_a_16_bit_kernel_is_profiled_in_its_types_on_the_tensor_pipe(tmp_path):
-    """Profile runs a 16-bit kernel in the timed run's types and layout (C in BF16, B as
-    N×K): its one launch is counted and keeps the tensor pipe busy (wgmma), with no TF32
-    operations. (FP8's fp8_wgmma passed the same test on an H200; one kernel here keeps
-    the serial step short.)"""
-    c = _profiled([("half_wgmma_pingpong", {})], (2048, 2048, 2048), tmp_path,
+@pytest.mark.parametrize("variant, dtype, out", [("half_wgmma_pingpong", "bfloat16", "bfloat16"),
+                                                 ("int8_wgmma", "int8", "int32")])
+def test_a_16_and_8_bit_kernel_is_profiled_in_its_types_on_the_tensor_pipe(tmp_path, variant,
+                                                                          dtype, out):
+    """Profile runs a 16-bit or int8 kernel in the timed run's types and layout (B as N×K):
+    its one launch is counted and keeps the tensor pipe busy (wgmma; int8's on the integer
+    MMA pipe, which the float pipe's counter reads as 0%), with no TF32 operations.
+    (FP8's fp8_wgmma passed the same test on an H200; two kernels here keep the serial step
+    short.)"""
+    c = _profiled([(variant, {})], (2048, 2048, 2048), tmp_path,
                   metrics=pm.select(["duration_ns", "tensor_pipe_pct", "tf32_tensor_ops"]),
-                  dtype="bfloat16", out_dtype="bfloat16", layout="nk")
+                  dtype=dtype, out_dtype=out, layout="nk")
     (counters,) = c.values()
     assert counters["duration_ns"] > 0 and counters["tensor_pipe_pct"] > 20, counters
     assert counters["tf32_tensor_ops"] == 0

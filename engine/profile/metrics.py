@@ -185,14 +185,19 @@ METRICS: tuple[Metric, ...] = (
            ("sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",), "weighted",
            "Cycles the FP32 fused multiply-add pipe was busy (SIMT FP32 math).",
            "Register tiling feeds it: more FMAs per shared-memory load.", "Pipes"),
+    # The float pipe's counter (hmma_type_hmma_hgmma_qgmma) reads 0% for int8's wgmma on
+    # an H200 (its IMMA pipe 80%): the counter of every MMA type first, where the GPU has it.
     Metric("tensor_pipe_pct", "Tensor pipe (MMA)", "% busy",
-           ("sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.avg.pct_of_peak_sustained_active",),
+           ("sm__pipe_tensor_type_hmma_hgmma_qgmma_imma_igmma_bmma_bgmma_cycles_active"
+            ".avg.pct_of_peak_sustained_active",),
            "weighted",
-           "Cycles the tensor cores were busy with matrix multiply-adds (mma.sync, wgmma); "
-           "register moves the compiler puts on that pipe (HFMA2.MMA) are left out.",
+           "Cycles the tensor cores were busy with matrix multiply-adds (mma.sync, wgmma; "
+           "float and integer); register moves the compiler puts on that pipe (HFMA2.MMA) "
+           "are left out.",
            "TF32 tensor-core kernels (mma.sync, wgmma with TMA) move work here from the FMA "
            "pipe.", "Pipes",
-           fallback=("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",)),
+           fallback=("sm__pipe_tensor_op_hmma_type_hmma_hgmma_qgmma_cycles_active.avg.pct_of_peak_sustained_active",
+                     "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active")),
     Metric("tf32_tensor_ops", "TF32 tensor-core ops", "",
            ("sm__ops_path_tensor_op_hmma_src_tf32_dst_fp32.sum",
             "sm__ops_path_tensor_op_hgmma_src_tf32_dst_fp32.sum"), "sum",
