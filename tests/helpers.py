@@ -78,3 +78,31 @@ def assert_relaunches_bitwise(be, kern, ws, shape, first, tiles: int, rounds: in
         again = np.empty((m, n), first.dtype)
         be.drv.memcpy_dtoh(again, ws.c)
         assert again.tobytes() == first.tobytes()
+
+
+#: A kernel file with the fewest header fields (a parameter, a launch) and ``{extra}`` lines
+#: where a test puts the fields it checks (dtypes, precision, layouts).
+MINIMAL_KERNEL = """/*
++++
+name = "{name}"
+title = "t"
+source = "s"
+{extra}
+[params]
+bs = [16]
+[launch]
+grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
+block = [32, 1]
++++
+*/
+extern "C" __global__ void matmul(const ELEM* A, const ELEM* B, OUT* C, int M, int N, int K) {{}}
+"""
+
+
+def minimal_kernel_header(tmp_path, extra: str, name: str = "h", suffix: str = ".cu"):
+    """The parsed header of MINIMAL_KERNEL with ``extra`` fields, written as ``name + suffix``
+    (``.cl``: an OpenCL file, ``.py``: the parser's Triton rules)."""
+    from engine.kernels.kernel_file import parse_header
+    p = tmp_path / f"{name}{suffix}"
+    p.write_text(MINIMAL_KERNEL.format(name=name, extra=extra))
+    return parse_header(p)

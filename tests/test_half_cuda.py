@@ -13,7 +13,7 @@ import pytest
 
 from engine.common.dtypes import TypeSpec, backend_refusal
 from engine.kernels import registry
-from engine.kernels.kernel_file import KernelFileError, parse_header
+from engine.kernels.kernel_file import KernelFileError
 from engine.measure import peaks
 from engine.measure.backends import cublas as cublas_mod
 from engine.measure.backends.base import BackendError, DeviceInfo
@@ -24,6 +24,7 @@ from engine.results.derived import fill_pct_of_cublas
 from engine.results.records import ResultRecord
 from engine.run.runner import Plan, fill_ceilings, make_record, refusal
 from tests.code_paths import distinct_builds
+from tests.helpers import minimal_kernel_header
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 WMMA = registry.get("half_wmma")
@@ -35,27 +36,8 @@ HALF = ("float16", "bfloat16")
 
 # --- kernel files: 16-bit dtypes, precision and defines ---------------------------------
 
-HEADER = """/*
-+++
-name = "h"
-title = "t"
-source = "s"
-{extra}
-[params]
-bs = [16]
-[launch]
-grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-block = [32, 1]
-+++
-*/
-extern "C" __global__ void matmul(const ELEM* A, const ELEM* B, OUT* C, int M, int N, int K) {{}}
-"""
-
-
 def _header(tmp_path, extra: str, suffix: str = ".cu"):
-    p = tmp_path / f"h{suffix}"
-    p.write_text(HEADER.format(extra=extra))
-    return parse_header(p)
+    return minimal_kernel_header(tmp_path, extra, "h", suffix)
 
 
 def test_a_kernel_file_declares_16_bit_types(tmp_path):

@@ -31,6 +31,7 @@ from engine.results.derived import fill_pct_of_cublas
 from engine.results.records import ResultRecord
 from engine.run.runner import Plan, fill_ceilings, refusal
 from tests.helpers import require_backend, run_plan
+from tests.helpers import minimal_kernel_header
 
 INT8 = ElementType.INT8
 
@@ -155,27 +156,8 @@ def test_the_reference_wraps_to_int32_as_the_kernels_do():
 
 # --- kernel files and their defines ------------------------------------------------------
 
-CUDA_HEADER = """/*
-+++
-name = "my_int8"
-title = "t"
-source = "s"
-{extra}
-[params]
-bs = [16]
-[launch]
-grid = ["cdiv(N, 16)", "cdiv(M, 16)"]
-block = [16, 16]
-+++
-*/
-extern "C" __global__ void matmul(const ELEM* A, const ELEM* B, OUT* C, int M, int N, int K) {{}}
-"""
-
-
 def _cuda_header(tmp_path, extra: str, suffix: str = ".cu"):
-    p = tmp_path / f"my_int8{suffix}"
-    p.write_text(CUDA_HEADER.format(extra=extra))
-    return parse_header(p)
+    return minimal_kernel_header(tmp_path, extra, "my_int8", suffix)
 
 
 def test_a_cuda_file_declares_int8_with_precision_int8_and_only_so(tmp_path):
