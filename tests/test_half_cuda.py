@@ -24,6 +24,7 @@ from engine.results.derived import fill_pct_of_cublas
 from engine.results.records import ResultRecord
 from engine.run.runner import Plan, fill_ceilings, make_record, refusal
 from tests.code_paths import distinct_builds
+from tests.fake_pycuda import FakeContext, FakeDriver
 from tests.helpers import minimal_kernel_header
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -205,71 +206,9 @@ def test_pct_of_peak_and_of_cublas_per_type():
 
 # --- the cuda backend's plumbing over a recording stand-in of pycuda's driver -------------
 
-class _Buf:
-    def __init__(self, nbytes):
-        self.nbytes, self.data, self.freed = nbytes, bytearray(nbytes), False
-
-    def free(self):
-        self.freed = True
-
-
-class _Event:
-    def record(self, stream=None):
-        pass
-
-    def synchronize(self):
-        pass
-
-    def time_till(self, other):
-        return 0.25
-
-
-class _Driver:
-    """What the backend asks of pycuda.driver for uploads, C and read-backs: buffers are
-    bytearrays, copies copy bytes (refusing arrays that are not plain words, as pycuda's
-    buffer interface does for ml_dtypes' types), memsets write their pattern."""
-
-    Error = RuntimeError
-    Event = _Event
-
-    def __init__(self):
-        self.calls = []
-
-    def mem_alloc(self, nbytes):
-        return _Buf(nbytes)
-
-    @staticmethod
-    def _plain(x):
-        assert x.dtype.kind in "uif" and x.dtype.type.__module__ == "numpy", x.dtype
-        return x
-
-    def memcpy_htod(self, buf, x):
-        raw = self._plain(x).tobytes()
-        buf.data[:len(raw)] = raw
-        self.calls.append(("htod", x.dtype))
-
-    def memcpy_dtoh(self, out, buf):
-        self._plain(out)
-        out.reshape(-1).view(np.uint8)[:] = np.frombuffer(bytes(buf.data[:out.nbytes]), np.uint8)
-        self.calls.append(("dtoh", out.dtype))
-
-    def memset_d16(self, buf, pattern, count):
-        buf.data[:2 * count] = np.full(count, pattern, np.uint16).tobytes()
-        self.calls.append(("d16", pattern, count))
-
-    def memset_d32(self, buf, pattern, count):
-        buf.data[:4 * count] = np.full(count, pattern, np.uint32).tobytes()
-        self.calls.append(("d32", pattern, count))
-
-
-class _Ctx:
-    def synchronize(self):
-        pass
-
-
 def _backend(dtype, out):
     be = CudaBackend()
-    be.drv, be.ctx, be.type_spec = _Driver(), _Ctx(), TypeSpec(dtype, out)
+    be.drv, be.ctx, be.type_spec = FakeDriver(), FakeContext(), TypeSpec(dtype, out)
     return be
 
 
@@ -282,7 +221,7 @@ def test_uploads_raw_words_and_c_in_the_output_type(dtype, out):
     be = _backend(dtype, out)
     ws = be.prepare(a, b)
     assert bytes(ws.a.data) == a.tobytes() and bytes(ws.b.data) == b.tobytes()
-    assert [c[1] for c in be.drv.calls] == [np.uint16, np.uint16]     # their 16-bit words
+    assert [c[2] for c in be.drv.calls] == [np.uint16, np.uint16]     # their 16-bit words
     assert ws.upload_ms == 0.25 and ws.dtype == TypeSpec(dtype, out).output.numpy_dtype
     be.ensure_output(ws, (5, 3))
     assert ws.c.nbytes == 5 * 3 * ws.dtype.itemsize
@@ -304,12 +243,12 @@ def test_poison_is_the_output_types_nan():
     ws = be.prepare(np.zeros((2, 2), ml_dtypes.bfloat16), np.zeros((2, 2), ml_dtypes.bfloat16))
     be.ensure_output(ws, (2, 3))
     be.poison_output(ws)
-    assert be.drv.calls[-1] == ("d16", 0x7FC0, 6)
+    assert be.drv.calls[-1][0] == "d16" and be.drv.calls[-1][2:] == (0x7FC0, 6)
     be32 = _backend("float16", "float32")
     ws = be32.prepare(np.zeros((2, 2), np.float16), np.zeros((2, 2), np.float16))
     be32.ensure_output(ws, (2, 3))
     be32.poison_output(ws)
-    assert be32.drv.calls[-1][0] == "d32" and be32.drv.calls[-1][2] == 6
+    assert be32.drv.calls[-1][0] == "d32" and be32.drv.calls[-1][3] == 6
 
 
 def test_inputs_of_another_type_are_never_uploaded():

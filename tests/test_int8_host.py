@@ -31,6 +31,7 @@ from engine.results.derived import fill_pct_of_cublas
 from engine.results.records import ResultRecord
 from engine.run.runner import Plan, fill_ceilings, refusal
 from tests.helpers import require_backend, run_plan
+from tests.fake_pycuda import FakeContext, FakeDriver
 from tests.helpers import minimal_kernel_header
 
 INT8 = ElementType.INT8
@@ -257,61 +258,11 @@ class _FakeLt:
         pass
 
 
-class _Buf:
-    """A device buffer of the stand-in driver: an address (its number) and its size."""
-
-    def __init__(self, address, nbytes):
-        self.address, self.nbytes = address, nbytes
-
-    def __int__(self):
-        return self.address
-
-    def free(self):
-        pass
-
-
-class _Event:
-    def record(self, stream=None):
-        pass
-
-    def synchronize(self):
-        pass
-
-    def time_till(self, other):
-        return 0.5
-
-
-class _Driver:
-    """What the cuda backend asks of pycuda.driver to upload int8 inputs, make C and
-    poison it: buffers numbered from 0x1000 up, copies and memsets recorded."""
-
-    Error = RuntimeError
-    Event = _Event
-
-    def __init__(self):
-        self.calls, self.next = [], 0x1000
-
-    def mem_alloc(self, nbytes):
-        self.next += 0x1000
-        return _Buf(self.next, nbytes)
-
-    def memcpy_htod(self, buf, x):
-        self.calls.append(("htod", int(buf), x.dtype, x.shape))
-
-    def memset_d32(self, buf, pattern, count):
-        self.calls.append(("d32", int(buf), pattern, count))
-
-
-class _Ctx:
-    def synchronize(self):
-        pass
-
-
 def _cuda_backend(layout: str, monkeypatch) -> tuple[CudaBackend, _FakeLt]:
     lt = _FakeLt()
     monkeypatch.setattr(cublas_mod, "_import_binding", lambda name, what, library: lt)
     be = CudaBackend()
-    be.drv, be.ctx, be.arch, be.type_spec = _Driver(), _Ctx(), "sm_90", TypeSpec("int8", None, layout)
+    be.drv, be.ctx, be.arch, be.type_spec = FakeDriver(), FakeContext(), "sm_90", TypeSpec("int8", None, layout)
     return be, lt
 
 
