@@ -1,8 +1,8 @@
 /* half.cuh: what the 16-bit (FP16/BF16) kernel files share: the input types, the FP32
  * accumulators' conversion to the output type (and int8's int32 sums' store), and
  * mma.sync's m16n8k16 step per input type; the persistent wgmma steps' walk over tiles and
- * stream-K pieces. Included by the ladder's 16-bit and 8-bit steps only, so that the FP32 kernels including lab_ptx.cuh do not
- * parse cuda_fp16.h / cuda_bf16.h. */
+ * stream-K pieces. Included by the ladder's 16-bit and 8-bit steps only, so that the FP32
+ * kernels including lab_ptx.cuh do not parse cuda_fp16.h / cuda_bf16.h. */
 #pragma once
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>

@@ -25,8 +25,10 @@ from .chart_data import (METRICS, Series, describe_record, intensity, peaks_by_m
 from .chart_view import ChartView, LegendEntry, plain_number
 from .theme import FAILED_COLOR, REFERENCE_STYLES, SOURCE_SYMBOLS, VERDICT_COLORS, ChartTheme
 
-PRECISION_LABELS = {"tf32": "TF32 tensor-core", "int32": "int32", "fp16": "FP16 tensor-core",
-                    "bf16": "BF16 tensor-core", "fp8": "FP8 tensor-core", "int8": "int8 tensor-core"}
+#: Each arithmetic's ceiling as the roofline names it: the engine's peak labels as
+#: adjectives ("TF32 tensor-core peak").
+PRECISION_LABELS = {p: label.replace("tensor core", "tensor-core")
+                    for p, label in peaks.LABELS.items()}
 SIZE_AXIS_LABEL = "Problem size  ∛(M·N·K)"
 MAX_SIZE_TICKS = 14
 

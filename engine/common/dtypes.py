@@ -253,7 +253,5 @@ def backend_refusal(backend: str, element: ElementType, *, opencl_fp16: bool | N
                     "kernel); it is never run as int32")
         return f"OpenCL C has no {element} type; no OpenCL kernel takes it"
     if backend == "cuda":
-        if element in (ElementType.FLOAT16, ElementType.BFLOAT16):
-            return None     # the kernels that declare it (half_wmma) and cuBLAS's half line
-        return None     # the kernels and library lines that declare FP8 or int8 take it
+        return None     # the kernel files and library lines that declare the type take it
     return f"the {backend} backend does not take {element}"

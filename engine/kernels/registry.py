@@ -30,6 +30,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
+from engine.common.dtypes import ElementType
 from engine.common.files import read_text
 from engine.kernels import dispatch_table
 from engine.kernels.kernel_file import (ARCH_RE, FP8_DTYPES, HALF_DTYPES, INT8_DTYPES, KERNEL_DTYPES,
@@ -64,13 +65,12 @@ def gemm_flops(m: int, n: int, k: int) -> int:
     return 2 * m * n * k
 
 
-#: The CUDA C type of each 16-bit input type (a kernel file's ``ELEM``, and ``OUT`` where C
-#: is written in the input type).
-HALF_ELEM = {"float16": "__half", "bfloat16": "__nv_bfloat16"}
-FP8_ELEM = {"float8_e4m3": "__nv_fp8_e4m3", "float8_e5m2": "__nv_fp8_e5m2"}
-#: The CUDA C type of int8 inputs: ``signed char`` is int8_t without an include (plain
-#: ``char`` may be unsigned); the sums and C are ``int``.
-INT8_ELEM = "signed char"
+#: The CUDA C type of each tensor-core element type: a kernel file's ``ELEM`` (the inputs),
+#: ``OUT`` (C) and ``ACC`` (the sums). ``signed char`` is int8_t without an include (plain
+#: ``char`` may be unsigned).
+TENSOR_CORE_C_TYPE = {"float32": "float", "int32": "int", "float16": "__half",
+                      "bfloat16": "__nv_bfloat16", "float8_e4m3": "__nv_fp8_e4m3",
+                      "float8_e5m2": "__nv_fp8_e5m2", "int8": "signed char"}
 
 
 def io_bytes(v: "Variant", m: int, n: int, k: int, dtype: str, out_dtype: str | None = None) -> int:
@@ -264,45 +264,26 @@ class Variant:
     def defines(self, params: Params, dtype: str, out_dtype: str | None = None,
                 layout: str = "kn") -> dict[str, str]:
         """Compile-time constants for this parameter choice and dtype: ``ELEM`` (the input
-        type), ``ACC`` (what products are summed in) and, for 16-bit inputs, ``OUT`` (C's
-        type: ``out_dtype``, float32 when None, or the input type); FP8 writes BF16 or
-        FP32, int8 int32 only."""
+        type), ``ACC`` (what products are summed in) and, for the tensor-core types, ``OUT``
+        (C's type: ``out_dtype`` among the input type's output choices, the first when None:
+        float32 or the input type, BF16 or FP32 for FP8, int32 for int8)."""
         left = [name for name, v in params.items() if v == AUTO]
         if left:      # a build needs the shape's value: Variant.resolve first
             raise ValueError(f"{self.name}: {', '.join(left)} left to the shape (auto) "
                              "has no value until resolved at a shape")
-        if dtype in HALF_DTYPES:
+        if dtype in HALF_DTYPES + FP8_DTYPES + INT8_DTYPES:
             if dtype not in self.dtypes:     # never a float32 kernel built for half words
                 raise ValueError(f"{self.name}: its file takes {', '.join(self.dtypes)}, "
                                  f"not {dtype}")
-            out = out_dtype or "float32"
-            if out not in ("float32", dtype):
-                raise ValueError(f"{self.name}: {dtype} inputs write C as float32 or {dtype}, "
-                                 f"not {out}")
-            d = {"ELEM": HALF_ELEM[dtype], "ACC": "float",
-                 "OUT": "float" if out == "float32" else HALF_ELEM[dtype]}
-            d.update({name.upper(): str(int(v)) for name, v in params.items()})
-            return self._with_layout(d, layout)
-        if dtype in FP8_DTYPES:
-            if dtype not in self.dtypes:
-                raise ValueError(f"{self.name}: its file takes {', '.join(self.dtypes)}, "
-                                 f"not {dtype}")
-            out = out_dtype or "bfloat16"
-            if out not in ("bfloat16", "float32"):
-                raise ValueError(f"{self.name}: {dtype} inputs write C as bfloat16 or float32, "
-                                 f"not {out}")
-            d = {"ELEM": FP8_ELEM[dtype], "ACC": "float",
-                 "OUT": "float" if out == "float32" else "__nv_bfloat16"}
-            d.update({name.upper(): str(int(v)) for name, v in params.items()})
-            return self._with_layout(d, layout)
-        if dtype in INT8_DTYPES:
-            if dtype not in self.dtypes:
-                raise ValueError(f"{self.name}: its file takes {', '.join(self.dtypes)}, "
-                                 f"not {dtype}")
-            out = out_dtype or "int32"
-            if out != "int32":       # the int32 sums as they are: nothing narrows them
-                raise ValueError(f"{self.name}: int8 inputs write C as int32, not {out}")
-            d = {"ELEM": INT8_ELEM, "ACC": "int", "OUT": "int"}
+            element = ElementType(dtype)
+            choices = [str(t) for t in element.output_choices]     # the default first
+            out = out_dtype or choices[0]
+            if out not in choices:
+                raise ValueError(f"{self.name}: {dtype} inputs write C as "
+                                 f"{' or '.join(choices)}, not {out}")
+            d = {"ELEM": TENSOR_CORE_C_TYPE[dtype],
+                 "ACC": TENSOR_CORE_C_TYPE[str(element.accumulator)],
+                 "OUT": TENSOR_CORE_C_TYPE[out]}
             d.update({name.upper(): str(int(v)) for name, v in params.items()})
             return self._with_layout(d, layout)
         if dtype not in DTYPES:      # FP8 needs kernels of its own

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from engine.common.dtypes import ElementType
 from engine.measure.backends.base import BackendError
 
 #: cudaDataType_t values (library_types.h): CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF
@@ -177,26 +178,30 @@ class LtTypes:
         return "int8" if self.integer else "FP8"
 
 
+#: cudaDataType_t of every type cuBLASLt's lines read or write.
+LT_DATA_TYPE = {**DATA_TYPE, **FP8_DATA_TYPE, "int8": CUDA_R_8I, "int32": CUDA_R_32I}
+
+
 def lt_types(dtype: str, out_dtype: str | None = None) -> LtTypes:
     """The cuBLASLt types of a run of ``dtype`` inputs with C in ``out_dtype`` (None: the
     input type's default): FP8 with FP32 sums, C in BF16 or FP32; int8 with int32 sums,
-    alpha and beta, C in int32. BackendError for any other pair: never run in another type."""
-    if dtype in FP8_DATA_TYPE:
-        out = out_dtype or "bfloat16"
-        if out not in ("bfloat16", "float32"):
-            raise BackendError(f"cuBLASLt's FP8 line writes C as bfloat16 or float32, not {out}")
-        return LtTypes(FP8_DATA_TYPE[dtype], DATA_TYPE[out])
-    if dtype == "int8":
-        out = out_dtype or "int32"
-        if out != "int32":
-            raise BackendError(f"cuBLASLt's int8 line writes C as int32, not {out}")
-        return LtTypes(CUDA_R_8I, CUDA_R_32I, COMPUTE_32I, CUDA_R_32I)
-    raise BackendError(f"no cuBLASLt line here takes {dtype} inputs")
+    alpha and beta, C in int32 (the types' own output choices). BackendError for any other
+    pair: never run in another type."""
+    if dtype not in FP8_DATA_TYPE and dtype != "int8":
+        raise BackendError(f"no cuBLASLt line here takes {dtype} inputs")
+    element = ElementType(dtype)
+    choices = [str(t) for t in element.output_choices]      # the default first
+    out = out_dtype or choices[0]
+    family = "int8" if element.is_integer else "FP8"
+    if out not in choices:
+        raise BackendError(f"cuBLASLt's {family} line writes C as {' or '.join(choices)}, "
+                           f"not {out}")
+    sums = (COMPUTE_32I, CUDA_R_32I) if element.is_integer else (COMPUTE_32F, CUDA_R_32F)
+    return LtTypes(LT_DATA_TYPE[dtype], LT_DATA_TYPE[out], *sums)
 
 
 #: Names of the cudaDataType_t values the lines use, for their descriptions.
-_TYPE_NAMES = {**{v: k for k, v in {**DATA_TYPE, **FP8_DATA_TYPE}.items()},
-               CUDA_R_8I: "int8", CUDA_R_32I: "int32"}
+_TYPE_NAMES = {v: k for k, v in LT_DATA_TYPE.items()}
 
 
 class NoLtAlgorithm(BackendError):
