@@ -156,7 +156,7 @@ variant = "my_int8_pick"
 
 
 def test_an_int8_line_routes_to_its_int8_kernel(registered, tmp_path, monkeypatch):
-    """A table of precision int8 promising int8 (as cuda/lab/dispatch.toml's lab_int8 will):
+    """A table of precision int8 promising int8 (as cuda/lab/dispatch.toml's lab_int8 does):
     the lab's int8 GEMM for the kernel editor and % of cuBLAS; a pick that takes no int8
     makes it unusable, saying so."""
     path = tmp_path / "my_int8_pick.cu"
