@@ -57,17 +57,22 @@ def _profile_target(args) -> dict:
     v = registry.get(args.variant)
     params = params_from_str(args.params) if args.params else v.default_params()
     m, n, k = (int(x) for x in args.shape.lower().split("x"))
-    params = v.resolve(params, m, n, k)    # a value left to the shape (auto): the shape's
-    reason = v.check("cuda", params, m, n, k, args.dtype)
-    if reason:
-        raise RuntimeError(f"{v.label(params)} cannot run at {m}×{n}×{k}: {reason}")
     backend = CudaBackend()
     # the run's types and layout, as the engine sets them: C's type is a build constant
     # (-DOUT) and sizes C's buffer, B as N×K a build constant (-DB_NK) and an upload
     backend.type_spec = TypeSpec(args.dtype, args.out_dtype or None, args.layout or "kn")
-    backend.open(args.device)          # this main thread owns the context
+    info = backend.open(args.device)   # this main thread owns the context
     ws = None
     try:
+        # a value left to the shape (auto): the shape's; a dispatch line (the lab's own GEMM):
+        # the kernel its table picks on this device, as the engine runs it
+        name, params = registry.concrete(args.variant, params, m, n, k, sms=info.compute_units,
+                                         arch=backend.arch, dtype=args.dtype,
+                                         layout=args.layout or "kn")
+        v = registry.get(name)
+        reason = v.check("cuda", params, m, n, k, args.dtype)
+        if reason:
+            raise RuntimeError(f"{v.label(params)} cannot run at {m}×{n}×{k}: {reason}")
         kernel = backend.compile(v, params, args.dtype)
         ops = matrices.generate_operands(m, n, k, args.dtype, seed=args.seed)
         ws = backend.prepare(ops.a, None if v.kind == "aat" else ops.b)

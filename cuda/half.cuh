@@ -101,13 +101,14 @@ __device__ __forceinline__ void store_wgmma_out(const ACC_T* d, OUT_T* C, int ro
 }
 
 /* Where the 16-bit TMA steps' tensor maps lie in the scratch (A's, then B's, 128 bytes each):
- * after pad_short_rows' copies, 128-byte aligned. */
-template <int B_NK_>
+ * after pad_short_rows' copies (rows padded to PE_ elements), 128-byte aligned. */
+template <int B_NK_, int PE_>
 __device__ __forceinline__ const unsigned char* half_maps_after_padding(const void* S, int M, int N, int K)
 {
-    const int Kp = (K + 7) & ~7, Np = (N + 7) & ~7;
-    const size_t ap = K % 8 ? (size_t)2 * M * Kp : 0;
-    const size_t bp = B_NK_ ? (K % 8 ? (size_t)2 * N * Kp : 0) : (N % 8 ? (size_t)2 * K * Np : 0);
+    static_assert((PE_ & (PE_ - 1)) == 0, "rows are padded to a power of two");
+    const int Kp = (K + PE_ - 1) & ~(PE_ - 1), Np = (N + PE_ - 1) & ~(PE_ - 1);
+    const size_t ap = K % PE_ ? (size_t)2 * M * Kp : 0;
+    const size_t bp = B_NK_ ? (K % PE_ ? (size_t)2 * N * Kp : 0) : (N % PE_ ? (size_t)2 * K * Np : 0);
     return reinterpret_cast<const unsigned char*>(S) + ((ap + bp + 127) & ~(size_t)127);
 }
 
@@ -149,11 +150,14 @@ __device__ __forceinline__ void load_half_k_tile(int it, unsigned base, unsigned
  * tile_origin's order) and the k-tiles [kb, ke) of it that this CTA computes. Tiles below dp
  * come whole, CTA b taking b, b + G, ... With stream-K (sk), the last partial wave's rem
  * tiles (dp = tiles - rem) are shared along K: their k-tiles, L = rem · ktiles in tile-major
- * order, are cut into S = min(G, L) contiguous ranges, none empty, CTA b < S taking
- * [b L / S, (b + 1) L / S). A tile's pieces then come from CTAs first(a) .. last(a), in k
+ * order, are cut into S = min(G, max(1, L / MIN_RANGE)) contiguous ranges, none empty and
+ * none shorter than MIN_RANGE k-tiles where L allows, CTA b < S taking [b L / S,
+ * (b + 1) L / S) (a longer least range: fewer partials for the CTA that sums a tile to read
+ * back, at the price of fewer CTAs sharing the tail). A tile's pieces then come from CTAs first(a) .. last(a), in k
  * order; a piece's partial slot is b + a (each next piece of the order starts a new CTA's
  * range or a new tile: unique, and fewer than 2 G). Producer and consumers walk the same
  * pieces. */
+template <int MIN_RANGE = 1>
 struct TileWalk {
     int ktiles, G, b, dp, rem, ndp, S;
 
@@ -164,7 +168,13 @@ struct TileWalk {
         rem = sk ? tiles % G : 0;
         dp = tiles - rem;
         ndp = dp > b ? (dp - b + G - 1) / G : 0;
-        S = (long long)G < (long long)rem * ktiles ? G : rem * ktiles;
+        if constexpr (MIN_RANGE == 1) {
+            S = (long long)G < (long long)rem * ktiles ? G : rem * ktiles;
+        } else {                                     /* ranges of MIN_RANGE k-tiles up */
+            const long long L = (long long)rem * ktiles;
+            const long long most = L / MIN_RANGE > 1 ? L / MIN_RANGE : (L > 0 ? 1 : 0);
+            S = (long long)G < most ? G : (int)most;
+        }
     }
     /* the CTA whose range of the shared k-tiles holds position y: the largest b with
        b L / S <= y */
@@ -202,17 +212,19 @@ struct TileWalk {
  * consumers); in the CTA that arrives last, acc becomes the sum of the tile's partials in k
  * order (CTAs first .. last: bitwise the same whoever came last) and true is returned: it
  * stores the tile. Workspace: rem counters (256-byte aligned, as partials_after_counters
- * with `tiles`), then 16-byte-word-major slots of COUNT · NT_ floats. */
-template <int COUNT, int NT_, int BAR>
-__device__ __forceinline__ bool streamk_piece(float (&acc)[COUNT], const TileWalk& walk, int a,
-                                              unsigned char* workspace, int tiles, int ct)
+ * with `tiles`), then 16-byte-word-major slots of COUNT · NT_ floats. BAR -1: the barrier
+ * `bar` and the verdict's `flag` chosen at run time (partial_arrive). */
+template <int COUNT, int NT_, int BAR, int MIN_RANGE>
+__device__ __forceinline__ bool streamk_piece(float (&acc)[COUNT], const TileWalk<MIN_RANGE>& walk, int a,
+                                              unsigned char* workspace, int tiles, int ct,
+                                              int bar = BAR, bool* flag = nullptr)
 {
     constexpr size_t SLOT4 = (size_t)(COUNT / 4) * NT_;          /* 16-byte words a slot */
     float4* const slots = reinterpret_cast<float4*>(partials_after_counters(workspace, tiles));
     const int first = walk.owner(a * walk.ktiles), last = walk.owner(a * walk.ktiles + walk.ktiles - 1);
     if (!partial_arrive<COUNT, NT_, BAR>(acc, slots + (size_t)(walk.b + a) * SLOT4,
                                          reinterpret_cast<unsigned*>(workspace) + a,
-                                         (unsigned)(last - first + 1), ct))
+                                         (unsigned)(last - first + 1), ct, bar, flag))
         return false;
 #pragma unroll
     for (int j = 0; j < COUNT; ++j)
@@ -229,19 +241,22 @@ __device__ __forceinline__ bool streamk_piece(float (&acc)[COUNT], const TileWal
     return true;
 }
 
-/* The 16-bit TMA steps' pre-pass (a (32, 8) block each): Ap (M × Kp) where K % 8, then Bp
- * where B's rows are short (B_NK_: B stored N×K, padded to Kp; else K×N, padded to Np),
- * zero-padded, so that every row TMA reads is a multiple of 16 bytes. grid.y covers A's
- * 32-row tiles (when padded) then B's, grid.x the padded row length in 32s. */
-template <int B_NK_, typename ELEM_T>
+/* The 16-bit TMA steps' pre-pass (a (32, 8) block each): Ap (M × Kp) where K % PE_, then Bp
+ * where B's rows are short of a multiple of PE_ elements (B_NK_: B stored N×K, padded to Kp;
+ * else K×N, padded to Np), zero-padded. PE_ = 8: every row TMA reads a multiple of 16 bytes
+ * (TMA needs it); 64: of 128, so that no row starts inside an L2 line. A thread copies 8
+ * consecutive elements of 4 rows, 16 bytes at a time where the source rows allow it. grid.y
+ * covers A's 32-row tiles (when padded) then B's, grid.x the padded row length in 256s. */
+template <int B_NK_, int PE_, typename ELEM_T>
 __device__ __forceinline__ void pad_short_rows(const ELEM_T* __restrict__ A, const ELEM_T* __restrict__ B,
                                                ELEM_T* __restrict__ S, int M, int N, int K)
 {
-    const int Kp = (K + 7) & ~7, Np = (N + 7) & ~7;
-    const bool pad_a = K % 8 != 0, pad_b = B_NK_ ? K % 8 != 0 : N % 8 != 0;
+    static_assert(PE_ % 8 == 0, "padded rows are whole 16-byte words");
+    const int Kp = (K + PE_ - 1) & ~(PE_ - 1), Np = (N + PE_ - 1) & ~(PE_ - 1);
+    const bool pad_a = K % PE_ != 0, pad_b = B_NK_ ? K % PE_ != 0 : N % PE_ != 0;
     const int brows = B_NK_ ? N : K, bcols = B_NK_ ? K : N, bld = B_NK_ ? Kp : Np;
     const int ay = pad_a ? (M + 31) / 32 : 0;
-    const int c = blockIdx.x * 32 + threadIdx.x;
+    const int c = (blockIdx.x * 32 + threadIdx.x) * 8;
     const bool in_a = (int)blockIdx.y < ay;
     if (!in_a && !pad_b)
         return;
@@ -249,11 +264,25 @@ __device__ __forceinline__ void pad_short_rows(const ELEM_T* __restrict__ A, con
     ELEM_T* dst = in_a ? S : S + (pad_a ? (size_t)M * Kp : 0);
     const int rows = in_a ? M : brows, cols = in_a ? K : bcols, ld = in_a ? Kp : bld;
     const int r0 = (in_a ? blockIdx.y : blockIdx.y - ay) * 32;
+    if (c >= ld)
+        return;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         const int r = r0 + threadIdx.y + 8 * i;
-        if (r < rows && c < ld)
-            dst[(size_t)r * ld + c] = c < cols ? src[(size_t)r * cols + c] : ELEM_T(0.0f);
+        if (r >= rows)
+            break;
+        const ELEM_T* from = src + (size_t)r * cols + c;
+        uint4 w;
+        if (cols % 8 == 0 && c + 8 <= cols) {           /* the source row in 16-byte words */
+            w = __ldg(reinterpret_cast<const uint4*>(from));
+        } else {
+            __align__(16) ELEM_T e[8];
+#pragma unroll
+            for (int x = 0; x < 8; ++x)
+                e[x] = c + x < cols ? from[x] : ELEM_T(0.0f);
+            w = *reinterpret_cast<const uint4*>(e);
+        }
+        *reinterpret_cast<uint4*>(dst + (size_t)r * ld + c) = w;
     }
 }
 

@@ -208,10 +208,14 @@ __device__ __forceinline__ unsigned char* partials_after_counters(unsigned char*
  * true in the CTA whose arrival is the `arrivals`-th, which has reset the counter to 0 for
  * the next launch and may then read every partial of the tile. All NT_ threads call it and
  * meet twice: at __syncthreads (BAR 0, the whole CTA) or at named barrier BAR (only the NT_
- * threads that hold the tile, e.g. a warp-specialised kernel's consumers). */
+ * threads that hold the tile, e.g. a warp-specialised kernel's consumers). BAR -1: the named
+ * barrier `bar`, chosen at run time, and the verdict passed through `*flag` (shared memory of
+ * the caller's, one per group that may arrive at the same time: groups that take turns
+ * through one code path, as a ping-pong kernel's consumers). */
 template <int COUNT, int NT_, int BAR, typename T>
 __device__ __forceinline__ bool partial_arrive(const T (&acc)[COUNT], typename vec4_of<T>::type* mine,
-                                               unsigned* counter, unsigned arrivals, int tid)
+                                               unsigned* counter, unsigned arrivals, int tid,
+                                               int bar = BAR, bool* flag = nullptr)
 {
     static_assert(COUNT % 4 == 0, "partial_arrive: COUNT must be a multiple of 4");
     typedef typename vec4_of<T>::type V;
@@ -223,16 +227,28 @@ __device__ __forceinline__ bool partial_arrive(const T (&acc)[COUNT], typename v
         __stcg(&mine[e * NT_ + tid], x);
     }
     __threadfence();                                  /* the partial is visible before the count */
-    if (BAR == 0) __syncthreads(); else asm volatile("bar.sync %0, %1;\n" :: "n"(BAR), "n"(NT_) : "memory");
+    if (BAR == 0) __syncthreads();
+    else if (BAR > 0) asm volatile("bar.sync %0, %1;\n" :: "n"(BAR), "n"(NT_) : "memory");
+    else asm volatile("bar.sync %0, %1;\n" :: "r"(bar), "n"(NT_) : "memory");
     if (tid == 0) {
         const unsigned before = atomicAdd(counter, 1u);
-        last_arrival = before == arrivals - 1u;
-        if (last_arrival)
+        const bool last = before == arrivals - 1u;
+        if constexpr (BAR < 0)
+            *flag = last;
+        else
+            last_arrival = last;
+        if (last)
             *counter = 0u;                            /* all counted: ready for the next launch */
     }
-    if (BAR == 0) __syncthreads(); else asm volatile("bar.sync %0, %1;\n" :: "n"(BAR), "n"(NT_) : "memory");
-    if (!last_arrival)
+    if (BAR == 0) __syncthreads();
+    else if (BAR > 0) asm volatile("bar.sync %0, %1;\n" :: "n"(BAR), "n"(NT_) : "memory");
+    else asm volatile("bar.sync %0, %1;\n" :: "r"(bar), "n"(NT_) : "memory");
+    if constexpr (BAR < 0) {
+        if (!*flag)
+            return false;
+    } else if (!last_arrival) {
         return false;
+    }
     __threadfence();                                  /* the others' partials before reading them */
     return true;
 }

@@ -351,7 +351,7 @@ def test_half_wgmma_header_and_its_tensor_maps():
     assert WGMMA.dtypes == HALF and WGMMA.layouts == ("kn", "nk") and WGMMA.arch_suffix == "a"
     assert set(WGMMA.descriptions) == set(WGMMA.space)
     pre = WGMMA.prepass
-    p = {"stages": 4, "persist": 1, "bm": 128, "bn": 256, "streamk": 0}
+    p = {"stages": 4, "persist": 1, "bm": 128, "bn": 256, "streamk": 0, "rowpad": 16}
     assert WGMMA.launch_geometry(p, 4096, 4096, 4096, 132) == ((132, 1), (384, 1))
     assert WGMMA.launch_geometry({**p, "persist": 0}, 4096, 4096, 4096, 132) == ((512, 1), (384, 1))
     assert WGMMA.dynamic_shared(p) == 4 * 49152 + 1280
@@ -380,10 +380,24 @@ def test_half_wgmma_header_and_its_tensor_maps():
     assert at == -(-(2 * m * 64 + 2 * k * 136) // 128) * 128
     assert pre.scratch_bytes(p, m, n, k) == at + 256
     (px, py), _ = pre.geometry(p, m, n, k)
-    assert (px, py) == (5, 4 + 2)                         # 136 / 32 up; A's 4 and B's 2 row tiles
+    assert (px, py) == (1, 4 + 2)                         # 136 / 256 up; A's 4 and B's 2 row tiles
     # N×K: B padded to N rows of Kp
     at, (a, b) = pre.tensor_maps({**p, "NK": 1}, m, n, k)
     assert (b.base, b.offset, b.dim0, b.dim1, b.stride) == ("scratch", 2 * m * 64, 64, n, 128)
+    # rowpad 128: rows padded to whole 128-byte lines, also where TMA could read them in
+    # place (K = 3000: 6000-byte rows start 16 bytes on from a line each time)
+    line = {**p, "rowpad": 128}
+    at, (a, b) = pre.tensor_maps(line, 3000, 3000, 3000)
+    assert (a.base, a.dim0, a.stride) == ("scratch", 3008, 6016)
+    assert (b.base, b.offset, b.dim0, b.dim1, b.stride) == ("scratch", 2 * 3000 * 3008, 3008, 3000, 6016)
+    assert at == 4 * 3000 * 3008 and pre.geometry(line, 3000, 3000, 3000)[0] == (12, 94 + 94)
+    at, (a, b) = pre.tensor_maps(line, 4096, 2048, 1024)           # whole lines already: no copy
+    assert (a.base, b.base, at) == ("a", "b", 0) and pre.geometry(line, 4096, 2048, 1024)[0][1] == 0
+    at, (a, b) = pre.tensor_maps({**line, "NK": 1}, 4096, 3000, 1024)   # N×K: rows of K, whole
+    assert (a.base, b.base, at) == ("a", "b", 0)
+    at, (a, b) = pre.tensor_maps(line, 4096, 3000, 1024)           # B as K×N: rows of N
+    assert (a.base, b.base, b.dim0, b.stride) == ("a", "scratch", 3008, 6016)
+    assert WGMMA.check("cuda", {**p, "rowpad": 64}, 64, 64, 64, "float16") is not None
 
 
 def test_the_ping_pong_step_owns_its_tiles():
@@ -393,7 +407,8 @@ def test_the_ping_pong_step_owns_its_tiles():
     v = PINGPONG
     assert (v.order, v.precision, v.dtypes, v.layouts, v.arch_suffix) == (34, "half", HALF, ("kn", "nk"), "a")
     assert set(v.descriptions) == set(v.space) and len(v.technique) <= 100
-    p, narrow = {"stages": 6, "bn": 128, "cluster": 1}, {"stages": 6, "bn": 64, "cluster": 1}
+    p = {"stages": 6, "bn": 128, "cluster": 1, "rowpad": 16, "streamk": 0}
+    narrow = {**p, "bn": 64}
     pair = {**p, "cluster": 2}
     assert v.launch_geometry(p, 4096, 4096, 4096, 132) == ((132, 1), (384, 1))
     assert v.launch_geometry(p, 1000, 1000, 1000, 132) == ((64, 1), (384, 1))
@@ -421,4 +436,6 @@ def test_the_ping_pong_step_owns_its_tiles():
     _at, (a, b) = v.prepass.tensor_maps(pair, 4096, 2048, 1024)     # each CTA half of A's rows
     assert (a.box0, a.box1, b.box0, b.box1) == (64, 64, 64, 64)
     for shape in ((127, 61, 253), (1, 1, 1), (2100, 2050, 136)):
-        assert all(v.check("cuda", c, *shape, "bfloat16", "nk") is None for c in v.combos())
+        # every combination but stream-K in clusters (refused: a cluster walks its tiles as one)
+        assert all((v.check("cuda", c, *shape, "bfloat16", "nk") is None)
+                   == (c["streamk"] == 0 or c["cluster"] == 1) for c in v.combos())

@@ -177,15 +177,16 @@ def test_triton_kernels_are_profiled_like_any_other(tmp_path):
     assert len(sorted(tmp_path.glob("*.ncu-rep"))) == 2
 
 
-@pytest.mark.parametrize("variant, dtype, out", [("half_wgmma_pingpong", "bfloat16", "bfloat16"),
+@pytest.mark.parametrize("variant, dtype, out", [("lab_half", "bfloat16", "bfloat16"),
                                                  ("int8_wgmma", "int8", "int32")])
 def test_a_16_and_8_bit_kernel_is_profiled_in_its_types_on_the_tensor_pipe(tmp_path, variant,
                                                                           dtype, out):
     """Profile runs a 16-bit or int8 kernel in the timed run's types and layout (B as N×K):
     its one launch is counted and keeps the tensor pipe busy (wgmma; int8's on the integer
-    MMA pipe, which the float pipe's counter reads as 0%), with no TF32 operations.
-    (FP8's fp8_wgmma passed the same test on an H200; two kernels here keep the serial step
-    short.)"""
+    MMA pipe, which the float pipe's counter reads as 0%), with no TF32 operations. The
+    16-bit one is the dispatch line lab_half: the profiled process runs the kernel its table
+    picks (step 34 at 2048³), never the table file itself. (FP8's fp8_wgmma passed the same
+    test on an H200; two kernels here keep the serial step short.)"""
     c = _profiled([(variant, {})], (2048, 2048, 2048), tmp_path,
                   metrics=pm.select(["duration_ns", "tensor_pipe_pct", "tf32_tensor_ops"]),
                   dtype=dtype, out_dtype=out, layout="nk")

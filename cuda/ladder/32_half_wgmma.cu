@@ -17,6 +17,7 @@ persist = [1, 0]
 bm = [128, 64]
 bn = [256, 128]
 streamk = [0, 1]
+rowpad = [16, 128]
 
 [descriptions]
 stages = "k-tiles (64 deep, (bm + bn) · 128 bytes of A and B) in flight in the TMA ring: 3 or 4"
@@ -24,17 +25,23 @@ persist = "1: a persistent grid of one CTA per SM looping over the tiles; 0: one
 bm = "rows of C a CTA computes, 64 per consumer warpgroup: 128 (two consumers) or 64 (one)"
 bn = "columns of C a CTA computes, the wgmma's N: 256 or 128 (more tiles where C is small)"
 streamk = "1: the last partial wave's tiles shared along K by every CTA, partials summed in k order (persist = 1)"
+rowpad = "bytes every row of A and B that TMA reads is a multiple of: 16 (a padded copy only where TMA needs one) or 128 (a padded copy wherever a row would start inside an L2 line)"
 
 [derived]
 tiles = "cdiv(M, bm) * cdiv(N, bn)"       # bm (M) × bn (N) tiles of C
 cps = "2 if bm == 64 and bn == 128 else 1"   # CTAs an SM holds
-kp = "roundup(K, 8)"                      # a row of K 16-bit elements padded to 16 bytes
-np = "roundup(N, 8)"
-# padded copies only where a row is not a multiple of 16 bytes (TMA needs it): Ap (M × Kp)
-# when K % 8; Bp when B's rows are short: K × Np for B as K×N (N % 8), N × Kp for N×K (K % 8)
-ap_bytes = "2 * M * kp if K % 8 else 0"
-bp_bytes = "(2 * N * kp if K % 8 else 0) if NK else (2 * K * np if N % 8 else 0)"
+pe = "rowpad // 2"                        # elements a padded row is a multiple of
+kp = "roundup(K, pe)"                     # a row of K 16-bit elements padded to rowpad bytes
+np = "roundup(N, pe)"
+# padded copies only where a row is not a multiple of rowpad bytes: Ap (M × Kp) when K % pe;
+# Bp when B's rows are short: K × Np for B as K×N (N % pe), N × Kp for N×K (K % pe)
+ap_bytes = "2 * M * kp if K % pe else 0"
+bp_bytes = "(2 * N * kp if K % pe else 0) if NK else (2 * K * np if N % pe else 0)"
 maps_at = "roundup(ap_bytes + bp_bytes, 128)"
+
+[[constraints]]
+check = "rowpad == 16 or rowpad == 128"
+reason = "rowpad must be 16 (TMA's least row pitch) or 128 (an L2 line)"
 
 [[constraints]]
 check = "(stages == 3 or stages == 4) and (persist == 0 or persist == 1)"
@@ -60,14 +67,14 @@ workspace = "roundup(4 * tiles, 256) + 2 * SMS * cps * bm * bn * 4 if streamk el
 
 [prepass]            # padded copies only where needed: no blocks (no launch) otherwise
 entry = "prepass"
-grid = ["cdiv(max(kp if K % 8 else 0, (kp if NK else np) if bp_bytes else 0), 32)", "(cdiv(M, 32) if K % 8 else 0) + (cdiv(N if NK else K, 32) if bp_bytes else 0)"]
+grid = ["cdiv(max(kp if K % pe else 0, (kp if NK else np) if bp_bytes else 0), 256)", "(cdiv(M, 32) if K % pe else 0) + (cdiv(N if NK else K, 32) if bp_bytes else 0)"]
 block = [32, 8]
 scratch = "maps_at + 2 * 128"
 
 # A (or Ap) as M rows of K (Kp) elements, box 64 (k) × 128 (m); 128B swizzle
 [[prepass.tensor_maps]]
 at = "maps_at"
-base = "'scratch' if K % 8 else 'a'"
+base = "'scratch' if K % pe else 'a'"
 offset = 0
 dims = ["kp", "M"]
 stride = "2 * kp"
@@ -112,9 +119,12 @@ elem = "b16"
  * Left for the next step: the consumers stall on their own wgmma at the end of each k-tile
  * and during the epilogue (no second tile in flight, no ping-pong), one CTA per SM.
  *
- * Pre-pass (timed with the GEMM; no blocks at all when every row is a multiple of 16
- * bytes): Ap = A padded to Kp = roundup(K, 8) where K % 8; Bp = B padded to Np (K×N,
- * N % 8) or Kp (N×K, K % 8), zeros in the padding.
+ * Pre-pass (timed with the GEMM; no blocks at all when every row is a multiple of ROWPAD
+ * bytes): Ap = A padded to Kp = roundup(K, ROWPAD / 2) where K % (ROWPAD / 2); Bp = B
+ * padded to Np (K×N) or Kp (N×K) where its rows are short, zeros in the padding. ROWPAD 16
+ * pads only where TMA must have it; 128 also where rows would start inside an L2 line
+ * (K = 3000: each 128-byte box row then spans two lines, and the L2 serves about twice the
+ * requests for the same bytes).
  *
  * Tiles: BM = 128 rows × BN = 256 columns (or BM = 64: one consumer warpgroup, two CTAs to
  * an SM; BN = 128: wgmma.m64n128k16; more tiles where C is small), BK = 64; persist = 1:
@@ -136,6 +146,7 @@ elem = "b16"
  *   B_NK     1: B is stored N×K ("layout nk")                     (default 0)
  *   BM, BN   128 or 64, 256 or 128: the tile of C                 (default 128, 256)
  *   STREAMK  1: share the last partial wave along K (PERSIST 1)   (default 0)
+ *   ROWPAD   16 or 128: bytes a row TMA reads is a multiple of     (default 16)
  * Launch: prepass (32, 8) blocks as the header says; matmul block 128 + 2 · BM, grid as
  * above, dynamic shared memory STAGES · (BM + BN) · 128 + 1280; args (A, scratch, C, M, N,
  * K, workspace) (the workspace: stream-K's counters and partial tiles; null without it).
@@ -171,6 +182,12 @@ elem = "b16"
 #ifndef STREAMK
 #define STREAMK 0
 #endif
+#ifndef ROWPAD
+#define ROWPAD 16
+#endif
+#if ROWPAD != 16 && ROWPAD != 128
+#error "ROWPAD must be 16 or 128"
+#endif
 #define BK 64
 #define GM 8
 #define CONSUMERS (BM / 64)
@@ -196,13 +213,13 @@ elem = "b16"
 #endif
 static_assert(sizeof(ELEM) == 2, "ELEM is a 16-bit type");
 
-/* Ap (M × Kp) where K % 8, then Bp where B's rows are short, zero-padded (half.cuh's
- * pad_short_rows). */
+/* Ap (M × Kp) where K % (ROWPAD / 2), then Bp where B's rows are short, zero-padded
+ * (half.cuh's pad_short_rows). */
 extern "C" __global__ __launch_bounds__(256)
 void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
              int M, int N, int K)
 {
-    pad_short_rows<B_NK>(A, B, S, M, N, K);
+    pad_short_rows<B_NK, ROWPAD / 2>(A, B, S, M, N, K);
 }
 
 extern "C" __global__ __launch_bounds__(NT, CTAS_PER_SM)
@@ -220,7 +237,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
     const int ktiles = (K + BK - 1) / BK;
     const int mt = (M + BM - 1) / BM, nt = (N + BN - 1) / BN;
     const int tiles = mt * nt;
-    const TileWalk walk(tiles, ktiles, STREAMK, gridDim.x, blockIdx.x);
+    const TileWalk<> walk(tiles, ktiles, STREAMK, gridDim.x, blockIdx.x);
 
     if (tid == 0) {
 #pragma unroll
@@ -243,7 +260,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
 
     if (wg == 0) {
         if (tid == 0) {
-            const unsigned char* maps = half_maps_after_padding<B_NK>(S, M, N, K);
+            const unsigned char* maps = half_maps_after_padding<B_NK, ROWPAD / 2>(S, M, N, K);
             const void* tmA = maps;
             const void* tmB = maps + 128;
             tensormap_acquire(tmA);

@@ -15,21 +15,34 @@ arch_suffix = "a"
 stages = [6, 4]
 bn = [128, 64]
 cluster = [1, 2]
+rowpad = [16, 128]
+streamk = [0, 1]
 
 [descriptions]
 stages = "k-tiles (64 deep, 16 KB of A and bn · 128 bytes of B) in flight in the TMA ring: 4 or 6"
 bn = "columns of a consumer's tile (128 × bn): 128, or 64 (twice the tiles, where 128 × 128 ones leave SMs idle)"
 cluster = "CTAs of a cluster on neighbouring tiles along N: 2 load half of A's rows each and multicast them to both (A's L2 reads halved); 1: none"
+rowpad = "bytes every row of A and B that TMA reads is a multiple of: 16 (a padded copy only where TMA needs one) or 128 (a padded copy wherever a row would start inside an L2 line)"
+streamk = "1: the last partial wave's tiles shared along K by every CTA in ranges of at least 8 k-tiles, partials summed in k order (cluster = 1)"
 
 [derived]
 tiles = "cdiv(M, 128) * cdiv(N, bn)"      # 128 × bn tiles of C, each one consumer's
 units = "cdiv(M, 128) * cdiv(N, bn * cluster)"   # a cluster's tiles side by side along N
-kp = "roundup(K, 8)"                      # a row of K 16-bit elements padded to 16 bytes
-np = "roundup(N, 8)"
-# padded copies only where a row is not a multiple of 16 bytes (TMA needs it), as step 32
-ap_bytes = "2 * M * kp if K % 8 else 0"
-bp_bytes = "(2 * N * kp if K % 8 else 0) if NK else (2 * K * np if N % 8 else 0)"
+pe = "rowpad // 2"                        # elements a padded row is a multiple of
+kp = "roundup(K, pe)"                     # a row of K 16-bit elements padded to rowpad bytes
+np = "roundup(N, pe)"
+# padded copies only where a row is not a multiple of rowpad bytes, as step 32
+ap_bytes = "2 * M * kp if K % pe else 0"
+bp_bytes = "(2 * N * kp if K % pe else 0) if NK else (2 * K * np if N % pe else 0)"
 maps_at = "roundup(ap_bytes + bp_bytes, 128)"
+
+[[constraints]]
+check = "rowpad == 16 or rowpad == 128"
+reason = "rowpad must be 16 (TMA's least row pitch) or 128 (an L2 line)"
+
+[[constraints]]
+check = "streamk == 0 or (streamk == 1 and cluster == 1)"
+reason = "streamk must be 0 or 1, and 1 only without clusters (a cluster's two CTAs walk their tiles as one)"
 
 [[constraints]]
 check = "cluster == 1 or cluster == 2"
@@ -40,13 +53,18 @@ check = "(stages == 4 or stages == 6) and (bn == 128 or bn == 64)"
 reason = "stages must be 4 or 6 (7 stages of 32 KB leave no room for a second tile's first k-tiles' worth of margin; 8 exceed 227 KB), bn 128 or 64 (wgmma.m64n128k16 or m64n64k16)"
 
 [launch]
-grid = ["cluster * min(units, SMS // cluster)", 1]   # persistent: the consumers alternate over its tiles
+# persistent: the consumers alternate over its tiles (stream-K: every SM, a last wave has
+# idle ones to share)
+grid = ["SMS if streamk else cluster * min(units, SMS // cluster)", 1]
 block = [384, 1]                          # a producer warpgroup + 2 consumer warpgroups
 shared = "stages * (16384 + 128 * bn) + 1024 + 256"
+# stream-K: an arrival counter per tile (256-byte aligned), then a partial tile (128 × bn
+# floats) per piece of the shared tiles: fewer than 2 · grid
+workspace = "roundup(4 * tiles, 256) + 2 * SMS * 128 * bn * 4 if streamk else 0"
 
 [prepass]            # padded copies only where needed: no blocks (no launch) otherwise
 entry = "prepass"
-grid = ["cdiv(max(kp if K % 8 else 0, (kp if NK else np) if bp_bytes else 0), 32)", "(cdiv(M, 32) if K % 8 else 0) + (cdiv(N if NK else K, 32) if bp_bytes else 0)"]
+grid = ["cdiv(max(kp if K % pe else 0, (kp if NK else np) if bp_bytes else 0), 256)", "(cdiv(M, 32) if K % pe else 0) + (cdiv(N if NK else K, 32) if bp_bytes else 0)"]
 block = [32, 8]
 scratch = "maps_at + 2 * 128"
 
@@ -54,7 +72,7 @@ scratch = "maps_at + 2 * 128"
 # each CTA loads one half for both); 128B swizzle
 [[prepass.tensor_maps]]
 at = "maps_at"
-base = "'scratch' if K % 8 else 'a'"
+base = "'scratch' if K % pe else 'a'"
 offset = 0
 dims = ["kp", "M"]
 stride = "2 * kp"
@@ -105,7 +123,7 @@ elem = "b16"
  * on top of 32_half_wgmma.cu.
  * Left for later steps: a TMA-store epilogue.
  *
- * Pre-pass (timed with the GEMM; no blocks at all when every row is a multiple of 16
+ * Pre-pass (timed with the GEMM; no blocks at all when every row is a multiple of ROWPAD
  * bytes): as step 32's.
  *
  * Compile-time constants (defaults let the file compile alone):
@@ -118,9 +136,18 @@ elem = "b16"
  *            accumulators a thread, twice the tiles where few 128 × 128 ones leave SMs
  *            idle)                                                (default 128)
  *   CLUSTER  1 or 2: CTAs a cluster, sharing A's rows by multicast  (default 1)
+ *   ROWPAD   16 or 128: bytes a row TMA reads is a multiple of     (default 16)
+ *   STREAMK  1: share the last partial wave along K (CLUSTER 1)    (default 0)
+ *  - STREAMK = 1 (CLUSTER 1): a CTA per SM. Where the tiles leave a last partial wave, its
+ *    tiles' k-tiles are cut into ranges of at least 8 k-tiles, one a CTA (half.cuh's TileWalk,
+ *    as step 32's but with a least range: a tile's summing CTA reads back a few partials, not
+ *    one per k-tile), and the two consumers take the CTA's pieces in turn as they take
+ *    tiles; a tile cut into pieces is summed in k order by the consumer that finishes its
+ *    last piece (streamk_piece, its own named barrier 3 or 4) and stored as any other.
  * Launch: prepass (32, 8) blocks as the header says; matmul block 384, grid CLUSTER ·
  * min(units, #SMs / CLUSTER) (units: CLUSTER tiles side by side), dynamic shared memory
- * STAGES · (16 KB + BN · 128 bytes) + 1280; args (A, scratch, C, M, N, K).
+ * STAGES · (16 KB + BN · 128 bytes) + 1280; args (A, scratch, C, M, N, K, workspace) (the
+ * workspace: stream-K's counters and partial tiles; null without it).
  * Models: FLOPs = 2·M·N·K; bytes = (M·K + K·N)·2 + M·N·sizeof(OUT).
  */
 #include "half.cuh"
@@ -146,6 +173,20 @@ elem = "b16"
 #endif
 #ifndef CLUSTER
 #define CLUSTER 1
+#endif
+#ifndef ROWPAD
+#define ROWPAD 16
+#endif
+#ifndef STREAMK
+#define STREAMK 0
+#endif
+#if STREAMK != 0 && (STREAMK != 1 || CLUSTER != 1)
+#error "STREAMK must be 0 or 1, and 1 only with CLUSTER 1"
+#endif
+/* stream-K's least range: 8 k-tiles (a tile of 47 then has about 6 partials to read back) */
+#define SK_MIN_RANGE 8
+#if ROWPAD != 16 && ROWPAD != 128
+#error "ROWPAD must be 16 or 128"
 #endif
 #define BM 128
 #define BK 64
@@ -174,13 +215,13 @@ elem = "b16"
 #endif
 static_assert(sizeof(ELEM) == 2, "ELEM is a 16-bit type");
 
-/* Ap (M × Kp) where K % 8, then Bp where B's rows are short, zero-padded (half.cuh's
- * pad_short_rows). */
+/* Ap (M × Kp) where K % (ROWPAD / 2), then Bp where B's rows are short, zero-padded
+ * (half.cuh's pad_short_rows). */
 extern "C" __global__ __launch_bounds__(256)
 void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
              int M, int N, int K)
 {
-    pad_short_rows<B_NK>(A, B, S, M, N, K);
+    pad_short_rows<B_NK, ROWPAD / 2>(A, B, S, M, N, K);
 }
 
 /* Named barrier 1 + c of the two consumer warpgroups (256 threads), c the consumer that
@@ -202,6 +243,15 @@ __device__ __forceinline__ void consumers_let_go(int c)
         asm volatile("bar.arrive 2, 256;\n" ::: "memory");
 }
 
+/* The CTA's walk at `at` in shared memory, through a pointer the compiler cannot see through:
+ * its fields are loaded where they are used, never kept from one piece to the next. */
+__device__ __forceinline__ const TileWalk<SK_MIN_RANGE>& walk_in(const unsigned char* at)
+{
+    const unsigned char* p;
+    asm volatile("mov.b64 %0, %1;\n" : "=l"(p) : "l"(at));
+    return *reinterpret_cast<const TileWalk<SK_MIN_RANGE>*>(p);
+}
+
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 /* A consumer's release of the stage whose empty barrier is `bar`: its 128 threads arrive here
  * and, in a cluster, lane 0 of each warp on the peer's barrier too (the peer's multicast of
@@ -218,7 +268,7 @@ __device__ __forceinline__ void release_stage(unsigned bar, unsigned rank, int l
 
 extern "C" __global__ __launch_bounds__(NT, 1) CLUSTER_DIMS
 void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
-            int M, int N, int K)
+            int M, int N, int K, unsigned char* __restrict__ workspace)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -240,6 +290,13 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
     const int ntu = (N + BN * CLUSTER - 1) / (BN * CLUSTER);
     const int units = mt * ntu;
     const int G = gridDim.x / CLUSTER, unit = blockIdx.x / CLUSTER;
+    /* this CTA's (cluster's) units, whole, and with stream-K pieces of the last wave's: in
+       shared memory, read afresh at each piece (walk_in), so that no register holds it
+       through a main loop (128 accumulators leave few for anything else) */
+    __shared__ __align__(8) unsigned char walk_at[sizeof(TileWalk<SK_MIN_RANGE>)];
+#if STREAMK
+    __shared__ bool last_piece[2];                      /* each consumer's streamk_piece verdict */
+#endif
 
     if (tid == 0) {
 #pragma unroll
@@ -250,6 +307,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
             mbar_init(bars + 8 * (STAGES + s), 128 + 4 * (CLUSTER - 1));
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+        *reinterpret_cast<TileWalk<SK_MIN_RANGE>*>(walk_at) = TileWalk<SK_MIN_RANGE>(units, ktiles, STREAMK, G, unit);
     }
 #if CLUSTER > 1
     cluster_sync();                                     /* the peer's barriers exist before its loads */
@@ -257,38 +315,47 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
     __syncthreads();
 #endif
 
+#if STREAMK && BN == 128
+    /* stream-K's sum of partials beside 128 accumulators needs more than the 168 registers
+     * a thread of 384 gets at launch: the producer's go to the consumers (warpgroup-wide) */
+    if (wg == 0)
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
+    else
+        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n" ::: "memory");
+#endif
+
     if (wg == 0) {
         if (tid == 0) {
-            const unsigned char* maps = half_maps_after_padding<B_NK>(S, M, N, K);
+            const unsigned char* maps = half_maps_after_padding<B_NK, ROWPAD / 2>(S, M, N, K);
             const void* tmA = maps;
             const void* tmB = maps + 128;
             tensormap_acquire(tmA);
             tensormap_acquire(tmB);
-            int it = 0;                                 /* ring position: j · ktiles + kt */
-            for (int t = unit; t < units; t += G) {
+            int it = 0, t, kb, ke, a;                   /* it: ring position, over all pieces */
+            for (int n = 0; walk_in(walk_at).piece(n, t, kb, ke, a); ++n) {
                 int row0, col0;
                 tile_origin(t, mt, ntu, GM, BM, BN * CLUSTER, row0, col0);
                 col0 += rank * BN;
-                for (int kt = 0; kt < ktiles; ++kt, ++it)
+                for (int kt = kb; kt < ke; ++kt, ++it)
                     load_half_k_tile<STAGES, BM, BN, B_NK, CLUSTER>(it, base, bars, tmA, tmB, row0, col0,
                                                                     kt, rank);
             }
         }
     } else {
-        const int cw = wg - 1;                          /* consumer 0 or 1 */
-        const int warp = (tid >> 5) & 3, lane = tid & 31;
-        float acc0[BN / 2], acc1[BN / 2];               /* rows 0-63 and 64-127 of the tile */
-        for (int j = cw, t = unit + cw * G; t < units; j += 2, t += 2 * G) {
-            int row0, col0;
-            tile_origin(t, mt, ntu, GM, BM, BN * CLUSTER, row0, col0);
-            col0 += rank * BN;
+        const int lane = tid & 31;
+        float acc[BN];                                  /* rows 0-63, then 64-127 of the tile */
+        int t, kb, ke, a;
+        /* consumer c takes pieces n = c, c + 2, ... of the CTA's walk (so c = n % 2 below);
+           it0: the ring position of piece n's first k-tile (consumer 1 starts after piece 0) */
+        int it0 = wg == 2 && walk_in(walk_at).piece(0, t, kb, ke, a) ? ke - kb : 0;
+        for (int n = wg - 1; walk_in(walk_at).piece(n, t, kb, ke, a); n += 2) {
 #pragma unroll
-            for (int i = 0; i < BN / 2; ++i)
-                acc0[i] = acc1[i] = 0.f;
-            if (j > 0)                                  /* the other has issued tile j - 1 */
-                consumers_wait(cw);
-            int it = j * ktiles;
-            for (int kt = 0; kt < ktiles; ++kt, ++it) {
+            for (int i = 0; i < BN; ++i)
+                acc[i] = 0.f;
+            if (n > 0)                                  /* the other has issued piece n - 1 */
+                consumers_wait(n & 1);
+            int it = it0;
+            for (int kt = kb; kt < ke; ++kt, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(bars + 8 * s, (it / STAGES) & 1);
                 const unsigned sa = base + s * STAGE_BYTES;
@@ -298,26 +365,41 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
                 for (int kk = 0; kk < BK / 16; ++kk) {
 #if B_NK
                     const unsigned long long db = make_desc(sb + kk * 32);
-                    WGMMA_K16<0>(acc0, make_desc(sa + kk * 32), db, ELEM());
-                    WGMMA_K16<0>(acc1, make_desc(sa + 64 * 128 + kk * 32), db, ELEM());
+                    WGMMA_K16<0>(acc, make_desc(sa + kk * 32), db, ELEM());
+                    WGMMA_K16<0>(acc + BN / 2, make_desc(sa + 64 * 128 + kk * 32), db, ELEM());
 #else
                     const unsigned long long db = make_desc_mn(sb + kk * 2048, 8192);
-                    WGMMA_K16<1>(acc0, make_desc(sa + kk * 32), db, ELEM());
-                    WGMMA_K16<1>(acc1, make_desc(sa + 64 * 128 + kk * 32), db, ELEM());
+                    WGMMA_K16<1>(acc, make_desc(sa + kk * 32), db, ELEM());
+                    WGMMA_K16<1>(acc + BN / 2, make_desc(sa + 64 * 128 + kk * 32), db, ELEM());
 #endif
                 }
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
                 asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-                if (kt > 0)                             /* position it-1 read: release its stage */
+                if (kt > kb)                            /* position it-1 read: release its stage */
                     release_stage(bars + 8 * (STAGES + (it - 1) % STAGES), rank, lane);
             }
-            if (t + G < units)                          /* the other's next tile: its turn */
-                consumers_let_go(1 - cw);
+            int t1, kb1, ke1, a1;
+            const bool other = walk_in(walk_at).piece(n + 1, t1, kb1, ke1, a1);
+            it0 = it + (other ? ke1 - kb1 : 0);         /* past the other's piece n + 1 */
+            if (other)                                  /* the other's next piece: its turn */
+                consumers_let_go(1 - (n & 1));
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-            if (ktiles > 0)
+            if (ke > kb)
                 release_stage(bars + 8 * (STAGES + (it - 1) % STAGES), rank, lane);
-            store_wgmma_out<BN>(acc0, C, row0, col0, M, N, warp, lane);
-            store_wgmma_out<BN>(acc1, C, row0 + 64, col0, M, N, warp, lane);
+#if STREAMK
+            /* a piece of a shared tile: its partial to the workspace; the tile's last piece to
+               arrive sums them all (named barrier 3 or 4: this consumer's warpgroup only) */
+            if ((kb > 0 || ke < ktiles)
+                && !streamk_piece<BN, 128, -1>(acc, walk_in(walk_at), a, workspace, units, tid & 127,
+                                               3 + (n & 1), &last_piece[n & 1]))
+                continue;
+#endif
+            int row0, col0;                             /* worked out here: no registers held through the loop */
+            tile_origin(t, mt, ntu, GM, BM, BN * CLUSTER, row0, col0);
+            col0 += rank * BN;
+            const int warp = (tid >> 5) & 3;
+            store_wgmma_out<BN>(acc, C, row0, col0, M, N, warp, lane);
+            store_wgmma_out<BN>(acc + BN / 2, C, row0 + 64, col0, M, N, warp, lane);
         }
     }
 #if CLUSTER > 1
