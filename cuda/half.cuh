@@ -153,10 +153,10 @@ __device__ __forceinline__ void load_half_k_tile(int it, unsigned base, unsigned
  * order, are cut into S = min(G, max(1, L / MIN_RANGE)) contiguous ranges, none empty and
  * none shorter than MIN_RANGE k-tiles where L allows, CTA b < S taking [b L / S,
  * (b + 1) L / S) (a longer least range: fewer partials for the CTA that sums a tile to read
- * back, at the price of fewer CTAs sharing the tail). A tile's pieces then come from CTAs first(a) .. last(a), in k
- * order; a piece's partial slot is b + a (each next piece of the order starts a new CTA's
- * range or a new tile: unique, and fewer than 2 G). Producer and consumers walk the same
- * pieces. */
+ * back, at the price of fewer CTAs sharing the tail). A tile's pieces then come from CTAs
+ * first(a) .. last(a), in k order; a piece's partial slot is b + a (each next piece of the
+ * order starts a new CTA's range or a new tile: unique, and fewer than 2 G). Producer and
+ * consumers walk the same pieces. */
 template <int MIN_RANGE = 1>
 struct TileWalk {
     int ktiles, G, b, dp, rem, ndp, S;

@@ -100,7 +100,7 @@ elem = "b16"
  * k-step, 128 accumulators a thread) and the two take the CTA's tiles in turn: consumer 0
  * tiles 0, 2, 4, ..., consumer 1 tiles 1, 3, 5, ... of its persistent sequence.
  *  - The producer fills the ring with tile 0's k-tiles, then tile 1's, and so on: ring
- *    position p = j · ktiles + kt for k-tile kt of the CTA's j-th tile.
+ *    position p counts the k-tiles of the CTA's tiles (stream-K: pieces) in order.
  *  - Order (named barriers 1 and 2, 256 threads each): a consumer starts a tile's main
  *    loop only once the other has issued all of its previous tile's wgmmas (bar.sync on
  *    its own id, which the other bar.arrives), then lets the other go the same way. So one
@@ -118,6 +118,12 @@ elem = "b16"
  *    CUTLASS's consumers release: it only says the wgmma reads are done; .release.cluster
  *    would put a MEMBAR.ALL.GPU before each); cluster barriers after the mbarriers' init and
  *    before exit keep each CTA's barriers alive while its peer may use them.
+ *  - STREAMK = 1 (CLUSTER 1): a CTA per SM. Where the tiles leave a last partial wave, its
+ *    tiles' k-tiles are cut into ranges of at least 8 k-tiles, one a CTA (half.cuh's TileWalk,
+ *    as step 32's but with a least range: a tile's summing CTA reads back a few partials, not
+ *    one per k-tile), and the two consumers take the CTA's pieces in turn as they take
+ *    tiles; a tile cut into pieces is summed in k order by the consumer that finishes its
+ *    last piece (streamk_piece, its own named barrier 3 or 4) and stored as any other.
  * Technique and source: CUTLASS's sm90 ping-pong schedule (ordered math warpgroups) and
  * the ping-pong level of ThunderKittens' H100 GEMM walk-through; written anew for this lab
  * on top of 32_half_wgmma.cu.
@@ -138,15 +144,9 @@ elem = "b16"
  *   CLUSTER  1 or 2: CTAs a cluster, sharing A's rows by multicast  (default 1)
  *   ROWPAD   16 or 128: bytes a row TMA reads is a multiple of     (default 16)
  *   STREAMK  1: share the last partial wave along K (CLUSTER 1)    (default 0)
- *  - STREAMK = 1 (CLUSTER 1): a CTA per SM. Where the tiles leave a last partial wave, its
- *    tiles' k-tiles are cut into ranges of at least 8 k-tiles, one a CTA (half.cuh's TileWalk,
- *    as step 32's but with a least range: a tile's summing CTA reads back a few partials, not
- *    one per k-tile), and the two consumers take the CTA's pieces in turn as they take
- *    tiles; a tile cut into pieces is summed in k order by the consumer that finishes its
- *    last piece (streamk_piece, its own named barrier 3 or 4) and stored as any other.
  * Launch: prepass (32, 8) blocks as the header says; matmul block 384, grid CLUSTER ·
- * min(units, #SMs / CLUSTER) (units: CLUSTER tiles side by side), dynamic shared memory
- * STAGES · (16 KB + BN · 128 bytes) + 1280; args (A, scratch, C, M, N, K, workspace) (the
+ * min(units, #SMs / CLUSTER) (units: CLUSTER tiles side by side; stream-K: #SMs), dynamic
+ * shared memory STAGES · (16 KB + BN · 128 bytes) + 1280; args (A, scratch, C, M, N, K, workspace) (the
  * workspace: stream-K's counters and partial tiles; null without it).
  * Models: FLOPs = 2·M·N·K; bytes = (M·K + K·N)·2 + M·N·sizeof(OUT).
  */
@@ -307,7 +307,8 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
             mbar_init(bars + 8 * (STAGES + s), 128 + 4 * (CLUSTER - 1));
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-        *reinterpret_cast<TileWalk<SK_MIN_RANGE>*>(walk_at) = TileWalk<SK_MIN_RANGE>(units, ktiles, STREAMK, G, unit);
+        *reinterpret_cast<TileWalk<SK_MIN_RANGE>*>(walk_at) =
+            TileWalk<SK_MIN_RANGE>(units, ktiles, STREAMK, G, unit);
     }
 #if CLUSTER > 1
     cluster_sync();                                     /* the peer's barriers exist before its loads */
@@ -394,7 +395,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
                                                3 + (n & 1), &last_piece[n & 1]))
                 continue;
 #endif
-            int row0, col0;                             /* worked out here: no registers held through the loop */
+            int row0, col0;                             /* here: no registers held through the loop */
             tile_origin(t, mt, ntu, GM, BM, BN * CLUSTER, row0, col0);
             col0 += rank * BN;
             const int warp = (tid >> 5) & 3;
