@@ -168,7 +168,8 @@ struct TileWalk {
         rem = sk ? tiles % G : 0;
         dp = tiles - rem;
         ndp = dp > b ? (dp - b + G - 1) / G : 0;
-        if constexpr (MIN_RANGE == 1) {
+        if constexpr (MIN_RANGE == 1) {              /* as before the least range: the general
+                                                        form costs step 32's 64 × 128 build a spill */
             S = (long long)G < (long long)rem * ktiles ? G : rem * ktiles;
         } else {                                     /* ranges of MIN_RANGE k-tiles up */
             const long long L = (long long)rem * ktiles;

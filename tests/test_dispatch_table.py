@@ -19,7 +19,7 @@ from engine.kernels.dispatch_table import DispatchError
 from engine.results import records
 from engine.results.records import RecordFieldError, ResultRecord
 from engine.run.runner import Plan, Sweep
-from tests.helpers import require_backend
+from tests.helpers import MINIMAL_KERNEL, require_backend
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -121,21 +121,9 @@ params = { persist = "1 if 2 * cdiv(M, 128) * cdiv(N, 256) >= 5 * SMS else 0" }
 """
 
 
-INT8_KERNEL = """/*
-+++
-name = "my_int8_pick"
-title = "an int8 kernel of the test's own"
-source = "tests"
-dtypes = ["int8"]
-layouts = ["kn", "nk"]
-[params]
-bs = [16, 32]
-[launch]
-grid = ["cdiv(N, bs)", "cdiv(M, bs)"]
-block = ["bs", "bs"]
-+++
-*/
-"""
+#: A kernel file of the test's own that takes int8 (in both layouts of B)
+INT8_KERNEL = MINIMAL_KERNEL.format(name="my_int8_pick", extra='dtypes = ["int8"]\nlayouts = ["kn", "nk"]')
+
 
 INT8 = """\
 [lab_i8]
