@@ -23,7 +23,8 @@
 # warp-row copies of B at 127x253x61, 90x131x4001, 200x255x37 and 1300x4099x37,
 # ffma_wide at SHAPE, 300x253x61, 257x301x77, 2300x1999x77 and 256x131x3080 (each copy of B,
 # bcopy 0-2, where N % 4 != 0), ffma_small at SHAPE,
-# 200x300x1500, 33x7x1001, 40x41x4100 and 33x7x8193 (split-K 2, 16 and 32).
+# 200x300x1500, 33x7x1001, 40x41x4100 and 33x7x8193 (split-K 2, 16 and 32); tf32_wgmma_rs
+# with and without its ping-pong consumers, rowpad 16 and 128, at SHAPE and 2049x2100x36.
 # Prints one line per tool and dtype; full logs go to
 # $OUT/sanitize_<tool>_<dtype>_<kernel>.log (or ./sanitize-logs/). Exits non-zero on any error.
 # memcheck runs with verification (a poisoned C, one checked launch + one timed launch);
@@ -85,6 +86,11 @@ for dtype in ${DTYPES:-float32 int32}; do
       [ "$name" = skinny ] \
           && shape=61x7x1000,4300x13x301,7x253x1001,16x300x1100,17x97x1543,1037x13x301,777x21x129,129x9x3001,300x45x999,500x30x1000 \
           && params=(--params "stream=0,1")
+      # tf32_wgmma_rs: its ping-pong consumers next to the shared tiles, rows padded both ways
+      # (rowpad 16 and 128: K % 8 != 0 at both shapes), at SHAPE and where a
+      # persistent CTA loops over several tiles (2049x2100x36: 297 tiles of 256 x 64)
+      [ "$name" = tf32_wgmma_rs ] && shape=$SHAPE,2049x2100x36 \
+          && params=(--params "pingpong=0,1;bm=256,128,64;bn=128,64;rowpad=16,128")
       runs=("")  # extra bench flags per sanitizer process
       if [ $half = 1 ]; then
         shape=$HALF_SHAPES

@@ -371,15 +371,20 @@ __device__ __forceinline__ void store_wgmma_acc(const float* d, float* C, int ro
 }
 
 /* The padding pre-pass of kernels that read A and B in place by TMA, which needs every row
- * stride to be a multiple of 16 bytes: where K % 4 != 0, A (M x K) is copied into Ap
- * (M x Kp, zero-padded) at S; where N % 4 != 0, B (K x N) into Bp (K x Np) after it.
- * Launched as blocks of (32, 8) threads over 32 x 32 tiles: grid.y covers cdiv(M, 32) rows
- * of Ap (when K % 4) then cdiv(K, 32) rows of Bp (when N % 4), grid.x the padded width. */
+ * stride to be a multiple of 16 bytes: where K % PC != 0, A (M x K) is copied into Ap
+ * (M x Kp, Kp = K rounded up to PE, zero-padded) at S; where N % PC != 0, B (K x N) into Bp
+ * (K x Np) after it. PE = PC = 4 (16 bytes) pads only what TMA cannot read; PE = 32, PC = 8
+ * moves rows that start inside a 32-byte sector onto whole 128-byte lines. Launched as
+ * blocks of (32, 8) threads over 32 x 32 tiles: grid.y covers cdiv(M, 32) rows of Ap (when
+ * K % PC) then cdiv(K, 32) rows of Bp (when N % PC), grid.x the padded width. */
+template <int PE = 4, int PC = PE>
 __device__ __forceinline__ void pad_for_tma(const float* __restrict__ A, const float* __restrict__ B,
                                             float* __restrict__ S, int M, int N, int K)
 {
-    const int Kp = (K + 3) & ~3, Np = (N + 3) & ~3;
-    const int ay = (K & 3) ? (M + 31) / 32 : 0;          /* block rows of Ap */
+    static_assert((PE == 4 || PE == 32) && PC >= 4 && PE % PC == 0, "pad_for_tma pads rows to 16 or 128 bytes");
+    const int Kp = (K & (PC - 1)) ? (K + PE - 1) & ~(PE - 1) : K;
+    const int Np = (N & (PC - 1)) ? (N + PE - 1) & ~(PE - 1) : N;
+    const int ay = (K & (PC - 1)) ? (M + 31) / 32 : 0;   /* block rows of Ap */
     const int c = blockIdx.x * 32 + threadIdx.x;
     if ((int)blockIdx.y < ay) {
         if (c >= Kp)
@@ -391,7 +396,7 @@ __device__ __forceinline__ void pad_for_tma(const float* __restrict__ A, const f
                 S[(size_t)m * Kp + c] = c < K ? A[(size_t)m * K + c] : 0.f;
         }
     } else {
-        float* Bp = S + ((K & 3) ? (size_t)M * Kp : 0);
+        float* Bp = S + ((K & (PC - 1)) ? (size_t)M * Kp : 0);
         if (c >= Np)
             return;
 #pragma unroll
@@ -403,12 +408,13 @@ __device__ __forceinline__ void pad_for_tma(const float* __restrict__ A, const f
     }
 }
 
-/* Where the tensor maps sit in the scratch S of a pad_for_tma pre-pass: after Ap (when K % 4)
- * and Bp (when N % 4), 128-byte aligned (the kernel header's maps_at). */
+/* Where the tensor maps sit in the scratch S of a pad_for_tma<PE, PC> pre-pass: after Ap
+ * (when K % PC) and Bp (when N % PC), 128-byte aligned (the kernel header's maps_at). */
+template <int PE = 4, int PC = PE>
 __device__ __forceinline__ const unsigned char* maps_after_padding(const float* S, int M, int N, int K)
 {
-    const size_t Kp = (K + 3) & ~3, Np = (N + 3) & ~3;
-    const size_t pre = ((K & 3) ? 4 * (size_t)M * Kp : 0) + ((N & 3) ? 4 * (size_t)K * Np : 0);
+    const size_t Kp = (K + PE - 1) & ~(PE - 1), Np = (N + PE - 1) & ~(PE - 1);
+    const size_t pre = ((K & (PC - 1)) ? 4 * (size_t)M * Kp : 0) + ((N & (PC - 1)) ? 4 * (size_t)K * Np : 0);
     return reinterpret_cast<const unsigned char*>(S) + ((pre + 127) & ~(size_t)127);
 }
 

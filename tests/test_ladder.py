@@ -111,19 +111,23 @@ def test_space_small_and_valid(v):
     valid = [c for c in combos if v.check("cuda", c, *home(v), "float32") is None]
     assert valid, f"{v.name}: no valid parameter combination"
     # a full search stays short: at most 12 combinations at the rung's home shape, 16 at
-    # any shape (tf32_wgmma_rs's 72 declared: its clusters only where the tiles leave most
-    # SMs idle; ffma_regdb's 960: its 80- and 96-row tiles are for M <= 96 only, its narrow
+    # any shape (tf32_wgmma_rs: 4 more, its ping-pong tiles; its 288 declared: its clusters
+    # only where the tiles leave most SMs idle; ffma_regdb's 960: its 80- and 96-row tiles are for M <= 96 only, its narrow
     # tiles for N <= 64, each N taking one or two tile widths, and B's copies other than
     # as it lies for N % 4 != 0; skinny's 180: each of its three streams ignores the others'
     # parameters, which its constraints hold at one value)
-    assert len(valid) <= 12 and len(combos) <= {"ffma_regdb": 960, "skinny": 180}.get(v.name, 96), (
+    extra = 4 if v.name == "tf32_wgmma_rs" else 0
+    assert len(valid) <= 12 + extra and len(combos) <= {"ffma_regdb": 960, "skinny": 180,
+                                                        "tf32_wgmma_rs": 288}.get(v.name, 96), (
         v.name, len(valid), len(combos))
     for shape in ODD_SHAPES + SKINNY_SHAPES + [(90, 4096, 4096), (80, 4095, 4096)]:
         at = [c for c in combos if v.check("cuda", c, *shape, "float32") is None]
         # where N % 4 != 0 ffma_wide's 36 and ffma_regdb's 40: their three copies of B (once
         # three rungs each), and ffma_regdb's narrow tiles for N <= 64 (once two rungs)
         most = {"ffma_wide": 36, "ffma_regdb": 40}.get(v.name, 16) if shape[1] % 4 else 16
-        assert len(at) <= most, (v.name, shape, len(at))
+        # tf32_wgmma_rs's rows padded onto whole lines: 6 more where K % 8 or N % 8
+        pad = 6 if v.name == "tf32_wgmma_rs" and (shape[1] % 8 or shape[2] % 8) else 0
+        assert len(at) <= most + extra + pad, (v.name, shape, len(at))
     assert v.check("cuda", v.default_params(), *home(v), "float32") is None
 
 
@@ -962,10 +966,19 @@ def test_wgmma_rs_registered():
 
 def test_wgmma_rs_space_and_shapes():
     combos = [c for c in RS.combos() if RS.check("cuda", c, 4096, 4096, 4096, "float32") is None]
-    # stream-K needs persist=1; 64-column tiles run one tile per CTA (persist=0); clusters
-    # only where the tiles leave most SMs idle (not at 4096³)
-    assert len(RS.combos()) == 72 and len(combos) == 12
-    assert {(c["persist"], c["bn"], c["ks"]) for c in combos} == {(1, 128, 1), (0, 128, 1), (0, 64, 1)}
+    # stream-K needs persist=1; 64-column tiles run one tile per CTA (persist=0) or are a
+    # ping-pong consumer's own; clusters only where the tiles leave most SMs idle (not at
+    # 4096³); ping-pong on a persistent grid without stream-K, a consumer's tile holding 128
+    # or 64 accumulators a thread
+    assert len(RS.combos()) == 288 and len(combos) == 16
+    assert {(c["persist"], c["bn"], c["ks"], c["pingpong"]) for c in combos} == {
+        (1, 128, 1, 0), (0, 128, 1, 0), (0, 64, 1, 0), (1, 128, 1, 1), (1, 64, 1, 1)}
+    assert {(c["bm"], c["bn"]) for c in combos if c["pingpong"]} == {(256, 64), (128, 128), (128, 64), (64, 128)}
+    assert all(c["streamk"] == 0 for c in combos if c["pingpong"])
+    pp = {"persist": 1, "streamk": 0, "bm": 256, "bn": 64, "ks": 1, "pingpong": 1, "rowpad": 16}
+    assert "persist=1, streamk=0 and ks=1" in RS.constraint(dict(pp, streamk=1), 4096, 4096, 4096, "float32")
+    assert "persist=1, streamk=0 and ks=1" in RS.constraint(dict(pp, persist=0), 4096, 4096, 4096, "float32")
+    assert "128 accumulators" in RS.constraint(dict(pp, bn=128), 4096, 4096, 4096, "float32")
 
     def clusters(m, n, k):
         return {(c["bm"], c["ks"]) for c in RS.combos()
@@ -973,26 +986,31 @@ def test_wgmma_rs_space_and_shapes():
     assert clusters(100, 4096, 4096) == {(256, 2), (128, 2), (64, 2)}     # 4 x 32 tiles: too many
     assert clusters(500, 500, 8000) == {(256, 2), (128, 2), (64, 2), (128, 4)}
     assert clusters(1000, 1000, 1000) == {(256, 2), (128, 2)}
-    pair = {"persist": 0, "streamk": 0, "bm": 256, "bn": 128, "ks": 2}
+    pair = {"persist": 0, "streamk": 0, "bm": 256, "bn": 128, "ks": 2, "pingpong": 0, "rowpad": 16}
     assert "leave 1 of every 2 of the 132 SMs idle (512 tiles)" in RS.constraint(pair, 4096, 4096, 4096, "float32")
     assert "persist=0 and bn=128" in RS.constraint(dict(pair, bn=64), 100, 4096, 4096, "float32")
     assert "only with bm=128" in RS.constraint(dict(pair, ks=4), 500, 500, 8000, "float32")
     assert "at most 115 CTAs (128 here)" in RS.constraint(dict(pair, ks=4, bm=128), 100, 4096, 4096, "float32")
     assert (128, 4) in clusters(100, 3072, 4096)                          # 24 tiles: 96 CTAs
-    assert "persist" in RS.constraint({"persist": 2, "streamk": 0, "bm": 256, "bn": 128, "ks": 1}, 64, 64, 64, "float32")
-    assert "stream-K" in RS.constraint({"persist": 0, "streamk": 1, "bm": 256, "bn": 128, "ks": 1}, 64, 64, 64, "float32")
-    assert "one tile per CTA" in RS.constraint({"persist": 1, "streamk": 0, "bm": 128, "bn": 64}, 64, 64, 64, "float32")
-    assert RS.workspace_bytes({"persist": 1, "streamk": 0, "bm": 256, "bn": 128, "ks": 1}, 4096, 4096, 4096) == 0
+    assert "persist" in RS.constraint({"persist": 2, "streamk": 0, "bm": 256, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16}, 64, 64, 64, "float32")
+    assert "stream-K" in RS.constraint({"persist": 0, "streamk": 1, "bm": 256, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16}, 64, 64, 64, "float32")
+    assert "one tile per CTA" in RS.constraint({"persist": 1, "streamk": 0, "bm": 128, "bn": 64, "pingpong": 0, "rowpad": 16}, 64, 64, 64, "float32")
+    assert RS.workspace_bytes({"persist": 1, "streamk": 0, "bm": 256, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16}, 4096, 4096, 4096) == 0
     persistent_stages = {256: 3, 128: 5, 64: 6}   # the kernel's STAGES per BM beside the staging area
     text = RS.source_path("cuda").read_text()
     for bm, st in persistent_stages.items():
-        assert f"#{'el' if bm != 256 else ''}if BM == {bm}\n#define STAGES {st} " in text
+        assert f"#elif BM == {bm}\n#define STAGES {st} " in text
     assert "#define STAGES (STAGES_FIT < 5 ? STAGES_FIT : 5)" in text
     assert "#define KS_PART_BYTES (BM * 512)" in text
     for c in combos:
         bm, bn = c["bm"], c["bn"]
         stage = (bm + bn) * 128                   # A's bm x 32 and B's 32 x bn floats
-        if c["persist"]:
+        if c["pingpong"]:
+            # as many stages as fit beside the 64 KB staging area (the kernel's STAGES_FIT), at most 8
+            st = min(8, (227 * 1024 - 32 - 1280 - 65536) // stage)
+            assert shared_bytes(RS, c) == st * stage + 65536 + 1280
+            assert {(256, 64): 4, (128, 128): 5, (128, 64): 6, (64, 128): 6}[(bm, bn)] == st
+        elif c["persist"]:
             # the stages, the 64 KB staging area apart, atom alignment and barriers
             assert shared_bytes(RS, c) == persistent_stages[bm] * stage + 65536 + 1280
         else:
@@ -1006,7 +1024,7 @@ def test_wgmma_rs_space_and_shapes():
             assert RS.check("cuda", c, m, n, k, "float32") is None
             (gx, gy), (bx, by) = RS.geometry(c, m, n, k)
             tiles = -(-m // bm) * -(-n // bn)
-            assert bx * by == 128 * (1 + bn // 64) and gy == 1
+            assert bx * by == (384 if c["pingpong"] else 128 * (1 + bn // 64)) and gy == 1
             if c["streamk"]:
                 assert gx == SMS                      # every SM: a last wave's idle ones share it
             else:
@@ -1042,6 +1060,37 @@ def test_wgmma_rs_prepass_only_pads_what_tma_cannot_read(shape):
         assert c_map.base == "scratch" and c_map.dim1 == 1
     assert (a_map.box0, a_map.box1, b_map.box0, b_map.box1) == (32, 256, 32, 32)
     assert a_map.elem == b_map.elem == "tf32"                                # TMA rounds both
+
+
+@pytest.mark.parametrize("shape", [(3100, 3700, 4500), (1900, 4500, 3800), (2049, 2100, 36),
+                                   (127, 253, 61), (4100, 4090, 4095), (3000, 3000, 3000)])
+def test_wgmma_rs_rowpad_moves_only_rows_inside_a_sector(shape):
+    """rowpad=128: A is copied onto rows of whole 128-byte lines where K % 8 != 0 (its rows
+    start inside a 32-byte sector), B where N % 8 != 0; rows on whole sectors are read in
+    place, and where nothing is padded the parameter is refused (it would change nothing)."""
+    m, n, k = shape
+    p = dict(RS.default_params(), rowpad=128)
+    why = RS.check("cuda", p, m, n, k, "float32")
+    if k % 8 == 0 and n % 8 == 0:
+        assert why is not None and "pads nothing" in why
+        return
+    assert why is None
+    at, (a_map, b_map, _c) = RS.prepass.tensor_maps(p, m, n, k)
+    kp = -(-k // 32) * 32 if k % 8 else k
+    np_ = -(-n // 32) * 32 if n % 8 else n
+    ap = 4 * m * kp if k % 8 else 0
+    assert (a_map.base, a_map.dim0, a_map.stride) == (("scratch", kp, 4 * kp) if k % 8 else ("a", k, 4 * k))
+    assert (b_map.base, b_map.offset, b_map.dim0) == (("scratch", ap, np_) if n % 8 else ("b", 0, n))
+    assert at % 128 == 0 and at >= ap + (4 * k * np_ if n % 8 else 0)
+    for t in (a_map, b_map):
+        assert t.stride % (128 if t.base == "scratch" else 16) == 0
+    (px, py), _ = RS.prepass.geometry(p, m, n, k)
+    assert py == (-(-m // 32) if k % 8 else 0) + (-(-k // 32) if n % 8 else 0)
+    assert px == -(-max(kp if k % 8 else 0, np_ if n % 8 else 0) // 32)
+    # only with the persistent, shared-tile grid
+    assert "persist=1, pingpong=0 and ks=1" in RS.constraint(dict(p, pingpong=1, bn=64), m, n, k, "float32")
+    text = RS.source_path("cuda").read_text()
+    assert "pad_for_tma<ROWPAD / 4, ROWPAD == 128 ? 8 : 4>" in text
 
 
 def _rs_walk(tiles, ktiles, grid):
@@ -1094,7 +1143,7 @@ def test_wgmma_rs_stream_k_covers_every_k_tile_once(shape, sms, bm):
                  "#define SK_MIN_KTILES 8"):
         assert line in text, line
     m, n, k = shape
-    c = {"persist": 1, "streamk": 1, "bm": bm, "bn": 128, "ks": 1}
+    c = {"persist": 1, "streamk": 1, "bm": bm, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16}
     (grid, _), _ = RS.geometry(c, m, n, k, sms=sms)
     assert grid == sms
     tiles, ktiles = -(-m // bm) * -(-n // 128), -(-k // 32)
@@ -1146,7 +1195,7 @@ def test_wgmma_rs_stream_k_is_deterministic_and_leaves_its_counters_zero(shape, 
     launch after launch, and every tile's arrival counter is back to zero."""
     _need_cuda()
     tiles = -(-shape[0] // bm) * -(-shape[1] // 128)
-    _assert_bitwise_repeatable(RS, {"persist": 1, "streamk": 1, "bm": bm, "bn": 128, "ks": 1},
+    _assert_bitwise_repeatable(RS, {"persist": 1, "streamk": 1, "bm": bm, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16},
                                shape, tiles, "tf32", seed=5)
 
 
@@ -1158,7 +1207,7 @@ def test_wgmma_rs_cluster_sum_is_deterministic(shape, bm, ks):
     whichever CTA finishes first: C is bitwise the first verified run's, launch after launch
     (staged epilogue, N % 4's register one, K % 4's padded A)."""
     _need_cuda()
-    c = {"persist": 0, "streamk": 0, "bm": bm, "bn": 128, "ks": ks}
+    c = {"persist": 0, "streamk": 0, "bm": bm, "bn": 128, "ks": ks, "pingpong": 0, "rowpad": 16}
     assert RS.check("cuda", c, *shape, "float32") is None
     _assert_bitwise_repeatable(RS, c, shape, 0, "tf32", seed=7)
 
@@ -1191,7 +1240,11 @@ def test_wgmma_rs_fragment_rows_are_a_permutation_and_conflict_free():
     STS.64 of the epilogue into the staging boxes (C's rows m, 128B swizzle)."""
     text = RS.source_path("cuda").read_text()
     assert "const unsigned chunk = (2 * (warp % 2) + g / 4) ^ (5 * ((g >> 1) & 1));" in text
-    assert "ncol[h] = 32 * (2 * cw + warp / 2) + 4 * chunk + 2 * (g % 2) + h;" in text
+    # slab s (below: cw) is consumer cw's 64 columns, or a ping-pong consumer's slab s: its
+    # columns from 64 s, its box 2 s + w / 2 (box + s * 2 * BBOX_BYTES)
+    assert "ncol[h] = 32 * (2 * slab0 + warp / 2) + 4 * chunk + 2 * (g % 2) + h;" in text
+    assert "const int slab0 = PINGPONG ? 0 : cw;" in text
+    assert "box + sl * 2 * BBOX_BYTES" in text and "col0 + 64 * sl" in text and "col0 + 64 * (slab0 + sl)" in text
     assert "const unsigned pair = 8 * (g % 2);" in text
     assert "ld.shared.v2.u32" in text and "st.shared.v2.f32" in text
     cols = []

@@ -131,7 +131,7 @@ def test_another_kernel_with_the_same_parameters_gets_its_own_maps(backend):
     then."""
     m, n, k = 512, 512, 512
     tma, ws, _log = setup(backend, TMA, m, n, k)
-    rs = CompiledKernel(RS, dict(tma.params, streamk=0, bm=256, bn=128, ks=1), "float32", tma.handle, "")
+    rs = CompiledKernel(RS, dict(tma.params, streamk=0, bm=256, bn=128, ks=1, pingpong=0, rowpad=16), "float32", tma.handle, "")
     assert all(rs.params[name] == value for name, value in tma.params.items())
     backend._launch(tma, ws, m, n, k)
     backend._launch(rs, ws, m, n, k)
@@ -221,9 +221,9 @@ def _rs_with_a_map(tmp_path, name: str, old: str, new: str):
 
 
 def test_map_bases_are_a_b_c_or_scratch(tmp_path):
-    h = _rs_with_a_map(tmp_path, "rs_bad_base", "'scratch' if N % 4 else 'b'", "'d'")
+    h = _rs_with_a_map(tmp_path, "rs_bad_base", "'scratch' if N % pc else 'b'", "'d'")
     with pytest.raises(ExpressionError, match="'a', 'b', 'c' or 'scratch'"):
-        h.prepass.tensor_maps({"persist": 1, "streamk": 0, "bm": 256, "bn": 128, "ks": 1}, 256, 128, 64)
+        h.prepass.tensor_maps({"persist": 1, "streamk": 0, "bm": 256, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16}, 256, 128, 64)
 
 
 @pytest.mark.parametrize("swizzle", [64, 32])
@@ -231,7 +231,7 @@ def test_a_map_may_ask_for_a_narrower_swizzle(backend, tmp_path, swizzle):
     """``swizzle`` (bytes of the span) reaches the encoder; the inner box must fit in it."""
     h = _rs_with_a_map(tmp_path, f"rs_sw{swizzle}", 'box = [32, 32]\nelem = "tf32"',
                        f'box = [{swizzle // 4}, 32]\nelem = "tf32"\nswizzle = {swizzle}')
-    _at, maps = h.prepass.tensor_maps({"persist": 1, "streamk": 0, "bm": 256, "bn": 128, "ks": 1}, 256, 128, 64)
+    _at, maps = h.prepass.tensor_maps({"persist": 1, "streamk": 0, "bm": 256, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16}, 256, 128, 64)
     assert (maps[1].box0, maps[1].swizzle) == (swizzle // 4, swizzle)
     assert maps[0].swizzle == maps[2].swizzle == 128          # the default
     blob = fake_encode(*maps[1][1:])                           # the fields after base
@@ -246,7 +246,7 @@ def test_map_swizzles_and_boxes_are_checked(tmp_path):
     h = _rs_with_a_map(tmp_path, "rs_wide", 'box = [32, 32]\nelem = "tf32"',
                        'box = [32, 32]\nelem = "tf32"\nswizzle = 64')
     with pytest.raises(ExpressionError, match="wider than the map's 64-byte swizzle span"):
-        h.prepass.tensor_maps({"persist": 1, "streamk": 0, "bm": 256, "bn": 128, "ks": 1}, 256, 128, 64)
+        h.prepass.tensor_maps({"persist": 1, "streamk": 0, "bm": 256, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16}, 256, 128, 64)
 
 
 def test_a_prepass_whose_when_is_false_leaves_b_to_the_kernel(backend, tmp_path):

@@ -2,7 +2,7 @@
 +++
 name = "tf32_wgmma_rs"
 title = "TF32 wgmma with B as the register operand (Cᵀ = Bᵀ·Aᵀ): no transpose of B, TMA in and out"
-summary = "wgmma reads a TF32 operand from shared memory only K-major: A (row-major) is, B is not, so the other TF32 wgmma kernels transpose B in a pre-pass. The register operand has no such rule, so each tile is computed transposed, Cᵀ = Bᵀ·Aᵀ: A, as TMA loads it, is wgmma's shared-memory operand, and B, loaded by TMA as it lies (N-major, boxes of 32 × 32 in the 128-byte swizzle), becomes the register operand, its fragments read with conflict-free LDS.64 (permuted rows, so that a0/a1 and a2/a3 are word pairs). The copy engine rounds both to TF32 on the way in (TFLOAT32 tensor maps). Tiles of bm × bn (256 × 128 by default): a producer warpgroup issues TMA loads; two consumer warpgroups (one at bn = 64) run wgmma.m64n{bm}k8 with A from registers, with setmaxnreg moving registers from the producer to the consumers; a persistent, rasterised grid. C leaves by TMA stores from a double-buffered staging area, so that writing one tile overlaps the next tile's main loop. For shapes with few tiles: narrower tiles (bm, bn), a cluster of ks CTAs per tile, each a part of K, summed through distributed shared memory, or stream-K (a last partial wave's tiles shared along K with the SMs that would idle, partials summed in k order by the last to arrive). A pre-pass pads A or B only where a row is not a multiple of 16 bytes, as TMA needs."
+summary = "wgmma reads a TF32 operand from shared memory only K-major: A (row-major) is, B is not, so the other TF32 wgmma kernels transpose B in a pre-pass. The register operand has no such rule, so each tile is computed transposed, Cᵀ = Bᵀ·Aᵀ: A, as TMA loads it, is wgmma's shared-memory operand, and B, loaded by TMA as it lies (N-major, boxes of 32 × 32 in the 128-byte swizzle), becomes the register operand, its fragments read with conflict-free LDS.64 (permuted rows, so that a0/a1 and a2/a3 are word pairs). The copy engine rounds both to TF32 on the way in (TFLOAT32 tensor maps). Tiles of bm × bn (256 × 128 by default): a producer warpgroup issues TMA loads; two consumer warpgroups (one at bn = 64) run wgmma.m64n{bm}k8 with A from registers, with setmaxnreg moving registers from the producer to the consumers; a persistent, rasterised grid. C leaves by TMA stores from a double-buffered staging area, so that writing one tile overlaps the next tile's main loop. With pingpong = 1 the two consumers stop sharing a tile: each owns whole bm × bn tiles and they take the CTA's tiles in turn, ordered by named barriers, so that one writes its tile out while the other runs its main loop. For shapes with few tiles: narrower tiles (bm, bn), a cluster of ks CTAs per tile, each a part of K, summed through distributed shared memory, or stream-K (a last partial wave's tiles shared along K with the SMs that would idle, partials summed in k order by the last to arrive). A pre-pass pads A or B only where a row is not a multiple of 16 bytes, as TMA needs."
 source = "PTX ISA wgmma.mma_async with the A operand in registers and its .tf32 register fragment layout, setmaxnreg, cp.async.bulk.tensor (loads and shared-to-global stores), cp.async.bulk.wait_group.read; the operand swap Cᵀ = Bᵀ·Aᵀ of column-major BLAS; CUTLASS sm90 register-sourced (RS) GMMA mainloops and TMA-store epilogues; cuda/ladder/23_tf32_wgmma_tma.cu"
 role = "rung"
 order = 26
@@ -16,27 +16,34 @@ streamk = [0, 1]
 bm = [256, 128, 64]
 bn = [128, 64]
 ks = [1, 2, 4]
+pingpong = [0, 1]
+rowpad = [16, 128]
 
 [descriptions]
 persist = "1: a persistent grid (one CTA per SM, a tile loop, C's stores overlapping the next tile); 0: one tile per CTA"
 streamk = "1: the last partial wave's tiles shared along K with the SMs that would idle (persist=1)"
 bm = "rows of C per tile (wgmma's N): narrower tiles give shapes with few tiles more CTAs"
-bn = "columns of C per tile: 128 (two consumer warpgroups) or 64 (one: twice the CTAs; persist=0)"
+bn = "columns of C per tile: 128 (two consumer warpgroups) or 64 (one: twice the CTAs; persist=0); with pingpong, one consumer's tile"
 ks = "CTAs per tile as a cluster, each 1/ks of K, summed through distributed shared memory (persist=0)"
+rowpad = "16: the pre-pass pads only the rows TMA cannot read (not a multiple of 16 bytes); 128: rows that start inside a 32-byte sector onto whole 128-byte lines"
+pingpong = "1: each consumer warpgroup owns whole bm × bn tiles and the two take the CTA's tiles in turn, one's epilogue under the other's main loop (persist=1)"
 
 [derived]
 tiles = "cdiv(M, bm) * cdiv(N, bn)"       # bm (M) × bn (N) tiles of C
 # persist=1: as many as fit beside the staging area (64 KB); persist=0: 5, the staging area
 # inside the ring (4 at bm 256 × bn 128: 227 KB less 32 bytes of static shared memory and
-# 1280 of alignment and mbarriers). More stages ran slower (benchmarks/NOTES.md, rung 26's stages)
-stages = "(3 if bm == 256 else 5 if bm == 128 else 6) if persist else min(5, (227 * 1024 - 32 - 1280) // ((bm + bn) * 128))"
-kp = "roundup(K, 4)"                      # row length of Ap (when K % 4)
-np = "roundup(N, 4)"                      # row length of Bp (when N % 4)
-# the pre-pass's padded copies (only where a row stride is not a multiple of 16 bytes, as
-# TMA needs): Ap (M × Kp) when K % 4, then Bp (K × Np) when N % 4; the three tensor maps
-# (A, B, C; 128 bytes each) after them, 128-aligned
-ap_bytes = "4 * M * kp if K % 4 else 0"
-bp_bytes = "4 * K * np if N % 4 else 0"
+# 1280 of alignment and mbarriers). More stages ran slower (benchmarks/NOTES.md, rung 26's stages).
+# pingpong: as many as fit beside the staging area, at most 8
+stages = "(min(8, (227 * 1024 - 32 - 1280 - 65536) // ((bm + bn) * 128)) if pingpong else 3 if bm == 256 else 5 if bm == 128 else 6) if persist else min(5, (227 * 1024 - 32 - 1280) // ((bm + bn) * 128))"
+pe = "rowpad // 4"                        # elements a padded row is a multiple of
+pc = "8 if rowpad == 128 else 4"          # rows whose length is not a multiple of pc are padded
+kp = "roundup(K, pe) if K % pc else K"    # row length of Ap (when K % pc)
+np = "roundup(N, pe) if N % pc else N"    # row length of Bp (when N % pc)
+# the pre-pass's padded copies (only where a row stride is not a multiple of 16 bytes as TMA
+# needs, or with rowpad 128 of 32 bytes): Ap (M × Kp) when K % pc, then Bp (K × Np) when
+# N % pc; the three tensor maps (A, B, C; 128 bytes each) after them, 128-aligned
+ap_bytes = "4 * M * kp if K % pc else 0"
+bp_bytes = "4 * K * np if N % pc else 0"
 maps_at = "roundup(ap_bytes + bp_bytes, 128)"
 
 [[constraints]]
@@ -52,8 +59,24 @@ check = "bn == 128 or bn == 64"
 reason = "bn must be 128 (two consumer warpgroups) or 64 (one)"
 
 [[constraints]]
-check = "bn == 128 or persist == 0"
-reason = "64-column tiles are for shapes with few tiles: one tile per CTA (persist=0, no stream-K)"
+check = "bn == 128 or persist == 0 or pingpong == 1"
+reason = "64-column tiles are for shapes with few tiles: one tile per CTA (persist=0, no stream-K), or a consumer's own tile (pingpong=1)"
+
+[[constraints]]
+check = "pingpong == 0 or (persist == 1 and streamk == 0 and ks == 1)"
+reason = "ping-pong consumers take turns at a persistent CTA's whole tiles: it needs persist=1, streamk=0 and ks=1"
+
+[[constraints]]
+check = "rowpad == 16 or (persist == 1 and pingpong == 0 and ks == 1)"
+reason = "rows copied onto whole lines pay for the copy with long main loops: rowpad=128 needs persist=1, pingpong=0 and ks=1"
+
+[[constraints]]
+check = "rowpad == 16 or K % 8 != 0 or N % 8 != 0"
+reason = "rowpad=128 pads nothing here: every row of A and B starts on a 32-byte sector (K % 8 == N % 8 == 0)"
+
+[[constraints]]
+check = "pingpong == 0 or bm * bn == 16384 or bm * bn == 8192"
+reason = "with pingpong one consumer warpgroup holds a whole bm × bn tile: 128 accumulators a thread (bm × bn = 16384), or 64 for shapes with fewer tiles (8192)"
 
 [[constraints]]
 check = "ks == 1 or ((ks == 2 or ks == 4) and persist == 0 and bn == 128)"
@@ -74,18 +97,18 @@ reason = "4-CTA clusters only with bm=128 and at most {7 * SMS // 8} CTAs ({ks *
 [launch]
 # persistent: one CTA per SM (with stream-K every SM, so that a last wave has idle SMs to share)
 grid = ["(SMS if streamk else min(tiles, SMS)) if persist else tiles * ks", 1]
-block = ["128 + 2 * bn", 1]                # a producer warpgroup + bn / 64 consumer warpgroups
+block = ["384 if pingpong else 128 + 2 * bn", 1]    # a producer warpgroup + bn / 64 consumer warpgroups (2 with pingpong)
 # the stages of A (bm × 32) and B (32 × bn) + the C staging area (32 KB per consumer
 # warpgroup; persist=0: in the ring) + atom alignment + mbarriers (full and empty per stage: at most 96 of the 256 bytes)
-shared = "stages * (bm + bn) * 32 * 4 + (512 * bn if persist else 0) + 1024 + 256"
+shared = "stages * (bm + bn) * 32 * 4 + ((65536 if pingpong else 512 * bn) if persist else 0) + 1024 + 256"
 # stream-K: an arrival counter per tile (256-byte aligned), then partial tiles (bm × 128
 # floats): one per head (rem < SMS of them) and one per piece of the tails (rem + SMS - rem
 # - 1 at most): fewer than 2 · SMS
 workspace = "roundup(4 * tiles, 256) + 2 * SMS * bm * 128 * 4 if streamk else 0"
 
-[prepass]            # padded copies only where needed: no blocks (no launch) when K % 4 == N % 4 == 0
+[prepass]            # padded copies only where needed: no blocks (no launch) when K % pc == N % pc == 0
 entry = "prepass"
-grid = ["cdiv(max(kp if K % 4 else 0, np if N % 4 else 0), 32)", "(cdiv(M, 32) if K % 4 else 0) + (cdiv(K, 32) if N % 4 else 0)"]
+grid = ["cdiv(max(kp if K % pc else 0, np if N % pc else 0), 32)", "(cdiv(M, 32) if K % pc else 0) + (cdiv(K, 32) if N % pc else 0)"]
 block = [32, 8]
 scratch = "maps_at + 3 * 128"
 
@@ -93,7 +116,7 @@ scratch = "maps_at + 3 * 128"
 # by TMA as it copies
 [[prepass.tensor_maps]]
 at = "maps_at"
-base = "'scratch' if K % 4 else 'a'"
+base = "'scratch' if K % pc else 'a'"
 offset = 0
 dims = ["kp", "M"]
 stride = "4 * kp"
@@ -102,8 +125,8 @@ elem = "tf32"
 
 # B (or Bp) as K rows of N (Np) floats, box 32 (n) × 32 (k); 128B swizzle; rounded to TF32
 [[prepass.tensor_maps]]
-base = "'scratch' if N % 4 else 'b'"
-offset = "ap_bytes if N % 4 else 0"
+base = "'scratch' if N % pc else 'b'"
+offset = "ap_bytes if N % pc else 0"
 dims = ["np", "K"]
 stride = "4 * np"
 box = [32, 32]
@@ -174,8 +197,12 @@ box = [32, 64]
  * 128 x 72 + 256 x 216 <= 384 x 168.
  *
  * Pre-pass: TMA needs every row stride to be a multiple of 16 bytes. Where K % 4 != 0 the
- * pre-pass copies A into Ap (M x Kp, zero-padded); where N % 4 != 0, B into Bp (K x Np). It
- * has no blocks when neither is needed, and the backend launches nothing then. The tensor
+ * pre-pass copies A into Ap (M x Kp, zero-padded); where N % 4 != 0, B into Bp (K x Np).
+ * ROWPAD = 128 pads to 32 elements where a row starts inside a 32-byte sector (K % 8, N % 8):
+ * such rows cost each box row an extra sector and line in the L2, which the copy pays for
+ * (benchmarks/NOTES.md, TF32 rows on whole lines); rows on whole sectors but not lines
+ * are read in place (padding them lost). It has no blocks
+ * when nothing is padded, and the backend launches nothing then. The tensor
  * maps (128 bytes each, A's then B's) are encoded by the backend into the scratch at
  * roundup(|Ap| + |Bp|, 128) bytes (from base 'a' / 'b' or the padded copies), C's after them.
  *
@@ -218,6 +245,18 @@ box = [32, 64]
  * alone leave most SMs idle (KS x tiles <= #SMs), every SM streams part of K (small M with
  * long K: benchmarks/NOTES.md, rung 26's clusters). KS = 4 only at bm 128 and up to 7/8 of
  * the SMs (a GPC must hold a cluster whole).
+ * PINGPONG = 1 (PERSIST 1, no STREAMK, KS 1): the consumers stop sharing each tile. Each owns
+ * whole BM x BN tiles (BN / 64 slabs of 64 columns, each slab a wgmma.m64n{BM}k8 a k-step
+ * into BM / 2 accumulators; BM x BN = 16384, or 8192 for shapes with fewer tiles) and the two take the CTA's tiles in turn:
+ * consumer 0 items 0, 2, 4, ..., consumer 1 items 1, 3, 5, .... The producer fills the ring
+ * with item 0's k-tiles, then item 1's: ring position p = n * ktiles + k-tile. Each stage is
+ * read by one consumer (empty barriers count 128 arrivals). A consumer starts an item's main
+ * loop only once the other has issued all of its previous item's wgmmas (named barriers 5
+ * and 6, 256 threads: bar.sync on its own, which the other bar.arrives), so one runs its
+ * main loop while the other writes its tile out; the order also keeps each consumer within
+ * one phase of the stages it waits on. The staging buffers are each consumer's own, as
+ * before. Why: with the tile shared, the tensor cores idle while both consumers stage C
+ * (benchmarks/NOTES.md, TF32 at a locked clock: cuBLAS TF32's ordered consumers).
  *
  * Rounding: the copy engine rounds A and B to TF32 as it lands them (TFLOAT32 tensor maps);
  * threads rounding A in place and the fragments by cvt.rna cost shared-memory traffic and
@@ -238,16 +277,19 @@ box = [32, 64]
  *   BM         rows of C per tile: 256, 128 or 64 (default 256)
  *   BN         columns of C per tile: 128 (2 consumer warpgroups) or 64 (1; PERSIST 0) (default 128)
  *   KS         CTAs per tile, each a part of K, as a cluster: 1, 2 or 4 (PERSIST 0, BN 128) (default 1)
+ *   PINGPONG   1: each consumer owns whole tiles, the two in turn (PERSIST 1)   (default 0)
+ *   ROWPAD     16 or 128: bytes a padded row of A or B is a multiple of (default 16)
  *   L2_KEEP_K  at K up to this, B loads keep their L2 lines (evict_last) and C's TMA
  *              stores give theirs up (evict_first)                  (default 256)
  * Fixed: BK = 32, GM = 8; STAGES = 3, 5, 6 for BM = 256, 128, 64 with PERSIST 1 (as many as
- * fit beside the staging area), 5 with PERSIST 0 (4 at BM 256, BN 128).
+ * fit beside the staging area; with PINGPONG as many as fit there, at most 8), 5 with
+ * PERSIST 0 (4 at BM 256, BN 128).
  * Dynamic shared memory: STAGES * (BM + BN) * 128 (+ 64 KB of C staging with PERSIST 1) +
  * 1024 (atom alignment) + 256 (mbarriers): 209.25 KB (BM 256, 64; PERSIST 1), 225.25 KB (BM
  * 128). The kernel traps if the launch gave it less than its layout needs.
  *
  * Launch: prepass block (32, 8) over 32 x 32 tiles of Ap then Bp (none when not needed);
- * matmul block (128 + 2 BN, 1), grid (PERSIST ? (STREAMK ? SMS : min(tiles, SMS)) : KS tiles, 1),
+ * matmul block (128 + 2 BN, 1; 384 with PINGPONG), grid (PERSIST ? (STREAMK ? SMS : min(tiles, SMS)) : KS tiles, 1),
  * tiles = ceil(M/BM) * ceil(N/BN); args (A, scratch, C, M, N, K, workspace) (the workspace:
  * stream-K's counters and partial tiles; none without it).
  */
@@ -274,6 +316,15 @@ box = [32, 64]
 #ifndef KS
 #define KS 1
 #endif
+#ifndef PINGPONG
+#define PINGPONG 0
+#endif
+#ifndef ROWPAD
+#define ROWPAD 16
+#endif
+#if ROWPAD != 16 && ROWPAD != 128
+#error "ROWPAD must be 16 or 128"
+#endif
 /* L2_KEEP_K: at K <= this, B is loaded with an evict_last policy and C stored with
  * evict_first. With few k-tiles per tile C's writes are most of the traffic (8192 x 8192 x
  * 256: 256 MB of C against 16 MB of A and B) and pushed the A and B panels that the next
@@ -284,7 +335,13 @@ box = [32, 64]
 #endif
 #define BK 32
 #define GM 8
+#if PINGPONG
+#define CONSUMERS 2                          /* consumer warpgroups, each on its own tiles */
+#define SLABS (BN / 64)                      /* 64-column slabs of a tile, all one consumer's */
+#else
 #define CONSUMERS (BN / 64)                  /* consumer warpgroups, 64 columns of C each */
+#define SLABS 1
+#endif
 #define NT (128 * (1 + CONSUMERS))
 #if BN != 128 && BN != 64
 #error "BN must be 128 or 64"
@@ -298,8 +355,11 @@ box = [32, 64]
 #if STREAMK != 0 && (STREAMK != 1 || PERSIST != 1 || BN != 128)
 #error "STREAMK must be 0 or 1, and 1 only with PERSIST 1 and BN 128"
 #endif
-#if BN == 64 && PERSIST != 0
-#error "BN 64 runs one tile per CTA (PERSIST 0)"
+#if BN == 64 && PERSIST != 0 && !PINGPONG
+#error "BN 64 runs one tile per CTA (PERSIST 0) or a consumer's own tiles (PINGPONG 1)"
+#endif
+#if PINGPONG && (PINGPONG != 1 || PERSIST != 1 || STREAMK != 0 || KS != 1 || (BM * BN != 16384 && BM * BN != 8192))
+#error "PINGPONG must be 0 or 1, and 1 only with PERSIST 1, STREAMK 0, KS 1 and BM x BN 16384 or 8192"
 #endif
 #if KS != 1 && ((KS != 2 && KS != 4) || PERSIST != 0 || BN != 128)
 #error "KS must be 1, or 2 or 4 with PERSIST 0 and BN 128"
@@ -316,7 +376,10 @@ box = [32, 64]
 #if PERSIST
 /* the staging area apart from the ring, so that a tile's stores overlap the next tile */
 #define STG_AT (STAGES * STAGE_BYTES)
-#if BM == 256
+#if PINGPONG
+#define STAGES_FIT ((SMEM_LIMIT - SMEM_EXTRA - STG_BYTES) / STAGE_BYTES)
+#define STAGES (STAGES_FIT < 8 ? STAGES_FIT : 8)
+#elif BM == 256
 #define STAGES 3                             /* 3 x 48 KB + the 64 KB staging area */
 #elif BM == 128
 #define STAGES 5                             /* 5 x 32 KB + 64 KB */
@@ -346,29 +409,32 @@ box = [32, 64]
 #define SK_MIN_KTILES 8                      /* stream-K only where a head has >= 8 k-tiles */
 #define PART_VECS (BM / 8)                   /* float4s per consumer thread in a partial tile */
 #define PARTS (BM / 64)                      /* staging parts of 64 rows of C per tile and consumer */
+#define KK_GROUP (BK / 8 / SLABS)            /* k-steps a fragment buffer holds (all slabs) */
 
-/* Ap (M x Kp) when K % 4, Bp (K x Np) when N % 4: zero-padded copies, 32 x 32 per block */
+/* Ap (M x Kp) and Bp (K x Np), zero-padded copies where rows are padded (see the header),
+   32 x 32 per block */
 extern "C" __global__ __launch_bounds__(256)
 void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
              int M, int N, int K)
 {
-    pad_for_tma(A, B, S, M, N, K);
+    pad_for_tma<ROWPAD / 4, ROWPAD == 128 ? 8 : 4>(A, B, S, M, N, K);
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-/* the 16 fragment registers (4 k-steps x a0..a3) of one stage: B^T rows of this lane (as TMA
-   left them: rounded to TF32), 8 LDS.64. sb: the stage's base (the B boxes follow A's
-   region); box: byte offset of the lane's box, chunk: its 16-byte chunk before the swizzle,
-   pair: byte offset of its word pair in the chunk (rows g and g + 8 are the pair's two
-   words: a0 and a1, or a2 and a3, in one load); t: lane % 4 */
+/* the 4 KKS fragment registers (KKS k-steps from kk0, a0..a3 each) of one stage: B^T rows of
+   this lane (as TMA left them: rounded to TF32), 2 KKS LDS.64. sb: the stage's base (the B
+   boxes follow A's region); box: byte offset of the lane's box, chunk: its 16-byte chunk
+   before the swizzle, pair: byte offset of its word pair in the chunk (rows g and g + 8 are
+   the pair's two words: a0 and a1, or a2 and a3, in one load); t: lane % 4 */
+template <int KKS>
 __device__ __forceinline__ void load_fragments(unsigned* f, unsigned sb, unsigned box,
-                                               unsigned chunk, unsigned pair, int t)
+                                               unsigned chunk, unsigned pair, int t, int kk0)
 {
 #pragma unroll
-    for (int kk = 0; kk < BK / 8; ++kk)
+    for (int kk = 0; kk < KKS; ++kk)
 #pragma unroll
         for (int q = 0; q < 2; ++q) {           /* column t (q = 0) or t + 4 (q = 1) */
-            const unsigned k = kk * 8 + t + 4 * q;
+            const unsigned k = (kk0 + kk) * 8 + t + 4 * q;
             const unsigned addr = sb + box + k * 128u + (((chunk ^ (k & 7u)) << 4) | pair);
             asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n"
                          : "=r"(f[kk * 4 + 2 * q]), "=r"(f[kk * 4 + 2 * q + 1]) : "r"(addr) : "memory");
@@ -529,6 +595,27 @@ __device__ __forceinline__ void sk_sum(float (&acc)[BM / 2], unsigned char* work
 }
 #endif
 
+#if PINGPONG
+/* Named barrier 5 + c of the two consumer warpgroups (256 threads), c the consumer that waits
+ * on it: bar.sync waits for the other's bar.arrive. Immediate ids (1-4 are the epilogue's,
+ * stream-K's and the one-tile CTA's). */
+__device__ __forceinline__ void consumers_wait(int c)
+{
+    if (c == 0)
+        asm volatile("bar.sync 5, 256;\n" ::: "memory");
+    else
+        asm volatile("bar.sync 6, 256;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void consumers_let_go(int c)
+{
+    if (c == 0)
+        asm volatile("bar.arrive 5, 256;\n" ::: "memory");
+    else
+        asm volatile("bar.arrive 6, 256;\n" ::: "memory");
+}
+#endif
+
 #if KS > 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900   /* clusters: sm_90 on */
 #define CLUSTER_DIMS __cluster_dims__(KS, 1, 1)
 #else
@@ -552,7 +639,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
     const bool short_k = K <= L2_KEEP_K;               /* B kept in the L2, C streamed past */
     const int mt = (M + BM - 1) / BM, nt = (N + BN - 1) / BN;
     const int tiles = mt * nt;
-    const unsigned char* maps = maps_after_padding(S, M, N, K);     /* A's, B's, C's */
+    const unsigned char* maps = maps_after_padding<ROWPAD / 4, ROWPAD == 128 ? 8 : 4>(S, M, N, K);     /* A's, B's, C's */
     __shared__ Walk walk;
     if (tid == 0) {
         const int G = gridDim.x, rem = tiles % G, qm = (int)((long long)rem * ktiles / G);
@@ -576,7 +663,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(bars + 8 * s, 1);                  /* the producer's arrive + tx bytes */
-            mbar_init(bars + 8 * (STAGES + s), 128 * CONSUMERS);   /* consumer threads */
+            mbar_init(bars + 8 * (STAGES + s), 128 * (PINGPONG ? 1 : CONSUMERS));   /* its consumers' threads */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
@@ -628,16 +715,18 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
         const int cw = wg - 1;
         const int warp = (tid >> 5) & 3, lane = tid & 31;
         const int g = lane >> 2, t4 = lane & 3;
-        /* this lane's fragment rows g + 8h as columns of the tile (see the header) */
-        const unsigned box = A_BYTES + (2 * cw + warp / 2) * BBOX_BYTES;
+        /* this lane's fragment rows g + 8h as columns of the tile (see the header): of slab
+           cw's 64 columns, or with PINGPONG of slab 0's (slab sl: 64 sl columns on) */
+        const int slab0 = PINGPONG ? 0 : cw;
+        const unsigned box = A_BYTES + (2 * slab0 + warp / 2) * BBOX_BYTES;
         const unsigned chunk = (2 * (warp % 2) + g / 4) ^ (5 * ((g >> 1) & 1));
         const unsigned pair = 8 * (g % 2);
         int ncol[2];
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-            ncol[h] = 32 * (2 * cw + warp / 2) + 4 * chunk + 2 * (g % 2) + h;
-        float acc[BM / 2];
-        unsigned fr[2][4 * (BK / 8)];
+            ncol[h] = 32 * (2 * slab0 + warp / 2) + 4 * chunk + 2 * (g % 2) + h;
+        float acc[SLABS * BM / 2];                      /* slab sl's at sl * BM / 2 */
+        unsigned fr[2][4 * (BK / 8)];                   /* two buffers of KK_GROUP k-steps x SLABS */
         const bool lead = (tid & 127) == 0;
         const void* tmC = maps + 256;
         const bool staged = (N & 3) == 0;              /* TMA stores need 16-byte rows */
@@ -645,13 +734,23 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
             tensormap_acquire(tmC);
         int it = 0, t, kb, ke;
         unsigned part = 0;                              /* staged parts so far: buffer part % 2 */
-        for (int n = 0; walk.item(n, ktiles, t, kb, ke); ++n) {
+        /* PINGPONG: consumer cw takes items cw, cw + 2, ... (whole tiles: item n's first
+           k-tile is ring position n * ktiles) */
+        for (int n = PINGPONG ? cw : 0; walk.item(n, ktiles, t, kb, ke); n += PINGPONG ? 2 : 1) {
             int row0, col0;
             tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
 #pragma unroll
-            for (int j = 0; j < BM / 2; ++j)
+            for (int j = 0; j < SLABS * BM / 2; ++j)
                 acc[j] = 0.f;
-            /* two k-tiles per trip so that each fragment buffer is a fixed set of registers */
+#if PINGPONG
+            it = n * ktiles;
+            if (n > 0)                                  /* the other has issued item n - 1 */
+                consumers_wait(cw);
+#endif
+            /* two k-tiles per trip so that each fragment buffer is a fixed set of registers.
+               A k-tile's k-steps go in SLABS groups of KK_GROUP, each group's fragments (all
+               slabs) in one buffer while the other group's wgmmas run: two slabs' fragments
+               for a whole k-tile, double-buffered, would not fit beside the accumulators */
             for (int kt = kb; kt < ke; kt += 2) {
 #pragma unroll
                 for (int u = 0; u < 2; ++u) {
@@ -659,19 +758,33 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                         const int s = it % STAGES;
                         mbar_wait(bars + 8 * s, (it / STAGES) & 1);                 /* A, B landed */
                         const unsigned sa = base + s * STAGE_BYTES;
-                        load_fragments(fr[u], sa, box, chunk, pair, t4);
-                        asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
 #pragma unroll
-                        for (int kk = 0; kk < BK / 8; ++kk)
-                            wgmma_rs<BM>(acc, &fr[u][kk * 4], make_desc(sa + kk * 32));
-                        asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-                        asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-                        if (kt + u > kb)                /* k-tile it-1 read: release its stage */
-                            mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+                        for (int grp = 0; grp < SLABS; ++grp) {
+                            unsigned* const f = fr[(u * SLABS + grp) & 1];
+#pragma unroll
+                            for (int sl = 0; sl < SLABS; ++sl)
+                                load_fragments<KK_GROUP>(f + sl * 4 * KK_GROUP, sa, box + sl * 2 * BBOX_BYTES,
+                                                         chunk, pair, t4, grp * KK_GROUP);
+                            asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+#pragma unroll
+                            for (int kk = 0; kk < KK_GROUP; ++kk)
+#pragma unroll
+                                for (int sl = 0; sl < SLABS; ++sl)
+                                    wgmma_rs<BM>(acc + sl * (BM / 2), f + sl * 4 * KK_GROUP + kk * 4,
+                                                 make_desc(sa + (grp * KK_GROUP + kk) * 32));
+                            asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+                            asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+                            if (grp == 0 && kt + u > kb)    /* k-tile it-1 read: release its stage */
+                                mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+                        }
                         ++it;
                     }
                 }
             }
+#if PINGPONG
+            if (n + 1 < walk.ndp)                       /* the other's next item: its turn */
+                consumers_let_go(1 - cw);
+#endif
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
             if (ke > kb)
                 mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
@@ -749,7 +862,8 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                    warpgroup's store groups have read theirs */
                 const unsigned lane_at = (warp / 2) * QBOX_BYTES + pair;
 #pragma unroll
-                for (int q = 0; q < PARTS; ++q, ++part) {
+                for (int sq = 0; sq < SLABS * PARTS; ++sq, ++part) {
+                    const int sl = sq / PARTS, q = sq % PARTS;  /* slab sl's part q */
                     const unsigned buf = stg + (2 * cw + (part & 1)) * 2 * QBOX_BYTES;
                     if (lead)
                         bulk_wait_read<1>();
@@ -759,27 +873,31 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
                         const int j = q * 32 + jj;                         /* with j + 2: h = 0, 1 */
                         const unsigned r = (jj >> 2) * 8 + 2 * t4 + (j & 1);
                         const unsigned addr = buf + lane_at + r * 128u + ((chunk ^ (r & 7u)) << 4);
+                        const float* const d = acc + sl * (BM / 2);
                         asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n"
-                                     :: "r"(addr), "f"(acc[j]), "f"(acc[j + 2]) : "memory");
+                                     :: "r"(addr), "f"(d[j]), "f"(d[j + 2]) : "memory");
                     }
                     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
                     asm volatile("bar.sync %0, 128;\n" :: "r"(1 + cw) : "memory");
                     if (lead) {
+                        const int c0 = col0 + 64 * (slab0 + sl);
                         if (short_k) {                   /* C streams past A's and B's panels */
                             const unsigned long long pass = l2_policy_evict_first();
-                            tma_store_2d_hint(tmC, col0 + 64 * cw, row0 + 64 * q, buf, pass);
-                            tma_store_2d_hint(tmC, col0 + 64 * cw + 32, row0 + 64 * q, buf + QBOX_BYTES, pass);
+                            tma_store_2d_hint(tmC, c0, row0 + 64 * q, buf, pass);
+                            tma_store_2d_hint(tmC, c0 + 32, row0 + 64 * q, buf + QBOX_BYTES, pass);
                         } else {
-                            tma_store_2d(tmC, col0 + 64 * cw, row0 + 64 * q, buf);
-                            tma_store_2d(tmC, col0 + 64 * cw + 32, row0 + 64 * q, buf + QBOX_BYTES);
+                            tma_store_2d(tmC, c0, row0 + 64 * q, buf);
+                            tma_store_2d(tmC, c0 + 32, row0 + 64 * q, buf + QBOX_BYTES);
                         }
                         bulk_commit();
                     }
                 }
             } else {
 #pragma unroll
-                for (int j = 0; j < BM / 2; ++j)
-                    store_acc_element(C, M, N, row0, col0, t4, ncol, j, acc[j]);
+                for (int sl = 0; sl < SLABS; ++sl)
+#pragma unroll
+                    for (int j = 0; j < BM / 2; ++j)
+                        store_acc_element(C, M, N, row0, col0 + 64 * sl, t4, ncol, j, acc[sl * (BM / 2) + j]);
             }
         }
         if (staged && lead)
