@@ -58,17 +58,6 @@ __device__ __forceinline__ void pad_or_transpose_bytes(const void* A, const void
     }
 }
 
-/* Where the 8-bit steps' tensor maps lie in the scratch (A's, then B's, 128 bytes each):
- * after pad_or_transpose_bytes' copies, 128-byte aligned. */
-template <int B_NK_>
-__device__ __forceinline__ const unsigned char* byte_maps_after_padding(const void* S, int M, int N, int K)
-{
-    const int Kp = (K + 15) & ~15;
-    const size_t ap = K % 16 ? (size_t)M * Kp : 0;
-    const size_t bp = B_NK_ ? (K % 16 ? (size_t)N * Kp : 0) : (size_t)N * Kp;
-    return reinterpret_cast<const unsigned char*>(S) + ((ap + bp + 127) & ~(size_t)127);
-}
-
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 /* The 8-bit steps' producer, ring position `it` of a STAGES_-deep ring of stages of BM_ × 128
  * bytes of A then BN_ × 128 of B (both K-major, 128-byte swizzle) from `base`, full[s] /

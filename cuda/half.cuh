@@ -100,18 +100,6 @@ __device__ __forceinline__ void store_wgmma_out(const ACC_T* d, OUT_T* C, int ro
     }
 }
 
-/* Where the 16-bit TMA steps' tensor maps lie in the scratch (A's, then B's, 128 bytes each):
- * after pad_short_rows' copies (rows padded to PE_ elements), 128-byte aligned. */
-template <int B_NK_, int PE_>
-__device__ __forceinline__ const unsigned char* half_maps_after_padding(const void* S, int M, int N, int K)
-{
-    static_assert((PE_ & (PE_ - 1)) == 0, "rows are padded to a power of two");
-    const int Kp = (K + PE_ - 1) & ~(PE_ - 1), Np = (N + PE_ - 1) & ~(PE_ - 1);
-    const size_t ap = K % PE_ ? (size_t)2 * M * Kp : 0;
-    const size_t bp = B_NK_ ? (K % PE_ ? (size_t)2 * N * Kp : 0) : (N % PE_ ? (size_t)2 * K * Np : 0);
-    return reinterpret_cast<const unsigned char*>(S) + ((ap + bp + 127) & ~(size_t)127);
-}
-
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 /* The 16-bit TMA steps' producer, ring position `it` of a STAGES_-deep ring of stages of
  * BM_ × 64 of A and 64 × BN_ of B (16-bit, 128-byte swizzle) from `base`, full[s] / empty[s]

@@ -418,6 +418,14 @@ __device__ __forceinline__ const unsigned char* maps_after_padding(const float* 
     return reinterpret_cast<const unsigned char*>(S) + ((pre + 127) & ~(size_t)127);
 }
 
+/* A TMA tensor map passed as a kernel argument (a pre-pass's maps_in = "params"): the 128
+ * bytes the backend encodes, 64-byte aligned as CUtensorMap. Declared
+ * `const __grid_constant__ TensorMapArg map`, it stays in the launch's parameter space, and
+ * TMA reads it from there (&map): no copy in global memory to fetch after a proxy fence. */
+struct __align__(64) TensorMapArg {
+    unsigned long long words[16];
+};
+
 /* --- Hopper (sm_90): mbarriers and bulk copies -------------------------------------------------- */
 /* Only the sm_90 and newer passes of nvcc define these (the kernels that use them guard their
  * own code); barrier and shared-memory arguments are 32-bit shared-state-space addresses. */
@@ -616,6 +624,36 @@ __device__ __forceinline__ void tile_origin(int t, int mt, int nt, int gm, int b
 __device__ __forceinline__ void tensormap_acquire(const void* map)
 {
     asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;\n" :: "l"(map) : "memory");
+    asm volatile("prefetch.tensormap [%0];\n" :: "l"(map) : "memory");
+}
+
+/* Named barrier ID among 256 threads: wait for the others (sync), or count in and go on
+ * (arrive). An immediate id, so that ptxas reserves only the barriers a kernel names. */
+template <int ID>
+__device__ __forceinline__ void bar_sync_256() { asm volatile("bar.sync %0, 256;\n" :: "n"(ID) : "memory"); }
+
+template <int ID>
+__device__ __forceinline__ void bar_arrive_256() { asm volatile("bar.arrive %0, 256;\n" :: "n"(ID) : "memory"); }
+
+/* The order of a ping-pong kernel's two consumer warpgroups: named barrier FIRST + c, c the
+ * consumer that waits on it (consumers_wait), which the other lets go (consumers_let_go). */
+template <int FIRST>
+__device__ __forceinline__ void consumers_wait(int c)
+{
+    c == 0 ? bar_sync_256<FIRST>() : bar_sync_256<FIRST + 1>();
+}
+
+template <int FIRST>
+__device__ __forceinline__ void consumers_let_go(int c)
+{
+    c == 0 ? bar_arrive_256<FIRST>() : bar_arrive_256<FIRST + 1>();
+}
+
+/* A tensor map that came as a kernel argument (a TensorMapArg: maps_in = "params") needs no
+ * fence: it was never written through the generic proxy. prefetch.tensormap warms the
+ * descriptor cache; pass the argument's address (param space, as a generic address). */
+__device__ __forceinline__ void tensormap_prefetch(const void* map)
+{
     asm volatile("prefetch.tensormap [%0];\n" :: "l"(map) : "memory");
 }
 

@@ -36,7 +36,7 @@ def test_header_defines_and_refusals():
 
 def test_no_scale_argument_and_launch():
     assert not takes_scale(V)
-    assert argument_mismatch(V, 6, scale=False) is None
+    assert argument_mismatch(V, 8, scale=False) is None            # the two tensor maps first
     assert V.launch_geometry(P, 4096, 4096, 4096, 132) == ((132, 1), (384, 1))
     assert V.launch_geometry({**P, "persist": 0, "bm": 64, "bn": 128}, 1000, 1000, 1000, 132) == ((128, 1), (256, 1))
     assert V.dynamic_shared(P) == 4 * 48 * 1024 + 1280 <= 227 * 1024
@@ -44,7 +44,7 @@ def test_no_scale_argument_and_launch():
 
 def test_tensor_maps_and_prepass_match_the_fp8_steps():
     """The same byte operands as step 33 (eight_bit.cuh): B as N×K read in place where K %
-    16 == 0, else transposed or padded into the scratch, maps after the copies."""
+    16 == 0, else transposed or padded into the scratch; the maps the kernel's first arguments."""
     pre, fp8 = V.prepass, FP8.prepass
     for p in (P, {**P, "NK": 1}, {**P, "bm": 64, "bn": 128}):
         for shape in ((4096, 2048, 1024), (100, 130, 61), (127, 61, 253), (1, 1, 1)):

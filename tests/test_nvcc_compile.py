@@ -276,7 +276,11 @@ def _kernel_files() -> list[Path]:
 KERNEL_FILES = _kernel_files()
 
 #: kernel file (relative) -> (backend, kind) from the registry
-_REGISTERED = {src: (backend, v.kind, (v.workspace is not None) + takes_scale(v)) for v in REGISTRY.values()
+# extra arguments: the workspace pointer where the header asks for one (launch.workspace),
+# the scales' product of an FP8 kernel, and a pre-pass's tensor maps with maps_in = "params"
+_REGISTERED = {src: (backend, v.kind, (v.workspace is not None) + takes_scale(v)
+                     + (len(v.prepass.maps) if v.prepass is not None and v.prepass.maps_in == "params" else 0))
+               for v in REGISTRY.values()
                for backend, src in v.sources.items() if backend in ("cuda", "opencl") and not v.library
                and v.dispatch is None}
 
@@ -318,8 +322,6 @@ def test_kernel_file_has_header_and_entry(path: Path):
     assert m, f"{rel} does not define the entry point 'matmul' ({backend} style)"
     if rel in _REGISTERED:
         n_args = len([a for a in m.group(1).split(",") if a.strip()])
-        # + the workspace pointer where the header asks for one (launch.workspace), + the
-        # scales' product of an FP8 kernel
         expected = (4 if _REGISTERED[rel][1] == "aat" else 6) + _REGISTERED[rel][2]
         assert n_args == expected, f"{rel}: matmul takes {n_args} arguments, expected {expected}"
 

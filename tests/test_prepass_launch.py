@@ -268,3 +268,67 @@ def test_a_prepass_whose_when_is_false_leaves_b_to_the_kernel(backend, tmp_path)
         assert [e[0] for e in log] == (["prepass", "matmul"] if runs else ["matmul"])
         args = log[-1][3]
         assert (args[1] is not ws.b) if runs else (args[1] is ws.b), (pad, n)
+
+
+# --- maps_in = "params": the tensor maps as the kernel's first arguments ----------------------
+
+PINGPONG = registry.get("half_wgmma_pingpong")
+
+
+@pytest.mark.parametrize("shape", [(1024, 1024, 1024), (100, 130, 61)])
+def test_maps_in_params_come_first_and_are_never_copied(backend, shape):
+    """Steps 32-35 take their maps as arguments (TMA reads them from the parameter space: no
+    fence, no fetch from global memory): nothing is copied to the scratch, and the maps
+    (A's, then B's) precede A, the scratch, C and the sizes."""
+    m, n, k = shape
+    kernel, ws, log = setup(backend, PINGPONG, m, n, k)
+    backend._launch(kernel, ws, m, n, k)
+    assert PINGPONG.prepass.maps_in == "params" and backend.drv.copies == []
+    args = log[-1][3]
+    assert len(args[0]) == len(args[1]) == 128
+    pe = 8                                               # rowpad 16: rows of 8 16-bit elements
+    a_base = int(ws.scratch) if k % pe else int(ws.a)
+    assert decode(args[0])[:3] == (a_base, -(-k // pe) * pe if k % pe else k, m)
+    assert decode(args[1])[1:3] == ((-(-n // pe) * pe if n % pe else n), k)
+    assert args[2] is ws.a and args[3] is ws.scratch and args[4] is ws.c
+    assert [int(x) for x in args[5:8]] == [m, n, k]
+    # encoded once per buffers and shape, then the same objects every launch
+    backend._launch(kernel, ws, m, n, k)
+    assert log[-1][3][0] is args[0] and log[-1][3][1] is args[1]
+    ws.a = backend.drv.mem_alloc(2 * m * k)              # new A: its map encoded again
+    backend._launch(kernel, ws, m, n, k)
+    assert decode(log[-1][3][0])[0] == (int(ws.scratch) if k % pe else int(ws.a))
+    assert log[-1][3][1] == args[1]
+
+
+def test_param_signature_puts_each_argument_where_the_driver_reads_it():
+    """sm_90 puts the first 64-byte-aligned map 48 bytes into the launch buffer (the
+    parameter bank starts at 0x210): the format pads up to it and to each later offset."""
+    sig = cuda_backend.param_signature("PPPiiiP", 2, [48, 176, 304, 312, 320, 328, 332, 336, 344])
+    assert sig == "48x128s128sPPPiii4xP" and struct.calcsize(sig) == 352
+    assert cuda_backend.param_signature("PPPiii", 2, [0, 128, 256, 264, 272, 280, 284, 288]) == "128s128sPPPiii"
+    with pytest.raises(BackendError, match="parameter 2 of the kernel is at byte 300"):
+        cuda_backend.param_signature("PPPiii", 2, [48, 176, 300, 312, 320, 328, 332, 336])
+    with pytest.raises(BackendError, match="takes 7 parameters; 2 tensor maps and 6 others"):
+        cuda_backend.param_signature("PPPiii", 2, [48, 176, 304, 312, 320, 328, 332])
+
+
+def _pingpong_with(tmp_path, name: str, old: str, new: str):
+    from engine.kernels.kernel_file import parse_header
+    src = PINGPONG.source_path("cuda").read_text()
+    assert src.count(old) == 1
+    path = tmp_path / f"{name}.cu"
+    path.write_text(src.replace(old, new).replace('name = "half_wgmma_pingpong"', f'name = "{name}"'))
+    return parse_header(path)
+
+
+@pytest.mark.parametrize("old,new,message", [
+    ('maps_in = "params"', 'maps_in = "registers"', "maps_in must be 'scratch' or 'params'"),
+    ('maps_in = "params"\n', 'maps_in = "params"\n\n[[prepass.tensor_maps]]\nat = 0\nbase = "\'a\'"\n'
+     'offset = 0\ndims = [8, 8]\nstride = 16\nbox = [8, 8]\nelem = "b16"\n', "leave 'at' out"),
+    ('maps_in = "params"', 'maps_in = "scratch"', "the first map needs 'at'"),
+])
+def test_maps_in_is_checked(tmp_path, old, new, message):
+    from engine.kernels.kernel_file import KernelFileError
+    with pytest.raises(KernelFileError, match=message):
+        _pingpong_with(tmp_path, "pp_maps", old, new)

@@ -595,27 +595,6 @@ __device__ __forceinline__ void sk_sum(float (&acc)[BM / 2], unsigned char* work
 }
 #endif
 
-#if PINGPONG
-/* Named barrier 5 + c of the two consumer warpgroups (256 threads), c the consumer that waits
- * on it: bar.sync waits for the other's bar.arrive. Immediate ids (1-4 are the epilogue's,
- * stream-K's and the one-tile CTA's). */
-__device__ __forceinline__ void consumers_wait(int c)
-{
-    if (c == 0)
-        asm volatile("bar.sync 5, 256;\n" ::: "memory");
-    else
-        asm volatile("bar.sync 6, 256;\n" ::: "memory");
-}
-
-__device__ __forceinline__ void consumers_let_go(int c)
-{
-    if (c == 0)
-        asm volatile("bar.arrive 5, 256;\n" ::: "memory");
-    else
-        asm volatile("bar.arrive 6, 256;\n" ::: "memory");
-}
-#endif
-
 #if KS > 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900   /* clusters: sm_90 on */
 #define CLUSTER_DIMS __cluster_dims__(KS, 1, 1)
 #else
@@ -745,7 +724,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
 #if PINGPONG
             it = n * ktiles;
             if (n > 0)                                  /* the other has issued item n - 1 */
-                consumers_wait(cw);
+                consumers_wait<5>(cw);          /* named barriers 5 and 6 */
 #endif
             /* two k-tiles per trip so that each fragment buffer is a fixed set of registers.
                A k-tile's k-steps go in SLABS groups of KK_GROUP, each group's fragments (all
@@ -783,7 +762,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
             }
 #if PINGPONG
             if (n + 1 < walk.ndp)                       /* the other's next item: its turn */
-                consumers_let_go(1 - cw);
+                consumers_let_go<5>(1 - cw);
 #endif
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
             if (ke > kb)

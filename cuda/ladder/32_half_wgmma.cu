@@ -37,7 +37,6 @@ np = "roundup(N, pe)"
 # Bp when B's rows are short: K × Np for B as K×N (N % pe), N × Kp for N×K (K % pe)
 ap_bytes = "2 * M * kp if K % pe else 0"
 bp_bytes = "(2 * N * kp if K % pe else 0) if NK else (2 * K * np if N % pe else 0)"
-maps_at = "roundup(ap_bytes + bp_bytes, 128)"
 
 [[constraints]]
 check = "rowpad == 16 or rowpad == 128"
@@ -69,11 +68,13 @@ workspace = "roundup(4 * tiles, 256) + 2 * SMS * cps * bm * bn * 4 if streamk el
 entry = "prepass"
 grid = ["cdiv(max(kp if K % pe else 0, (kp if NK else np) if bp_bytes else 0), 256)", "(cdiv(M, 32) if K % pe else 0) + (cdiv(N if NK else K, 32) if bp_bytes else 0)"]
 block = [32, 8]
-scratch = "maps_at + 2 * 128"
+# the padded copies (at least 256 bytes: S is a device pointer even where nothing is padded);
+# the tensor maps are the kernel's first two arguments
+scratch = "max(ap_bytes + bp_bytes, 256)"
+maps_in = "params"
 
 # A (or Ap) as M rows of K (Kp) elements, box 64 (k) × 128 (m); 128B swizzle
 [[prepass.tensor_maps]]
-at = "maps_at"
 base = "'scratch' if K % pe else 'a'"
 offset = 0
 dims = ["kp", "M"]
@@ -97,8 +98,9 @@ elem = "b16"
  * FP32 accumulators, C written as FP32 or the input type, on Hopper (sm_90a).
  *
  * What it adds to 31_half_mma: the copies and the multiplies leave the threads.
- *  - TMA: a tensor map per operand (encoded on the host by cuTensorMapEncodeTiled, stored
- *    in the scratch after any padded copies); one thread of warpgroup 0 announces a stage's
+ *  - TMA: a tensor map per operand (encoded on the host by cuTensorMapEncodeTiled, passed
+ *    as the kernel's first two arguments: TMA reads them from the parameter space, with no
+ *    fence and no fetch from global memory before the first copy); one thread of warpgroup 0 announces a stage's
  *    48 KB on its "full" mbarrier (expect_tx) and issues the copies, which land in the
  *    128-byte swizzle (16-byte chunk c of row r at c ^ (r % 8), 1024-byte atoms) and
  *    zero-fill past the matrix. Warps 1-3 of warpgroup 0 have nothing to do.
@@ -148,8 +150,9 @@ elem = "b16"
  *   STREAMK  1: share the last partial wave along K (PERSIST 1)   (default 0)
  *   ROWPAD   16 or 128: bytes a row TMA reads is a multiple of     (default 16)
  * Launch: prepass (32, 8) blocks as the header says; matmul block 128 + 2 · BM, grid as
- * above, dynamic shared memory STAGES · (BM + BN) · 128 + 1280; args (A, scratch, C, M, N,
- * K, workspace) (the workspace: stream-K's counters and partial tiles; null without it).
+ * above, dynamic shared memory STAGES · (BM + BN) · 128 + 1280;
+ * args (the maps of A and B, A, scratch, C, M, N, K, workspace) (the workspace: stream-K's
+ * counters and partial tiles; null without it).
  * Models: FLOPs = 2·M·N·K; bytes = (M·K + K·N)·2 + M·N·sizeof(OUT).
  */
 #include "half.cuh"
@@ -223,7 +226,8 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
 }
 
 extern "C" __global__ __launch_bounds__(NT, CTAS_PER_SM)
-void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
+void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ TensorMapArg mapB,
+            const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
             int M, int N, int K, unsigned char* __restrict__ workspace)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -260,11 +264,10 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
 
     if (wg == 0) {
         if (tid == 0) {
-            const unsigned char* maps = half_maps_after_padding<B_NK, ROWPAD / 2>(S, M, N, K);
-            const void* tmA = maps;
-            const void* tmB = maps + 128;
-            tensormap_acquire(tmA);
-            tensormap_acquire(tmB);
+            const void* tmA = &mapA;                    /* in the launch's parameter space */
+            const void* tmB = &mapB;
+            tensormap_prefetch(tmA);
+            tensormap_prefetch(tmB);
             int it = 0, t, kb, ke, a;
             for (int n = 0; walk.piece(n, t, kb, ke, a); ++n) {
                 int row0, col0;

@@ -34,7 +34,6 @@ np = "roundup(N, pe)"
 # padded copies only where a row is not a multiple of rowpad bytes, as step 32
 ap_bytes = "2 * M * kp if K % pe else 0"
 bp_bytes = "(2 * N * kp if K % pe else 0) if NK else (2 * K * np if N % pe else 0)"
-maps_at = "roundup(ap_bytes + bp_bytes, 128)"
 
 [[constraints]]
 check = "rowpad == 16 or rowpad == 128"
@@ -66,12 +65,14 @@ workspace = "roundup(4 * tiles, 256) + 2 * SMS * 128 * bn * 4 if streamk else 0"
 entry = "prepass"
 grid = ["cdiv(max(kp if K % pe else 0, (kp if NK else np) if bp_bytes else 0), 256)", "(cdiv(M, 32) if K % pe else 0) + (cdiv(N if NK else K, 32) if bp_bytes else 0)"]
 block = [32, 8]
-scratch = "maps_at + 2 * 128"
+# the padded copies (at least 256 bytes: S is a device pointer even where nothing is padded);
+# the tensor maps are the kernel's first two arguments
+scratch = "max(ap_bytes + bp_bytes, 256)"
+maps_in = "params"
 
 # A (or Ap) as M rows of K (Kp) elements, box 64 (k) × 128 (m) (× 64 in a cluster of two:
 # each CTA loads one half for both); 128B swizzle
 [[prepass.tensor_maps]]
-at = "maps_at"
 base = "'scratch' if K % pe else 'a'"
 offset = 0
 dims = ["kp", "M"]
@@ -146,8 +147,9 @@ elem = "b16"
  *   STREAMK  1: share the last partial wave along K (CLUSTER 1)    (default 0)
  * Launch: prepass (32, 8) blocks as the header says; matmul block 384, grid CLUSTER ·
  * min(units, #SMs / CLUSTER) (units: CLUSTER tiles side by side; stream-K: #SMs), dynamic
- * shared memory STAGES · (16 KB + BN · 128 bytes) + 1280; args (A, scratch, C, M, N, K, workspace) (the
- * workspace: stream-K's counters and partial tiles; null without it).
+ * shared memory STAGES · (16 KB + BN · 128 bytes) + 1280;
+ * args (the maps of A and B, A, scratch, C, M, N, K, workspace) (the workspace: stream-K's
+ * counters and partial tiles; null without it).
  * Models: FLOPs = 2·M·N·K; bytes = (M·K + K·N)·2 + M·N·sizeof(OUT).
  */
 #include "half.cuh"
@@ -224,25 +226,6 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
     pad_short_rows<B_NK, ROWPAD / 2>(A, B, S, M, N, K);
 }
 
-/* Named barrier 1 + c of the two consumer warpgroups (256 threads), c the consumer that
- * waits on it: bar.sync waits for the other warpgroup's bar.arrive (barrier 0 is
- * __syncthreads'). Immediate ids, so that ptxas reserves these two and no others. */
-__device__ __forceinline__ void consumers_wait(int c)
-{
-    if (c == 0)
-        asm volatile("bar.sync 1, 256;\n" ::: "memory");
-    else
-        asm volatile("bar.sync 2, 256;\n" ::: "memory");
-}
-
-__device__ __forceinline__ void consumers_let_go(int c)
-{
-    if (c == 0)
-        asm volatile("bar.arrive 1, 256;\n" ::: "memory");
-    else
-        asm volatile("bar.arrive 2, 256;\n" ::: "memory");
-}
-
 /* The CTA's walk at `at` in shared memory, through a pointer the compiler cannot see through:
  * its fields are loaded where they are used, never kept from one piece to the next. */
 __device__ __forceinline__ const TileWalk<SK_MIN_RANGE>& walk_in(const unsigned char* at)
@@ -267,7 +250,8 @@ __device__ __forceinline__ void release_stage(unsigned bar, unsigned rank, int l
 #endif
 
 extern "C" __global__ __launch_bounds__(NT, 1) CLUSTER_DIMS
-void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
+void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ TensorMapArg mapB,
+            const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
             int M, int N, int K, unsigned char* __restrict__ workspace)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -327,11 +311,10 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
 
     if (wg == 0) {
         if (tid == 0) {
-            const unsigned char* maps = half_maps_after_padding<B_NK, ROWPAD / 2>(S, M, N, K);
-            const void* tmA = maps;
-            const void* tmB = maps + 128;
-            tensormap_acquire(tmA);
-            tensormap_acquire(tmB);
+            const void* tmA = &mapA;                    /* in the launch's parameter space */
+            const void* tmB = &mapB;
+            tensormap_prefetch(tmA);
+            tensormap_prefetch(tmB);
             int it = 0, t, kb, ke, a;                   /* it: ring position, over all pieces */
             for (int n = 0; walk_in(walk_at).piece(n, t, kb, ke, a); ++n) {
                 int row0, col0;
@@ -354,7 +337,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
             for (int i = 0; i < BN; ++i)
                 acc[i] = 0.f;
             if (n > 0)                                  /* the other has issued piece n - 1 */
-                consumers_wait(n & 1);
+                consumers_wait<1>(n & 1);             /* named barriers 1 and 2 */
             int it = it0;
             for (int kt = kb; kt < ke; ++kt, ++it) {
                 const int s = it % STAGES;
@@ -383,7 +366,7 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
             const bool other = walk_in(walk_at).piece(n + 1, t1, kb1, ke1, a1);
             it0 = it + (other ? ke1 - kb1 : 0);         /* past the other's piece n + 1 */
             if (other)                                  /* the other's next piece: its turn */
-                consumers_let_go(1 - (n & 1));
+                consumers_let_go<1>(1 - (n & 1));
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
             if (ke > kb)
                 release_stage(bars + 8 * (STAGES + (it - 1) % STAGES), rank, lane);

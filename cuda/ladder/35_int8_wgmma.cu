@@ -30,7 +30,6 @@ kp = "roundup(K, 16)"                     # a row of K bytes padded to 16 bytes 
 # (when K % 16)
 ap_bytes = "M * kp if K % 16 else 0"
 bp_bytes = "(N * kp if K % 16 else 0) if NK else N * kp"
-maps_at = "roundup(ap_bytes + bp_bytes, 128)"
 
 [[constraints]]
 check = "(stages == 3 or stages == 4) and (persist == 0 or persist == 1)"
@@ -49,11 +48,13 @@ shared = "stages * (bm + bn) * 128 + 1024 + 256"
 entry = "prepass"
 grid = ["cdiv(kp, 32) if ap_bytes + bp_bytes else 0", "(cdiv(M, 32) if K % 16 else 0) + (cdiv(N, 32) if bp_bytes else 0)"]
 block = [32, 8]
-scratch = "maps_at + 2 * 128"
+# the padded copies (at least 256 bytes: S is a device pointer even where nothing is padded);
+# the tensor maps are the kernel's first two arguments
+scratch = "max(ap_bytes + bp_bytes, 256)"
+maps_in = "params"
 
 # A (or Ap) as M rows of K (Kp) bytes, box 128 (k) × bm (m); 128B swizzle
 [[prepass.tensor_maps]]
-at = "maps_at"
 base = "'scratch' if K % 16 else 'a'"
 offset = 0
 dims = ["kp", "M"]
@@ -101,7 +102,8 @@ elem = "b8"
  *   B_NK     1: B is stored N×K ("layout nk")                       (default 0)
  *   BM, BN   128 or 64, 256 or 128: the tile of C                   (default 128, 256)
  * Launch: prepass (32, 8) blocks as the header says; matmul block 128 + 2 · BM, grid as
- * above, dynamic shared memory STAGES · (BM + BN) · 128 + 1280; args (A, scratch, C, M, N, K).
+ * above, dynamic shared memory STAGES · (BM + BN) · 128 + 1280;
+ * args (the maps of A and B, A, scratch, C, M, N, K).
  * Models: OPs = 2·M·N·K; bytes = M·K + K·N + 4·M·N.
  */
 #include "eight_bit.cuh"
@@ -161,7 +163,8 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
 }
 
 extern "C" __global__ __launch_bounds__(NT, 1)
-void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
+void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ TensorMapArg mapB,
+            const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
             int M, int N, int K)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -188,11 +191,10 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restr
 
     if (wg == 0) {
         if (tid == 0) {
-            const unsigned char* maps = byte_maps_after_padding<B_NK>(S, M, N, K);
-            const void* tmA = maps;
-            const void* tmB = maps + 128;
-            tensormap_acquire(tmA);
-            tensormap_acquire(tmB);
+            const void* tmA = &mapA;                    /* in the launch's parameter space */
+            const void* tmB = &mapB;
+            tensormap_prefetch(tmA);
+            tensormap_prefetch(tmB);
             int it = 0;
             for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
                 int row0, col0;

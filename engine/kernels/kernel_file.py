@@ -69,7 +69,11 @@ TOP_KEYS = {"name", "title", "summary", "source", "role", "order", "newcomer", "
             "dtypes", "precision", "arch_suffix", "params", "derived", "chosen", "constraints",
             "launch", "prepass", "model", "defaults", "descriptions", "layouts"}
 LAUNCH_KEYS = {"grid", "block", "shared", "workspace"}
-PREPASS_KEYS = {"entry", "grid", "block", "scratch", "tensor_maps", "when"}
+PREPASS_KEYS = {"entry", "grid", "block", "scratch", "tensor_maps", "when", "maps_in"}
+#: Where the main kernel finds the pre-pass's tensor maps: in the scratch at ``at``, or as its
+#: first arguments (128 bytes each, in order: ``const __grid_constant__`` 64-byte-aligned
+#: structs, read by TMA from the launch's parameter space with no fence).
+MAPS_IN = ("scratch", "params")
 MAP_KEYS = {"at", "base", "offset", "dims", "stride", "box", "elem", "swizzle"}
 #: Element types of a tensor map: "float32" copies floats as they are; "tf32" has TMA round
 #: each one to TF32 (to nearest, ties to even; the low 13 mantissa bits cleared) on the way.
@@ -464,6 +468,9 @@ class Prepass:
     #: Whether the pre-pass runs at all (parameters and shape); where it does not, the main
     #: kernel gets B itself, as a file without a pre-pass does. None: always.
     when: Expr | None = None
+    #: "scratch": the maps lie in the scratch at ``maps_at``; "params": they are the main
+    #: kernel's first arguments (MAPS_IN).
+    maps_in: str = "scratch"
 
     def _env(self, params, m, n, k, sms: int | None = None) -> Env:
         return Env({"NK": 0, **params, "M": m, "N": n, "K": k, "SMS": sms or DEFAULT_SMS},
@@ -483,7 +490,8 @@ class Prepass:
 
     def tensor_maps(self, params, m: int, n: int, k: int):
         """(byte offset of the maps in the scratch, [MapSpec, ...]), or None when the
-        pre-pass has no tensor maps."""
+        pre-pass has no tensor maps. With ``maps_in = "params"`` the offset is None: the maps
+        are the main kernel's first arguments."""
         if not self.maps:
             return None
         env = self._env(params, m, n, k)
@@ -501,7 +509,7 @@ class Prepass:
             out.append(MapSpec(base, t.offset.integer(env), t.dims[0].integer(env),
                                t.dims[1].integer(env), t.stride.integer(env), box0,
                                t.box[1].integer(env), t.elem, t.swizzle))
-        return self.maps_at.integer(env), out
+        return (self.maps_at.integer(env) if self.maps_in == "scratch" else None), out
 
 
 @dataclass(frozen=True)
@@ -1131,7 +1139,16 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
                                   pair(t["dims"], f"{w}.dims", "prepass", "dims"),
                                   expr(t["stride"], f"{w}.stride", "prepass", "stride"),
                                   pair(t["box"], f"{w}.box", "prepass", "box"), elem, swizzle))
-        if maps and maps_at is None:
+        maps_in = pre.get("maps_in", "scratch")
+        if maps_in not in MAPS_IN:
+            err(f"prepass.maps_in must be {' or '.join(map(repr, MAPS_IN))}, not {maps_in!r}",
+                "prepass", "maps_in")
+        if maps_in == "params" and not maps:
+            err("prepass.maps_in = 'params' needs [[prepass.tensor_maps]]", "prepass", "maps_in")
+        if maps_in == "params" and maps_at is not None:
+            err("prepass.tensor_maps: 'at' places maps in the scratch; with maps_in = 'params' "
+                "they are the kernel's first arguments (leave 'at' out)", "prepass", "at")
+        if maps and maps_at is None and maps_in == "scratch":
             err("prepass.tensor_maps: the first map needs 'at' (byte offset of the maps in "
                 "the scratch)", "prepass", "tensor_maps")
         prepass = Prepass(pre["entry"], pair(pre.get("grid"), "prepass.grid", "prepass", "grid"),
@@ -1139,7 +1156,7 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
                           expr(pre.get("scratch", 0), "prepass.scratch", "prepass", "scratch"),
                           maps_at, tuple(maps), derived,
                           expr(pre["when"], "prepass.when", "prepass", "when")
-                          if "when" in pre else None)
+                          if "when" in pre else None, maps_in)
 
     model = data.get("model", {})
     if not isinstance(model, dict):

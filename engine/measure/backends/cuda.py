@@ -13,6 +13,7 @@ import hashlib
 import os
 import shutil
 import shlex
+import re
 import signal
 import struct
 import subprocess
@@ -252,6 +253,46 @@ _TMAP_DATA_TYPE = {"float32": 7, "tf32": 11, "b16": 1, "b8": 0}
 _libcuda = None
 
 
+def _cuda_lib():
+    import ctypes  # noqa: PLC0415
+
+    global _libcuda
+    if _libcuda is None:
+        try:
+            _libcuda = ctypes.CDLL("libcuda.so.1")
+        except OSError as exc:
+            raise BackendError(f"libcuda cannot be loaded: {exc}") from None
+    return _libcuda
+
+
+def kernel_param_offsets(cubin: bytes, entry: str, count: int) -> list[int]:
+    """Byte offsets of ``entry``'s ``count`` parameters in its launch buffer, as the driver
+    reads them (cuFuncGetParamInfo, on a second load of the same cubin in the current
+    context; the count is known from the build, so that no query runs past the last). A
+    64-byte-aligned parameter (a ``__grid_constant__`` tensor map) may start past 0: the
+    parameter bank itself is not 64-byte aligned (sm_90: the first at 48)."""
+    import ctypes  # noqa: PLC0415
+
+    lib = _cuda_lib()
+    module, func = ctypes.c_void_p(), ctypes.c_void_p()
+    data = ctypes.create_string_buffer(cubin, len(cubin))
+    if lib.cuModuleLoadData(ctypes.byref(module), data) != 0:
+        raise BackendError(f"cannot load the cubin of {entry} to read its parameter offsets")
+    try:
+        if lib.cuModuleGetFunction(ctypes.byref(func), module, entry.encode()) != 0:
+            raise BackendError(f"no kernel {entry} in its cubin")
+        offsets, offset, size = [], ctypes.c_size_t(), ctypes.c_size_t()
+        for j in range(count):
+            res = lib.cuFuncGetParamInfo(func, ctypes.c_size_t(j), ctypes.byref(offset), ctypes.byref(size))
+            if res != 0:
+                raise BackendError(f"the driver reports no parameter {j} of {entry} (CUresult {res}; "
+                                   "cuFuncGetParamInfo needs a CUDA 12.4 driver or newer)")
+            offsets.append(offset.value)
+        return offsets
+    finally:
+        lib.cuModuleUnload(module)
+
+
 def encode_tensor_map_2d(addr: int, dim0: int, dim1: int, stride_bytes: int, box0: int,
                          box1: int, elem: str = "float32", swizzle: int = 128) -> bytes:
     """A 128-byte CUtensorMap of a row-major matrix of ``elem`` (dim1 rows of dim0 elements,
@@ -261,12 +302,7 @@ def encode_tensor_map_2d(addr: int, dim0: int, dim1: int, stride_bytes: int, box
     round to TF32 as they land (see ``_TMAP_DATA_TYPE``)."""
     import ctypes  # noqa: PLC0415
 
-    global _libcuda
-    if _libcuda is None:
-        try:
-            _libcuda = ctypes.CDLL("libcuda.so.1")
-        except OSError as exc:
-            raise BackendError(f"libcuda cannot be loaded for cuTensorMapEncodeTiled: {exc}") from None
+    _cuda_lib()
     raw = (ctypes.c_uint8 * (128 + 64))()            # the map must be 64-byte aligned
     addr_map = (ctypes.addressof(raw) + 63) & ~63
     u64x2, u32x2 = ctypes.c_uint64 * 2, ctypes.c_uint32 * 2
@@ -280,6 +316,30 @@ def encode_tensor_map_2d(addr: int, dim0: int, dim1: int, stride_bytes: int, box
                            f"matrix, box {box1} x {box0}, element type {elem}, "
                            f"{swizzle}-byte swizzle")
     return ctypes.string_at(addr_map, 128)
+
+
+def param_signature(sig: str, maps: int, offsets: list[int]) -> str:
+    """The launch buffer's struct format of a kernel whose first ``maps`` parameters are
+    128-byte tensor maps, then ``sig``'s: padding up to the first map's offset, then each
+    parameter where the driver reads it (``offsets``, :func:`kernel_param_offsets`); a
+    kernel whose parameters lie elsewhere is refused, saying where."""
+    fmt = "".join(re.findall(r"[a-zA-Z]", sig))
+    if len(offsets) != maps + len(fmt):
+        raise BackendError(f"the kernel takes {len(offsets)} parameters; {maps} tensor maps and "
+                           f"{len(fmt)} others were expected")
+    out, at = "", 0
+    for j, (code, want) in enumerate(zip(["128s"] * maps + list(fmt), offsets)):
+        size = struct.calcsize(code)
+        align = 1 if code == "128s" else size
+        at_aligned = (at + align - 1) // align * align
+        if want < at_aligned or (code != "128s" and want != at_aligned):
+            raise BackendError(f"parameter {j} of the kernel is at byte {want}, not where a "
+                               f"launch buffer would put it ({at_aligned})")
+        if want > at:
+            out += f"{want - at}x"
+        out += code
+        at = want + size
+    return out
 
 
 def device_words(x: np.ndarray) -> np.ndarray:
@@ -805,9 +865,13 @@ class CudaBackend(Backend):
         local = fn.get_attribute(fa.LOCAL_SIZE_BYTES)
         max_threads = fn.get_attribute(fa.MAX_THREADS_PER_BLOCK)
         sig = ("PPii" if variant.kind == "aat" else "PPPiii") + ("f" if takes_scale(variant) else "")
-        fn.prepare(sig + "P" if variant.workspace is not None else sig)
-        handle = (module, fn)
         pre = variant.prepass
+        sig = sig + "P" if variant.workspace is not None else sig
+        if pre and pre.maps_in == "params":   # the tensor maps first, 128 bytes each
+            count = len(pre.maps) + len(re.findall(r"[a-zA-Z]", sig))
+            sig = param_signature(sig, len(pre.maps), kernel_param_offsets(cubin, variant.entry, count))
+        fn.prepare(sig)
+        handle = (module, fn)
         if pre:  # a second entry of the same module, launched right before fn (_launch)
             try:
                 pre_fn = module.get_function(pre.entry)
@@ -972,7 +1036,9 @@ class CudaBackend(Backend):
                 kernel.handle[2].prepared_async_call((px, py, 1), (pbx, pby, 1), stream, ws.a, ws.b,
                                                      scratch, np.int32(m), np.int32(n), np.int32(k))
             args = (ws.a, scratch, ws.c, np.int32(m), np.int32(n), np.int32(k))
-            if maps is not None:
+            if maps is not None and pre.maps_in == "params":
+                args = (*self._tensor_map_args(ws, scratch, maps[1]), *args)
+            elif maps is not None:
                 self._write_tensor_maps(ws, scratch, maps)
             elif px > 0 and py > 0:
                 ws.tma_key = None    # this pre-pass may write where another kernel's maps lie
@@ -1000,6 +1066,28 @@ class CudaBackend(Backend):
                 pre.tensor_maps(p, m, n, k))
         return plan
 
+    def _encode_tensor_maps(self, ws, scratch, maps) -> list[bytes]:
+        """The 128-byte maps: each MapSpec encoded from its base's device address
+        (:func:`encode_tensor_map_2d`)."""
+        bases = {"a": int(ws.a), "b": int(ws.b) if ws.b is not None else 0,
+                 "c": int(ws.c) if ws.c is not None else 0, "scratch": int(scratch)}
+        if any(t.base == "b" for t in maps) and ws.b is None:
+            raise BackendError("a tensor map starts from B, but this run has no B (C = A·Aᵀ)")
+        if any(t.base == "c" for t in maps) and ws.c is None:
+            raise BackendError("a tensor map starts from C, but no output buffer is allocated yet")
+        return [encode_tensor_map_2d(bases[t.base] + t.offset, t.dim0, t.dim1, t.stride, t.box0,
+                                     t.box1, t.elem, t.swizzle) for t in maps]
+
+    def _tensor_map_args(self, ws, scratch, maps) -> tuple[bytes, ...]:
+        """The maps as the main kernel's first arguments (``maps_in = "params"``), encoded
+        only when the buffers or the maps differ from the last launch's on this workspace."""
+        key = (int(ws.a), int(ws.b) if ws.b is not None else 0, int(ws.c) if ws.c is not None else 0,
+               int(scratch), tuple(maps))
+        cached = getattr(ws, "tma_args", None)
+        if cached is None or cached[0] != key:
+            cached = ws.tma_args = (key, tuple(self._encode_tensor_maps(ws, scratch, maps)))
+        return cached[1]
+
     def _write_tensor_maps(self, ws, scratch, spec) -> None:
         """``spec``: the pre-pass's tensor maps at this shape (:meth:`Prepass.tensor_maps`):
         (byte offset in the scratch, [MapSpec(base "a" | "b" | "c" | "scratch", byte offset,
@@ -1011,20 +1099,12 @@ class CudaBackend(Backend):
         (``stages=4, persist=1``) at the same shape have different maps, and the second
         once ran with the first's (an illegal instruction, or the wrong box, on the GPU)."""
         offset, maps = spec
-        bases = {"a": int(ws.a), "b": int(ws.b) if ws.b is not None else 0,
-                 "c": int(ws.c) if ws.c is not None else 0, "scratch": int(scratch)}
-        key = (bases["a"], bases["b"], bases["c"], bases["scratch"], offset, tuple(maps))
+        key = (int(ws.a), int(ws.b) if ws.b is not None else 0, int(ws.c) if ws.c is not None else 0,
+               int(scratch), offset, tuple(maps))
         if getattr(ws, "tma_key", None) == key:
             return
-        if any(t.base == "b" for t in maps) and ws.b is None:
-            raise BackendError("a tensor map starts from B, but this run has no B (C = A·Aᵀ)")
-        if any(t.base == "c" for t in maps) and ws.c is None:
-            raise BackendError("a tensor map starts from C, but no output buffer is allocated yet")
-        blob = b"".join(
-            encode_tensor_map_2d(bases[t.base] + t.offset, t.dim0, t.dim1, t.stride, t.box0,
-                                 t.box1, t.elem, t.swizzle)
-            for t in maps)
-        self.drv.memcpy_htod(int(scratch) + offset, np.frombuffer(blob, dtype=np.uint8))
+        blobs = self._encode_tensor_maps(ws, scratch, maps)
+        self.drv.memcpy_htod(int(scratch) + offset, np.frombuffer(b"".join(blobs), dtype=np.uint8))
         ws.tma_key = key
 
     def _check(self, what: str) -> None:
