@@ -11,9 +11,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import shutil
 import shlex
-import re
 import signal
 import struct
 import subprocess
