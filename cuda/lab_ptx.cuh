@@ -617,6 +617,14 @@ __device__ __forceinline__ void tile_origin(int t, int mt, int nt, int gm, int b
     col0 = (r / rows) * bn;
 }
 
+/* A tensor map that came as a kernel argument (a TensorMapArg: maps_in = "params") needs no
+ * fence: it was never written through the generic proxy. prefetch.tensormap warms the
+ * descriptor cache; pass the argument's address (param space, as a generic address). */
+__device__ __forceinline__ void tensormap_prefetch(const void* map)
+{
+    asm volatile("prefetch.tensormap [%0];\n" :: "l"(map) : "memory");
+}
+
 /* A tensor map (CUtensorMap, 128 bytes) written to global memory by the host, made usable by
  * TMA: fence.proxy.tensormap orders those generic-proxy writes before the tensormap proxy's
  * reads, and prefetch.tensormap warms the descriptor cache. Once per thread that issues
@@ -624,7 +632,7 @@ __device__ __forceinline__ void tile_origin(int t, int mt, int nt, int gm, int b
 __device__ __forceinline__ void tensormap_acquire(const void* map)
 {
     asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;\n" :: "l"(map) : "memory");
-    asm volatile("prefetch.tensormap [%0];\n" :: "l"(map) : "memory");
+    tensormap_prefetch(map);
 }
 
 /* Named barrier ID among 256 threads: wait for the others (sync), or count in and go on
@@ -647,14 +655,6 @@ template <int FIRST>
 __device__ __forceinline__ void consumers_let_go(int c)
 {
     c == 0 ? bar_arrive_256<FIRST>() : bar_arrive_256<FIRST + 1>();
-}
-
-/* A tensor map that came as a kernel argument (a TensorMapArg: maps_in = "params") needs no
- * fence: it was never written through the generic proxy. prefetch.tensormap warms the
- * descriptor cache; pass the argument's address (param space, as a generic address). */
-__device__ __forceinline__ void tensormap_prefetch(const void* map)
-{
-    asm volatile("prefetch.tensormap [%0];\n" :: "l"(map) : "memory");
 }
 
 /* Round a region of CHUNKS 16-byte chunks of shared memory at sa to TF32 in place (to

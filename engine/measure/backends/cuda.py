@@ -318,17 +318,22 @@ def encode_tensor_map_2d(addr: int, dim0: int, dim1: int, stride_bytes: int, box
     return ctypes.string_at(addr_map, 128)
 
 
+def arg_codes(sig: str) -> list[str]:
+    """The argument codes of a pycuda struct format without counts ("PPPiiiP")."""
+    return re.findall(r"[a-zA-Z]", sig)
+
+
 def param_signature(sig: str, maps: int, offsets: list[int]) -> str:
     """The launch buffer's struct format of a kernel whose first ``maps`` parameters are
     128-byte tensor maps, then ``sig``'s: padding up to the first map's offset, then each
     parameter where the driver reads it (``offsets``, :func:`kernel_param_offsets`); a
     kernel whose parameters lie elsewhere is refused, saying where."""
-    fmt = "".join(re.findall(r"[a-zA-Z]", sig))
+    fmt = arg_codes(sig)
     if len(offsets) != maps + len(fmt):
         raise BackendError(f"the kernel takes {len(offsets)} parameters; {maps} tensor maps and "
                            f"{len(fmt)} others were expected")
     out, at = "", 0
-    for j, (code, want) in enumerate(zip(["128s"] * maps + list(fmt), offsets)):
+    for j, (code, want) in enumerate(zip(["128s"] * maps + fmt, offsets)):
         size = struct.calcsize(code)
         align = 1 if code == "128s" else size
         at_aligned = (at + align - 1) // align * align
@@ -868,7 +873,7 @@ class CudaBackend(Backend):
         pre = variant.prepass
         sig = sig + "P" if variant.workspace is not None else sig
         if pre and pre.maps_in == "params":   # the tensor maps first, 128 bytes each
-            count = len(pre.maps) + len(re.findall(r"[a-zA-Z]", sig))
+            count = len(pre.maps) + len(arg_codes(sig))
             sig = param_signature(sig, len(pre.maps), kernel_param_offsets(cubin, variant.entry, count))
         fn.prepare(sig)
         handle = (module, fn)
@@ -1066,11 +1071,15 @@ class CudaBackend(Backend):
                 pre.tensor_maps(p, m, n, k))
         return plan
 
-    def _encode_tensor_maps(self, ws, scratch, maps) -> list[bytes]:
-        """The 128-byte maps: each MapSpec encoded from its base's device address
-        (:func:`encode_tensor_map_2d`)."""
-        bases = {"a": int(ws.a), "b": int(ws.b) if ws.b is not None else 0,
-                 "c": int(ws.c) if ws.c is not None else 0, "scratch": int(scratch)}
+    @staticmethod
+    def _map_bases(ws, scratch) -> dict[str, int]:
+        """The device address each map base names (0 for a buffer this run lacks)."""
+        return {"a": int(ws.a), "b": int(ws.b) if ws.b is not None else 0,
+                "c": int(ws.c) if ws.c is not None else 0, "scratch": int(scratch)}
+
+    def _encode_tensor_maps(self, ws, bases, maps) -> list[bytes]:
+        """The 128-byte maps: each MapSpec encoded from its base's device address (``bases``,
+        :meth:`_map_bases`; :func:`encode_tensor_map_2d`)."""
         if any(t.base == "b" for t in maps) and ws.b is None:
             raise BackendError("a tensor map starts from B, but this run has no B (C = A·Aᵀ)")
         if any(t.base == "c" for t in maps) and ws.c is None:
@@ -1081,11 +1090,11 @@ class CudaBackend(Backend):
     def _tensor_map_args(self, ws, scratch, maps) -> tuple[bytes, ...]:
         """The maps as the main kernel's first arguments (``maps_in = "params"``), encoded
         only when the buffers or the maps differ from the last launch's on this workspace."""
-        key = (int(ws.a), int(ws.b) if ws.b is not None else 0, int(ws.c) if ws.c is not None else 0,
-               int(scratch), tuple(maps))
+        bases = self._map_bases(ws, scratch)
+        key = (*bases.values(), tuple(maps))
         cached = getattr(ws, "tma_args", None)
         if cached is None or cached[0] != key:
-            cached = ws.tma_args = (key, tuple(self._encode_tensor_maps(ws, scratch, maps)))
+            cached = ws.tma_args = (key, tuple(self._encode_tensor_maps(ws, bases, maps)))
         return cached[1]
 
     def _write_tensor_maps(self, ws, scratch, spec) -> None:
@@ -1099,11 +1108,11 @@ class CudaBackend(Backend):
         (``stages=4, persist=1``) at the same shape have different maps, and the second
         once ran with the first's (an illegal instruction, or the wrong box, on the GPU)."""
         offset, maps = spec
-        key = (int(ws.a), int(ws.b) if ws.b is not None else 0, int(ws.c) if ws.c is not None else 0,
-               int(scratch), offset, tuple(maps))
+        bases = self._map_bases(ws, scratch)
+        key = (*bases.values(), offset, tuple(maps))
         if getattr(ws, "tma_key", None) == key:
             return
-        blobs = self._encode_tensor_maps(ws, scratch, maps)
+        blobs = self._encode_tensor_maps(ws, bases, maps)
         self.drv.memcpy_htod(int(scratch) + offset, np.frombuffer(b"".join(blobs), dtype=np.uint8))
         ws.tma_key = key
 
