@@ -105,7 +105,7 @@ __device__ __forceinline__ void store_wgmma_out(const ACC_T* d, OUT_T* C, int ro
  * BM_ × 64 of A and 64 × BN_ of B (16-bit, 128-byte swizzle) from `base`, full[s] / empty[s]
  * mbarriers at bars + 8 s / + 8 (STAGES_ + s): once the stage's previous use is released,
  * its bytes announced and k-tile kt of A's rows row0.. and B's columns col0.. copied in
- * (B as N×K one box of BN_ rows; as K×N BN_ / 64 boxes of 64 columns, 8 KB each). In a
+ * (B as N×K one box of BN_ rows; as K×N cdiv(BN_, 64) boxes of 64 columns, 8 KB each). In a
  * cluster of CLUSTER_ CTAs on the same rows of A (rank: this CTA's), each loads 1/CLUSTER_
  * of A's rows (A's map has boxes of BM_ / CLUSTER_ rows) into every CTA of the cluster. */
 template <int STAGES_, int BM_, int BN_, int B_NK_, int CLUSTER_ = 1>
@@ -113,9 +113,13 @@ __device__ __forceinline__ void load_half_k_tile(int it, unsigned base, unsigned
                                                  const void* tmB, int row0, int col0, int kt,
                                                  unsigned rank = 0)
 {
-    constexpr unsigned A_BYTES_ = BM_ * 64 * 2, STAGE_BYTES_ = A_BYTES_ + BN_ * 64 * 2;
+    /* a stage has room for B in whole 64-column boxes (both layouts: the same ring for
+       either); B as N×K fills BN_ rows of it */
+    constexpr unsigned A_BYTES_ = BM_ * 64 * 2, B_ROOM_ = 64 * ((BN_ + 63) / 64) * 64 * 2;
+    constexpr unsigned STAGE_BYTES_ = A_BYTES_ + B_ROOM_;
+    constexpr unsigned TX_BYTES_ = A_BYTES_ + (B_NK_ ? BN_ * 64 * 2 : B_ROOM_);
     unsigned full;
-    const unsigned sa = ring_claim_stage<STAGES_>(it, base, bars, STAGE_BYTES_, full);
+    const unsigned sa = ring_claim_stage<STAGES_>(it, base, bars, STAGE_BYTES_, full, TX_BYTES_);
     if constexpr (CLUSTER_ == 1) {
         tma_load_2d(sa, tmA, kt * 64, row0, full);
     } else {
@@ -128,7 +132,7 @@ __device__ __forceinline__ void load_half_k_tile(int it, unsigned base, unsigned
         tma_load_2d(sa + A_BYTES_, tmB, kt * 64, col0, full);
     } else {
 #pragma unroll
-        for (int j = 0; j < BN_ / 64; ++j)
+        for (int j = 0; j < (BN_ + 63) / 64; ++j)
             tma_load_2d(sa + A_BYTES_ + j * 8192, tmB, col0 + 64 * j, kt * 64, full);
     }
 }
@@ -294,80 +298,66 @@ __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], 
 }
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-/* wgmma.mma_async m64n256k16, FP16 or BF16 inputs (the tag's type) -> FP32: D(64 x 256) +=
- * A(64 x 16) . B(16 x 256), both from shared memory through descriptors; A K-major, B
- * K-major (TNSP_B_ = 0: B stored N x K) or MN-major (1: B stored K x N, rows of N). d[] are
- * this thread's 128 accumulators (lane layout as store_wgmma_acc's). Asynchronous: issue
+/* wgmma.mma_async m64nNk16, FP16 or BF16 inputs (T) -> FP32: D(64 x N) += A(64 x 16) .
+ * B(16 x N), both from shared memory through descriptors; A K-major, B K-major (TNSP_B_ = 0:
+ * B stored N x K) or MN-major (1: B stored K x N, rows of N). d[] are this thread's N / 2
+ * accumulators (lane layout as store_wgmma_acc's). N is any multiple of 32 from 64 to 256:
+ * the tile width is a parameter, so one asm form serves them all; its register list is
+ * built from blocks of 16 operands (%3 on: the descriptors and the scale flag come first,
+ * as read-write operands, so that their numbers do not depend on N). Asynchronous: issue
  * between wgmma.fence and wgmma.commit_group, read d[] only after wgmma.wait_group. */
-template <int TNSP_B_>
-__device__ __forceinline__ void wgmma_n256k16(float* d, unsigned long long da, unsigned long long db, __half)
+#define HALF_WG_O16(i) "+f"(d[(i) + 0]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3]), \
+    "+f"(d[(i) + 4]), "+f"(d[(i) + 5]), "+f"(d[(i) + 6]), "+f"(d[(i) + 7]), "+f"(d[(i) + 8]), \
+    "+f"(d[(i) + 9]), "+f"(d[(i) + 10]), "+f"(d[(i) + 11]), "+f"(d[(i) + 12]), "+f"(d[(i) + 13]), \
+    "+f"(d[(i) + 14]), "+f"(d[(i) + 15])
+#define HALF_WG_O1 HALF_WG_O16(0)
+#define HALF_WG_O2 HALF_WG_O1, HALF_WG_O16(16)
+#define HALF_WG_O3 HALF_WG_O2, HALF_WG_O16(32)
+#define HALF_WG_O4 HALF_WG_O3, HALF_WG_O16(48)
+#define HALF_WG_O5 HALF_WG_O4, HALF_WG_O16(64)
+#define HALF_WG_O6 HALF_WG_O5, HALF_WG_O16(80)
+#define HALF_WG_O7 HALF_WG_O6, HALF_WG_O16(96)
+#define HALF_WG_O8 HALF_WG_O7, HALF_WG_O16(112)
+#define HALF_WG_D1 "%3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18"
+#define HALF_WG_D2 HALF_WG_D1 ", %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34"
+#define HALF_WG_D3 HALF_WG_D2 ", %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50"
+#define HALF_WG_D4 HALF_WG_D3 ", %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66"
+#define HALF_WG_D5 HALF_WG_D4 ", %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82"
+#define HALF_WG_D6 HALF_WG_D5 ", %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98"
+#define HALF_WG_D7 HALF_WG_D6 ", %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114"
+#define HALF_WG_D8 HALF_WG_D7 ", %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127, %128, %129, %130"
+#define HALF_WGMMA_ASM(NSTR, BLOCKS, TY, TN)                                                   \
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %2, 0;\n"                                   \
+                 "wgmma.mma_async.sync.aligned.m64n" NSTR "k16.f32." TY "." TY " "              \
+                 "{" HALF_WG_D##BLOCKS "}, %0, %1, p, 1, 1, 0, " TN ";\n}\n"                    \
+                 : "+l"(da), "+l"(db), "+r"(one), HALF_WG_O##BLOCKS)
+#define HALF_WGMMA_CASE(NN, NSTR, BLOCKS)                                                      \
+    if constexpr (N_ == NN) {                                                                  \
+        if constexpr (BF16 && TNSP_B_) HALF_WGMMA_ASM(NSTR, BLOCKS, "bf16", "1");              \
+        else if constexpr (BF16) HALF_WGMMA_ASM(NSTR, BLOCKS, "bf16", "0");                    \
+        else if constexpr (TNSP_B_) HALF_WGMMA_ASM(NSTR, BLOCKS, "f16", "1");                  \
+        else HALF_WGMMA_ASM(NSTR, BLOCKS, "f16", "0");                                         \
+    }
+template <typename T> struct IsBf16 { static constexpr bool value = false; };
+template <> struct IsBf16<__nv_bfloat16> { static constexpr bool value = true; };
+template <typename T> struct IsHalf { static constexpr bool value = false; };
+template <> struct IsHalf<__half> { static constexpr bool value = true; };
+template <int N_, int TNSP_B_, typename T>
+__device__ __forceinline__ void wgmma_k16(float* d, unsigned long long da, unsigned long long db)
 {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, %131;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(da), "l"(db), "r"(1), "n"(TNSP_B_));
+    static_assert(N_ % 32 == 0 && N_ >= 64 && N_ <= 256, "wgmma_k16: N is a multiple of 32, 64..256");
+    constexpr bool BF16 = IsBf16<T>::value;
+    static_assert(BF16 || IsHalf<T>::value, "wgmma_k16: T is __half or __nv_bfloat16");
+    unsigned one = 1;                                   /* scale-d: D += A.B */
+    HALF_WGMMA_CASE(64, "64", 2)
+    HALF_WGMMA_CASE(96, "96", 3)
+    HALF_WGMMA_CASE(128, "128", 4)
+    HALF_WGMMA_CASE(160, "160", 5)
+    HALF_WGMMA_CASE(192, "192", 6)
+    HALF_WGMMA_CASE(224, "224", 7)
+    HALF_WGMMA_CASE(256, "256", 8)
 }
-
-template <int TNSP_B_>
-__device__ __forceinline__ void wgmma_n256k16(float* d, unsigned long long da, unsigned long long db, __nv_bfloat16)
-{
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1, 0, %131;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(da), "l"(db), "r"(1), "n"(TNSP_B_));
-}
-
-/* wgmma.mma_async m64n128k16, FP16 or BF16 inputs: wgmma_n256k16's step for a 128-column
- * tile (d[] this thread's 64 accumulators, in the same lane layout). */
-template <int TNSP_B_>
-__device__ __forceinline__ void wgmma_n128k16(float* d, unsigned long long da, unsigned long long db, __half)
-{
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, %67;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(da), "l"(db), "r"(1), "n"(TNSP_B_));
-}
-
-template <int TNSP_B_>
-__device__ __forceinline__ void wgmma_n128k16(float* d, unsigned long long da, unsigned long long db, __nv_bfloat16)
-{
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, %67;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(da), "l"(db), "r"(1), "n"(TNSP_B_));
-}
-
-/* wgmma.mma_async m64n64k16, FP16 or BF16 inputs: wgmma_n256k16's step for a 64-column
- * tile (d[] this thread's 32 accumulators, in the same lane layout). */
-template <int TNSP_B_>
-__device__ __forceinline__ void wgmma_n64k16(float* d, unsigned long long da, unsigned long long db, __half)
-{
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, %35;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "l"(da), "l"(db), "r"(1), "n"(TNSP_B_));
-}
-
-template <int TNSP_B_>
-__device__ __forceinline__ void wgmma_n64k16(float* d, unsigned long long da, unsigned long long db, __nv_bfloat16)
-{
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-        "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, %35;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "l"(da), "l"(db), "r"(1), "n"(TNSP_B_));
-}
+#undef HALF_WGMMA_CASE
 
 /* wgmma descriptor of an MN-major operand in the 128-byte swizzle (B stored K x N): rows of
  * 64 elements (128 B) along N, one per k, 8-row atoms 1024 B apart (stride byte offset) and

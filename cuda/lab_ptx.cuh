@@ -472,14 +472,15 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
  * the stage's TMA copies then complete). Returns the stage's shared address. */
 template <int STAGES_>
 __device__ __forceinline__ unsigned ring_claim_stage(int it, unsigned base, unsigned bars,
-                                                     unsigned stage_bytes, unsigned& full)
+                                                     unsigned stage_bytes, unsigned& full,
+                                                     unsigned tx_bytes = 0)
 {
     const int s = it % STAGES_;
     if (it >= STAGES_)
         mbar_wait(bars + 8 * (STAGES_ + s), ((it / STAGES_) - 1) & 1);
     full = bars + 8 * s;
     const unsigned sa = base + s * stage_bytes;
-    mbar_arrive_expect_tx(full, stage_bytes);
+    mbar_arrive_expect_tx(full, tx_bytes ? tx_bytes : stage_bytes);   /* less where a stage has room to spare */
     return sa;
 }
 

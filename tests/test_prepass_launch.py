@@ -4,8 +4,10 @@ What a kernel file's ``[prepass]`` asks of the backend: launch the pre-pass befo
 kernel (same stream), but not when its grid has no blocks at that shape (a pre-pass that
 only pads unaligned inputs, as 26_tf32_wgmma_rs's); pass the kernel the scratch
 in B's place; encode each tensor map from the device address its ``base`` names (``'a'``,
-``'b'``, ``'c'`` or ``'scratch'``) plus its offset, and copy the maps into the scratch once per
-inputs, shape and kernel (whenever they differ from the maps last written there).
+``'b'``, ``'c'`` or ``'scratch'``) plus its offset, and either copy the maps into the scratch
+once per inputs, shape and kernel (whenever they differ from the maps last written there:
+23_tf32_wgmma_tma's) or, with ``maps_in = "params"``, pass them as the kernel's first
+arguments (tf32_wgmma_rs's, steps 32-35's).
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from tests.recording_driver import Entry, recording_backend
 RS = registry.get("tf32_wgmma_rs")
 TMA = registry.get("tf32_wgmma_tma")
 WS = registry.get("tf32_wgmma_ws")
+FUSED = registry.get("tf32_wgmma_fused")
 
 
 def fake_encode(addr, dim0, dim1, stride, box0, box1, elem="float32", swizzle=128) -> bytes:
@@ -57,29 +60,39 @@ def setup(be, variant, m, n, k):
 
 @pytest.mark.parametrize("shape", [(256, 128, 64), (300, 200, 100), (4096, 4096, 4096)])
 def test_a_prepass_with_no_blocks_is_not_launched(backend, shape):
-    """Aligned shapes: the kernel reads A and B in place (tensor maps from 'a' and 'b')."""
+    """Aligned shapes: the kernel reads A and B in place (tensor maps from 'a' and 'b'),
+    its three maps (A, B, C) its first arguments, nothing copied to the scratch."""
     m, n, k = shape
     kernel, ws, log = setup(backend, RS, m, n, k)
     backend._launch(kernel, ws, m, n, k)
-    assert [e[0] for e in log] == ["matmul"]
+    assert RS.prepass.maps_in == "params"
+    assert [e[0] for e in log] == ["matmul"] and backend.drv.copies == []
     name, grid, block, args = log[0]
     scratch = ws.scratch
-    assert args[0] is ws.a and args[1] is scratch and args[2] is ws.c
-    assert [int(x) for x in args[3:6]] == [m, n, k]
-    assert len(args) == 7 and int(args[6]) == 0      # the workspace: none without stream-K
+    assert [len(x) for x in args[:3]] == [128] * 3
+    assert args[3] is ws.a and args[4] is scratch and args[5] is ws.c
+    assert [int(x) for x in args[6:9]] == [m, n, k]
+    assert len(args) == 10 and int(args[9]) == 0      # the workspace: none without stream-K
     assert grid == (min(-(-m // 256) * -(-n // 128), 132), 1, 1) and block == (384, 1, 1)
-    # the three maps (A, B, C), back to back at the start of the (384-byte) scratch
-    assert scratch.nbytes >= 384
-    (dst, blob), = backend.drv.copies
-    assert dst == int(scratch) and len(blob) == 384
-    assert decode(blob[:128], swizzle=True) == (int(ws.a), k, m, 4 * k, 32, 256, "tf32", 128)
-    assert decode(blob[128:256], swizzle=True) == (int(ws.b), n, k, 4 * n, 32, 32, "tf32", 128)
+    assert scratch.nbytes >= 256                      # a device pointer, though nothing is padded
+    assert decode(args[0], swizzle=True) == (int(ws.a), k, m, 4 * k, 32, 256, "tf32", 128)
+    assert decode(args[1], swizzle=True) == (int(ws.b), n, k, 4 * n, 32, 32, "tf32", 128)
     # C for the epilogue's TMA stores: the output buffer itself, floats copied as they are
-    assert decode(blob[256:], swizzle=True) == (int(ws.c), n, m, 4 * n, 32, 64, "float32", 128)
+    assert decode(args[2], swizzle=True) == (int(ws.c), n, m, 4 * n, 32, 64, "float32", 128)
+    # encoded once per buffers and shape, then the same objects every launch
+    backend._launch(kernel, ws, m, n, k)
+    assert all(x is y for x, y in zip(log[-1][3][:3], args[:3]))
+    ws.b = backend.drv.mem_alloc(4 * k * n)           # new B: its map is encoded again
+    backend._launch(kernel, ws, m, n, k)
+    assert decode(log[-1][3][1])[0] == int(ws.b) and log[-1][3][0] == args[0]
+    ws.c = backend.drv.mem_alloc(4 * m * n)           # new C (another output shape): C's map too
+    backend._launch(kernel, ws, m, n, k)
+    assert decode(log[-1][3][2])[0] == int(ws.c)
+    assert backend.drv.copies == [] and [e[0] for e in log] == ["matmul"] * 4
 
 
 @pytest.mark.parametrize("shape", [(127, 253, 61), (129, 257, 64), (513, 260, 130)])
-def test_a_padding_prepass_runs_first_and_the_maps_follow_its_copies(backend, shape):
+def test_a_padding_prepass_runs_first_and_the_maps_read_its_copies(backend, shape):
     m, n, k = shape
     kernel, ws, log = setup(backend, RS, m, n, k)
     backend._launch(kernel, ws, m, n, k)
@@ -91,75 +104,99 @@ def test_a_padding_prepass_runs_first_and_the_maps_follow_its_copies(backend, sh
     assert pgrid == (-(-max(kp if k % 4 else 0, np_ if n % 4 else 0) // 32),
                      (-(-m // 32) if k % 4 else 0) + (-(-k // 32) if n % 4 else 0), 1)
     assert pblock == (32, 8, 1) and pargs[:3] == (ws.a, ws.b, ws.scratch)
-    assert log[1][3][1] is ws.scratch
-    at = -(-(ap + bp) // 128) * 128
-    (dst, blob), = backend.drv.copies
-    assert dst == int(ws.scratch) + at and ws.scratch.nbytes >= at + 384
+    args = log[1][3]
+    assert args[4] is ws.scratch and backend.drv.copies == []    # the maps are arguments
+    assert ws.scratch.nbytes >= max(ap + bp, 256)
     base_a = int(ws.scratch) if k % 4 else int(ws.a)
     base_b = int(ws.scratch) + ap if n % 4 else int(ws.b)
-    assert decode(blob[:128]) == (base_a, kp, m, 4 * kp, 32, 256, "tf32")
-    assert decode(blob[128:256]) == (base_b, np_, k, 4 * np_, 32, 32, "tf32")
+    assert decode(args[0]) == (base_a, kp, m, 4 * kp, 32, 256, "tf32")
+    assert decode(args[1]) == (base_b, np_, k, 4 * np_, 32, 32, "tf32")
     # C's rows are 16-byte multiples only where N % 4 == 0; else the kernel stores from
-    # registers, and its third map is a one-row stand-in in the scratch
+    # registers, and its third map is a one-row stand-in inside the scratch
     c_map = ((int(ws.c), n, m, 4 * n) if n % 4 == 0 else (int(ws.scratch), 4, 1, 16))
-    assert decode(blob[256:384]) == c_map + (32, 64, "float32")
-    for _addr, _d0, _d1, stride, *_ in (decode(blob[i:i + 128]) for i in (0, 128, 256)):
+    assert decode(args[2]) == c_map + (32, 64, "float32")
+    for _addr, _d0, _d1, stride, *_ in (decode(x) for x in args[:3]):
         assert stride % 16 == 0          # TMA: row strides in multiples of 16 bytes
 
 
 def test_maps_are_written_once_per_inputs_and_shape(backend):
+    """tf32_wgmma_tma keeps its maps in the scratch: copied there on the first launch, and
+    again only when the buffers or the maps change (a new A: its map is encoded again)."""
     m, n, k = 300, 200, 100
-    kernel, ws, log = setup(backend, RS, m, n, k)
+    kernel, ws, log = setup(backend, TMA, m, n, k)
+    assert TMA.prepass.maps_in == "scratch"
     for _ in range(3):
         backend._launch(kernel, ws, m, n, k)
-    assert len(backend.drv.copies) == 1 and [e[0] for e in log] == ["matmul"] * 3
-    ws.b = backend.drv.mem_alloc(4 * k * n)      # new B: its map must be encoded again
+    assert len(backend.drv.copies) == 1 and [e[0] for e in log] == ["prepass", "matmul"] * 3
+    at = -(-4 * k * n // 128) * 128                   # after Bt (N × K floats; K % 4 == 0)
+    assert backend.drv.copies[0][0] == int(ws.scratch) + at
+    assert [int(x) for x in log[-1][3][:3]] == [int(ws.a), int(ws.scratch), int(ws.c)]
+    ws.a = backend.drv.mem_alloc(4 * m * k)      # new A: its map must be encoded again
     backend._launch(kernel, ws, m, n, k)
     assert len(backend.drv.copies) == 2
-    assert decode(backend.drv.copies[1][1][128:256])[0] == int(ws.b)
-    ws.c = backend.drv.mem_alloc(4 * m * n)      # new C (another output shape): C's map too
-    backend._launch(kernel, ws, m, n, k)
-    assert len(backend.drv.copies) == 3
-    assert decode(backend.drv.copies[2][1][256:384])[0] == int(ws.c)
+    assert decode(backend.drv.copies[1][1][:128])[0] == int(ws.a)
+    assert backend.drv.copies[1][1][128:] == backend.drv.copies[0][1][128:]      # Bt's: the same
 
 
 def test_another_kernel_with_the_same_parameters_gets_its_own_maps(backend):
-    """tf32_wgmma_tma and tf32_wgmma_rs once shared parameter names and values (stages=4,
-    persist=1): after one, the other must not run with the first's maps still in the shared
-    scratch (it did once: an illegal instruction on the H100, in a sweep of both). rs is
-    built here with tma's parameter values (it reads persist; streamk = 0, bm = 256, bn = 128, ks = 1), as it was
-    then."""
+    """Two kernels with maps in the shared scratch: after one, the other must not run with
+    the first's maps still there. tf32_wgmma_tma and tf32_wgmma_rs once shared parameter
+    names and values (stages=4, persist=1), and the second ran with the first's maps (an
+    illegal instruction on the H100, in a sweep of both): the key is the maps, not the
+    parameters. Here tma and the experiment tf32_wgmma_fused, both persist=1 (rs now
+    takes its maps as arguments)."""
     m, n, k = 512, 512, 512
     tma, ws, _log = setup(backend, TMA, m, n, k)
-    rs = CompiledKernel(RS, dict(tma.params, streamk=0, bm=256, bn=128, ks=1, pingpong=0, rowpad=16), "float32", tma.handle, "")
-    assert all(rs.params[name] == value for name, value in tma.params.items())
+    fused = CompiledKernel(FUSED, FUSED.default_params(), "float32", tma.handle, "")
+    assert FUSED.prepass.maps_in == "scratch" and fused.params["persist"] == tma.params["persist"]
     backend._launch(tma, ws, m, n, k)
-    backend._launch(rs, ws, m, n, k)
-    backend._launch(rs, ws, m, n, k)
+    backend._launch(fused, ws, m, n, k)
+    backend._launch(fused, ws, m, n, k)
     assert len(backend.drv.copies) == 2
     dst, blob = backend.drv.copies[1]
-    assert dst == int(ws.scratch)                       # rs: maps at the scratch's start
-    assert decode(blob[:128]) == (int(ws.a), k, m, 4 * k, 32, 256, "tf32")
-    assert decode(blob[128:256]) == (int(ws.b), n, k, 4 * n, 32, 32, "tf32")
+    assert dst == int(ws.scratch)                       # fused: maps at the scratch's start
+    assert decode(blob[:128]) == (int(ws.a), k, m, 4 * k, 32, 128, "float32")
+    assert decode(blob[128:256]) == (int(ws.b), n, k, 4 * n, 32, 32, "float32")
     backend._launch(tma, ws, m, n, k)                   # and back
     assert len(backend.drv.copies) == 3
     assert decode(backend.drv.copies[2][1][128:])[4:] == (32, 256, "tf32")
 
 
 def test_a_prepass_without_maps_makes_the_maps_be_written_again(backend):
-    """A pre-pass writes its scratch, perhaps where another kernel's maps lie (rs's sit at
-    the start of the scratch, where tf32_wgmma_ws's Bt goes): the next kernel with maps
-    writes them again even though they are the same."""
+    """A pre-pass writes its scratch, perhaps where another kernel's maps lie (the backend
+    does not work out where): after tf32_wgmma_ws's, tf32_wgmma_tma writes its maps again
+    even though they are the same."""
     m, n, k = 512, 512, 512
-    rs, ws, _log = setup(backend, RS, m, n, k)
-    wsk = CompiledKernel(WS, WS.default_params(), "float32", rs.handle, "")
-    backend._launch(wsk, ws, m, n, k)                   # the larger scratch first: no realloc
+    tma, ws, _log = setup(backend, TMA, m, n, k)
+    wsk = CompiledKernel(WS, WS.default_params(), "float32", tma.handle, "")
+    backend._launch(tma, ws, m, n, k)                   # the larger scratch first: no realloc
     scratch = int(ws.scratch)
-    backend._launch(rs, ws, m, n, k)
     backend._launch(wsk, ws, m, n, k)
-    backend._launch(rs, ws, m, n, k)
+    backend._launch(tma, ws, m, n, k)
     assert int(ws.scratch) == scratch
     assert len(backend.drv.copies) == 2 and backend.drv.copies[0] == backend.drv.copies[1]
+
+
+@pytest.mark.parametrize("shape,pads", [((256, 63, 64), True), ((256, 64, 64), False)])
+def test_a_padding_prepass_with_maps_in_params_makes_the_maps_be_written_again(backend, shape, pads):
+    """rs takes its maps as arguments, but its pre-pass (where it pads) still writes the
+    scratch: at 256 × 63 × 64 its Bp (64 × 64 floats) covers tf32_wgmma_tma's maps (after
+    its 63 × 64 Bt) in a scratch of the same size, so tma writes them again; where rs pads
+    nothing it writes nothing, and tma's maps stay."""
+    m, n, k = shape
+    tma, ws, log = setup(backend, TMA, m, n, k)
+    rs = CompiledKernel(RS, RS.default_params(), "float32", tma.handle, "")
+    backend._launch(tma, ws, m, n, k)                   # the larger scratch first: no realloc
+    scratch = int(ws.scratch)
+    backend._launch(rs, ws, m, n, k)
+    assert (log[-2][0] == "prepass") == pads
+    backend._launch(tma, ws, m, n, k)
+    assert int(ws.scratch) == scratch
+    assert len(backend.drv.copies) == (2 if pads else 1)
+    if pads:                                            # Bp (K × Np) overlaps tma's maps
+        at, _maps = TMA.prepass.tensor_maps(tma.params, m, n, k)
+        assert RS.prepass.scratch_bytes(rs.params, m, n, k) > at
+        assert backend.drv.copies[0] == backend.drv.copies[1]
 
 
 def test_the_transposing_prepass_of_tma_still_runs_every_launch(backend):

@@ -40,11 +40,9 @@ pc = "8 if rowpad == 128 else 4"          # rows whose length is not a multiple 
 kp = "roundup(K, pe) if K % pc else K"    # row length of Ap (when K % pc)
 np = "roundup(N, pe) if N % pc else N"    # row length of Bp (when N % pc)
 # the pre-pass's padded copies (only where a row stride is not a multiple of 16 bytes as TMA
-# needs, or with rowpad 128 of 32 bytes): Ap (M × Kp) when K % pc, then Bp (K × Np) when
-# N % pc; the three tensor maps (A, B, C; 128 bytes each) after them, 128-aligned
+# needs, or with rowpad 128 of 32 bytes): Ap (M × Kp) when K % pc, then Bp (K × Np) when N % pc
 ap_bytes = "4 * M * kp if K % pc else 0"
 bp_bytes = "4 * K * np if N % pc else 0"
-maps_at = "roundup(ap_bytes + bp_bytes, 128)"
 
 [[constraints]]
 check = "persist == 0 or persist == 1"
@@ -110,12 +108,15 @@ workspace = "roundup(4 * tiles, 256) + 2 * SMS * bm * 128 * 4 if streamk else 0"
 entry = "prepass"
 grid = ["cdiv(max(kp if K % pc else 0, np if N % pc else 0), 32)", "(cdiv(M, 32) if K % pc else 0) + (cdiv(K, 32) if N % pc else 0)"]
 block = [32, 8]
-scratch = "maps_at + 3 * 128"
+# the padded copies (at least 256 bytes: S is a device pointer even where nothing is padded,
+# and C's stand-in map below lies inside it); the tensor maps are the kernel's first three
+# arguments
+scratch = "max(ap_bytes + bp_bytes, 256)"
+maps_in = "params"
 
 # A (or Ap) as M rows of K (Kp) floats, box 32 (k) × bm (m); 128B swizzle; rounded to TF32
 # by TMA as it copies
 [[prepass.tensor_maps]]
-at = "maps_at"
 base = "'scratch' if K % pc else 'a'"
 offset = 0
 dims = ["kp", "M"]
@@ -134,7 +135,7 @@ elem = "tf32"
 
 # C as M rows of N floats, box 32 (n) × 64 (m); 128B swizzle: the epilogue's TMA stores.
 # TMA needs 16-byte row strides: where N % 4 the kernel stores from registers instead, and
-# the map is a one-row stand-in in the scratch that nothing uses
+# the map is a one-row stand-in at the scratch's start that nothing uses
 [[prepass.tensor_maps]]
 base = "'c' if N % 4 == 0 else 'scratch'"
 offset = 0
@@ -201,10 +202,13 @@ box = [32, 64]
  * ROWPAD = 128 pads to 32 elements where a row starts inside a 32-byte sector (K % 8, N % 8):
  * such rows cost each box row an extra sector and line in the L2, which the copy pays for
  * (benchmarks/NOTES.md, TF32 rows on whole lines); rows on whole sectors but not lines
- * are read in place (padding them lost). It has no blocks
- * when nothing is padded, and the backend launches nothing then. The tensor
- * maps (128 bytes each, A's then B's) are encoded by the backend into the scratch at
- * roundup(|Ap| + |Bp|, 128) bytes (from base 'a' / 'b' or the padded copies), C's after them.
+ * are read in place (padding them lost). It has no blocks when nothing is padded, and the
+ * backend launches nothing then.
+ *
+ * Tensor maps: the backend encodes A's, B's (from 'a' / 'b' or the padded copies) and C's
+ * and passes them as matmul's first three arguments (const __grid_constant__ TensorMapArg):
+ * TMA reads them from the parameter space, so no thread fences the tensormap proxy or
+ * fetches a descriptor from global memory before the first copy (prefetch.tensormap only).
  *
  * Epilogue: accumulator d[j] of lane (g, t) in warp w is C^T row 16 w + g + 8 ((j / 2) % 2)
  * (column n of C by the map above), C^T column (j / 4) * 8 + 2 t + j % 2 (row m of C).
@@ -290,8 +294,8 @@ box = [32, 64]
  *
  * Launch: prepass block (32, 8) over 32 x 32 tiles of Ap then Bp (none when not needed);
  * matmul block (128 + 2 BN, 1; 384 with PINGPONG), grid (PERSIST ? (STREAMK ? SMS : min(tiles, SMS)) : KS tiles, 1),
- * tiles = ceil(M/BM) * ceil(N/BN); args (A, scratch, C, M, N, K, workspace) (the workspace:
- * stream-K's counters and partial tiles; none without it).
+ * tiles = ceil(M/BM) * ceil(N/BN); args (the maps of A, B and C, A, scratch, C, M, N, K,
+ * workspace) (the workspace: stream-K's counters and partial tiles; none without it).
  */
 #include "lab_ptx.cuh"
 
@@ -601,7 +605,9 @@ __device__ __forceinline__ void sk_sum(float (&acc)[BM / 2], unsigned char* work
 #define CLUSTER_DIMS
 #endif
 extern "C" __global__ CLUSTER_DIMS __launch_bounds__(NT, 1)
-void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __restrict__ C,
+void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ TensorMapArg mapB,
+            const __grid_constant__ TensorMapArg mapC,
+            const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __restrict__ C,
             int M, int N, int K, unsigned char* __restrict__ workspace)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -618,7 +624,6 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
     const bool short_k = K <= L2_KEEP_K;               /* B kept in the L2, C streamed past */
     const int mt = (M + BM - 1) / BM, nt = (N + BN - 1) / BN;
     const int tiles = mt * nt;
-    const unsigned char* maps = maps_after_padding<ROWPAD / 4, ROWPAD == 128 ? 8 : 4>(S, M, N, K);     /* A's, B's, C's */
     __shared__ Walk walk;
     if (tid == 0) {
         const int G = gridDim.x, rem = tiles % G, qm = (int)((long long)rem * ktiles / G);
@@ -658,10 +663,10 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
 
     if (wg == 0) {
         if (tid == 0) {
-            const void* tmA = maps;
-            const void* tmB = maps + 128;
-            tensormap_acquire(tmA);
-            tensormap_acquire(tmB);
+            const void* tmA = &mapA;                    /* in the launch's parameter space */
+            const void* tmB = &mapB;
+            tensormap_prefetch(tmA);
+            tensormap_prefetch(tmB);
             const unsigned long long keep = l2_policy_evict_last();
             int it = 0, t, kb, ke;
             for (int n = 0; walk.item(n, ktiles, t, kb, ke); ++n) {
@@ -707,10 +712,10 @@ void matmul(const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __rest
         float acc[SLABS * BM / 2];                      /* slab sl's at sl * BM / 2 */
         unsigned fr[2][4 * (BK / 8)];                   /* two buffers of KK_GROUP k-steps x SLABS */
         const bool lead = (tid & 127) == 0;
-        const void* tmC = maps + 256;
+        const void* tmC = &mapC;
         const bool staged = (N & 3) == 0;              /* TMA stores need 16-byte rows */
         if (staged && lead)
-            tensormap_acquire(tmC);
+            tensormap_prefetch(tmC);
         int it = 0, t, kb, ke;
         unsigned part = 0;                              /* staged parts so far: buffer part % 2 */
         /* PINGPONG: consumer cw takes items cw, cw + 2, ... (whole tiles: item n's first

@@ -2,7 +2,7 @@
 +++
 name = "half_wgmma"
 title = "FP16/BF16 by Hopper wgmma from shared tiles that TMA fills through an mbarrier ring"
-summary = "The tensor-core ladder's third step: no thread loads an operand any more. One elected producer thread issues TMA copies (cp.async.bulk.tensor, 128-byte swizzle) of A's and B's k-tiles into a ring of shared-memory stages, each completing as bytes on the stage's 'full' mbarrier; two consumer warpgroups multiply straight from shared memory with wgmma.mma_async m64n256k16 (a 128 × 256 tile of C, FP32 accumulators) and release each stage on its 'empty' mbarrier. B as K×N is read MN-major (wgmma's transpose bit), B as N×K K-major like A, so neither layout is copied. persist = 1: one CTA per SM looping over the tiles in grouped order; streamk = 1: the last partial wave's tiles shared along K by every CTA (stream-K), their partials summed in k order by the last to arrive."
+summary = "The tensor-core ladder's third step: no thread loads an operand any more. One elected producer thread issues TMA copies (cp.async.bulk.tensor, 128-byte swizzle) of A's and B's k-tiles into a ring of shared-memory stages, each completing as bytes on the stage's 'full' mbarrier; two consumer warpgroups multiply straight from shared memory with wgmma.mma_async m64nNk16 (a 128 × 256 tile of C by default, FP32 accumulators; the tile's width bn is a parameter, so that the tiles can fill the last wave) and release each stage on its 'empty' mbarrier. B as K×N is read MN-major (wgmma's transpose bit), B as N×K K-major like A, so neither layout is copied. persist = 1: one CTA per SM looping over the tiles in grouped order; streamk = 1: the last partial wave's tiles shared along K by every CTA (stream-K), their partials summed in k order by the last to arrive."
 source = "PTX ISA wgmma.mma_async (.f16/.bf16, matrix descriptors, MN- and K-major operands), cp.async.bulk.tensor and mbarrier expect_tx; CUDA driver cuTensorMapEncodeTiled; CUTLASS's canonical GMMA layouts (cute mma_traits_sm90_gmma.hpp); the TMA and wgmma levels of ThunderKittens' H100 GEMM walk-through; cuda/ladder/23_tf32_wgmma_tma.cu"
 role = "rung"
 order = 32
@@ -15,7 +15,7 @@ arch_suffix = "a"
 stages = [4, 3]
 persist = [1, 0]
 bm = [128, 64]
-bn = [256, 128]
+bn = [256, 128, 192, 160, 224]
 streamk = [0, 1]
 rowpad = [16, 128]
 
@@ -23,13 +23,14 @@ rowpad = [16, 128]
 stages = "k-tiles (64 deep, (bm + bn) · 128 bytes of A and B) in flight in the TMA ring: 3 or 4"
 persist = "1: a persistent grid of one CTA per SM looping over the tiles; 0: one tile per CTA"
 bm = "rows of C a CTA computes, 64 per consumer warpgroup: 128 (two consumers) or 64 (one)"
-bn = "columns of C a CTA computes, the wgmma's N: 256 or 128 (more tiles where C is small)"
+bn = "columns of C a CTA computes, the wgmma's N: a multiple of 32 from 128 to 256 (a width whose tiles fill the last wave)"
 streamk = "1: the last partial wave's tiles shared along K by every CTA, partials summed in k order (persist = 1)"
 rowpad = "bytes every row of A and B that TMA reads is a multiple of: 16 (a padded copy only where TMA needs one) or 128 (a padded copy wherever a row would start inside an L2 line)"
 
 [derived]
 tiles = "cdiv(M, bm) * cdiv(N, bn)"       # bm (M) × bn (N) tiles of C
 cps = "2 if bm == 64 and bn == 128 else 1"   # CTAs an SM holds
+bbox = "64 * cdiv(bn, 64)"                # B's columns a stage has room for (whole 64-column boxes)
 pe = "rowpad // 2"                        # elements a padded row is a multiple of
 kp = "roundup(K, pe)"                     # a row of K 16-bit elements padded to rowpad bytes
 np = "roundup(N, pe)"
@@ -51,15 +52,19 @@ check = "streamk == 0 or persist == 1"
 reason = "stream-K shares the last wave's tiles among the CTAs of a persistent grid: it needs persist = 1"
 
 [[constraints]]
-check = "(bm == 64 or bm == 128) and (bn == 128 or bn == 256)"
-reason = "a consumer warpgroup computes 64 rows (bm: one or two of them) by one wgmma of N = bn (256 or 128 columns)"
+check = "(bm == 64 or bm == 128) and bn % 32 == 0 and 128 <= bn <= 256"
+reason = "a consumer warpgroup computes 64 rows (bm: one or two of them) by one wgmma of N = bn columns (a multiple of 32 up to 256: bn / 2 accumulators a thread)"
+
+[[constraints]]
+check = "streamk == 0 or bm == 128 or bn != 224"
+reason = "stream-K's sum of partials beside one consumer's 112 accumulators (bm = 64, bn = 224) spills registers"
 
 [launch]
 # persistent: a CTA per SM slot (with stream-K every slot: a last wave has idle ones to share)
 grid = ["(SMS * cps if streamk else min(tiles, SMS * cps)) if persist else tiles", 1]
 block = ["128 + 2 * bm", 1]               # a producer warpgroup + bm / 64 consumer warpgroups
 # the stages + atom alignment + mbarriers (full and empty per stage: 64 of the 256 bytes)
-shared = "stages * (bm + bn) * 128 + 1024 + 256"
+shared = "stages * (bm + bbox) * 128 + 1024 + 256"
 # stream-K: an arrival counter per tile (256-byte aligned), then a partial tile (bm × bn
 # floats) per piece of the shared tiles: fewer than 2 · grid
 workspace = "roundup(4 * tiles, 256) + 2 * SMS * cps * bm * bn * 4 if streamk else 0"
@@ -129,7 +134,8 @@ elem = "b16"
  * requests for the same bytes).
  *
  * Tiles: BM = 128 rows × BN = 256 columns (or BM = 64: one consumer warpgroup, two CTAs to
- * an SM; BN = 128: wgmma.m64n128k16; more tiles where C is small), BK = 64; persist = 1:
+ * an SM at BN = 128; BN = 128-224: wgmma.m64nBNk16, a width whose tiles leave no mostly idle
+ * last wave: 1536 wide, 8 tiles of 192 where 6 of 256 or 12 of 128 would), BK = 64; persist = 1:
  * grid of min(tiles, #SMs · CTAS_PER_SM)
  * CTAs, each taking tiles t = blockIdx.x + i · gridDim.x, grouped by GM = 8 tile rows (the
  * ring's stages and barrier phases run on across tiles); persist = 0: one tile per CTA.
@@ -146,7 +152,7 @@ elem = "b16"
  *   STAGES   3 or 4                                               (default 4)
  *   PERSIST  0 or 1                                               (default 1)
  *   B_NK     1: B is stored N×K ("layout nk")                     (default 0)
- *   BM, BN   128 or 64, 256 or 128: the tile of C                 (default 128, 256)
+ *   BM, BN   128 or 64; a multiple of 32 from 128 to 256: the tile (default 128, 256)
  *   STREAMK  1: share the last partial wave along K (PERSIST 1)   (default 0)
  *   ROWPAD   16 or 128: bytes a row TMA reads is a multiple of     (default 16)
  * Launch: prepass (32, 8) blocks as the header says; matmul block 128 + 2 · BM, grid as
@@ -196,24 +202,20 @@ elem = "b16"
 #define CONSUMERS (BM / 64)
 #define NT (128 * (1 + CONSUMERS))
 #define A_BYTES (BM * BK * 2)                /* 16 KB at BM = 128 */
-#define B_BYTES (BN * BK * 2)                /* 32 KB at BN = 256 */
+/* room for B in whole boxes of 64 columns (as K×N a bn of 160 or 224 loads one it half uses) */
+#define B_BYTES (64 * ((BN + 63) / 64) * BK * 2)   /* 32 KB at BN = 256 */
 #define STAGE_BYTES (A_BYTES + B_BYTES)
 #if STAGES < 3 || STAGES > 4 || (PERSIST != 0 && PERSIST != 1)
 #error "STAGES must be 3 or 4, PERSIST 0 or 1"
 #endif
-#if (BM != 64 && BM != 128) || (BN != 128 && BN != 256)
-#error "BM must be 64 or 128, BN 128 or 256"
+#if (BM != 64 && BM != 128) || BN % 32 != 0 || BN < 128 || BN > 256
+#error "BM must be 64 or 128, BN a multiple of 32 from 128 to 256"
 #endif
 #if STREAMK != 0 && (STREAMK != 1 || PERSIST != 1)
 #error "STREAMK must be 0 or 1, and 1 only with PERSIST 1"
 #endif
 /* 64 × 128 tiles: two CTAs to an SM (at most 97 KB of shared memory and 128 registers each) */
 #define CTAS_PER_SM (BM == 64 && BN == 128 ? 2 : 1)
-#if BN == 256
-#define WGMMA_K16 wgmma_n256k16
-#else
-#define WGMMA_K16 wgmma_n128k16
-#endif
 static_assert(sizeof(ELEM) == 2, "ELEM is a 16-bit type");
 
 /* Ap (M × Kp) where K % (ROWPAD / 2), then Bp where B's rows are short, zero-padded
@@ -253,7 +255,7 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
     }
     __syncthreads();
 
-#if STREAMK && CONSUMERS == 2 && BN == 256
+#if STREAMK && CONSUMERS == 2 && BN > 128
     /* stream-K's sum of partials beside 128 accumulators needs more than the 168 registers
      * a thread of 384 gets at launch: the producer's go to the consumers (warpgroup-wide) */
     if (wg == 0)
@@ -296,9 +298,9 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk)
 #if B_NK
-                    WGMMA_K16<0>(acc, make_desc(sa + kk * 32), make_desc(sb + kk * 32), ELEM());
+                    wgmma_k16<BN, 0, ELEM>(acc, make_desc(sa + kk * 32), make_desc(sb + kk * 32));
 #else
-                    WGMMA_K16<1>(acc, make_desc(sa + kk * 32), make_desc_mn(sb + kk * 2048, 8192), ELEM());
+                    wgmma_k16<BN, 1, ELEM>(acc, make_desc(sa + kk * 32), make_desc_mn(sb + kk * 2048, 8192));
 #endif
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
                 asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");

@@ -200,11 +200,7 @@ elem = "b16"
 #if STAGES != 4 && STAGES != 6
 #error "STAGES must be 4 or 6"
 #endif
-#if BN == 128
-#define WGMMA_K16 wgmma_n128k16
-#elif BN == 64
-#define WGMMA_K16 wgmma_n64k16
-#else
+#if BN != 128 && BN != 64
 #error "BN must be 128 or 64"
 #endif
 #if CLUSTER != 1 && CLUSTER != 2
@@ -349,12 +345,12 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
                 for (int kk = 0; kk < BK / 16; ++kk) {
 #if B_NK
                     const unsigned long long db = make_desc(sb + kk * 32);
-                    WGMMA_K16<0>(acc, make_desc(sa + kk * 32), db, ELEM());
-                    WGMMA_K16<0>(acc + BN / 2, make_desc(sa + 64 * 128 + kk * 32), db, ELEM());
+                    wgmma_k16<BN, 0, ELEM>(acc, make_desc(sa + kk * 32), db);
+                    wgmma_k16<BN, 0, ELEM>(acc + BN / 2, make_desc(sa + 64 * 128 + kk * 32), db);
 #else
                     const unsigned long long db = make_desc_mn(sb + kk * 2048, 8192);
-                    WGMMA_K16<1>(acc, make_desc(sa + kk * 32), db, ELEM());
-                    WGMMA_K16<1>(acc + BN / 2, make_desc(sa + 64 * 128 + kk * 32), db, ELEM());
+                    wgmma_k16<BN, 1, ELEM>(acc, make_desc(sa + kk * 32), db);
+                    wgmma_k16<BN, 1, ELEM>(acc + BN / 2, make_desc(sa + 64 * 128 + kk * 32), db);
 #endif
                 }
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");

@@ -1041,12 +1041,13 @@ class CudaBackend(Backend):
                 kernel.handle[2].prepared_async_call((px, py, 1), (pbx, pby, 1), stream, ws.a, ws.b,
                                                      scratch, np.int32(m), np.int32(n), np.int32(k))
             args = (ws.a, scratch, ws.c, np.int32(m), np.int32(n), np.int32(k))
-            if maps is not None and pre.maps_in == "params":
-                args = (*self._tensor_map_args(ws, scratch, maps[1]), *args)
-            elif maps is not None:
+            if maps is not None and pre.maps_in == "scratch":
                 self._write_tensor_maps(ws, scratch, maps)
-            elif px > 0 and py > 0:
-                ws.tma_key = None    # this pre-pass may write where another kernel's maps lie
+            else:
+                if maps is not None:     # maps_in = "params": the maps are arguments
+                    args = (*self._tensor_map_args(ws, scratch, maps[1]), *args)
+                if px > 0 and py > 0:
+                    ws.tma_key = None    # this pre-pass may write where another kernel's maps lie
         if takes_scale(v):               # C = scale_a·scale_b·A·B: the product, after K
             args = (*args, np.float32(ws.scale))
         if v.workspace is not None:
