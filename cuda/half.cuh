@@ -101,6 +101,68 @@ __device__ __forceinline__ void store_wgmma_out(const ACC_T* d, OUT_T* C, int ro
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+/* Bytes of one consumer warpgroup's staging for TMA stores of C: two buffers of one box (64
+ * rows × 128 bytes). */
+#define C_STAGE_BYTES (2 * 64 * 128)
+
+/* Whether a consumer's 64 × COLS tile of C in OUT_T fills whole 128-byte boxes (a 16-bit C
+ * at a width of 160 or 224 would leave half a box, whose store would cross into the next
+ * tile: those keep store_wgmma_out). */
+template <int COLS, typename OUT_T>
+__device__ constexpr bool c_boxes_whole() { return (COLS * sizeof(OUT_T)) % 128 == 0; }
+
+/* A warpgroup's wgmma accumulators (64 × COLS of C at rows row0.., columns col0..; lane
+ * layout as store_wgmma_out's) out by TMA stores through its staging (stg: 2 boxes of 64
+ * rows × 128 bytes, 1024-aligned), a box (32 floats or 64 16-bit values a row) at a time:
+ * the lanes write a box into a free buffer in the 128-byte swizzle (16-byte chunk c of row r
+ * at c ^ (r % 8): a warp's 8 rows of a store fall in different banks), fence the writes to
+ * the async proxy, meet at named barrier `bar` (the warpgroup's 128 threads), and the lead
+ * thread stores the box (tmC: C in 4-byte units, box 32 × 64; rows and columns past C are
+ * not written) and commits it. The warpgroup goes on to its next tile while the copy engine
+ * writes C: the buffers alternate (part counts boxes across tiles), and a buffer is reused
+ * once all but the latest of the lead's store groups have read theirs. The lead waits for
+ * the last group before the CTA exits (bulk_wait<0>). */
+template <int COLS, typename OUT_T>
+__device__ __forceinline__ void store_wgmma_out_tma(const float* d, unsigned stg, const void* tmC,
+                                                    int row0, int col0, int warp, int lane,
+                                                    bool lead, unsigned bar, unsigned& part)
+{
+    constexpr int OB = sizeof(OUT_T), BOX_COLS = 128 / OB, BLOCKS = BOX_COLS / 8;
+    static_assert(c_boxes_whole<COLS, OUT_T>(), "a 64 x COLS tile of C in whole 128-byte boxes");
+    const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+    for (int box = 0; box < COLS / BOX_COLS; ++box, ++part) {
+        const unsigned buf = stg + (part & 1) * (64 * 128);
+        if (lead)
+            bulk_wait_read<1>();
+        asm volatile("bar.sync %0, 128;\n" :: "r"(bar) : "memory");
+#pragma unroll
+        for (int b = 0; b < BLOCKS; ++b) {           /* the box's 8-column blocks */
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {            /* rows g and g + 8 */
+                const int j = 4 * (box * BLOCKS + b) + 2 * h;
+                const unsigned r = warp * 16 + g + 8 * h;
+                /* the pair's byte offset in the row: (8 b + 2 t) OB */
+                const unsigned at = (8 * b + 2 * t) * OB, chunk = at >> 4;
+                const unsigned addr = buf + r * 128 + ((chunk ^ (r & 7)) << 4) + (at & 15);
+                if constexpr (OB == 4)
+                    asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n"
+                                 :: "r"(addr), "f"(d[j]), "f"(d[j + 1]) : "memory");
+                else
+                    asm volatile("st.shared.b32 [%0], %1;\n"
+                                 :: "r"(addr), "r"(pack_out_pair((const OUT_T*)nullptr, d[j], d[j + 1]))
+                                 : "memory");
+            }
+        }
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        asm volatile("bar.sync %0, 128;\n" :: "r"(bar) : "memory");
+        if (lead) {
+            tma_store_2d(tmC, (col0 + box * BOX_COLS) * OB / 4, row0, buf);
+            bulk_commit();
+        }
+    }
+}
+
 /* The 16-bit TMA steps' producer, ring position `it` of a STAGES_-deep ring of stages of
  * BM_ × 64 of A and 64 × BN_ of B (16-bit, 128-byte swizzle) from `base`, full[s] / empty[s]
  * mbarriers at bars + 8 s / + 8 (STAGES_ + s): once the stage's previous use is released,
@@ -304,7 +366,9 @@ __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], 
  * accumulators (lane layout as store_wgmma_acc's). N is any multiple of 32 from 64 to 256:
  * the tile width is a parameter, so one asm form serves them all; its register list is
  * built from blocks of 16 operands (%3 on: the descriptors and the scale flag come first,
- * as read-write operands, so that their numbers do not depend on N). Asynchronous: issue
+ * as read-write operands, so that their numbers do not depend on N). accumulate = 0 (a
+ * tile's first k-step) sets D = A.B: zeroing d[] by ordinary instructions instead makes
+ * ptxas serialize every wgmma of the loop (warning C7515). Asynchronous: issue
  * between wgmma.fence and wgmma.commit_group, read d[] only after wgmma.wait_group. */
 #define HALF_WG_O16(i) "+f"(d[(i) + 0]), "+f"(d[(i) + 1]), "+f"(d[(i) + 2]), "+f"(d[(i) + 3]), \
     "+f"(d[(i) + 4]), "+f"(d[(i) + 5]), "+f"(d[(i) + 6]), "+f"(d[(i) + 7]), "+f"(d[(i) + 8]), \
@@ -343,12 +407,13 @@ template <> struct IsBf16<__nv_bfloat16> { static constexpr bool value = true; }
 template <typename T> struct IsHalf { static constexpr bool value = false; };
 template <> struct IsHalf<__half> { static constexpr bool value = true; };
 template <int N_, int TNSP_B_, typename T>
-__device__ __forceinline__ void wgmma_k16(float* d, unsigned long long da, unsigned long long db)
+__device__ __forceinline__ void wgmma_k16(float* d, unsigned long long da, unsigned long long db,
+                                          unsigned accumulate = 1)
 {
     static_assert(N_ % 32 == 0 && N_ >= 64 && N_ <= 256, "wgmma_k16: N is a multiple of 32, 64..256");
     constexpr bool BF16 = IsBf16<T>::value;
     static_assert(BF16 || IsHalf<T>::value, "wgmma_k16: T is __half or __nv_bfloat16");
-    unsigned one = 1;                                   /* scale-d: D += A.B */
+    unsigned one = accumulate;                          /* scale-d: D += A.B, or 0: D = A.B */
     HALF_WGMMA_CASE(64, "64", 2)
     HALF_WGMMA_CASE(96, "96", 3)
     HALF_WGMMA_CASE(128, "128", 4)

@@ -175,7 +175,8 @@ def test_a_table_promises_types_and_layouts_its_picks_take(registered, tmp_path)
                                                           ("bfloat16", "float16"), ("kn", "nk"))
     assert v.dispatch.problem is None and v.precision == "half"
     assert registry.concrete("lab_h", {}, 4096, 4096, 4096, 132, dtype="bfloat16", layout="nk") == \
-        ("half_wgmma", {"stages": 4, "persist": 1, "bm": 128, "bn": 256, "streamk": 0, "rowpad": 16})
+        ("half_wgmma", {"stages": 4, "persist": 1, "bm": 128, "bn": 256, "streamk": 0, "rowpad": 16,
+                       "tmastore": 0})
     assert registry.concrete("lab_h", {}, 3000, 3000, 3000, 132, dtype="float16")[1]["persist"] == 0
     assert "does not support float32" in v.check("cuda", {}, 64, 64, 64, "float32")
     # a pick that does not take a promised type or layout makes the table unusable, saying so

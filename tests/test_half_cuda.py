@@ -351,7 +351,7 @@ def test_half_wgmma_header_and_its_tensor_maps():
     assert WGMMA.dtypes == HALF and WGMMA.layouts == ("kn", "nk") and WGMMA.arch_suffix == "a"
     assert set(WGMMA.descriptions) == set(WGMMA.space)
     pre = WGMMA.prepass
-    p = {"stages": 4, "persist": 1, "bm": 128, "bn": 256, "streamk": 0, "rowpad": 16}
+    p = {"stages": 4, "persist": 1, "bm": 128, "bn": 256, "streamk": 0, "rowpad": 16, "tmastore": 0}
     assert WGMMA.launch_geometry(p, 4096, 4096, 4096, 132) == ((132, 1), (384, 1))
     assert WGMMA.launch_geometry({**p, "persist": 0}, 4096, 4096, 4096, 132) == ((512, 1), (384, 1))
     assert WGMMA.dynamic_shared(p) == 4 * 49152 + 1280
@@ -360,21 +360,21 @@ def test_half_wgmma_header_and_its_tensor_maps():
     assert WGMMA.launch_geometry(small, 1024, 1024, 1024, 132) == ((128, 1), (256, 1))
     assert WGMMA.launch_geometry(small, 4096, 4096, 4096, 132) == ((264, 1), (256, 1))
     assert WGMMA.dynamic_shared(small) == 4 * 24576 + 1280
-    _at, (a, b) = pre.tensor_maps(small, 4096, 2048, 1024)
+    _at, (a, b, _c) = pre.tensor_maps(small, 4096, 2048, 1024)
     assert (a.box0, a.box1, b.box0, b.box1) == (64, 64, 64, 64)
-    _at, (a, b) = pre.tensor_maps({**small, "NK": 1}, 4096, 2048, 1024)
+    _at, (a, b, _c) = pre.tensor_maps({**small, "NK": 1}, 4096, 2048, 1024)
     assert (b.box0, b.box1) == (64, 128)
     assert WGMMA.check("cuda", {**p, "bm": 96}, 64, 64, 64, "float16") is not None
     (px, py), _ = pre.geometry(p, 4096, 4096, 4096)
     assert px * py == 0                                   # nothing to pad
-    at, (a, b) = pre.tensor_maps(p, 4096, 2048, 1024)
+    at, (a, b, _c) = pre.tensor_maps(p, 4096, 2048, 1024)
     assert (a.base, a.dim0, a.dim1, a.stride, a.box0, a.box1, a.elem) == ("a", 1024, 4096, 2048, 64, 128, "b16")
     assert (b.base, b.dim0, b.dim1, b.stride, b.box0, b.box1) == ("b", 2048, 1024, 4096, 64, 64)
-    at, (a, b) = pre.tensor_maps({**p, "NK": 1}, 4096, 2048, 1024)
+    at, (a, b, _c) = pre.tensor_maps({**p, "NK": 1}, 4096, 2048, 1024)
     assert (b.base, b.dim0, b.dim1, b.stride, b.box0, b.box1) == ("b", 1024, 2048, 2048, 64, 256)
     # K % 8 and N % 8: A padded to Kp = 64, B (K×N) to Np = 136, maps after both
     m, n, k = 100, 130, 61
-    at, (a, b) = pre.tensor_maps(p, m, n, k)
+    at, (a, b, _c) = pre.tensor_maps(p, m, n, k)
     assert (a.base, a.dim0, a.stride) == ("scratch", 64, 128)
     assert (b.base, b.offset, b.dim0, b.dim1, b.stride) == ("scratch", 2 * m * 64, 136, k, 272)
     # the maps are the kernel's first arguments (maps_in = "params"): the scratch holds the
@@ -385,23 +385,44 @@ def test_half_wgmma_header_and_its_tensor_maps():
     (px, py), _ = pre.geometry(p, m, n, k)
     assert (px, py) == (1, 4 + 2)                         # 136 / 256 up; A's 4 and B's 2 row tiles
     # N×K: B padded to N rows of Kp
-    at, (a, b) = pre.tensor_maps({**p, "NK": 1}, m, n, k)
+    at, (a, b, _c) = pre.tensor_maps({**p, "NK": 1}, m, n, k)
     assert (b.base, b.offset, b.dim0, b.dim1, b.stride) == ("scratch", 2 * m * 64, 64, n, 128)
     # rowpad 128: rows padded to whole 128-byte lines, also where TMA could read them in
     # place (K = 3000: 6000-byte rows start 16 bytes on from a line each time)
     line = {**p, "rowpad": 128}
-    at, (a, b) = pre.tensor_maps(line, 3000, 3000, 3000)
+    at, (a, b, _c) = pre.tensor_maps(line, 3000, 3000, 3000)
     assert (a.base, a.dim0, a.stride) == ("scratch", 3008, 6016)
     assert (b.base, b.offset, b.dim0, b.dim1, b.stride) == ("scratch", 2 * 3000 * 3008, 3008, 3000, 6016)
     assert pre.scratch_bytes(line, 3000, 3000, 3000) == 4 * 3000 * 3008
     assert pre.geometry(line, 3000, 3000, 3000)[0] == (12, 94 + 94)
-    at, (a, b) = pre.tensor_maps(line, 4096, 2048, 1024)           # whole lines already: no copy
+    at, (a, b, _c) = pre.tensor_maps(line, 4096, 2048, 1024)           # whole lines already: no copy
     assert (a.base, b.base) == ("a", "b") and pre.geometry(line, 4096, 2048, 1024)[0][1] == 0
-    at, (a, b) = pre.tensor_maps({**line, "NK": 1}, 4096, 3000, 1024)   # N×K: rows of K, whole
+    at, (a, b, _c) = pre.tensor_maps({**line, "NK": 1}, 4096, 3000, 1024)   # N×K: rows of K, whole
     assert (a.base, b.base) == ("a", "b")
-    at, (a, b) = pre.tensor_maps(line, 4096, 3000, 1024)           # B as K×N: rows of N
+    at, (a, b, _c) = pre.tensor_maps(line, 4096, 3000, 1024)           # B as K×N: rows of N
     assert (a.base, b.base, b.dim0, b.stride) == ("a", "scratch", 3008, 6016)
     assert WGMMA.check("cuda", {**p, "rowpad": 64}, 64, 64, 64, "float16") is not None
+    # tile widths: any multiple of 32 from 128 to 256; B as K×N in whole 64-column boxes (a
+    # stage has room for 192 columns at bn = 160, both layouts), as N×K one box of bn rows
+    for bn in (160, 192, 224):
+        assert WGMMA.check("cuda", {**p, "bn": bn}, 127, 61, 253, "bfloat16") is None
+        assert WGMMA.dynamic_shared({**p, "bn": bn}) == 4 * (128 + 64 * -(-bn // 64)) * 128 + 1280
+        assert pre.tensor_maps({**p, "bn": bn, "NK": 1}, 4096, 2048, 1024)[1][1].box1 == bn
+    for bn in (96, 144, 288):
+        assert WGMMA.check("cuda", {**p, "bn": bn}, 127, 61, 253, "bfloat16") is not None
+    # tmastore: 16 KB of C's staging a consumer (4 stages of 128 × 256 just fit); C's map in
+    # 4-byte units (two 16-bit values to a unit), boxes of 128 bytes × 64 rows, where C's rows
+    # are whole 16-byte units, else a 16-byte stand-in in the scratch that nothing uses
+    staged = {**p, "tmastore": 1}
+    assert WGMMA.dynamic_shared(staged) == 4 * 49152 + 2 * 16384 + 1280 <= 227 * 1024
+    assert WGMMA.check("cuda", {**staged, "bn": 256}, 4096, 4096, 4096, "bfloat16") is None
+    _at, (_a, _b, c) = pre.tensor_maps(staged, 4096, 2048, 1024)
+    assert (c.base, c.dim0, c.dim1, c.stride, c.box0, c.box1) == ("c", 2048, 4096, 8192, 32, 64)
+    _at, (_a, _b, c) = pre.tensor_maps({**staged, "OB": 2}, 4096, 2050, 1024)   # 2050 · 2 % 16
+    assert (c.base, c.dim0, c.dim1, c.stride) == ("scratch", 4, 1, 16)
+    _at, (_a, _b, c) = pre.tensor_maps({**staged, "OB": 2}, 4096, 2048, 1024)
+    assert (c.base, c.dim0, c.stride) == ("c", 1024, 4096)
+    assert pre.scratch_bytes(staged, 4096, 2050, 1024) >= 16
 
 
 def test_the_ping_pong_step_owns_its_tiles():

@@ -18,10 +18,12 @@ bm = [128, 64]
 bn = [256, 128, 192, 160, 224]
 streamk = [0, 1]
 rowpad = [16, 128]
+tmastore = [0, 1]
 
 [descriptions]
 stages = "k-tiles (64 deep, (bm + bn) · 128 bytes of A and B) in flight in the TMA ring: 3 or 4"
 persist = "1: a persistent grid of one CTA per SM looping over the tiles; 0: one tile per CTA"
+tmastore = "1: C leaves by TMA stores from a small staging buffer, so the consumers go on to the next tile while the copy engine writes it (where C's rows are whole 16-byte units); 0: stores from registers"
 bm = "rows of C a CTA computes, 64 per consumer warpgroup: 128 (two consumers) or 64 (one)"
 bn = "columns of C a CTA computes, the wgmma's N: a multiple of 32 from 128 to 256 (a width whose tiles fill the last wave)"
 streamk = "1: the last partial wave's tiles shared along K by every CTA, partials summed in k order (persist = 1)"
@@ -59,12 +61,21 @@ reason = "a consumer warpgroup computes 64 rows (bm: one or two of them) by one 
 check = "streamk == 0 or bm == 128 or bn != 224"
 reason = "stream-K's sum of partials beside one consumer's 112 accumulators (bm = 64, bn = 224) spills registers"
 
+[[constraints]]
+check = "tmastore == 0 or streamk == 0 or bm == 128 or bn != 128"
+reason = "two CTAs to an SM at 64 x 128 tiles (128 registers a thread): stream-K's sum of partials and C's staging together spill registers"
+
+[[constraints]]
+check = "stages * (bm + 64 * cdiv(bn, 64)) * 128 + (bm // 64) * 16384 * tmastore + 1280 <= 232448"
+reason = "the stages and C's staging (16 KB a consumer) must fit in 227 KB of shared memory: with tmastore, 4 stages of 128 x 256 tiles just fit"
+
 [launch]
 # persistent: a CTA per SM slot (with stream-K every slot: a last wave has idle ones to share)
 grid = ["(SMS * cps if streamk else min(tiles, SMS * cps)) if persist else tiles", 1]
 block = ["128 + 2 * bm", 1]               # a producer warpgroup + bm / 64 consumer warpgroups
-# the stages + atom alignment + mbarriers (full and empty per stage: 64 of the 256 bytes)
-shared = "stages * (bm + bbox) * 128 + 1024 + 256"
+# the stages + C's staging (tmastore: 2 boxes of 8 KB a consumer) + atom alignment +
+# mbarriers (full and empty per stage: 64 of the 256 bytes)
+shared = "stages * (bm + bbox) * 128 + (bm // 64) * 16384 * tmastore + 1024 + 256"
 # stream-K: an arrival counter per tile (256-byte aligned), then a partial tile (bm × bn
 # floats) per piece of the shared tiles: fewer than 2 · grid
 workspace = "roundup(4 * tiles, 256) + 2 * SMS * cps * bm * bn * 4 if streamk else 0"
@@ -73,8 +84,9 @@ workspace = "roundup(4 * tiles, 256) + 2 * SMS * cps * bm * bn * 4 if streamk el
 entry = "prepass"
 grid = ["cdiv(max(kp if K % pe else 0, (kp if NK else np) if bp_bytes else 0), 256)", "(cdiv(M, 32) if K % pe else 0) + (cdiv(N if NK else K, 32) if bp_bytes else 0)"]
 block = [32, 8]
-# the padded copies (at least 256 bytes: S is a device pointer even where nothing is padded);
-# the tensor maps are the kernel's first two arguments
+# the padded copies (at least 256 bytes: S is a device pointer even where nothing is padded,
+# and C's stand-in map below lies inside it); the tensor maps are the kernel's first three
+# arguments
 scratch = "max(ap_bytes + bp_bytes, 256)"
 maps_in = "params"
 
@@ -96,6 +108,17 @@ dims = ["kp if NK else np", "N if NK else K"]
 stride = "2 * (kp if NK else np)"
 box = [64, "bn if NK else 64"]
 elem = "b16"
+
+# C as M rows of N elements of OB bytes, in 4-byte units (a 16-bit C two to a unit), box 32
+# (128 bytes) × 64 rows; 128B swizzle: tmastore's stores. TMA needs 16-byte row strides:
+# where N · OB % 16 the kernel stores from registers, and the map is a one-row stand-in at
+# the scratch's start that nothing uses
+[[prepass.tensor_maps]]
+base = "'c' if N * OB % 16 == 0 else 'scratch'"
+offset = 0
+dims = ["N * OB // 4 if N * OB % 16 == 0 else 4", "M if N * OB % 16 == 0 else 1"]
+stride = "N * OB if N * OB % 16 == 0 else 16"
+box = [32, 64]
 +++
 */
 /*
@@ -194,6 +217,9 @@ elem = "b16"
 #ifndef ROWPAD
 #define ROWPAD 16
 #endif
+#ifndef TMASTORE
+#define TMASTORE 0
+#endif
 #if ROWPAD != 16 && ROWPAD != 128
 #error "ROWPAD must be 16 or 128"
 #endif
@@ -217,6 +243,8 @@ elem = "b16"
 /* 64 × 128 tiles: two CTAs to an SM (at most 97 KB of shared memory and 128 registers each) */
 #define CTAS_PER_SM (BM == 64 && BN == 128 ? 2 : 1)
 static_assert(sizeof(ELEM) == 2, "ELEM is a 16-bit type");
+/* C's staging: a consumer's 2 boxes (C_STAGE_BYTES), used where its tile is whole boxes */
+#define STG_BYTES (TMASTORE ? CONSUMERS * C_STAGE_BYTES : 0)
 
 /* Ap (M × Kp) where K % (ROWPAD / 2), then Bp where B's rows are short, zero-padded
  * (half.cuh's pad_short_rows). */
@@ -229,14 +257,16 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
 
 extern "C" __global__ __launch_bounds__(NT, CTAS_PER_SM)
 void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ TensorMapArg mapB,
-            const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
+            const __grid_constant__ TensorMapArg mapC, const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
             int M, int N, int K, unsigned char* __restrict__ workspace)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(16) unsigned char smem_raw[];
     const unsigned base = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u;
-    /* full[s] at +8s, empty[s] at +8(STAGES+s): 2 STAGES * 8 <= 256 */
-    const unsigned bars = base + STAGES * STAGE_BYTES;
+    /* the stages, C's staging (1024-aligned: the stages are whole KB), then full[s] at +8s,
+       empty[s] at +8(STAGES+s): 2 STAGES * 8 <= 256 */
+    const unsigned stg = base + STAGES * STAGE_BYTES;
+    const unsigned bars = stg + STG_BYTES;
 
     const int tid = threadIdx.x;
     const int wg = tid >> 7;                            /* 0: producer, 1-2: consumers */
@@ -255,9 +285,10 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
     }
     __syncthreads();
 
-#if STREAMK && CONSUMERS == 2 && BN > 128
-    /* stream-K's sum of partials beside 128 accumulators needs more than the 168 registers
-     * a thread of 384 gets at launch: the producer's go to the consumers (warpgroup-wide) */
+#if (STREAMK || TMASTORE) && CONSUMERS == 2 && BN > 128
+    /* stream-K's sum of partials, or the staging of C, beside up to 128 accumulators needs
+     * more than the 168 registers a thread of 384 gets at launch: the producer's go to the
+     * consumers (warpgroup-wide) */
     if (wg == 0)
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n" ::: "memory");
     else
@@ -281,14 +312,17 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
     } else {
         const int cw = wg - 1;
         const int warp = (tid >> 5) & 3, lane = tid & 31;
+#if TMASTORE
+        /* TMA stores where C's rows are whole 16-byte units and a tile whole 128-byte boxes */
+        const bool staged = c_boxes_whole<BN, OUT>() && (N * (int)sizeof(OUT)) % 16 == 0;
+        const bool lead = (tid & 127) == 0;
+        unsigned part = 0;
+#endif
         float acc[BN / 2];
         int it = 0, t, kb, ke, a;
         for (int n = 0; walk.piece(n, t, kb, ke, a); ++n) {
             int row0, col0;
             tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
-#pragma unroll
-            for (int j = 0; j < BN / 2; ++j)
-                acc[j] = 0.f;
             for (int kt = kb; kt < ke; ++kt, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(bars + 8 * s, (it / STAGES) & 1);
@@ -298,9 +332,9 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk)
 #if B_NK
-                    wgmma_k16<BN, 0, ELEM>(acc, make_desc(sa + kk * 32), make_desc(sb + kk * 32));
+                    wgmma_k16<BN, 0, ELEM>(acc, make_desc(sa + kk * 32), make_desc(sb + kk * 32), kk > 0 || kt > kb);
 #else
-                    wgmma_k16<BN, 1, ELEM>(acc, make_desc(sa + kk * 32), make_desc_mn(sb + kk * 2048, 8192));
+                    wgmma_k16<BN, 1, ELEM>(acc, make_desc(sa + kk * 32), make_desc_mn(sb + kk * 2048, 8192), kk > 0 || kt > kb);
 #endif
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
                 asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
@@ -317,8 +351,21 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
                 && !streamk_piece<BN / 2, 128 * CONSUMERS, 1>(acc, walk, a, workspace, tiles, tid - 128))
                 continue;
 #endif
+#if TMASTORE
+            if constexpr (c_boxes_whole<BN, OUT>()) {
+                if (staged) {                           /* named barriers 2 and 3 */
+                    store_wgmma_out_tma<BN, OUT>(acc, stg + cw * C_STAGE_BYTES, &mapC, row0 + cw * 64,
+                                                 col0, warp, lane, lead, 2 + cw, part);
+                    continue;
+                }
+            }
+#endif
             store_wgmma_out<BN>(acc, C, row0 + cw * 64, col0, M, N, warp, lane);
         }
+#if TMASTORE
+        if (staged && lead)
+            bulk_wait<0>();                             /* the last tile's stores complete */
+#endif
     }
 #else
     __trap();                                           /* built for a target without wgmma */

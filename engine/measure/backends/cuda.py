@@ -1063,10 +1063,12 @@ class CudaBackend(Backend):
         worked out from its header once (not on every timed launch)."""
         plan = kernel.prepass_plans.get((m, n, k))
         if plan is None:
-            # NK: the pre-pass's expressions see B's layout (a map of B differs with it)
+            # NK, OB: the pre-pass's expressions see B's layout (a map of B differs with it)
+            # and the bytes of C's elements (a map of C differs with them)
             pre = kernel.variant.prepass
             spec = getattr(self, "type_spec", None)
-            p = {**kernel.params, "NK": int(spec is not None and spec.layout is Layout.NK)}
+            p = {**kernel.params, "NK": int(spec is not None and spec.layout is Layout.NK),
+                 "OB": spec.output.itemsize if spec is not None else 4}
             plan = kernel.prepass_plans[(m, n, k)] = (
                 pre.scratch_bytes(p, m, n, k), pre.geometry(p, m, n, k, self.multiprocessors),
                 pre.tensor_maps(p, m, n, k))
