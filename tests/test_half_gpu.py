@@ -171,10 +171,10 @@ def test_cublas_fp32_reads_b_as_n_by_k():
 
 
 @pytest.mark.parametrize("line, dtype, picks", [
-    # ping-pong up to 1280 a side (and to 3584 where rows are whole 128-byte lines), then
-    # step 32 with a persistent grid; FP8: one tile a CTA below 2.5 waves, persistent above
-    ("lab_half", "bfloat16", {127: "half_wgmma_pingpong[stages=4,bn=128", 1000: "half_wgmma_pingpong[stages=4,bn=128",
-                              1024: "half_wgmma_pingpong[stages=4,bn=64", 4096: "half_wgmma[stages=4,persist=1"}),
+    # step 32: 64 × 128 tiles where 128 × 128 ones leave SMs idle (1024³), else the width
+    # whose tiles fill the last wave; FP8: one tile a CTA below 2.5 waves, persistent above
+    ("lab_half", "bfloat16", {127: "half_wgmma[stages=4,persist=1,bm=128,bn=128", 1000: "half_wgmma[stages=4,persist=1,bm=128,bn=128",
+                              1024: "half_wgmma[stages=4,persist=1,bm=64,bn=128", 4096: "half_wgmma[stages=4,persist=1,bm=128,bn=256"}),
     ("lab_fp8", "float8_e4m3", {127: "fp8_wgmma[stages=3,persist=0", 1000: "fp8_wgmma[stages=3,persist=0",
                                 4096: "fp8_wgmma[stages=3,persist=1"}),
     ("lab_int8", "int8", {127: "int8_wgmma[stages=4,persist=0,bm=128,bn=128", 1024: "int8_wgmma[stages=4,persist=0,bm=128,bn=128",
