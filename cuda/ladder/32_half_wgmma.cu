@@ -2,7 +2,7 @@
 +++
 name = "half_wgmma"
 title = "FP16/BF16 by Hopper wgmma from shared tiles that TMA fills through an mbarrier ring"
-summary = "The tensor-core ladder's third step: no thread loads an operand any more. One elected producer thread issues TMA copies (cp.async.bulk.tensor, 128-byte swizzle) of A's and B's k-tiles into a ring of shared-memory stages, each completing as bytes on the stage's 'full' mbarrier; two consumer warpgroups multiply straight from shared memory with wgmma.mma_async m64nNk16 (a 128 × 256 tile of C by default, FP32 accumulators; the tile's width bn is a parameter, so that the tiles can fill the last wave) and release each stage on its 'empty' mbarrier. B as K×N is read MN-major (wgmma's transpose bit), B as N×K K-major like A, so neither layout is copied. persist = 1: one CTA per SM looping over the tiles in grouped order; streamk = 1: the last partial wave's tiles shared along K by every CTA (stream-K), their partials summed in k order by the last to arrive."
+summary = "The tensor-core ladder's third step: no thread loads an operand any more. One elected producer thread issues TMA copies (cp.async.bulk.tensor, 128-byte swizzle) of A's and B's k-tiles into a ring of shared-memory stages, each completing as bytes on the stage's 'full' mbarrier; two consumer warpgroups multiply straight from shared memory with wgmma.mma_async m64nNk16 (a 128 × 256 tile of C by default, FP32 accumulators; the tile's width bn is a parameter, so that the tiles can fill the last wave) and release each stage on its 'empty' mbarrier. B as K×N is read MN-major (wgmma's transpose bit), B as N×K K-major like A, so neither layout is copied. persist = 1: one CTA per SM looping over the tiles in grouped order; streamk = 1: the last partial wave's tiles shared along K by every CTA (stream-K), their partials summed in k order by the last to arrive; tmastore = 1: C leaves by TMA stores from a small staging buffer while the consumers go on to the next tile."
 source = "PTX ISA wgmma.mma_async (.f16/.bf16, matrix descriptors, MN- and K-major operands), cp.async.bulk.tensor and mbarrier expect_tx; CUDA driver cuTensorMapEncodeTiled; CUTLASS's canonical GMMA layouts (cute mma_traits_sm90_gmma.hpp); the TMA and wgmma levels of ThunderKittens' H100 GEMM walk-through; cuda/ladder/23_tf32_wgmma_tma.cu"
 role = "rung"
 order = 32
@@ -127,7 +127,7 @@ box = [32, 64]
  *
  * What it adds to 31_half_mma: the copies and the multiplies leave the threads.
  *  - TMA: a tensor map per operand (encoded on the host by cuTensorMapEncodeTiled, passed
- *    as the kernel's first two arguments: TMA reads them from the parameter space, with no
+ *    as the kernel's first arguments: TMA reads them from the parameter space, with no
  *    fence and no fetch from global memory before the first copy); one thread of warpgroup 0 announces a stage's
  *    48 KB on its "full" mbarrier (expect_tx) and issues the copies, which land in the
  *    128-byte swizzle (16-byte chunk c of row r at c ^ (r % 8), 1024-byte atoms) and
@@ -135,7 +135,14 @@ box = [32, 64]
  *  - wgmma: warpgroups 1 and 2 (64 rows of C each) wait on "full", issue 4 wgmma.m64n256k16
  *    per 64-deep k-tile reading both operands from shared memory through descriptors, keep
  *    one k-tile of wgmma in flight, and arrive on the previous stage's "empty" mbarrier
- *    (256 arrivals) so that the producer may refill it.
+ *    (256 arrivals) so that the producer may refill it. A tile's first wgmma sets D = A·B
+ *    (scale-d 0): accumulators zeroed by ordinary instructions make ptxas wait after every
+ *    wgmma of the loop (its warning C7515).
+ *  - TMASTORE = 1: C leaves through shared memory: a consumer writes a box (64 rows × 128
+ *    bytes) of its tile into one of its two staging buffers, one thread stores it by TMA
+ *    (a map of C in 4-byte units), and the consumers go on to the next tile while the copy
+ *    engine writes C (half.cuh's store_wgmma_out_tma). Where C's rows are not whole 16-byte
+ *    units, or a 16-bit C's tile not whole boxes (BN 160, 224), C is stored from registers.
  *  - Layouts: A's tile is K-major (rows of 64 k = 128 B). B as N×K likewise (one 64 × 256
  *    box). B as K×N is MN-major: four boxes of 64 columns × 64 k, 8 KB each, rows of 64
  *    columns = 128 B per k; its descriptor says so (leading byte offset 8 KB from one
@@ -146,8 +153,8 @@ box = [32, 64]
  * operands), cp.async.bulk.tensor and mbarrier expect_tx; CUTLASS's canonical GMMA layouts;
  * the TMA and wgmma levels of ThunderKittens' H100 GEMM walk-through; written anew for this
  * lab on top of 23_tf32_wgmma_tma.cu.
- * Left for the next step: the consumers stall on their own wgmma at the end of each k-tile
- * and during the epilogue (no second tile in flight, no ping-pong), one CTA per SM.
+ * Left for the next step: the consumers stall during the epilogue (no second tile in
+ * flight, no ping-pong), one CTA per SM.
  *
  * Pre-pass (timed with the GEMM; no blocks at all when every row is a multiple of ROWPAD
  * bytes): Ap = A padded to Kp = roundup(K, ROWPAD / 2) where K % (ROWPAD / 2); Bp = B
@@ -178,9 +185,10 @@ box = [32, 64]
  *   BM, BN   128 or 64; a multiple of 32 from 128 to 256: the tile (default 128, 256)
  *   STREAMK  1: share the last partial wave along K (PERSIST 1)   (default 0)
  *   ROWPAD   16 or 128: bytes a row TMA reads is a multiple of     (default 16)
+ *   TMASTORE 1: C by TMA stores from a staging buffer              (default 0)
  * Launch: prepass (32, 8) blocks as the header says; matmul block 128 + 2 · BM, grid as
- * above, dynamic shared memory STAGES · (BM + BN) · 128 + 1280;
- * args (the maps of A and B, A, scratch, C, M, N, K, workspace) (the workspace: stream-K's
+ * above, dynamic shared memory STAGES · (BM + 64 · cdiv(BN, 64)) · 128 + (TMASTORE: BM / 64
+ * · 16 KB) + 1280; args (the maps of A, B and C, A, scratch, C, M, N, K, workspace) (the workspace: stream-K's
  * counters and partial tiles; null without it).
  * Models: FLOPs = 2·M·N·K; bytes = (M·K + K·N)·2 + M·N·sizeof(OUT).
  */
