@@ -16,6 +16,7 @@ import struct
 import numpy as np
 import pytest
 
+from engine.common.dtypes import TypeSpec
 from engine.kernels import registry
 from engine.measure.backends import cuda as cuda_backend
 from engine.measure.backends.base import BackendError, CompiledKernel, Workspace
@@ -336,6 +337,33 @@ def test_maps_in_params_come_first_and_are_never_copied(backend, shape):
     backend._launch(kernel, ws, m, n, k)
     assert decode(log[-1][3][0])[0] == (int(ws.scratch) if k % pe else int(ws.a))
     assert log[-1][3][1] == args[1]
+
+
+STEP32 = registry.get("half_wgmma")
+
+
+@pytest.mark.parametrize("out, n, whole", [("float32", 1000, True), ("bfloat16", 1000, True),
+                                           ("float32", 1001, False), ("bfloat16", 1004, False)])
+def test_step_32s_map_of_c_follows_cs_element_bytes(backend, out, n, whole):
+    """Step 32's third map is C's, for its TMA stores: counted in 4-byte units (a 16-bit C
+    two to a unit: the pre-pass's expressions see OB, C's element bytes, from the run's
+    type), rows of N · OB bytes; where those are not whole 16-byte units TMA cannot take C,
+    and the map is a 16-byte stand-in at the scratch's start (the kernel stores from
+    registers there)."""
+    backend.type_spec = TypeSpec("bfloat16", out)
+    ob = 4 if out == "float32" else 2
+    m, k = 300, 64
+    kernel, ws, log = setup(backend, STEP32, m, n, k)
+    backend._launch(kernel, ws, m, n, k)
+    args = log[-1][3]
+    assert [len(x) for x in args[:3]] == [128, 128, 128] and args[5] is ws.c
+    addr, d0, d1, stride, b0, b1, elem = decode(args[2])
+    assert (b0, b1, elem) == (32, 64, "float32")
+    if whole:
+        assert (addr, d0, d1, stride) == (int(ws.c), n * ob // 4, m, n * ob)
+    else:
+        assert (addr, d0, d1, stride) == (int(ws.scratch), 4, 1, 16)
+        assert STEP32.prepass.scratch_bytes(kernel.params, m, n, k) >= 16
 
 
 def test_param_signature_puts_each_argument_where_the_driver_reads_it():
