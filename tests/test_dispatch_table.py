@@ -380,3 +380,34 @@ def test_the_generator_does_not_write_over_a_hand_written_table(tmp_path, capsys
     finally:
         registry.REGISTRY.clear()
         registry.REGISTRY.update(saved)
+
+
+def _widest_filling_width(m: int, n: int, sms: int) -> int:
+    """The width lab_half's rule means: the least waves × (bn + 32) over bn = 128..256 by 32
+    (128-row tiles), the widest on ties."""
+    cost = {bn: -(-(-(-m // 128) * -(-n // bn)) // sms) * (bn + 32) for bn in range(128, 257, 32)}
+    return min(sorted(cost, reverse=True), key=cost.get)
+
+
+def test_lab_half_picks_the_width_whose_tiles_fill_the_last_wave():
+    """The rule's one expression (costs × 8 + an index, the least taken) picks the width of
+    its model at any shape and SM count that reach it, and step 32 accepts its pick there."""
+    import random
+    rng = random.Random(39)
+    table, step = registry.get("lab_half").dispatch, registry.get("half_wgmma")
+    seen = set()
+    for _ in range(400):
+        m, n, k = rng.randint(1, 20000), rng.randint(1, 20000), rng.choice([64, 1000, 4096])
+        sms = rng.choice([78, 114, 132])
+        rule = table.rule_at(m, n, k, sms)
+        if rule.variant != "half_wgmma" or "bm" in rule.params:
+            continue
+        values = rule.values(m, n, k, sms)
+        bn = values["bn"]
+        assert bn == _widest_filling_width(m, n, sms), (m, n, sms, bn)
+        assert step.check("cuda", {**step.default_params(), **values}, m, n, k, "bfloat16") is None
+        seen.add(bn)
+    assert seen == {128, 160, 192, 224, 256}
+    assert (table.rule_at(1536, 1536, 1536, 132).values(1536, 1536, 1536, 132)["bn"],
+            table.rule_at(3072, 3072, 3072, 132).values(3072, 3072, 3072, 132)["bn"],
+            table.rule_at(4096, 4096, 4096, 132).values(4096, 4096, 4096, 132)["bn"]) == (160, 192, 256)
