@@ -88,6 +88,10 @@ def test_parse_good_table(tmp_path):
     (GOOD.replace('variant = "tiled_any"\n', 'when = "K > 3"\nvariant = "tiled_any"\n'), 19,
      "must apply to every shape"),
     (GOOD.replace('"min(M, N) >= SMS"', '"min(M, Q) >= 1"'), 14, "unknown name 'Q'"),
+    # B's layout and C's element bytes are a kernel pre-pass's names, not a rule's: a rule
+    # picks for every type and layout its table promises
+    (GOOD.replace('"min(M, N) >= SMS"', '"OB == 4"'), 14, "unknown name 'OB'"),
+    (GOOD.replace("params = { ts = 16 }", 'params = { ts = "16 if NK else 8" }'), 16, "unknown name 'NK'"),
     (GOOD.replace('"min(M, N) >= SMS"', '"__import__(1)"'), 14, "only cdiv"),
     (GOOD.replace('"min(M, N) >= SMS"', '"M +"'), 14, "does not parse"),
     (GOOD.replace("params = { ts = 16 }", 'params = { ts = 1.5 }'), 16, "whole number"),

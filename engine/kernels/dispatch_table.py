@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from engine.common.files import read_text
-from engine.kernels.kernel_file import (DEFAULT_SMS, DEVICE_NAMES, FUNCTIONS, MAX_NAME_CHARS,
+from engine.kernels.kernel_file import (DEFAULT_SMS, FUNCTIONS, MAX_NAME_CHARS,
                                         MAX_PARAM_VALUE, MAX_TEXT_CHARS, NAME_RE, PRECISIONS,
                                         SHAPE_NAMES, KERNEL_DTYPES, LAYOUTS, Expr, ExpressionError,
                                         KernelFileError, _check_values, _header_data,
@@ -56,6 +56,12 @@ BACKENDS = ("cuda", "opencl")
 #: Where the lab's own tables are (relative to the repository root).
 BUILTIN_FILES = ("cuda/lab/dispatch.toml", "opencl/dispatch.toml")
 _TABLE_HEAD = re.compile(r"^\s*\[\s*([A-Za-z0-9_]+)\s*\]\s*(#.*)?$")
+
+
+#: Names a rule's expressions see besides M, N, K: the device's SM count. (A kernel
+#: header's pre-pass also sees NK and OB, B's layout and C's element bytes; a rule picks
+#: for every type and layout its table promises, so it does not.)
+RULE_NAMES = ("SMS",)
 
 
 class DispatchError(ValueError):
@@ -280,7 +286,7 @@ def _rule(path: Path, lines: list[str], name: str, i: int, r: dict, line: int) -
             # a value by the shape: checked against the kernel's values where it is routed
             e = _parse_expr(value, f"{where}.params.{pname}", lambda: _key_line(lines, line, "params"),
                             path)
-            names = sorted(e.names() - set(SHAPE_NAMES) - set(DEVICE_NAMES) - set(FUNCTIONS))
+            names = sorted(e.names() - set(SHAPE_NAMES) - set(RULE_NAMES) - set(FUNCTIONS))
             if names:
                 err(f"unknown name '{names[0]}' in {pname} = \"{shown_text(value, 60)}\" (it may "
                     f"use M, N, K, SMS and {', '.join(FUNCTIONS)})", "params")
@@ -295,7 +301,7 @@ def _rule(path: Path, lines: list[str], name: str, i: int, r: dict, line: int) -
     when = None
     if "when" in r:
         when = _parse_expr(r["when"], f"{where}.when", lambda: _key_line(lines, line, "when"), path)
-        names = sorted(when.names() - set(SHAPE_NAMES) - set(DEVICE_NAMES) - set(FUNCTIONS))
+        names = sorted(when.names() - set(SHAPE_NAMES) - set(RULE_NAMES) - set(FUNCTIONS))
         if names:
             err(f"unknown name '{names[0]}' in 'when' (it may use M, N, K, SMS and "
                 f"{', '.join(FUNCTIONS)})", "when")
