@@ -139,6 +139,15 @@ def test_grids_can_be_sized_to_the_devices_multiprocessors(tmp_path):
     (lambda t: t.replace('name = "my_kernel"', 'name = "My Kernel"'), "lower-case", 3),
     (lambda t: t.replace('source = "tests"', 'source = "tests"\nrole = "boss"'), "role must be", 6),
     (lambda t: t.replace('[launch]', '[launch]\nshared = "M * 4"'), "parameters only", 18),
+    # B's layout and C's element bytes reach a pre-pass's expressions only: a grid, block,
+    # constraint or [chosen] value naming them (directly or through [derived]) would read 0
+    # or 4 in every run
+    (lambda t: t.replace('grid = ["cdiv(N, block)"', 'grid = ["cdiv(N, block) * (1 + NK)"'),
+     "NK is a name of the pre-pass's expressions only", 18),
+    (lambda t: t.replace('check = "threads <= 1024"', 'check = "threads * OB <= 4096"'),
+     "OB is a name of the pre-pass's expressions only", None),
+    (lambda t: t.replace('threads = "block * block"', 'threads = "block * block * OB // 4"'),
+     "OB is a name of the pre-pass's expressions only", None),
 ])
 def test_bad_headers_say_what_and_where(tmp_path, mutate, words, line):
     path = write(tmp_path, mutate(GOOD))

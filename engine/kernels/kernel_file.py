@@ -94,6 +94,8 @@ SHAPE_NAMES = ("M", "N", "K")
 #: as N×K (layout nk), else 0; ``OB``, the bytes of one element of C (2 for a 16-bit C, else
 #: 4). NK and OB are seen by the pre-pass's expressions (0 and 4 elsewhere).
 DEVICE_NAMES = ("SMS", "NK", "OB")
+#: The run's names only a pre-pass sees (elsewhere they would be 0 and 4 whatever the run).
+PREPASS_NAMES = ("NK", "OB")
 NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*\Z")
 #: A kernel's entry point (and a pre-pass's): a C identifier.
 ENTRY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -1021,6 +1023,14 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
         derived[dname] = expr(val, f"derived.{dname}", "derived", dname)
         known.add(dname)
 
+    def prepass_names_refused(e: Expr, where: str, *keys: str) -> Expr:
+        """NK and OB are filled in for the pre-pass alone: anywhere else they are refused."""
+        name = uses_shape(e, derived, names=PREPASS_NAMES)
+        if name:
+            err(f"{where}: {name} is a name of the pre-pass's expressions only (B's layout, C's "
+                "element bytes: the launch, constraints and [chosen] hold for every run)", *keys)
+        return e
+
     chosen_raw = data.get("chosen", {})
     if not isinstance(chosen_raw, dict):
         err("[chosen] must be a table: parameter = \"expression\"", "chosen")
@@ -1028,7 +1038,8 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
     for cname, val in chosen_raw.items():
         if cname not in space:
             err(f"[chosen] names '{cname}', which is not in [params]", "chosen", cname)
-        chosen[cname] = expr(val, f"chosen.{cname}", "chosen", cname)
+        chosen[cname] = prepass_names_refused(expr(val, f"chosen.{cname}", "chosen", cname),
+                                              f"chosen.{cname}", "chosen", cname)
 
     constraints = []
     raw = data.get("constraints", [])
@@ -1047,7 +1058,8 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
         if len(c["reason"]) > MAX_REASON_CHARS:
             err(f"constraints[{i}].reason is {len(c['reason']):,} characters long (at most "
                 f"{MAX_REASON_CHARS:,})", "constraints", "reason")
-        chk = expr(c["check"], f"constraints[{i}].check", "constraints", "check")
+        chk = prepass_names_refused(expr(c["check"], f"constraints[{i}].check", "constraints", "check"),
+                                    f"constraints[{i}].check", "constraints", "check")
         try:
             pieces = list(string.Formatter().parse(c["reason"]))
         except ValueError:
@@ -1070,6 +1082,8 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
                 expr(value[1], f"{where}[1]", *keys, names=names))
 
     grid = pair(launch.get("grid"), "launch.grid", "launch", "grid")
+    for i, g in enumerate(grid):
+        prepass_names_refused(g, f"launch.grid[{i}]", "launch", "grid")
     if triton:
         # Triton sizes its blocks itself: 32 threads per warp of num_warps (a launch option).
         if "block" in launch:
@@ -1081,6 +1095,8 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
             err("[prepass] is for CUDA C kernels only", "prepass")
     else:
         block_ = pair(launch.get("block"), "launch.block", "launch", "block")
+        for i, b in enumerate(block_):
+            prepass_names_refused(b, f"launch.block[{i}]", "launch", "block")
     shared = None
     if "shared" in launch:
         shared = expr(launch["shared"], "launch.shared", "launch", "shared")
@@ -1096,7 +1112,9 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
     if "workspace" in launch:
         if backend != "cuda" or triton:
             err("launch.workspace is for CUDA C kernels only", "launch", "workspace")
-        workspace = expr(launch["workspace"], "launch.workspace", "launch", "workspace")
+        workspace = prepass_names_refused(
+            expr(launch["workspace"], "launch.workspace", "launch", "workspace"),
+            "launch.workspace", "launch", "workspace")
 
     prepass = None
     if "prepass" in data:
@@ -1235,16 +1253,17 @@ def _arch_defaults(raw: Any, space: Mapping[str, tuple[int, ...]], err: Callable
     return out
 
 
-def uses_shape(e: Expr, derived: Mapping[str, Expr], seen=None) -> str:
-    """The shape or device name (M, N, K or SMS) ``e`` depends on, through derived names
-    too; '' if none."""
+def uses_shape(e: Expr, derived: Mapping[str, Expr], seen=None,
+               names: tuple[str, ...] = SHAPE_NAMES + DEVICE_NAMES) -> str:
+    """The shape or device name (M, N, K, SMS, NK or OB; or one of ``names``) ``e`` depends
+    on, through derived names too; '' if none."""
     seen = seen or set()
     for name in e.names():
-        if name in SHAPE_NAMES or name in DEVICE_NAMES:
+        if name in names:
             return name
         if name in derived and name not in seen:
             seen.add(name)
-            got = uses_shape(derived[name], derived, seen)
+            got = uses_shape(derived[name], derived, seen, names)
             if got:
                 return got
     return ""
