@@ -408,13 +408,13 @@ __device__ __forceinline__ void pad_for_tma(const float* __restrict__ A, const f
     }
 }
 
-/* Where the tensor maps sit in the scratch S of a pad_for_tma<PE, PC> pre-pass: after Ap
- * (when K % PC) and Bp (when N % PC), 128-byte aligned (the kernel header's maps_at). */
-template <int PE = 4, int PC = PE>
+/* Where the tensor maps sit in the scratch S of a pad_for_tma pre-pass (rows padded to 16
+ * bytes): after Ap (when K % 4) and Bp (when N % 4), 128-byte aligned (the kernel header's
+ * maps_at). */
 __device__ __forceinline__ const unsigned char* maps_after_padding(const float* S, int M, int N, int K)
 {
-    const size_t Kp = (K + PE - 1) & ~(PE - 1), Np = (N + PE - 1) & ~(PE - 1);
-    const size_t pre = ((K & (PC - 1)) ? 4 * (size_t)M * Kp : 0) + ((N & (PC - 1)) ? 4 * (size_t)K * Np : 0);
+    const size_t Kp = (K + 3) & ~3, Np = (N + 3) & ~3;
+    const size_t pre = ((K & 3) ? 4 * (size_t)M * Kp : 0) + ((N & 3) ? 4 * (size_t)K * Np : 0);
     return reinterpret_cast<const unsigned char*>(S) + ((pre + 127) & ~(size_t)127);
 }
 

@@ -302,11 +302,11 @@ def encode_tensor_map_2d(addr: int, dim0: int, dim1: int, stride_bytes: int, box
     round to TF32 as they land (see ``_TMAP_DATA_TYPE``)."""
     import ctypes  # noqa: PLC0415
 
-    _cuda_lib()
+    lib = _cuda_lib()
     raw = (ctypes.c_uint8 * (128 + 64))()            # the map must be 64-byte aligned
     addr_map = (ctypes.addressof(raw) + 63) & ~63
     u64x2, u32x2 = ctypes.c_uint64 * 2, ctypes.c_uint32 * 2
-    res = _libcuda.cuTensorMapEncodeTiled(
+    res = lib.cuTensorMapEncodeTiled(
         ctypes.c_void_p(addr_map), ctypes.c_int(_TMAP_DATA_TYPE[elem]), ctypes.c_uint32(2), ctypes.c_void_p(addr),
         u64x2(dim0, dim1), (ctypes.c_uint64 * 1)(stride_bytes), u32x2(box0, box1), u32x2(1, 1),
         ctypes.c_int(0), ctypes.c_int(_TMAP_SWIZZLE[swizzle]), ctypes.c_int(_TMAP_L2_256B),
