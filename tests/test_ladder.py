@@ -1298,7 +1298,7 @@ RS_BCP_SHAPES = [(127, 252, 61), (129, 260, 64), (300, 2700, 4500), (2049, 2100,
 def test_wgmma_rs_with_b_by_cp_async_verifies_where_b_rows_are_off_the_sectors():
     _need_cuda()
     combos = [c for c in RS.combos() if c["bcp"] == 1
-              and RS.check("cuda", c, 512, 2700, 500, "float32") is None]
+              and RS.check("cuda", c, 512, 2700, 512, "float32") is None]
     assert {c["streamk"] for c in combos} == {0, 1} and {c["rowpad"] for c in combos} == {16, 128}
     _verified_wherever_valid(RS, RS_BCP_SHAPES, "float32", combos=combos)
 

@@ -709,19 +709,19 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
                         mbar_arrive_expect_tx(full, A_BYTES);
                         tma_load_2d(sa, tmA, kt * BK, row0, full);
                     }
-                    /* a warp's copy is whole rows of the tile (32 lanes x 16 bytes = BN / 4 chunks a
-                       row, 1 or 2 rows): a row that starts inside a sector costs one extra
-                       sector per 512 bytes, not per 128-byte box row (1 in 4 more sectors) */
-                    constexpr int CPR = BN / 4, RPI = 32 / CPR;
-                    const int lane = tid & 31, c = lane & 7;
-                    const int col = col0 + 4 * (lane % CPR);
-                    const unsigned box = sa + A_BYTES + ((lane % CPR) >> 3) * BBOX_BYTES;
+                    /* this thread: chunk tid % 8 of rows tid / 8 and tid / 8 + 16 of every box */
+                    const int r0 = tid >> 3, c = tid & 7;
+                    const unsigned dst = sa + A_BYTES + r0 * 128 + ((c ^ (r0 & 7)) << 4);
 #pragma unroll
-                    for (int q = 0; q < BK / (4 * RPI); ++q) {
-                        const int r = (tid >> 5) * RPI + lane / CPR + 4 * RPI * q;   /* k row of the tile */
-                        const int k = kt * BK + r;
-                        const bool in = k < K && col < N;
-                        cp_async16(box + r * 128 + ((c ^ (r & 7)) << 4), B + (in ? (size_t)k * N + col : 0), in);
+                    for (int h = 0; h < BK / 16; ++h) {
+                        const int k = kt * BK + r0 + 16 * h;
+                        const ELEM* const row = B + (size_t)(k < K ? k : 0) * N;
+#pragma unroll
+                        for (int j = 0; j < B_BOXES; ++j) {
+                            const int col = col0 + 32 * j + 4 * c;
+                            const bool in = k < K && col < N;
+                            cp_async16(dst + j * BBOX_BYTES + h * 16 * 128, row + (in ? col : 0), in);
+                        }
                     }
                     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" :: "r"(full) : "memory");
                 }
