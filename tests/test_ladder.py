@@ -111,25 +111,22 @@ def test_space_small_and_valid(v):
     valid = [c for c in combos if v.check("cuda", c, *home(v), "float32") is None]
     assert valid, f"{v.name}: no valid parameter combination"
     # a full search stays short: at most 12 combinations at the rung's home shape, 16 at
-    # any shape (tf32_wgmma_rs: 4 more, its ping-pong tiles; its 576 declared: its clusters
-    # only where the tiles leave most SMs idle, B by cp.async (bcp) only where N % 8 == 4; ffma_regdb's 960: its 80- and 96-row tiles are for M <= 96 only, its narrow
+    # any shape (tf32_wgmma_rs: 4 more, its ping-pong tiles; its 288 declared: its clusters
+    # only where the tiles leave most SMs idle; ffma_regdb's 960: its 80- and 96-row tiles are for M <= 96 only, its narrow
     # tiles for N <= 64, each N taking one or two tile widths, and B's copies other than
     # as it lies for N % 4 != 0; skinny's 180: each of its three streams ignores the others'
     # parameters, which its constraints hold at one value)
     extra = 4 if v.name == "tf32_wgmma_rs" else 0
     assert len(valid) <= 12 + extra and len(combos) <= {"ffma_regdb": 960, "skinny": 180,
-                                                        "tf32_wgmma_rs": 576}.get(v.name, 96), (
+                                                        "tf32_wgmma_rs": 288}.get(v.name, 96), (
         v.name, len(valid), len(combos))
     for shape in ODD_SHAPES + SKINNY_SHAPES + [(90, 4096, 4096), (80, 4095, 4096)]:
         at = [c for c in combos if v.check("cuda", c, *shape, "float32") is None]
         # where N % 4 != 0 ffma_wide's 36 and ffma_regdb's 40: their three copies of B (once
         # three rungs each), and ffma_regdb's narrow tiles for N <= 64 (once two rungs)
         most = {"ffma_wide": 36, "ffma_regdb": 40}.get(v.name, 16) if shape[1] % 4 else 16
-        # tf32_wgmma_rs's rows padded onto whole lines: 6 more where K % 8 or N % 8, and B by
-        # cp.async (bcp, persistent grid) 4 more (twice where rowpad 128 pads A) where N % 8 == 4
+        # tf32_wgmma_rs's rows padded onto whole lines: 6 more where K % 8 or N % 8
         pad = 6 if v.name == "tf32_wgmma_rs" and (shape[1] % 8 or shape[2] % 8) else 0
-        if v.name == "tf32_wgmma_rs" and shape[1] % 8 == 4:
-            pad += 8 if shape[2] % 8 else 4
         assert len(at) <= most + extra + pad, (v.name, shape, len(at))
     assert v.check("cuda", v.default_params(), *home(v), "float32") is None
 
@@ -973,12 +970,12 @@ def test_wgmma_rs_space_and_shapes():
     # ping-pong consumer's own; clusters only where the tiles leave most SMs idle (not at
     # 4096³); ping-pong on a persistent grid without stream-K, a consumer's tile holding 128
     # or 64 accumulators a thread
-    assert len(RS.combos()) == 576 and len(combos) == 16
+    assert len(RS.combos()) == 288 and len(combos) == 16
     assert {(c["persist"], c["bn"], c["ks"], c["pingpong"]) for c in combos} == {
         (1, 128, 1, 0), (0, 128, 1, 0), (0, 64, 1, 0), (1, 128, 1, 1), (1, 64, 1, 1)}
     assert {(c["bm"], c["bn"]) for c in combos if c["pingpong"]} == {(256, 64), (128, 128), (128, 64), (64, 128)}
     assert all(c["streamk"] == 0 for c in combos if c["pingpong"])
-    pp = {"persist": 1, "streamk": 0, "bm": 256, "bn": 64, "ks": 1, "pingpong": 1, "rowpad": 16, "bcp": 0}
+    pp = {"persist": 1, "streamk": 0, "bm": 256, "bn": 64, "ks": 1, "pingpong": 1, "rowpad": 16}
     assert "persist=1, streamk=0 and ks=1" in RS.constraint(dict(pp, streamk=1), 4096, 4096, 4096, "float32")
     assert "persist=1, streamk=0 and ks=1" in RS.constraint(dict(pp, persist=0), 4096, 4096, 4096, "float32")
     assert "128 accumulators" in RS.constraint(dict(pp, bn=128), 4096, 4096, 4096, "float32")
@@ -989,16 +986,16 @@ def test_wgmma_rs_space_and_shapes():
     assert clusters(100, 4096, 4096) == {(256, 2), (128, 2), (64, 2)}     # 4 x 32 tiles: too many
     assert clusters(500, 500, 8000) == {(256, 2), (128, 2), (64, 2), (128, 4)}
     assert clusters(1000, 1000, 1000) == {(256, 2), (128, 2)}
-    pair = {"persist": 0, "streamk": 0, "bm": 256, "bn": 128, "ks": 2, "pingpong": 0, "rowpad": 16, "bcp": 0}
+    pair = {"persist": 0, "streamk": 0, "bm": 256, "bn": 128, "ks": 2, "pingpong": 0, "rowpad": 16}
     assert "leave 1 of every 2 of the 132 SMs idle (512 tiles)" in RS.constraint(pair, 4096, 4096, 4096, "float32")
     assert "persist=0 and bn=128" in RS.constraint(dict(pair, bn=64), 100, 4096, 4096, "float32")
     assert "only with bm=128" in RS.constraint(dict(pair, ks=4), 500, 500, 8000, "float32")
     assert "at most 115 CTAs (128 here)" in RS.constraint(dict(pair, ks=4, bm=128), 100, 4096, 4096, "float32")
     assert (128, 4) in clusters(100, 3072, 4096)                          # 24 tiles: 96 CTAs
-    assert "persist" in RS.constraint({"persist": 2, "streamk": 0, "bm": 256, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16, "bcp": 0}, 64, 64, 64, "float32")
-    assert "stream-K" in RS.constraint({"persist": 0, "streamk": 1, "bm": 256, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16, "bcp": 0}, 64, 64, 64, "float32")
-    assert "one tile per CTA" in RS.constraint({"persist": 1, "streamk": 0, "bm": 128, "bn": 64, "pingpong": 0, "rowpad": 16, "bcp": 0}, 64, 64, 64, "float32")
-    assert RS.workspace_bytes({"persist": 1, "streamk": 0, "bm": 256, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16, "bcp": 0}, 4096, 4096, 4096) == 0
+    assert "persist" in RS.constraint({"persist": 2, "streamk": 0, "bm": 256, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16}, 64, 64, 64, "float32")
+    assert "stream-K" in RS.constraint({"persist": 0, "streamk": 1, "bm": 256, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16}, 64, 64, 64, "float32")
+    assert "one tile per CTA" in RS.constraint({"persist": 1, "streamk": 0, "bm": 128, "bn": 64, "pingpong": 0, "rowpad": 16}, 64, 64, 64, "float32")
+    assert RS.workspace_bytes({"persist": 1, "streamk": 0, "bm": 256, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16}, 4096, 4096, 4096) == 0
     persistent_stages = {256: 3, 128: 5, 64: 6}   # the kernel's STAGES per BM beside the staging area
     text = RS.source_path("cuda").read_text()
     for bm, st in persistent_stages.items():
@@ -1150,7 +1147,7 @@ def test_wgmma_rs_stream_k_covers_every_k_tile_once(shape, sms, bm):
                  "#define SK_MIN_KTILES 8"):
         assert line in text, line
     m, n, k = shape
-    c = {"persist": 1, "streamk": 1, "bm": bm, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16, "bcp": 0}
+    c = {"persist": 1, "streamk": 1, "bm": bm, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16}
     (grid, _), _ = RS.geometry(c, m, n, k, sms=sms)
     assert grid == sms
     tiles, ktiles = -(-m // bm) * -(-n // 128), -(-k // 32)
@@ -1202,7 +1199,7 @@ def test_wgmma_rs_stream_k_is_deterministic_and_leaves_its_counters_zero(shape, 
     launch after launch, and every tile's arrival counter is back to zero."""
     _need_cuda()
     tiles = -(-shape[0] // bm) * -(-shape[1] // 128)
-    _assert_bitwise_repeatable(RS, {"persist": 1, "streamk": 1, "bm": bm, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16, "bcp": 0},
+    _assert_bitwise_repeatable(RS, {"persist": 1, "streamk": 1, "bm": bm, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16},
                                shape, tiles, "tf32", seed=5)
 
 
@@ -1214,7 +1211,7 @@ def test_wgmma_rs_cluster_sum_is_deterministic(shape, bm, ks):
     whichever CTA finishes first: C is bitwise the first verified run's, launch after launch
     (staged epilogue, N % 4's register one, K % 4's padded A)."""
     _need_cuda()
-    c = {"persist": 0, "streamk": 0, "bm": bm, "bn": 128, "ks": ks, "pingpong": 0, "rowpad": 16, "bcp": 0}
+    c = {"persist": 0, "streamk": 0, "bm": bm, "bn": 128, "ks": ks, "pingpong": 0, "rowpad": 16}
     assert RS.check("cuda", c, *shape, "float32") is None
     _assert_bitwise_repeatable(RS, c, shape, 0, "tf32", seed=7)
 
@@ -1285,22 +1282,6 @@ def test_wgmma_rs_fragment_rows_are_a_permutation_and_conflict_free():
 def test_wgmma_rs_verifies_at_odd_shapes():
     _need_cuda()
     _assert_every_valid_combo_verifies(RS, RS_SHAPES)
-
-
-#: N % 8 == 4 (B's rows start inside a 32-byte sector every other row, bcp = 1): tiles cut
-#: at N's edge (2700 = 21 x 128 + 12), K not a multiple of 32 or of 8 (A padded at rowpad
-#: 128), a persistent loop over tiles and stream-K's shared last wave (3000 x 3004 x 2001)
-RS_BCP_SHAPES = [(127, 252, 61), (129, 260, 64), (300, 2700, 4500), (2049, 2100, 36),
-                 (513, 1028, 1003), (3000, 3004, 2001)]
-
-
-@pytest.mark.gpu
-def test_wgmma_rs_with_b_by_cp_async_verifies_where_b_rows_are_off_the_sectors():
-    _need_cuda()
-    combos = [c for c in RS.combos() if c["bcp"] == 1
-              and RS.check("cuda", c, 512, 2700, 512, "float32") is None]
-    assert {c["streamk"] for c in combos} == {0, 1} and {c["rowpad"] for c in combos} == {16, 128}
-    _verified_wherever_valid(RS, RS_BCP_SHAPES, "float32", combos=combos)
 
 
 @pytest.mark.gpu

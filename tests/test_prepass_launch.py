@@ -73,8 +73,7 @@ def test_a_prepass_with_no_blocks_is_not_launched(backend, shape):
     assert [len(x) for x in args[:3]] == [128] * 3
     assert args[3] is ws.a and args[4] is scratch and args[5] is ws.c
     assert [int(x) for x in args[6:9]] == [m, n, k]
-    assert int(args[9]) == 0                          # the workspace: none without stream-K
-    assert len(args) == 11 and args[10] is ws.b       # B itself, last (pass_b: bcp reads it)
+    assert len(args) == 10 and int(args[9]) == 0      # the workspace: none without stream-K
     assert grid == (min(-(-m // 256) * -(-n // 128), 132), 1, 1) and block == (384, 1, 1)
     assert scratch.nbytes >= 256                      # a device pointer, though nothing is padded
     assert decode(args[0], swizzle=True) == (int(ws.a), k, m, 4 * k, 32, 256, "tf32", 128)
@@ -119,39 +118,6 @@ def test_a_padding_prepass_runs_first_and_the_maps_read_its_copies(backend, shap
     assert decode(args[2]) == c_map + (32, 64, "float32")
     for _addr, _d0, _d1, stride, *_ in (decode(x) for x in args[:3]):
         assert stride % 16 == 0          # TMA: row strides in multiples of 16 bytes
-
-
-@pytest.mark.parametrize("shape", [(300, 2700, 4500), (129, 260, 64), (64, 4100, 96)])
-def test_bcp_pads_only_a_and_hands_the_kernel_b_itself(backend, shape):
-    """bcp = 1 (N % 8 == 4): the producer copies B's rows by cp.async from B itself, so the
-    pre-pass copies at most A (rowpad 128, K % 8 != 0) and B's map stays on 'b'; B is the
-    kernel's last argument."""
-    m, n, k = shape
-    params = dict(RS.default_params(), bcp=1, rowpad=128 if k % 8 else 16)
-    kernel = CompiledKernel(RS, params, "float32", setup(backend, RS, m, n, k)[0].handle, "")
-    _k, ws, log = setup(backend, RS, m, n, k)
-    kernel = CompiledKernel(RS, params, "float32", _k.handle, "")
-    backend._launch(kernel, ws, m, n, k)
-    kp = -(-k // 32) * 32 if k % 8 else k
-    if k % 8:                                          # only A's rows padded: grid.y covers Ap
-        assert [e[0] for e in log] == ["prepass", "matmul"]
-        _, pgrid, _pblock, _pargs = log[0]
-        assert pgrid == (-(-kp // 32), -(-m // 32), 1)
-    else:
-        assert [e[0] for e in log] == ["matmul"]
-    args = log[-1][3]
-    assert len(args) == 11 and args[10] is ws.b and args[4] is ws.scratch
-    assert decode(args[1]) == (int(ws.b), n, k, 4 * n, 32, 32, "tf32")
-    a_base = int(ws.scratch) if k % 8 else int(ws.a)
-    assert decode(args[0]) == (a_base, kp, m, 4 * kp, 32, 256, "tf32")
-    assert ws.scratch.nbytes >= (4 * m * kp if k % 8 else 256)
-
-
-def test_bcp_is_refused_where_b_rows_are_whole_sectors_or_not_16_byte_units():
-    for n in (4096, 2701, 2702):
-        why = RS.check("cuda", dict(RS.default_params(), bcp=1), 512, n, 512, "float32")
-        assert why and "bcp=1" in why, (n, why)
-    assert RS.check("cuda", dict(RS.default_params(), bcp=1), 512, 2700, 512, "float32") is None
 
 
 def test_maps_are_written_once_per_inputs_and_shape(backend):
@@ -293,9 +259,9 @@ def _rs_with_a_map(tmp_path, name: str, old: str, new: str):
 
 
 def test_map_bases_are_a_b_c_or_scratch(tmp_path):
-    h = _rs_with_a_map(tmp_path, "rs_bad_base", "'scratch' if padb else 'b'", "'d'")
+    h = _rs_with_a_map(tmp_path, "rs_bad_base", "'scratch' if N % pc else 'b'", "'d'")
     with pytest.raises(ExpressionError, match="'a', 'b', 'c' or 'scratch'"):
-        h.prepass.tensor_maps({"persist": 1, "streamk": 0, "bm": 256, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16, "bcp": 0}, 256, 128, 64)
+        h.prepass.tensor_maps({"persist": 1, "streamk": 0, "bm": 256, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16}, 256, 128, 64)
 
 
 @pytest.mark.parametrize("swizzle", [64, 32])
@@ -303,7 +269,7 @@ def test_a_map_may_ask_for_a_narrower_swizzle(backend, tmp_path, swizzle):
     """``swizzle`` (bytes of the span) reaches the encoder; the inner box must fit in it."""
     h = _rs_with_a_map(tmp_path, f"rs_sw{swizzle}", 'box = [32, 32]\nelem = "tf32"',
                        f'box = [{swizzle // 4}, 32]\nelem = "tf32"\nswizzle = {swizzle}')
-    _at, maps = h.prepass.tensor_maps({"persist": 1, "streamk": 0, "bm": 256, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16, "bcp": 0}, 256, 128, 64)
+    _at, maps = h.prepass.tensor_maps({"persist": 1, "streamk": 0, "bm": 256, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16}, 256, 128, 64)
     assert (maps[1].box0, maps[1].swizzle) == (swizzle // 4, swizzle)
     assert maps[0].swizzle == maps[2].swizzle == 128          # the default
     blob = fake_encode(*maps[1][1:])                           # the fields after base
@@ -318,7 +284,7 @@ def test_map_swizzles_and_boxes_are_checked(tmp_path):
     h = _rs_with_a_map(tmp_path, "rs_wide", 'box = [32, 32]\nelem = "tf32"',
                        'box = [32, 32]\nelem = "tf32"\nswizzle = 64')
     with pytest.raises(ExpressionError, match="wider than the map's 64-byte swizzle span"):
-        h.prepass.tensor_maps({"persist": 1, "streamk": 0, "bm": 256, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16, "bcp": 0}, 256, 128, 64)
+        h.prepass.tensor_maps({"persist": 1, "streamk": 0, "bm": 256, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16}, 256, 128, 64)
 
 
 def test_a_prepass_whose_when_is_false_leaves_b_to_the_kernel(backend, tmp_path):

@@ -18,7 +18,6 @@ bn = [128, 64]
 ks = [1, 2, 4]
 pingpong = [0, 1]
 rowpad = [16, 128]
-bcp = [0, 1]
 
 [descriptions]
 persist = "1: a persistent grid (one CTA per SM, a tile loop, C's stores overlapping the next tile); 0: one tile per CTA"
@@ -27,7 +26,6 @@ bm = "rows of C per tile (wgmma's N): narrower tiles give shapes with few tiles 
 bn = "columns of C per tile: 128 (two consumer warpgroups) or 64 (one: twice the CTAs; persist=0); with pingpong, one consumer's tile"
 ks = "CTAs per tile as a cluster, each 1/ks of K, summed through distributed shared memory (persist=0)"
 rowpad = "16: the pre-pass pads only the rows TMA cannot read (not a multiple of 16 bytes); 128: rows that start inside a 32-byte sector onto whole 128-byte lines"
-bcp = "1: B by 16-byte cp.async from the producer warpgroup, rounded to TF32 by the consumers: rows starting inside a 32-byte sector (N % 8 == 4) read in place, not by TMA or the pre-pass's copy"
 pingpong = "1: each consumer warpgroup owns whole bm × bn tiles and the two take the CTA's tiles in turn, one's epilogue under the other's main loop (persist=1)"
 
 [derived]
@@ -40,12 +38,11 @@ stages = "(min(8, (227 * 1024 - 32 - 1280 - 65536) // ((bm + bn) * 128)) if ping
 pe = "rowpad // 4"                        # elements a padded row is a multiple of
 pc = "8 if rowpad == 128 else 4"          # rows whose length is not a multiple of pc are padded
 kp = "roundup(K, pe) if K % pc else K"    # row length of Ap (when K % pc)
-padb = "N % pc != 0 and bcp == 0"        # B copied into Bp (bcp reads it in place)
-np = "roundup(N, pe) if padb else N"      # row length of Bp (when padb)
+np = "roundup(N, pe) if N % pc else N"    # row length of Bp (when N % pc)
 # the pre-pass's padded copies (only where a row stride is not a multiple of 16 bytes as TMA
-# needs, or with rowpad 128 of 32 bytes): Ap (M × Kp) when K % pc, then Bp (K × Np) when padb
+# needs, or with rowpad 128 of 32 bytes): Ap (M × Kp) when K % pc, then Bp (K × Np) when N % pc
 ap_bytes = "4 * M * kp if K % pc else 0"
-bp_bytes = "4 * K * np if padb else 0"
+bp_bytes = "4 * K * np if N % pc else 0"
 
 [[constraints]]
 check = "persist == 0 or persist == 1"
@@ -72,16 +69,8 @@ check = "rowpad == 16 or (persist == 1 and pingpong == 0 and ks == 1)"
 reason = "rows copied onto whole lines pay for the copy with long main loops: rowpad=128 needs persist=1, pingpong=0 and ks=1"
 
 [[constraints]]
-check = "rowpad == 16 or K % 8 != 0 or (N % 8 != 0 and bcp == 0)"
-reason = "rowpad=128 pads nothing here: every row of A starts on a 32-byte sector (K % 8 == 0), and B's are whole sectors or read in place (bcp)"
-
-[[constraints]]
-check = "bcp == 0 or (N % 4 == 0 and N % 8 != 0)"
-reason = "bcp=1 reads B's rows 16 bytes at a time where they start inside a 32-byte sector: N % 8 == 4 (N % 4 != 0 needs the pre-pass's copy, N % 8 == 0 is TMA's)"
-
-[[constraints]]
-check = "bcp == 0 or (persist == 1 and ks == 1 and pingpong == 0)"
-reason = "bcp=1 is for the persistent shared-tile grid of large shapes (persist=1, ks=1, pingpong=0): the other modes serve shapes with few tiles, where the pre-pass's copy of B is cheap"
+check = "rowpad == 16 or K % 8 != 0 or N % 8 != 0"
+reason = "rowpad=128 pads nothing here: every row of A and B starts on a 32-byte sector (K % 8 == N % 8 == 0)"
 
 [[constraints]]
 check = "pingpong == 0 or bm * bn == 16384 or bm * bn == 8192"
@@ -115,16 +104,15 @@ shared = "stages * (bm + bn) * 32 * 4 + ((65536 if pingpong else 512 * bn) if pe
 # - 1 at most): fewer than 2 · SMS
 workspace = "roundup(4 * tiles, 256) + 2 * SMS * bm * 128 * 4 if streamk else 0"
 
-[prepass]            # padded copies only where needed: no blocks (no launch) when neither A nor B is padded
+[prepass]            # padded copies only where needed: no blocks (no launch) when K % pc == N % pc == 0
 entry = "prepass"
-grid = ["cdiv(max(kp if K % pc else 0, np if padb else 0), 32)", "(cdiv(M, 32) if K % pc else 0) + (cdiv(K, 32) if padb else 0)"]
+grid = ["cdiv(max(kp if K % pc else 0, np if N % pc else 0), 32)", "(cdiv(M, 32) if K % pc else 0) + (cdiv(K, 32) if N % pc else 0)"]
 block = [32, 8]
 # the padded copies (at least 256 bytes: S is a device pointer even where nothing is padded,
 # and C's stand-in map below lies inside it); the tensor maps are the kernel's first three
 # arguments
 scratch = "max(ap_bytes + bp_bytes, 256)"
 maps_in = "params"
-pass_b = true        # B itself, the last argument: bcp's cp.async reads it in place
 
 # A (or Ap) as M rows of K (Kp) floats, box 32 (k) × bm (m); 128B swizzle; rounded to TF32
 # by TMA as it copies
@@ -138,8 +126,8 @@ elem = "tf32"
 
 # B (or Bp) as K rows of N (Np) floats, box 32 (n) × 32 (k); 128B swizzle; rounded to TF32
 [[prepass.tensor_maps]]
-base = "'scratch' if padb else 'b'"
-offset = "ap_bytes if padb else 0"
+base = "'scratch' if N % pc else 'b'"
+offset = "ap_bytes if N % pc else 0"
 dims = ["np", "K"]
 stride = "4 * np"
 box = [32, 32]
@@ -338,12 +326,6 @@ box = [32, 64]
 #ifndef ROWPAD
 #define ROWPAD 16
 #endif
-#ifndef BCP
-#define BCP 0
-#endif
-#if BCP != 0 && BCP != 1
-#error "BCP must be 0 or 1"
-#endif
 #if ROWPAD != 16 && ROWPAD != 128
 #error "ROWPAD must be 16 or 128"
 #endif
@@ -444,7 +426,7 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 /* the 4 KKS fragment registers (KKS k-steps from kk0, a0..a3 each) of one stage: B^T rows of
-   this lane (as TMA left them: rounded to TF32; with BCP rounded here), 2 KKS LDS.64. sb: the stage's base (the B
+   this lane (as TMA left them: rounded to TF32), 2 KKS LDS.64. sb: the stage's base (the B
    boxes follow A's region); box: byte offset of the lane's box, chunk: its 16-byte chunk
    before the swizzle, pair: byte offset of its word pair in the chunk (rows g and g + 8 are
    the pair's two words: a0 and a1, or a2 and a3, in one load); t: lane % 4 */
@@ -461,11 +443,6 @@ __device__ __forceinline__ void load_fragments(unsigned* f, unsigned sb, unsigne
             asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n"
                          : "=r"(f[kk * 4 + 2 * q]), "=r"(f[kk * 4 + 2 * q + 1]) : "r"(addr) : "memory");
         }
-#if BCP                                         /* cp.async copied B as it lies: round it here */
-#pragma unroll
-    for (int i = 0; i < 4 * KKS; ++i)
-        f[i] = __float_as_uint(tf32_rna(__uint_as_float(f[i])));
-#endif
 }
 #endif
 
@@ -631,7 +608,7 @@ extern "C" __global__ CLUSTER_DIMS __launch_bounds__(NT, 1)
 void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ TensorMapArg mapB,
             const __grid_constant__ TensorMapArg mapC,
             const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __restrict__ C,
-            int M, int N, int K, unsigned char* __restrict__ workspace, const ELEM* __restrict__ B)
+            int M, int N, int K, unsigned char* __restrict__ workspace)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -669,8 +646,7 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
             __trap();
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
-            /* the producer's arrive + tx bytes (BCP: + each producer thread's cp.async arrival) */
-            mbar_init(bars + 8 * s, 1 + (BCP ? 128 : 0));
+            mbar_init(bars + 8 * s, 1);                  /* the producer's arrive + tx bytes */
             mbar_init(bars + 8 * (STAGES + s), 128 * (PINGPONG ? 1 : CONSUMERS));   /* its consumers' threads */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -686,49 +662,6 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
 #endif
 
     if (wg == 0) {
-#if BCP
-        /* A by TMA (thread 0), B by all 128 threads: 16-byte cp.async into the boxes' 128-byte
-           swizzle (chunk c of row k at c ^ (k % 8)), zero-filled past K and N (N % 4 == 0:
-           a chunk is whole or outside), each thread's copies counted on full[s] by
-           cp.async.mbarrier.arrive.noinc as they land */
-        {
-            const void* tmA = &mapA;
-            if (tid == 0)
-                tensormap_prefetch(tmA);
-            int it = 0, t, kb, ke;
-            for (int n = 0; walk.item(n, ktiles, t, kb, ke); ++n) {
-                int row0, col0;
-                tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
-                for (int kt = kb; kt < ke; ++kt, ++it) {
-                    const int s = it % STAGES;
-                    if (it >= STAGES)
-                        mbar_wait(bars + 8 * (STAGES + s), ((it / STAGES) - 1) & 1);
-                    const unsigned full = bars + 8 * s;
-                    const unsigned sa = base + s * STAGE_BYTES;
-                    if (tid == 0) {
-                        mbar_arrive_expect_tx(full, A_BYTES);
-                        tma_load_2d(sa, tmA, kt * BK, row0, full);
-                    }
-                    /* this thread: chunk tid % 8 of rows tid / 8 and tid / 8 + 16 of every box */
-                    const int r0 = tid >> 3, c = tid & 7;
-                    const unsigned dst = sa + A_BYTES + r0 * 128 + ((c ^ (r0 & 7)) << 4);
-#pragma unroll
-                    for (int h = 0; h < BK / 16; ++h) {
-                        const int k = kt * BK + r0 + 16 * h;
-                        const ELEM* const row = B + (size_t)(k < K ? k : 0) * N;
-#pragma unroll
-                        for (int j = 0; j < B_BOXES; ++j) {
-                            const int col = col0 + 32 * j + 4 * c;
-                            const bool in = k < K && col < N;
-                            cp_async16(dst + j * BBOX_BYTES + h * 16 * 128, row + (in ? col : 0), in);
-                        }
-                    }
-                    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" :: "r"(full) : "memory");
-                }
-            }
-            asm volatile("cp.async.wait_all;\n" ::: "memory");   /* none in flight as the thread exits */
-        }
-#else
         if (tid == 0) {
             const void* tmA = &mapA;                    /* in the launch's parameter space */
             const void* tmB = &mapB;
@@ -754,7 +687,6 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
                 }
             }
         }                                                /* warps 1-3 of warpgroup 0: idle */
-#endif
 #if KS > 1
         __syncwarp();
 #pragma unroll

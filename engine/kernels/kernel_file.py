@@ -69,7 +69,7 @@ TOP_KEYS = {"name", "title", "summary", "source", "role", "order", "newcomer", "
             "dtypes", "precision", "arch_suffix", "params", "derived", "chosen", "constraints",
             "launch", "prepass", "model", "defaults", "descriptions", "layouts"}
 LAUNCH_KEYS = {"grid", "block", "shared", "workspace"}
-PREPASS_KEYS = {"entry", "grid", "block", "scratch", "tensor_maps", "when", "maps_in", "pass_b"}
+PREPASS_KEYS = {"entry", "grid", "block", "scratch", "tensor_maps", "when", "maps_in"}
 #: Where the main kernel finds the pre-pass's tensor maps: in the scratch at ``at``, or as its
 #: first arguments (128 bytes each, in order: ``const __grid_constant__`` 64-byte-aligned
 #: structs, read by TMA from the launch's parameter space with no fence).
@@ -459,8 +459,7 @@ class MapSpec(NamedTuple):
 @dataclass(frozen=True)
 class Prepass:
     """A kernel launched before the variant's own on every launch (same timed region):
-    ``entry(A, B, scratch, M, N, K)``, then ``matmul(A, scratch, C, M, N, K)`` (with
-    ``pass_b``, B after every other argument as well)."""
+    ``entry(A, B, scratch, M, N, K)``, then ``matmul(A, scratch, C, M, N, K)``."""
 
     entry: str
     grid: tuple[Expr, Expr]
@@ -475,9 +474,6 @@ class Prepass:
     #: "scratch": the maps lie in the scratch at ``maps_at``; "params": they are the main
     #: kernel's first arguments (MAPS_IN).
     maps_in: str = "scratch"
-    #: The main kernel also takes B, as its last argument: for loads of B that go neither
-    #: through the pre-pass's copy nor through a tensor map (16-byte cp.async, say).
-    pass_b: bool = False
 
     def _env(self, params, m, n, k, sms: int | None = None) -> Env:
         return Env({"NK": 0, "OB": 4, **params, "M": m, "N": n, "K": k, "SMS": sms or DEFAULT_SMS},
@@ -1171,9 +1167,6 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
         if maps_in == "params" and maps_at is not None:
             err("prepass.tensor_maps: 'at' places maps in the scratch; with maps_in = 'params' "
                 "they are the kernel's first arguments (leave 'at' out)", "prepass", "at")
-        pass_b = pre.get("pass_b", False)
-        if type(pass_b) is not bool:
-            err(f"prepass.pass_b must be true or false, not {pass_b!r}", "prepass", "pass_b")
         if maps and maps_at is None and maps_in == "scratch":
             err("prepass.tensor_maps: the first map needs 'at' (byte offset of the maps in "
                 "the scratch)", "prepass", "tensor_maps")
@@ -1182,7 +1175,7 @@ def _build(path: Path, data: dict, block: str, first: int) -> KernelHeader:
                           expr(pre.get("scratch", 0), "prepass.scratch", "prepass", "scratch"),
                           maps_at, tuple(maps), derived,
                           expr(pre["when"], "prepass.when", "prepass", "when")
-                          if "when" in pre else None, maps_in, pass_b)
+                          if "when" in pre else None, maps_in)
 
     model = data.get("model", {})
     if not isinstance(model, dict):

@@ -87,19 +87,16 @@ def argument_mismatch(variant: Variant, count: int, workspace: bool = False,
     # maps_in = "params": the pre-pass's tensor maps come first, one argument each
     maps = (tuple(f"map{j}" for j in range(len(pre.maps)))
             if pre is not None and pre.maps_in == "params" else ())
-    # pass_b: B once more, after everything else
-    tail = ("B",) if pre is not None and pre.pass_b else ()
-    want = maps + KIND_ARGS.get(variant.kind, ()) + extra + tail
+    want = maps + KIND_ARGS.get(variant.kind, ()) + extra
     if count == len(want):
         return None
     msg = (f"kind = \"{variant.kind}\" ({KIND_MEANS.get(variant.kind, variant.kind)}) launches "
            f"{variant.entry}({', '.join(want)}), {len(want)} arguments, but the kernel "
            f"'{variant.entry}' takes {count}")
     other = next((k for k, args in KIND_ARGS.items()
-                  if k != variant.kind and len(maps) + len(args) + len(extra) + len(tail) == count),
-                 None)
+                  if k != variant.kind and len(maps) + len(args) + len(extra) == count), None)
     if other is not None:
-        args = ", ".join(maps + KIND_ARGS[other] + extra + tail)
+        args = ", ".join(maps + KIND_ARGS[other] + extra)
         msg += (f": that is a {KIND_MEANS[other]} kernel's ({args}); set kind = \"{other}\" "
                 "in the header, or change the kernel")
     return msg

@@ -872,7 +872,6 @@ class CudaBackend(Backend):
         sig = ("PPii" if variant.kind == "aat" else "PPPiii") + ("f" if takes_scale(variant) else "")
         pre = variant.prepass
         sig = sig + "P" if variant.workspace is not None else sig
-        sig = sig + "P" if pre is not None and pre.pass_b else sig   # B, last
         if pre and pre.maps_in == "params":   # the tensor maps first, 128 bytes each
             count = len(pre.maps) + len(arg_codes(sig))
             sig = param_signature(sig, len(pre.maps), kernel_param_offsets(cubin, variant.entry, count))
@@ -1053,8 +1052,6 @@ class CudaBackend(Backend):
             args = (*args, np.float32(ws.scale))
         if v.workspace is not None:
             args = (*args, self._kernel_workspace(kernel, ws, m, n, k, zero_workspace))
-        if pre is not None and pre.pass_b:   # B itself, last, whether or not the pre-pass ran
-            args = (*args, ws.b)
         dyn = self._dynamic_shared(v, kernel.params)
         if dyn:
             fn.prepared_async_call((gx, gy, 1), (bx, by, 1), stream, *args, shared_size=dyn)
