@@ -2,7 +2,7 @@
 +++
 name = "tf32_wgmma_rs"
 title = "TF32 wgmma with B as the register operand (Cᵀ = Bᵀ·Aᵀ): no transpose of B, TMA in and out"
-summary = "wgmma reads a TF32 operand from shared memory only K-major: A (row-major) is, B is not, so the other TF32 wgmma kernels transpose B in a pre-pass. The register operand has no such rule, so each tile is computed transposed, Cᵀ = Bᵀ·Aᵀ: A, as TMA loads it, is wgmma's shared-memory operand, and B, loaded by TMA as it lies (N-major, boxes of 32 × 32 in the 128-byte swizzle), becomes the register operand, its fragments read with conflict-free LDS.64 (permuted rows, so that a0/a1 and a2/a3 are word pairs). The copy engine rounds both to TF32 on the way in (TFLOAT32 tensor maps). Tiles of bm × bn (256 × 128 by default): a producer warpgroup issues TMA loads; two consumer warpgroups (one at bn = 64) run wgmma.m64n{bm}k8 with A from registers, with setmaxnreg moving registers from the producer to the consumers; a persistent, rasterised grid. C leaves by TMA stores from a double-buffered staging area, so that writing one tile overlaps the next tile's main loop. With pingpong = 1 the two consumers stop sharing a tile: each owns whole bm × bn tiles and they take the CTA's tiles in turn, ordered by named barriers, so that one writes its tile out while the other runs its main loop. For shapes with few tiles: narrower tiles (bm, bn), a cluster of ks CTAs per tile, each a part of K, summed through distributed shared memory, or stream-K (a last partial wave's tiles shared along K with the SMs that would idle, partials summed in k order by the last to arrive). A pre-pass pads A or B only where a row is not a multiple of 16 bytes, as TMA needs, or with rowpad = 128 where a row starts inside a 32-byte sector (onto whole 128-byte lines)."
+summary = "wgmma reads a TF32 operand from shared memory only K-major: A (row-major) is, B is not, so the other TF32 wgmma kernels transpose B in a pre-pass. The register operand has no such rule, so each tile is computed transposed, Cᵀ = Bᵀ·Aᵀ: A, as TMA loads it, is wgmma's shared-memory operand, and B, loaded by TMA as it lies (N-major, boxes of 32 × 32 in the 128-byte swizzle), becomes the register operand, its fragments read with conflict-free LDS.64 (permuted rows, so that a0/a1 and a2/a3 are word pairs). The copy engine rounds both to TF32 on the way in (TFLOAT32 tensor maps). Tiles of bm × bn (256 × 128 by default): a producer warpgroup issues TMA loads; two consumer warpgroups (one at bn = 64) run wgmma.m64n{bm}k8 with A from registers, with setmaxnreg moving registers from the producer to the consumers; a persistent, rasterised grid. C leaves by TMA stores from a staging area, so that writing one tile overlaps the next tile's main loop. With pingpong = 1 the two consumers stop sharing a tile: each owns whole bm × bn tiles and they take the CTA's tiles in turn, ordered by named barriers, so that one writes its tile out while the other runs its main loop. For shapes with few tiles: narrower tiles (bm, bn), a cluster of ks CTAs per tile, each a part of K, summed through distributed shared memory, or stream-K (a last partial wave's tiles shared along K with the SMs that would idle, partials summed in k order by the last to arrive). A pre-pass pads A or B only where a row is not a multiple of 16 bytes, as TMA needs, or with rowpad = 128 where a row starts inside a 32-byte sector (onto whole 128-byte lines)."
 source = "PTX ISA wgmma.mma_async with the A operand in registers and its .tf32 register fragment layout, setmaxnreg, cp.async.bulk.tensor (loads and shared-to-global stores), cp.async.bulk.wait_group.read; the operand swap Cᵀ = Bᵀ·Aᵀ of column-major BLAS; CUTLASS sm90 register-sourced (RS) GMMA mainloops and TMA-store epilogues; cuda/ladder/23_tf32_wgmma_tma.cu"
 role = "rung"
 order = 26
@@ -30,11 +30,12 @@ pingpong = "1: each consumer warpgroup owns whole bm × bn tiles and the two tak
 
 [derived]
 tiles = "cdiv(M, bm) * cdiv(N, bn)"       # bm (M) × bn (N) tiles of C
-# persist=1: as many as fit beside the staging area (64 KB); persist=0: 5, the staging area
-# inside the ring (4 at bm 256 × bn 128: 227 KB less 32 bytes of static shared memory and
-# 1280 of alignment and mbarriers). More stages ran slower (benchmarks/NOTES.md, rung 26's stages).
-# pingpong: as many as fit beside the staging area, at most 8
-stages = "(min(8, (227 * 1024 - 32 - 1280 - 65536) // ((bm + bn) * 128)) if pingpong else 3 if bm == 256 else 5 if bm == 128 else 6) if persist else min(5, (227 * 1024 - 32 - 1280) // ((bm + bn) * 128))"
+# persist=1: as many as fit beside the staging area (one buffer a consumer: 32 KB; a fourth
+# stage at bm 256 gained 1-4 points over a second buffer, benchmarks/NOTES.md, "TF32's fourth
+# stage"); persist=0: 5, the staging area inside the ring (4 at bm 256 × bn 128: 227 KB less
+# 32 bytes of static shared memory and 1280 of alignment and mbarriers). pingpong: as many as
+# fit beside its staging area (two buffers a consumer, 64 KB), at most 8
+stages = "(min(8, (227 * 1024 - 32 - 1280 - 65536) // ((bm + bn) * 128)) if pingpong else 4 if bm == 256 else 6 if bm == 128 else 8) if persist else min(5, (227 * 1024 - 32 - 1280) // ((bm + bn) * 128))"
 pe = "rowpad // 4"                        # elements a padded row is a multiple of
 pc = "8 if rowpad == 128 else 4"          # rows whose length is not a multiple of pc are padded
 kp = "roundup(K, pe) if K % pc else K"    # row length of Ap (when K % pc)
@@ -96,9 +97,9 @@ reason = "4-CTA clusters only with bm=128 and at most {7 * SMS // 8} CTAs ({ks *
 # persistent: one CTA per SM (with stream-K every SM, so that a last wave has idle SMs to share)
 grid = ["(SMS if streamk else min(tiles, SMS)) if persist else tiles * ks", 1]
 block = ["384 if pingpong else 128 + 2 * bn", 1]    # a producer warpgroup + bn / 64 consumer warpgroups (2 with pingpong)
-# the stages of A (bm × 32) and B (32 × bn) + the C staging area (32 KB per consumer
-# warpgroup; persist=0: in the ring) + atom alignment + mbarriers (full and empty per stage: at most 96 of the 256 bytes)
-shared = "stages * (bm + bn) * 32 * 4 + ((65536 if pingpong else 512 * bn) if persist else 0) + 1024 + 256"
+# the stages of A (bm × 32) and B (32 × bn) + the C staging area (16 KB per consumer
+# warpgroup, 32 KB with pingpong; persist=0: in the ring) + atom alignment + mbarriers (full and empty per stage: at most 96 of the 256 bytes)
+shared = "stages * (bm + bn) * 32 * 4 + ((65536 if pingpong else 256 * bn) if persist else 0) + 1024 + 256"
 # stream-K: an arrival counter per tile (256-byte aligned), then partial tiles (bm × 128
 # floats): one per head (rem < SMS of them) and one per piece of the tails (rem + SMS - rem
 # - 1 at most): fewer than 2 · SMS
@@ -222,10 +223,13 @@ box = [32, 64]
  * 4 rows 2 t + j % 2 swizzle chunks c and c ^ 5 onto all 8 chunks: 2 wavefronts, no
  * conflicts), fences the writes to the async proxy (fence.proxy.async), meets its 127 peers
  * at a named barrier, and its first thread issues two TMA stores (the consumer's 64 columns) and commits them
- * as a bulk group. Two buffers per consumer, its parts alternating between them (across
- * tiles too): before writing a part that thread waits until all but its latest bulk group
- * have read shared memory (cp.async.bulk.wait_group.read 1), so a part's stores overlap the
- * next part's writes, and the last ones' overlap the next tile. TMA clips rows and columns past C's edges.
+ * as a bulk group. With PERSIST one buffer per consumer: before writing a part that thread
+ * waits until its bulk groups have read shared memory (cp.async.bulk.wait_group.read 0), a
+ * copy of 16 KB from shared memory, so a part's stores overlap the next part's accumulator
+ * shuffle and the last ones' the next tile; a second buffer would cost the ring its fourth
+ * stage at BM 256 (benchmarks/NOTES.md, TF32's fourth stage). With PINGPONG or PERSIST 0
+ * (the staging in the drained ring) two buffers, the parts alternating between them (across
+ * tiles too), waiting for all but the latest group (wait_group.read 1). TMA clips rows and columns past C's edges.
  * TMA needs 16-byte rows: where N % 4 the consumers store from registers instead (guarded
  * 4-byte stores). Before exiting, each first thread waits for its stores to complete.
  * PERSIST = 1: grid of min(tiles, #SMs), tiles rasterised in groups of GM = 8 tile rows, the
@@ -285,12 +289,12 @@ box = [32, 64]
  *   ROWPAD     16 or 128: bytes a padded row of A or B is a multiple of (default 16)
  *   L2_KEEP_K  at K up to this, B loads keep their L2 lines (evict_last) and C's TMA
  *              stores give theirs up (evict_first)                  (default 256)
- * Fixed: BK = 32, GM = 8; STAGES = 3, 5, 6 for BM = 256, 128, 64 with PERSIST 1 (as many as
- * fit beside the staging area; with PINGPONG as many as fit there, at most 8), 5 with
- * PERSIST 0 (4 at BM 256, BN 128).
- * Dynamic shared memory: STAGES * (BM + BN) * 128 (+ 64 KB of C staging with PERSIST 1) +
- * 1024 (atom alignment) + 256 (mbarriers): 209.25 KB (BM 256, 64; PERSIST 1), 225.25 KB (BM
- * 128). The kernel traps if the launch gave it less than its layout needs.
+ * Fixed: BK = 32, GM = 8; STAGES = 4, 6, 8 for BM = 256, 128, 64 with PERSIST 1 (as many as
+ * fit beside the staging area; with PINGPONG as many as fit beside its two buffers, at most
+ * 8), 5 with PERSIST 0 (4 at BM 256, BN 128).
+ * Dynamic shared memory: STAGES * (BM + BN) * 128 (+ 32 KB of C staging with PERSIST 1, 64 KB
+ * with PINGPONG) + 1024 (atom alignment) + 256 (mbarriers): 225.25 KB (PERSIST 1 at every
+ * BM). The kernel traps if the launch gave it less than its layout needs.
  *
  * Launch: prepass block (32, 8) over 32 x 32 tiles of Ap then Bp (none when not needed);
  * matmul block (128 + 2 BN, 1; 384 with PINGPONG), grid (PERSIST ? (STREAMK ? SMS : min(tiles, SMS)) : KS tiles, 1),
@@ -373,7 +377,8 @@ box = [32, 64]
 #define B_BOXES (BN / 32)
 #define B_BYTES (B_BOXES * BBOX_BYTES)       /* 16 KB (BN 128) */
 #define QBOX_BYTES (64 * 32 * 4)             /* 8 KB: a staging box, 64 rows x 32 columns of C */
-#define STG_BYTES (CONSUMERS * 2 * 2 * QBOX_BYTES)   /* 64 KB (BN 128): 2 consumers x 2 buffers x 2 boxes */
+#define STG_BUFS (PERSIST && !PINGPONG ? 1 : 2)     /* staging buffers per consumer (see the header) */
+#define STG_BYTES (CONSUMERS * STG_BUFS * 2 * QBOX_BYTES)   /* 32 KB (BN 128): 2 consumers x 1 buffer x 2 boxes */
 #define STAGE_BYTES (A_BYTES + B_BYTES)
 #define SMEM_LIMIT (227 * 1024 - 32)         /* dynamic shared memory of a CTA: 227 KB less the static Walk */
 #define SMEM_EXTRA (1024 + 256)              /* atom alignment + mbarriers */
@@ -384,11 +389,11 @@ box = [32, 64]
 #define STAGES_FIT ((SMEM_LIMIT - SMEM_EXTRA - STG_BYTES) / STAGE_BYTES)
 #define STAGES (STAGES_FIT < 8 ? STAGES_FIT : 8)
 #elif BM == 256
-#define STAGES 3                             /* 3 x 48 KB + the 64 KB staging area */
+#define STAGES 4                             /* 4 x 48 KB + the 32 KB staging area */
 #elif BM == 128
-#define STAGES 5                             /* 5 x 32 KB + 64 KB */
+#define STAGES 6                             /* 6 x 32 KB + 32 KB */
 #elif BM == 64
-#define STAGES 6                             /* 6 x 24 KB + 64 KB */
+#define STAGES 8                             /* 8 x 24 KB + 32 KB */
 #endif
 #define SMEM_NEEDED (STAGES * STAGE_BYTES + STG_BYTES + SMEM_EXTRA)
 #else
@@ -717,7 +722,7 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
         if (staged && lead)
             tensormap_prefetch(tmC);
         int it = 0, t, kb, ke;
-        unsigned part = 0;                              /* staged parts so far: buffer part % 2 */
+        unsigned part = 0;                              /* staged parts so far: buffer part % STG_BUFS */
         /* PINGPONG: consumer cw takes items cw, cw + 2, ... (whole tiles: item n's first
            k-tile is ring position n * ktiles) */
         for (int n = PINGPONG ? cw : 0; walk.item(n, ktiles, t, kb, ke); n += PINGPONG ? 2 : 1) {
@@ -840,17 +845,17 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
             /* d[j]: C^T row (fragment row) g + 8 ((j / 2) % 2) -> column ncol[h] of C;
                C^T column (j / 4) * 8 + 2 t + j % 2 -> row of C */
             if (staged) {
-                /* PARTS parts of 64 rows (quarters at BM = 256), double-buffered: a consumer's
-                   parts alternate between its 2 buffers (2 boxes of 64 rows x 32 columns
-                   each) across tiles too; a buffer is free once all but the latest of this
+                /* PARTS parts of 64 rows (quarters at BM = 256), a consumer's parts taking its
+                   STG_BUFS buffers (2 boxes of 64 rows x 32 columns each) in turn, across
+                   tiles too; a buffer is free once all but the latest STG_BUFS - 1 of this
                    warpgroup's store groups have read theirs */
                 const unsigned lane_at = (warp / 2) * QBOX_BYTES + pair;
 #pragma unroll
                 for (int sq = 0; sq < SLABS * PARTS; ++sq, ++part) {
                     const int sl = sq / PARTS, q = sq % PARTS;  /* slab sl's part q */
-                    const unsigned buf = stg + (2 * cw + (part & 1)) * 2 * QBOX_BYTES;
+                    const unsigned buf = stg + (STG_BUFS * cw + part % STG_BUFS) * 2 * QBOX_BYTES;
                     if (lead)
-                        bulk_wait_read<1>();
+                        bulk_wait_read<STG_BUFS - 1>();
                     asm volatile("bar.sync %0, 128;\n" :: "r"(1 + cw) : "memory");
 #pragma unroll
                     for (int jj = 0; jj < 32; jj += (jj & 1) ? 3 : 1) {     /* jj % 4 = 0, 1 */
