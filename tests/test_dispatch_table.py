@@ -415,3 +415,39 @@ def test_lab_half_picks_the_width_whose_tiles_fill_the_last_wave():
     assert (table.rule_at(1536, 1536, 1536, 132).values(1536, 1536, 1536, 132)["bn"],
             table.rule_at(3072, 3072, 3072, 132).values(3072, 3072, 3072, 132)["bn"],
             table.rule_at(4096, 4096, 4096, 132).values(4096, 4096, 4096, 132)["bn"]) == (160, 192, 256)
+
+
+def _tf32_tiles_and_stream_k(m, n, sms):
+    """lab_tf32's model for its mid and large sizes: 256x128 tiles with stream-K where the
+    last wave is at most half full and holds at least 1/9 of the SMs' tiles (fewer and the
+    kernel declines: a tile would have more than ~10 parts); else 128x128 tiles where their
+    waves, each 0.6 of a 256x128 wave, take less time."""
+    t256 = -(-m // 256) * -(-n // 128)
+    rem = t256 % sms
+    if t256 > sms and 2 * rem <= sms and 9 * rem >= sms:
+        return 256, 1
+    w128, w256 = -(-(-(-m // 128) * -(-n // 128)) // sms), -(-t256 // sms)
+    return (128 if 3 * w128 < 5 * w256 else 256), 0
+
+
+def test_lab_tf32_takes_its_wave_model_tiles_and_stream_k():
+    """At random mid and large shapes and SM counts, lab_tf32's rules pick the tile height
+    and stream-K of its model, and tf32_wgmma_rs accepts the pick; both tile heights and
+    both stream-K values occur."""
+    import random
+    rng = random.Random(26)
+    table, rs = registry.get("lab_tf32").dispatch, registry.get("tf32_wgmma_rs")
+    seen = set()
+    for _ in range(400):
+        m, n, k = rng.randint(1300, 12000), rng.randint(1300, 12000), rng.choice([600, 3001, 6000])
+        sms = rng.choice([78, 114, 132])
+        rule = table.rule_at(m, n, k, sms)
+        if rule.variant != "tf32_wgmma_rs":
+            continue
+        values = rule.values(m, n, k, sms)
+        assert (values["bm"], values["streamk"]) == _tf32_tiles_and_stream_k(m, n, sms), (m, n, sms)
+        assert rs.check("cuda", {**rs.default_params(), **values}, m, n, k, "float32") is None
+        seen.add((values["bm"], values["streamk"]))
+    assert seen == {(256, 0), (256, 1), (128, 0)}
+    assert table.rule_at(3900, 2100, 5100, 132).values(3900, 2100, 5100, 132)["bm"] == 128
+    assert table.rule_at(4096, 4096, 4096, 132).values(4096, 4096, 4096, 132)["bm"] == 256
