@@ -299,46 +299,23 @@ __device__ __forceinline__ bool streamk_piece(float (&acc)[COUNT], const TileWal
 /* The 16-bit TMA steps' pre-pass (a (32, 8) block each): Ap (M × Kp) where K % PE_, then Bp
  * where B's rows are short of a multiple of PE_ elements (B_NK_: B stored N×K, padded to Kp;
  * else K×N, padded to Np), zero-padded. PE_ = 8: every row TMA reads a multiple of 16 bytes
- * (TMA needs it); 64: of 128, so that no row starts inside an L2 line. A thread copies 8
- * consecutive elements of 4 rows, 16 bytes at a time where the source rows allow it. grid.y
- * covers A's 32-row tiles (when padded) then B's, grid.x the padded row length in 256s. */
+ * (TMA needs it); 64: of 128, so that no row starts inside an L2 line. A block copies 32 rows
+ * x 256 elements (lab_ptx.cuh's copy_padded_rows: 8 elements a thread and row, 16 bytes at a
+ * time where the source rows allow it). grid.y covers A's 32-row tiles (when padded) then
+ * B's, grid.x the padded row length in 256s. */
 template <int B_NK_, int PE_, typename ELEM_T>
 __device__ __forceinline__ void pad_short_rows(const ELEM_T* __restrict__ A, const ELEM_T* __restrict__ B,
                                                ELEM_T* __restrict__ S, int M, int N, int K)
 {
-    static_assert(PE_ % 8 == 0, "padded rows are whole 16-byte words");
+    static_assert(PE_ % 8 == 0 && sizeof(ELEM_T) == 2, "padded rows are whole 16-byte words of 16-bit elements");
     const int Kp = (K + PE_ - 1) & ~(PE_ - 1), Np = (N + PE_ - 1) & ~(PE_ - 1);
     const bool pad_a = K % PE_ != 0, pad_b = B_NK_ ? K % PE_ != 0 : N % PE_ != 0;
-    const int brows = B_NK_ ? N : K, bcols = B_NK_ ? K : N, bld = B_NK_ ? Kp : Np;
     const int ay = pad_a ? (M + 31) / 32 : 0;
-    const int c = (blockIdx.x * 32 + threadIdx.x) * 8;
-    const bool in_a = (int)blockIdx.y < ay;
-    if (!in_a && !pad_b)
-        return;
-    const ELEM_T* src = in_a ? A : B;
-    ELEM_T* dst = in_a ? S : S + (pad_a ? (size_t)M * Kp : 0);
-    const int rows = in_a ? M : brows, cols = in_a ? K : bcols, ld = in_a ? Kp : bld;
-    const int r0 = (in_a ? blockIdx.y : blockIdx.y - ay) * 32;
-    if (c >= ld)
-        return;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const int r = r0 + threadIdx.y + 8 * i;
-        if (r >= rows)
-            break;
-        const ELEM_T* from = src + (size_t)r * cols + c;
-        uint4 w;
-        if (cols % 8 == 0 && c + 8 <= cols) {           /* the source row in 16-byte words */
-            w = __ldg(reinterpret_cast<const uint4*>(from));
-        } else {
-            __align__(16) ELEM_T e[8];
-#pragma unroll
-            for (int x = 0; x < 8; ++x)
-                e[x] = c + x < cols ? from[x] : ELEM_T(0.0f);
-            w = *reinterpret_cast<const uint4*>(e);
-        }
-        *reinterpret_cast<uint4*>(dst + (size_t)r * ld + c) = w;
-    }
+    if ((int)blockIdx.y < ay)
+        copy_padded_rows<2>(A, S, M, K, Kp, blockIdx.y * 32, blockIdx.x * 32);
+    else if (pad_b)
+        copy_padded_rows<2>(B, S + (pad_a ? (size_t)M * Kp : 0), B_NK_ ? N : K, B_NK_ ? K : N,
+                            B_NK_ ? Kp : Np, (blockIdx.y - ay) * 32, blockIdx.x * 32);
 }
 
 /* D = A·B + D for one m16n8k16 fragment (sm_80+), FP32 accumulators; the input type

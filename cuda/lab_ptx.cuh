@@ -370,13 +370,60 @@ __device__ __forceinline__ void store_wgmma_acc(const float* d, float* C, int ro
     }
 }
 
+/* One (32, 8) block's part of a padded copy: rows r0..r0+31 of src (rows x cols elements of
+ * E bytes) into dst (row stride ld >= cols, zero past cols), the 32 16-byte words of dst
+ * from word w0 on (thread x: word w0 + x). Each thread loads its 4 rows' words before it
+ * stores any, 16 bytes at a time where the source row is whole words, so that 64 bytes a
+ * thread are in flight: copying one 4-byte element a thread, a row at a time, ran at half
+ * the memory's speed (benchmarks/NOTES.md, "The pre-pass at the memory's speed"). */
+template <int E> struct uint_of_bytes;
+template <> struct uint_of_bytes<2> { typedef unsigned short type; };
+template <> struct uint_of_bytes<4> { typedef unsigned type; };
+
+template <int E>
+__device__ __forceinline__ void copy_padded_rows(const void* __restrict__ src, void* __restrict__ dst,
+                                                 int rows, int cols, int ld, int r0, int w0)
+{
+    typedef typename uint_of_bytes<E>::type U;         /* 2- or 4-byte elements */
+    constexpr int PER = 16 / E;                         /* elements per word */
+    const int c = (w0 + (int)threadIdx.x) * PER;
+    if (c >= ld)
+        return;
+    const bool whole = (cols % PER) == 0 && c + PER <= cols;
+    uint4 w[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int r = r0 + (int)threadIdx.y + 8 * i;
+        w[i] = make_uint4(0u, 0u, 0u, 0u);
+        if (r >= rows)
+            continue;
+        const U* from = static_cast<const U*>(src) + (size_t)r * cols + c;
+        if (whole) {
+            w[i] = __ldg(reinterpret_cast<const uint4*>(from));
+        } else {
+            __align__(16) U e[PER];
+#pragma unroll
+            for (int x = 0; x < PER; ++x)
+                e[x] = c + x < cols ? from[x] : U(0);
+            w[i] = *reinterpret_cast<const uint4*>(e);
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int r = r0 + (int)threadIdx.y + 8 * i;
+        if (r < rows)
+            *reinterpret_cast<uint4*>(static_cast<U*>(dst) + (size_t)r * ld + c) = w[i];
+    }
+}
+
 /* The padding pre-pass of kernels that read A and B in place by TMA, which needs every row
  * stride to be a multiple of 16 bytes: where K % PC != 0, A (M x K) is copied into Ap
  * (M x Kp, Kp = K rounded up to PE, zero-padded) at S; where N % PC != 0, B (K x N) into Bp
  * (K x Np) after it. PE = PC = 4 (16 bytes) pads only what TMA cannot read; PE = 32, PC = 8
  * moves rows that start inside a 32-byte sector onto whole 128-byte lines. Launched as
- * blocks of (32, 8) threads over 32 x 32 tiles: grid.y covers cdiv(M, 32) rows of Ap (when
- * K % PC) then cdiv(K, 32) rows of Bp (when N % PC), grid.x the padded width. */
+ * blocks of (32, 8) threads over 32-row x 128-column tiles (copy_padded_rows): grid.y covers
+ * cdiv(M, 32) rows of Ap (when K % PC) then cdiv(K, 32) rows of Bp (when N % PC), grid.x
+ * the padded width in 128s. */
 template <int PE = 4, int PC = PE>
 __device__ __forceinline__ void pad_for_tma(const float* __restrict__ A, const float* __restrict__ B,
                                             float* __restrict__ S, int M, int N, int K)
@@ -385,27 +432,11 @@ __device__ __forceinline__ void pad_for_tma(const float* __restrict__ A, const f
     const int Kp = (K & (PC - 1)) ? (K + PE - 1) & ~(PE - 1) : K;
     const int Np = (N & (PC - 1)) ? (N + PE - 1) & ~(PE - 1) : N;
     const int ay = (K & (PC - 1)) ? (M + 31) / 32 : 0;   /* block rows of Ap */
-    const int c = blockIdx.x * 32 + threadIdx.x;
-    if ((int)blockIdx.y < ay) {
-        if (c >= Kp)
-            return;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int m = blockIdx.y * 32 + threadIdx.y + 8 * i;
-            if (m < M)
-                S[(size_t)m * Kp + c] = c < K ? A[(size_t)m * K + c] : 0.f;
-        }
-    } else {
-        float* Bp = S + ((K & (PC - 1)) ? (size_t)M * Kp : 0);
-        if (c >= Np)
-            return;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const int k = (blockIdx.y - ay) * 32 + threadIdx.y + 8 * i;
-            if (k < K)
-                Bp[(size_t)k * Np + c] = c < N ? B[(size_t)k * N + c] : 0.f;
-        }
-    }
+    if ((int)blockIdx.y < ay)
+        copy_padded_rows<4>(A, S, M, K, Kp, blockIdx.y * 32, blockIdx.x * 32);
+    else
+        copy_padded_rows<4>(B, S + ((K & (PC - 1)) ? (size_t)M * Kp : 0), K, N, Np,
+                            (blockIdx.y - ay) * 32, blockIdx.x * 32);
 }
 
 /* Where the tensor maps sit in the scratch S of a pad_for_tma pre-pass (rows padded to 16

@@ -1091,7 +1091,7 @@ def test_wgmma_rs_rowpad_moves_only_rows_inside_a_sector(shape):
         assert t.stride % (128 if t.base == "scratch" else 16) == 0
     (px, py), _ = RS.prepass.geometry(p, m, n, k)
     assert py == (-(-m // 32) if k % 8 else 0) + (-(-k // 32) if n % 8 else 0)
-    assert px == -(-max(kp if k % 8 else 0, np_ if n % 8 else 0) // 32)
+    assert px == -(-max(kp if k % 8 else 0, np_ if n % 8 else 0) // 128)        # 32 rows x 128 columns a block
     # only with the persistent, shared-tile grid
     assert "persist=1, pingpong=0 and ks=1" in RS.constraint(dict(p, pingpong=1, bn=64), m, n, k, "float32")
     text = RS.source_path("cuda").read_text()

@@ -102,7 +102,7 @@ def test_a_padding_prepass_runs_first_and_the_maps_read_its_copies(backend, shap
     ap = 4 * m * kp if k % 4 else 0
     bp = 4 * k * np_ if n % 4 else 0
     _, pgrid, pblock, pargs = log[0]
-    assert pgrid == (-(-max(kp if k % 4 else 0, np_ if n % 4 else 0) // 32),
+    assert pgrid == (-(-max(kp if k % 4 else 0, np_ if n % 4 else 0) // 128),
                      (-(-m // 32) if k % 4 else 0) + (-(-k // 32) if n % 4 else 0), 1)
     assert pblock == (32, 8, 1) and pargs[:3] == (ws.a, ws.b, ws.scratch)
     args = log[1][3]

@@ -49,7 +49,7 @@ shared = "(16 * astages + 32 * (bstages + raws)) * 1024 + 1024 + 256"
 
 [prepass]            # padded copies only where needed: no blocks (no launch) when K % 4 == N % 4 == 0
 entry = "prepass"
-grid = ["cdiv(max(kp if K % 4 else 0, np if N % 4 else 0), 32)", "(cdiv(M, 32) if K % 4 else 0) + (cdiv(K, 32) if N % 4 else 0)"]
+grid = ["cdiv(max(kp if K % 4 else 0, np if N % 4 else 0), 128)", "(cdiv(M, 32) if K % 4 else 0) + (cdiv(K, 32) if N % 4 else 0)"]
 block = [32, 8]
 scratch = "maps_at + 2 * 128"
 
@@ -146,7 +146,7 @@ box = [32, 32]
  * Fixed: BM = 128, BN = 256, BK = 32, GM = 8. Dynamic shared memory: (16 ASTAGES + 32 (BSTAGES
  * + RAWS)) KB + 1024 (atom alignment) + 256 (mbarriers).
  *
- * Launch: prepass block (32, 8) over 32 x 32 tiles of Ap then Bp (none when not needed);
+ * Launch: prepass block (32, 8) over 32 x 128 tiles of Ap then Bp (none when not needed);
  * matmul block (384, 1), grid (PERSIST ? min(tiles, SMS) : tiles, 1), tiles = ceil(M/128) *
  * ceil(N/256); args (A, scratch, C, M, N, K).
  */
@@ -191,7 +191,7 @@ box = [32, 32]
 #error "ASTAGES must be 3 or 4, BSTAGES 2 or 3, RAWS 2 or 3, PERSIST 0 or 1"
 #endif
 
-/* Ap (M x Kp) when K % 4, Bp (K x Np) when N % 4: zero-padded copies, 32 x 32 per block */
+/* Ap (M x Kp) when K % 4, Bp (K x Np) when N % 4: zero-padded copies, 32 x 128 per block */
 extern "C" __global__ __launch_bounds__(256)
 void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
              int M, int N, int K)

@@ -107,7 +107,7 @@ workspace = "roundup(4 * tiles, 256) + 2 * SMS * bm * 128 * 4 if streamk else 0"
 
 [prepass]            # padded copies only where needed: no blocks (no launch) when K % pc == N % pc == 0
 entry = "prepass"
-grid = ["cdiv(max(kp if K % pc else 0, np if N % pc else 0), 32)", "(cdiv(M, 32) if K % pc else 0) + (cdiv(K, 32) if N % pc else 0)"]
+grid = ["cdiv(max(kp if K % pc else 0, np if N % pc else 0), 128)", "(cdiv(M, 32) if K % pc else 0) + (cdiv(K, 32) if N % pc else 0)"]
 block = [32, 8]
 # the padded copies (at least 256 bytes: S is a device pointer even where nothing is padded,
 # and C's stand-in map below lies inside it); the tensor maps are the kernel's first three
@@ -296,7 +296,7 @@ box = [32, 64]
  * with PINGPONG) + 1024 (atom alignment) + 256 (mbarriers): 225.25 KB (PERSIST 1 at every
  * BM). The kernel traps if the launch gave it less than its layout needs.
  *
- * Launch: prepass block (32, 8) over 32 x 32 tiles of Ap then Bp (none when not needed);
+ * Launch: prepass block (32, 8) over 32 x 128 tiles of Ap then Bp (none when not needed);
  * matmul block (128 + 2 BN, 1; 384 with PINGPONG), grid (PERSIST ? (STREAMK ? SMS : min(tiles, SMS)) : KS tiles, 1),
  * tiles = ceil(M/BM) * ceil(N/BN); args (the maps of A, B and C, A, scratch, C, M, N, K,
  * workspace) (the workspace: stream-K's counters and partial tiles; none without it).
@@ -421,7 +421,7 @@ box = [32, 64]
 #define KK_GROUP (BK / 8 / SLABS)            /* k-steps a fragment buffer holds (all slabs) */
 
 /* Ap (M x Kp) and Bp (K x Np), zero-padded copies where rows are padded (see the header),
-   32 x 32 per block */
+   32 rows x 128 columns per block */
 extern "C" __global__ __launch_bounds__(256)
 void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
              int M, int N, int K)
