@@ -411,8 +411,10 @@ __device__ __forceinline__ void copy_padded_rows(const void* __restrict__ src, v
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
         const int r = r0 + (int)threadIdx.y + 8 * i;
-        if (r < rows)
-            *reinterpret_cast<uint4*>(static_cast<U*>(dst) + (size_t)r * ld + c) = w[i];
+        if (r < rows)                                   /* one 16-byte store: nvcc had split some in four */
+            asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};\n"
+                         :: "l"(static_cast<U*>(dst) + (size_t)r * ld + c),
+                            "r"(w[i].x), "r"(w[i].y), "r"(w[i].z), "r"(w[i].w) : "memory");
     }
 }
 
