@@ -31,7 +31,7 @@ pingpong = "1: each consumer warpgroup owns whole bm × bn tiles and the two tak
 [derived]
 tiles = "cdiv(M, bm) * cdiv(N, bn)"       # bm (M) × bn (N) tiles of C
 # persist=1: as many as fit beside the staging area (one buffer a consumer: 32 KB; a fourth
-# stage at bm 256 gained 1-4 points over a second buffer, benchmarks/NOTES.md, "TF32's fourth
+# stage at bm 256 ran faster than a second buffer, benchmarks/NOTES.md, "TF32's fourth
 # stage"); persist=0: 5, the staging area inside the ring (4 at bm 256 × bn 128: 227 KB less
 # 32 bytes of static shared memory and 1280 of alignment and mbarriers). pingpong: as many as
 # fit beside its staging area (two buffers a consumer, 64 KB), at most 8
