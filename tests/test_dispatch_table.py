@@ -393,23 +393,33 @@ def _widest_filling_width(m: int, n: int, sms: int) -> int:
     return min(sorted(cost, reverse=True), key=cost.get)
 
 
+def _random_picks(table_name, variant, seed, sides, ks, skip=lambda rule: False):
+    """(m, n, k, sms, values) of 400 random shapes and SM counts at which the dispatch line
+    table_name's rule picks variant (and skip(rule) is false), and variant accepts the pick."""
+    import random
+    rng = random.Random(seed)
+    table, v = registry.get(table_name).dispatch, registry.get(variant)
+    dtype = v.dtypes[-1]
+    for _ in range(400):
+        m, n, k = rng.randint(*sides), rng.randint(*sides), rng.choice(ks)
+        sms = rng.choice([78, 114, 132])
+        rule = table.rule_at(m, n, k, sms)
+        if rule.variant != variant or skip(rule):
+            continue
+        values = rule.values(m, n, k, sms)
+        assert v.check("cuda", {**v.default_params(), **values}, m, n, k, dtype) is None
+        yield m, n, k, sms, values
+
+
 def test_lab_half_picks_the_width_whose_tiles_fill_the_last_wave():
     """The rule's one expression (costs × 8 + an index, the least taken) picks the width of
     its model at any shape and SM count that reach it, and step 32 accepts its pick there."""
-    import random
-    rng = random.Random(39)
-    table, step = registry.get("lab_half").dispatch, registry.get("half_wgmma")
+    table = registry.get("lab_half").dispatch
     seen = set()
-    for _ in range(400):
-        m, n, k = rng.randint(1, 20000), rng.randint(1, 20000), rng.choice([64, 1000, 4096])
-        sms = rng.choice([78, 114, 132])
-        rule = table.rule_at(m, n, k, sms)
-        if rule.variant != "half_wgmma" or "bm" in rule.params:
-            continue
-        values = rule.values(m, n, k, sms)
+    for m, n, _k, sms, values in _random_picks("lab_half", "half_wgmma", 39, (1, 20000), [64, 1000, 4096],
+                                               skip=lambda rule: "bm" in rule.params):
         bn = values["bn"]
         assert bn == _widest_filling_width(m, n, sms), (m, n, sms, bn)
-        assert step.check("cuda", {**step.default_params(), **values}, m, n, k, "bfloat16") is None
         seen.add(bn)
     assert seen == {128, 160, 192, 224, 256}
     assert (table.rule_at(1536, 1536, 1536, 132).values(1536, 1536, 1536, 132)["bn"],
@@ -434,19 +444,11 @@ def test_lab_tf32_takes_its_wave_model_tiles_and_stream_k():
     """At random mid and large shapes and SM counts, lab_tf32's rules pick the tile height
     and stream-K of its model, and tf32_wgmma_rs accepts the pick; both tile heights and
     both stream-K values occur."""
-    import random
-    rng = random.Random(26)
-    table, rs = registry.get("lab_tf32").dispatch, registry.get("tf32_wgmma_rs")
+    table = registry.get("lab_tf32").dispatch
     seen = set()
-    for _ in range(400):
-        m, n, k = rng.randint(1300, 12000), rng.randint(1300, 12000), rng.choice([600, 3001, 6000])
-        sms = rng.choice([78, 114, 132])
-        rule = table.rule_at(m, n, k, sms)
-        if rule.variant != "tf32_wgmma_rs":
-            continue
-        values = rule.values(m, n, k, sms)
+    for m, n, _k, sms, values in _random_picks("lab_tf32", "tf32_wgmma_rs", 26, (1300, 12000),
+                                               [600, 3001, 6000]):
         assert (values["bm"], values["streamk"]) == _tf32_tiles_and_stream_k(m, n, sms), (m, n, sms)
-        assert rs.check("cuda", {**rs.default_params(), **values}, m, n, k, "float32") is None
         seen.add((values["bm"], values["streamk"]))
     assert seen == {(256, 0), (256, 1), (128, 0)}
     assert table.rule_at(3900, 2100, 5100, 132).values(3900, 2100, 5100, 132)["bm"] == 128
