@@ -370,16 +370,17 @@ __device__ __forceinline__ void store_wgmma_acc(const float* d, float* C, int ro
     }
 }
 
-/* One (32, 8) block's part of a padded copy: rows r0..r0+31 of src (rows x cols elements of
- * E bytes) into dst (row stride ld >= cols, zero past cols), the 32 16-byte words of dst
- * from word w0 on (thread x: word w0 + x). Each thread loads its 4 rows' words before it
- * stores any, 16 bytes at a time where the source row is whole words, so that 64 bytes a
- * thread are in flight: copying one 4-byte element a thread, a row at a time, ran at half
- * the memory's speed (benchmarks/NOTES.md, "The pre-pass at the memory's speed"). */
+/* The unsigned type of E bytes (copy_padded_rows's elements) */
 template <int E> struct uint_of_bytes;
 template <> struct uint_of_bytes<2> { typedef unsigned short type; };
 template <> struct uint_of_bytes<4> { typedef unsigned type; };
 
+/* One (32, 8) block's part of a padded copy: rows r0..r0+31 of src (rows x cols elements of
+ * E bytes) into dst (row stride ld >= cols, zero past cols), the 32 16-byte words of dst
+ * from word w0 on (thread x: word w0 + x). Each thread loads its 4 rows' words before it
+ * stores any, 16 bytes at a time where the source row is whole words, so that 64 bytes a
+ * thread are in flight: one 4-byte element a thread, a row at a time, left the memory far
+ * from its speed (benchmarks/NOTES.md, "The pre-pass at the memory's speed"). */
 template <int E>
 __device__ __forceinline__ void copy_padded_rows(const void* __restrict__ src, void* __restrict__ dst,
                                                  int rows, int cols, int ld, int r0, int w0)

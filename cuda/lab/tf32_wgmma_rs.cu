@@ -293,8 +293,8 @@ box = [32, 64]
  * fit beside the staging area; with PINGPONG as many as fit beside its two buffers, at most
  * 8), 5 with PERSIST 0 (4 at BM 256, BN 128).
  * Dynamic shared memory: STAGES * (BM + BN) * 128 (+ 32 KB of C staging with PERSIST 1, 64 KB
- * with PINGPONG) + 1024 (atom alignment) + 256 (mbarriers): 225.25 KB (PERSIST 1 at every
- * BM). The kernel traps if the launch gave it less than its layout needs.
+ * with PINGPONG) + 1024 (atom alignment) + 256 (mbarriers): 225.25 KB at every BM with
+ * PERSIST 1 and no PINGPONG. The kernel traps if the launch gave it less than its layout needs.
  *
  * Launch: prepass block (32, 8) over 32 x 128 tiles of Ap then Bp (none when not needed);
  * matmul block (128 + 2 BN, 1; 384 with PINGPONG), grid (PERSIST ? (STREAMK ? SMS : min(tiles, SMS)) : KS tiles, 1),
