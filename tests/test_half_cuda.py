@@ -6,7 +6,9 @@ the FP16/BF16 peaks, the byte model and % of cuBLAS per type. The GPU runs are i
 tests/test_half_gpu.py."""
 from __future__ import annotations
 
+import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -325,13 +327,19 @@ def test_every_half_rung_build_compiles_without_spills(arch, rung):
     picked = distinct_builds([(rung, [c for c in rung.combos()
                                       if rung.check("cuda", c, 4096, 4096, 4096, dtype) is None],
                                dtype, arch, [rung.default_params()]) for dtype in HALF])
-    for dtype, combos in zip(HALF, picked):
-        for params in combos:
-            for out, layout in ((dtype, "kn"), ("float32", "nk")):
-                _cubin, log = nvcc_cubin(src, nvcc_options(rung, params, dtype, out, layout), arch)
-                rep = parse_ptxas(log).get("matmul")
-                if rep is None or rep["spill_stores"] or rep["spill_loads"] or rep["stack"]:
-                    bad.append((params, dtype, out, layout, rep))
+    builds = [(params, dtype, out, layout) for dtype, combos in zip(HALF, picked)
+              for params in combos for out, layout in ((dtype, "kn"), ("float32", "nk"))]
+
+    def ptxas_report(build):
+        params, dtype, out, layout = build
+        _cubin, log = nvcc_cubin(src, nvcc_options(rung, params, dtype, out, layout), arch)
+        return parse_ptxas(log).get("matmul")
+
+    # one nvcc a core (nvcc itself is single-threaded): the CI machine's two halve the time
+    with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
+        for build, rep in zip(builds, pool.map(ptxas_report, builds)):
+            if rep is None or rep["spill_stores"] or rep["spill_loads"] or rep["stack"]:
+                bad.append((*build, rep))
     assert not bad, bad
 
 
