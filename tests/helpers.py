@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -106,3 +108,21 @@ def minimal_kernel_header(tmp_path, extra: str, name: str = "h", suffix: str = "
     p = tmp_path / f"{name}{suffix}"
     p.write_text(MINIMAL_KERNEL.format(name=name, extra=extra))
     return parse_header(p)
+
+
+def ptxas_reports(variant, builds, arch: str) -> list[dict]:
+    """parse_ptxas's figures of each of ``builds`` ((params, dtype, C's type, B's layout)) of
+    ``variant``'s CUDA file for ``arch``, one nvcc a core (nvcc itself runs on one: on the
+    2-core CI machine two at a time take half the time of one after another)."""
+    from engine.measure.backends.cuda import nvcc_cubin, nvcc_options
+    from engine.measure.kernel_check import parse_ptxas
+
+    src = variant.source_path("cuda")
+
+    def report(build):
+        params, dtype, out, layout = build
+        _cubin, log = nvcc_cubin(src, nvcc_options(variant, params, dtype, out, layout), arch)
+        return parse_ptxas(log)
+
+    with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
+        return list(pool.map(report, builds))

@@ -11,7 +11,6 @@ from engine.kernels import registry
 from engine.measure import peaks
 from engine.measure.backends.base import argument_mismatch
 from engine.measure.backends.cuda import takes_scale
-from engine.measure.kernel_check import parse_ptxas
 from tests.code_paths import distinct_builds
 
 FP8 = ("float8_e4m3", "float8_e5m2")
@@ -75,20 +74,15 @@ def test_tensor_maps_and_prepass_per_layout():
 @pytest.mark.slow
 @pytest.mark.skipif(NVCC is None, reason="nvcc not found on PATH")
 def test_every_fp8_build_compiles_without_spills():
-    from engine.measure.backends.cuda import nvcc_cubin, nvcc_options
-    src = V.source_path("cuda")
-    bad = []
+    from tests.helpers import ptxas_reports
     # each code path and parameter value once (tests.code_paths), not every product
     picked = distinct_builds([(V, V.combos(), dtype, "sm_90a", [V.default_params()]) for dtype in FP8])
-    for dtype, combos in zip(FP8, picked):
-        for params in combos:
-            for out, layout in (("bfloat16", "kn"), ("float32", "kn"), ("bfloat16", "nk")):
-                _cubin, log = nvcc_cubin(src, nvcc_options(V, params, dtype, out, layout), "sm_90a")
-                stats = parse_ptxas(log)
-                for entry in ("matmul", "prepass"):
-                    rep = stats.get(entry)
-                    if rep is None or rep["spill_stores"] or rep["spill_loads"] or rep["stack"]:
-                        bad.append((params, dtype, out, layout, entry, rep))
+    builds = [(params, dtype, out, layout) for dtype, combos in zip(FP8, picked) for params in combos
+              for out, layout in (("bfloat16", "kn"), ("float32", "kn"), ("bfloat16", "nk"))]
+    bad = [(*build, entry, stats.get(entry))
+           for build, stats in zip(builds, ptxas_reports(V, builds, "sm_90a"))
+           for entry in ("matmul", "prepass")
+           if stats.get(entry) is None or any(stats[entry][x] for x in ("spill_stores", "spill_loads", "stack"))]
     assert not bad, bad
 
 

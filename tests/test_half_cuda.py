@@ -6,9 +6,7 @@ the FP16/BF16 peaks, the byte model and % of cuBLAS per type. The GPU runs are i
 tests/test_half_gpu.py."""
 from __future__ import annotations
 
-import os
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -19,15 +17,13 @@ from engine.kernels.kernel_file import KernelFileError
 from engine.measure import peaks
 from engine.measure.backends import cublas as cublas_mod
 from engine.measure.backends.base import BackendError, DeviceInfo
-from engine.measure.backends.cuda import (CudaBackend, device_words, half_poison_bits,
-                                          nvcc_cubin, nvcc_options)
-from engine.measure.kernel_check import parse_ptxas
+from engine.measure.backends.cuda import CudaBackend, device_words, half_poison_bits, nvcc_options
 from engine.results.derived import fill_pct_of_cublas
 from engine.results.records import ResultRecord
 from engine.run.runner import Plan, fill_ceilings, make_record, refusal
 from tests.code_paths import distinct_builds
 from tests.fake_pycuda import FakeContext, FakeDriver
-from tests.helpers import minimal_kernel_header
+from tests.helpers import minimal_kernel_header, ptxas_reports
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 WMMA = registry.get("half_wmma")
@@ -320,8 +316,6 @@ def test_every_half_rung_build_compiles_without_spills(arch, rung):
     """Every code path and parameter value, both input types, C in the input type and B
     as K×N, C in FP32 and B as N×K (C in FP32 with B as K×N: the same builds of
     tests/test_nvcc_compile.py, not built twice)."""
-    src = rung.source_path("cuda")
-    bad = []
     # each code path and parameter value once (tests.code_paths), not every product
     # (the combinations the header allows: stream-K only on the persistent grid)
     picked = distinct_builds([(rung, [c for c in rung.combos()
@@ -329,17 +323,9 @@ def test_every_half_rung_build_compiles_without_spills(arch, rung):
                                dtype, arch, [rung.default_params()]) for dtype in HALF])
     builds = [(params, dtype, out, layout) for dtype, combos in zip(HALF, picked)
               for params in combos for out, layout in ((dtype, "kn"), ("float32", "nk"))]
-
-    def ptxas_report(build):
-        params, dtype, out, layout = build
-        _cubin, log = nvcc_cubin(src, nvcc_options(rung, params, dtype, out, layout), arch)
-        return parse_ptxas(log).get("matmul")
-
-    # one nvcc a core (nvcc itself is single-threaded): the CI machine's two halve the time
-    with ThreadPoolExecutor(max_workers=max(2, min(4, os.cpu_count() or 2))) as pool:
-        for build, rep in zip(builds, pool.map(ptxas_report, builds)):
-            if rep is None or rep["spill_stores"] or rep["spill_loads"] or rep["stack"]:
-                bad.append((*build, rep))
+    bad = [(*build, rep) for build, rep in
+           zip(builds, (r.get("matmul") for r in ptxas_reports(rung, builds, arch)))
+           if rep is None or rep["spill_stores"] or rep["spill_loads"] or rep["stack"]]
     assert not bad, bad
 
 
