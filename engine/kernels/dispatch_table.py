@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from engine.common.files import read_text
-from engine.kernels.kernel_file import (DEFAULT_SMS, FUNCTIONS, MAX_NAME_CHARS,
-                                        MAX_PARAM_VALUE, MAX_TEXT_CHARS, NAME_RE, PRECISIONS,
+from engine.kernels.kernel_file import (DEFAULT_SMS, DEVICE_NAMES, FUNCTIONS, MAX_NAME_CHARS,
+                                        MAX_PARAM_VALUE, MAX_TEXT_CHARS, NAME_RE, PRECISIONS, PREPASS_NAMES,
                                         SHAPE_NAMES, KERNEL_DTYPES, LAYOUTS, Expr, ExpressionError,
                                         KernelFileError, _check_values, _header_data,
                                         _parse_expr, shown_text)
@@ -58,10 +58,10 @@ BUILTIN_FILES = ("cuda/lab/dispatch.toml", "opencl/dispatch.toml")
 _TABLE_HEAD = re.compile(r"^\s*\[\s*([A-Za-z0-9_]+)\s*\]\s*(#.*)?$")
 
 
-#: Names a rule's expressions see besides M, N, K: the device's SM count. (A kernel
-#: header's pre-pass also sees NK and OB, B's layout and C's element bytes; a rule picks
-#: for every type and layout its table promises, so it does not.)
-RULE_NAMES = ("SMS",)
+#: Names a rule's expressions see besides M, N, K: the device's (SMS). Not the pre-pass's
+#: (NK, OB: B's layout and C's element bytes): a rule picks for every type and layout its
+#: table promises.
+RULE_NAMES = tuple(n for n in DEVICE_NAMES if n not in PREPASS_NAMES)
 
 
 class DispatchError(ValueError):

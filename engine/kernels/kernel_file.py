@@ -90,12 +90,13 @@ MAP_SWIZZLES = (128, 64, 32)
 MODEL_KEYS = {"flops", "bytes"}
 CONSTRAINT_KEYS = {"check", "reason"}
 SHAPE_NAMES = ("M", "N", "K")
-#: Names the device or the run fills in: ``SMS`` (see above); ``NK``, 1 where the run has B
-#: as N×K (layout nk), else 0; ``OB``, the bytes of one element of C (2 for a 16-bit C, else
-#: 4). NK and OB are seen by the pre-pass's expressions (0 and 4 elsewhere).
-DEVICE_NAMES = ("SMS", "NK", "OB")
-#: The run's names only a pre-pass sees (elsewhere they would be 0 and 4 whatever the run).
-PREPASS_NAMES = ("NK", "OB")
+#: The run's names only a pre-pass's expressions see, with the values they have where no
+#: run sets them: ``NK``, 1 where the run has B as N×K (layout nk), else 0; ``OB``, the bytes
+#: of one element of C (2 for a 16-bit C, else 4).
+PREPASS_DEFAULTS = {"NK": 0, "OB": 4}
+PREPASS_NAMES = tuple(PREPASS_DEFAULTS)
+#: Names the device or the run fills in: ``SMS`` (see above) and the pre-pass's.
+DEVICE_NAMES = ("SMS",) + PREPASS_NAMES
 NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*\Z")
 #: A kernel's entry point (and a pre-pass's): a C identifier.
 ENTRY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -476,7 +477,7 @@ class Prepass:
     maps_in: str = "scratch"
 
     def _env(self, params, m, n, k, sms: int | None = None) -> Env:
-        return Env({"NK": 0, "OB": 4, **params, "M": m, "N": n, "K": k, "SMS": sms or DEFAULT_SMS},
+        return Env({**PREPASS_DEFAULTS, **params, "M": m, "N": n, "K": k, "SMS": sms or DEFAULT_SMS},
                    self.derived)
 
     def applies(self, params, m: int, n: int, k: int) -> bool:
@@ -594,7 +595,7 @@ class KernelHeader:
     # --- evaluation (the registry's Variant calls these) -------------------------------
 
     def env(self, params, m: int = 0, n: int = 0, k: int = 0, **more) -> Env:
-        return Env({"NK": 0, "OB": 4, **params, "M": m, "N": n, "K": k, "SMS": DEFAULT_SMS, **more},
+        return Env({**PREPASS_DEFAULTS, **params, "M": m, "N": n, "K": k, "SMS": DEFAULT_SMS, **more},
                    self.derived)
 
     @functools.lru_cache(maxsize=4096)  # noqa: B019  (headers live as long as the registry)
