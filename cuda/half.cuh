@@ -297,25 +297,27 @@ __device__ __forceinline__ bool streamk_piece(float (&acc)[COUNT], const TileWal
 }
 
 /* The 16-bit TMA steps' pre-pass (a (32, 8) block each): Ap (M × Kp) where K % PE_, then Bp
- * where B's rows are short of a multiple of PE_ elements (B_NK_: B stored N×K, padded to Kp;
- * else K×N, padded to Np), zero-padded. PE_ = 8: every row TMA reads a multiple of 16 bytes
+ * where B's rows are short of a multiple of PEB_ elements (B_NK_: B stored N×K, padded to
+ * Kp; else K×N, padded to Np), zero-padded. PE_ = 8: every row TMA reads a multiple of 16 bytes
  * (TMA needs it); 64: of 128, so that no row starts inside an L2 line. A block copies 32 rows
  * x 256 elements (lab_ptx.cuh's copy_padded_rows: 8 elements a thread and row, 16 bytes at a
  * time where the source rows allow it). grid.y covers A's 32-row tiles (when padded) then
  * B's, grid.x the padded row length in 256s. */
-template <int B_NK_, int PE_, typename ELEM_T>
+template <int B_NK_, int PE_, int PEB_ = PE_, typename ELEM_T>
 __device__ __forceinline__ void pad_short_rows(const ELEM_T* __restrict__ A, const ELEM_T* __restrict__ B,
                                                ELEM_T* __restrict__ S, int M, int N, int K)
 {
-    static_assert(PE_ % 8 == 0 && sizeof(ELEM_T) == 2, "padded rows are whole 16-byte words of 16-bit elements");
-    const int Kp = (K + PE_ - 1) & ~(PE_ - 1), Np = (N + PE_ - 1) & ~(PE_ - 1);
-    const bool pad_a = K % PE_ != 0, pad_b = B_NK_ ? K % PE_ != 0 : N % PE_ != 0;
+    static_assert(PE_ % 8 == 0 && PEB_ % 8 == 0 && sizeof(ELEM_T) == 2,
+                  "padded rows are whole 16-byte words of 16-bit elements");
+    const int Kp = (K + PE_ - 1) & ~(PE_ - 1);
+    const int Kpb = (K + PEB_ - 1) & ~(PEB_ - 1), Np = (N + PEB_ - 1) & ~(PEB_ - 1);
+    const bool pad_a = K % PE_ != 0, pad_b = B_NK_ ? K % PEB_ != 0 : N % PEB_ != 0;
     const int ay = pad_a ? (M + 31) / 32 : 0;
     if ((int)blockIdx.y < ay)
         copy_padded_rows<2>(A, S, M, K, Kp, blockIdx.y * 32, blockIdx.x * 32);
     else if (pad_b)
         copy_padded_rows<2>(B, S + (pad_a ? (size_t)M * Kp : 0), B_NK_ ? N : K, B_NK_ ? K : N,
-                            B_NK_ ? Kp : Np, (blockIdx.y - ay) * 32, blockIdx.x * 32);
+                            B_NK_ ? Kpb : Np, (blockIdx.y - ay) * 32, blockIdx.x * 32);
 }
 
 /* D = A·B + D for one m16n8k16 fragment (sm_80+), FP32 accumulators; the input type

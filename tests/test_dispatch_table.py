@@ -96,6 +96,9 @@ def test_parse_good_table(tmp_path):
     (GOOD.replace('"min(M, N) >= SMS"', '"M +"'), 14, "does not parse"),
     (GOOD.replace("params = { ts = 16 }", 'params = { ts = 1.5 }'), 16, "whole number"),
     (GOOD.replace("params = { ts = 16 }", 'params = { ts = "big" }'), 16, "unknown name 'big'"),
+    # a parameter may use those before it in the rule, not those after it
+    (GOOD.replace("params = { ts = 16 }", 'params = { ts = "16 if wpt > 2 else 8", wpt = 4 }'), 16,
+     "unknown name 'wpt'"),
     (GOOD.replace("params = { ts = 16 }", 'params = { ts = "16 if" }'), 16, "does not parse"),
     (GOOD.replace('backend = "opencl"', 'backend = "metal"'), 4, "backend must be"),
     (GOOD.replace('precision = "fp32"', 'precision = "fp64"'), 5, "precision must be"),
@@ -180,7 +183,7 @@ def test_a_table_promises_types_and_layouts_its_picks_take(registered, tmp_path)
     assert v.dispatch.problem is None and v.precision == "half"
     assert registry.concrete("lab_h", {}, 4096, 4096, 4096, 132, dtype="bfloat16", layout="nk") == \
         ("half_wgmma", {"stages": 4, "persist": 1, "bm": 128, "bn": 256, "streamk": 0, "rowpad": 16,
-                       "tmastore": 0})
+                       "inplace": 0, "tmastore": 0})
     assert registry.concrete("lab_h", {}, 3000, 3000, 3000, 132, dtype="float16")[1]["persist"] == 0
     assert "does not support float32" in v.check("cuda", {}, 64, 64, 64, "float32")
     # a pick that does not take a promised type or layout makes the table unusable, saying so
@@ -229,6 +232,19 @@ def test_expression_params_worked_out_at_the_shape(registered):
     assert registry.concrete("lab_x", {}, 200, 200, 30) == ("wpt", {"ts": 8, "wpt": 1})
     assert registry.concrete("lab_x", {}, 200, 400, 130) == ("wpt", {"ts": 16, "wpt": 8})
     assert registry.get("lab_x").check("opencl", {}, 200, 400, 130, "float32") is None
+
+
+def test_a_param_uses_the_params_before_it(registered, tmp_path):
+    """A rule's parameters are worked out in order, each seeing those before it: one
+    condition written once serves several parameters."""
+    (t,), problems = registered(GOOD.replace(
+        "params = { ts = 16 }", 'params = { ts = "8 if N <= 300 else 16", wpt = "8 if ts == 16 else 2" }'))
+    assert problems == [] and t.problem is None
+    assert t.rules[1].values(200, 200, 30) == {"ts": 8, "wpt": 2}
+    assert registry.concrete("lab_x", {}, 200, 400, 130) == ("wpt", {"ts": 16, "wpt": 8})
+    (later,), _problems = _tables(tmp_path, GOOD.replace(
+        "params = { ts = 16 }", 'params = { wpt = "8 if ts == 16 else 2", ts = 16 }'), "later.toml")
+    assert "unknown name 'ts'" in later.problem and "only those before it" in later.problem, later.problem
 
 
 def test_expression_param_value_the_kernel_lacks_says_why(registered):
@@ -425,6 +441,23 @@ def test_lab_half_picks_the_width_whose_tiles_fill_the_last_wave():
     assert (table.rule_at(1536, 1536, 1536, 132).values(1536, 1536, 1536, 132)["bn"],
             table.rule_at(3072, 3072, 3072, 132).values(3072, 3072, 3072, 132)["bn"],
             table.rule_at(4096, 4096, 4096, 132).values(4096, 4096, 4096, 132)["bn"]) == (160, 192, 256)
+
+
+def test_lab_half_reads_a_in_place_where_its_rows_allow_at_the_widest_tiles():
+    """lab_half leaves A where it lies (inplace 1: only B is copied onto whole lines) where
+    rows are copied, A's rows are whole 16 bytes (K % 8 == 0) and the tiles are 256 wide;
+    everywhere else both operands go onto whole lines as before; step 32 takes every pick."""
+    seen = set()
+    for m, n, k, sms, values in _random_picks("lab_half", "half_wgmma", 41, (1, 20000), [1000, 3000, 4100, 5000],
+                                              skip=lambda rule: "bm" in rule.params):
+        want = int(values["rowpad"] == 128 and k % 8 == 0 and values["bn"] == 256)
+        assert values["inplace"] == want, (m, n, k, sms, values)
+        seen.add(want)
+    assert seen == {0, 1}
+    table = registry.get("lab_half").dispatch
+    assert table.rule_at(4000, 3000, 5000, 132).values(4000, 3000, 5000, 132)["inplace"] == 1
+    assert table.rule_at(3000, 3000, 3000, 132).values(3000, 3000, 3000, 132)["inplace"] == 0   # 192 wide
+    assert table.rule_at(4100, 4090, 4095, 132).values(4100, 4090, 4095, 132)["inplace"] == 0   # K % 8
 
 
 def _tf32_tiles_and_stream_k(m, n, sms):

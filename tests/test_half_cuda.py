@@ -345,7 +345,8 @@ def test_half_wgmma_header_and_its_tensor_maps():
     assert WGMMA.dtypes == HALF and WGMMA.layouts == ("kn", "nk") and WGMMA.arch_suffix == "a"
     assert set(WGMMA.descriptions) == set(WGMMA.space)
     pre = WGMMA.prepass
-    p = {"stages": 4, "persist": 1, "bm": 128, "bn": 256, "streamk": 0, "rowpad": 16, "tmastore": 0}
+    p = {"stages": 4, "persist": 1, "bm": 128, "bn": 256, "streamk": 0, "rowpad": 16, "inplace": 0,
+         "tmastore": 0}
     assert WGMMA.launch_geometry(p, 4096, 4096, 4096, 132) == ((132, 1), (384, 1))
     assert WGMMA.launch_geometry({**p, "persist": 0}, 4096, 4096, 4096, 132) == ((512, 1), (384, 1))
     assert WGMMA.dynamic_shared(p) == 4 * 49152 + 1280
@@ -396,6 +397,22 @@ def test_half_wgmma_header_and_its_tensor_maps():
     at, (a, b, _c) = pre.tensor_maps(line, 4096, 3000, 1024)           # B as K×N: rows of N
     assert (a.base, b.base, b.dim0, b.stride) == ("a", "scratch", 3008, 6016)
     assert WGMMA.check("cuda", {**p, "rowpad": 64}, 64, 64, 64, "float16") is not None
+    # inplace 1: A stays where it lies, B still onto whole lines; a row of A that TMA cannot
+    # read (K % 8) is padded to 16 bytes all the same
+    for layout in (0, 1):
+        keep_a = {**line, "inplace": 1, "NK": layout}
+        at, (a, b, _c) = pre.tensor_maps(keep_a, 3000, 3000, 3000)
+        assert (a.base, a.dim0, a.stride) == ("a", 3000, 6000)
+        assert (b.base, b.offset, b.dim0, b.stride) == ("scratch", 0, 3008, 6016)
+        assert pre.scratch_bytes(keep_a, 3000, 3000, 3000) == 2 * 3000 * 3008
+        assert pre.geometry(keep_a, 3000, 3000, 3000)[0] == (12, 94)
+        at, (a, b, _c) = pre.tensor_maps(keep_a, 100, 130, 61)       # A to 16 bytes, B to lines
+        assert (a.base, a.dim0, a.stride) == ("scratch", 64, 128)
+        assert (b.offset, b.stride) == (2 * 100 * 64, 2 * 64 if layout else 2 * 192)
+        at, (a, b, _c) = pre.tensor_maps(keep_a, 100, 130, 4100)     # 8208-byte rows of A
+        assert (a.dim0, a.stride) == (4104, 8208)
+    assert WGMMA.check("cuda", {**p, "inplace": 1}, 64, 64, 64, "float16") is not None   # rowpad 16
+    assert WGMMA.check("cuda", {**line, "inplace": 2}, 64, 64, 64, "float16") is not None
     # tile widths: any multiple of 32 from 128 to 256; B as K×N in whole 64-column boxes (a
     # stage has room for 192 columns at bn = 160, both layouts), as N×K one box of bn rows
     for bn in (160, 192, 224):

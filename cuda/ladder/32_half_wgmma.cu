@@ -18,6 +18,7 @@ bm = [128, 64]
 bn = [256, 128, 192, 160, 224]
 streamk = [0, 1]
 rowpad = [16, 128]
+inplace = [0, 1]
 tmastore = [0, 1]
 
 [descriptions]
@@ -28,22 +29,29 @@ bm = "rows of C a CTA computes, 64 per consumer warpgroup: 128 (two consumers) o
 bn = "columns of C a CTA computes, the wgmma's N: a multiple of 32 from 128 to 256 (a width whose tiles fill the last wave)"
 streamk = "1: the last partial wave's tiles shared along K by every CTA, partials summed in k order (persist = 1)"
 rowpad = "bytes every row of A and B that TMA reads is a multiple of: 16 (a padded copy only where TMA needs one) or 128 (a padded copy wherever a row would start inside an L2 line)"
+inplace = "with rowpad = 128: 1 leaves A where it lies (padded only where a row is not whole 16 bytes), B still onto whole lines; 0 both onto whole lines"
 
 [derived]
 tiles = "cdiv(M, bm) * cdiv(N, bn)"       # bm (M) × bn (N) tiles of C
 cps = "2 if bm == 64 and bn == 128 else 1"   # CTAs an SM holds
 bbox = "64 * cdiv(bn, 64)"                # B's columns a stage has room for (whole 64-column boxes)
 pe = "rowpad // 2"                        # elements a padded row is a multiple of
+pea = "8 if inplace else pe"              # of A: 8 (the 16 bytes TMA needs) where it stays
 kp = "roundup(K, pe)"                     # a row of K 16-bit elements padded to rowpad bytes
+kpa = "roundup(K, pea)"                   # a row of A, padded
 np = "roundup(N, pe)"
-# padded copies only where a row is not a multiple of rowpad bytes: Ap (M × Kp) when K % pe;
+# padded copies only where a row is not a multiple of its pitch: Ap (M × Kpa) when K % pea;
 # Bp when B's rows are short: K × Np for B as K×N (N % pe), N × Kp for N×K (K % pe)
-ap_bytes = "2 * M * kp if K % pe else 0"
+ap_bytes = "2 * M * kpa if K % pea else 0"
 bp_bytes = "(2 * N * kp if K % pe else 0) if NK else (2 * K * np if N % pe else 0)"
 
 [[constraints]]
 check = "rowpad == 16 or rowpad == 128"
 reason = "rowpad must be 16 (TMA's least row pitch) or 128 (an L2 line)"
+
+[[constraints]]
+check = "inplace == 0 or (inplace == 1 and rowpad == 128)"
+reason = "inplace must be 0 or 1, and 1 only with rowpad = 128 (with 16 every row TMA can read stays in place)"
 
 [[constraints]]
 check = "(stages == 3 or stages == 4) and (persist == 0 or persist == 1)"
@@ -82,7 +90,7 @@ workspace = "roundup(4 * tiles, 256) + 2 * SMS * cps * bm * bn * 4 if streamk el
 
 [prepass]            # padded copies only where needed: no blocks (no launch) otherwise
 entry = "prepass"
-grid = ["cdiv(max(kp if K % pe else 0, (kp if NK else np) if bp_bytes else 0), 256)", "(cdiv(M, 32) if K % pe else 0) + (cdiv(N if NK else K, 32) if bp_bytes else 0)"]
+grid = ["cdiv(max(kpa if K % pea else 0, (kp if NK else np) if bp_bytes else 0), 256)", "(cdiv(M, 32) if K % pea else 0) + (cdiv(N if NK else K, 32) if bp_bytes else 0)"]
 block = [32, 8]
 # the padded copies (at least 256 bytes: S is a device pointer even where nothing is padded,
 # and C's stand-in map below lies inside it); the tensor maps are the kernel's first three
@@ -92,10 +100,10 @@ maps_in = "params"
 
 # A (or Ap) as M rows of K (Kp) elements, box 64 (k) × 128 (m); 128B swizzle
 [[prepass.tensor_maps]]
-base = "'scratch' if K % pe else 'a'"
+base = "'scratch' if K % pea else 'a'"
 offset = 0
-dims = ["kp", "M"]
-stride = "2 * kp"
+dims = ["kpa", "M"]
+stride = "2 * kpa"
 box = [64, "bm"]
 elem = "b16"
 
@@ -156,12 +164,13 @@ box = [32, 64]
  * Left for the next step: the consumers stall during the epilogue (no second tile in
  * flight, no ping-pong), one CTA per SM.
  *
- * Pre-pass (timed with the GEMM; no blocks at all when every row is a multiple of ROWPAD
- * bytes): Ap = A padded to Kp = roundup(K, ROWPAD / 2) where K % (ROWPAD / 2); Bp = B
- * padded to Np (K×N) or Kp (N×K) where its rows are short, zeros in the padding. ROWPAD 16
- * pads only where TMA must have it; 128 also where rows would start inside an L2 line
- * (K = 3000: each 128-byte box row then spans two lines, and the L2 serves about twice the
- * requests for the same bytes).
+ * Pre-pass (timed with the GEMM; no blocks at all when every row is a multiple of its
+ * pitch): Ap = A padded to roundup(K, PE_A) where K % PE_A; Bp = B padded to Np (K×N) or Kp
+ * (N×K), multiples of ROWPAD / 2, where its rows are short, zeros in the padding. ROWPAD 16
+ * pads only where TMA must have it; 128 also where rows would start inside an L2 line (K =
+ * 3000: each 128-byte box row then spans two lines, and the L2 serves more requests for the
+ * same bytes), A's rows only without INPLACE (A's rows read in place cost less than B's:
+ * benchmarks/NOTES.md).
  *
  * Tiles: BM = 128 rows × BN = 256 columns (or BM = 64: one consumer warpgroup, two CTAs to
  * an SM at BN = 128; BN = 128-224: wgmma.m64nBNk16, a width whose tiles leave no mostly idle
@@ -185,6 +194,7 @@ box = [32, 64]
  *   BM, BN   128 or 64; a multiple of 32 from 128 to 256: the tile (default 128, 256)
  *   STREAMK  1: share the last partial wave along K (PERSIST 1)   (default 0)
  *   ROWPAD   16 or 128: bytes a row TMA reads is a multiple of     (default 16)
+ *   INPLACE  1: with ROWPAD 128, A's rows stay in place           (default 0)
  *   TMASTORE 1: C by TMA stores from a staging buffer              (default 0)
  * Launch: prepass (32, 8) blocks as the header says; matmul block 128 + 2 · BM, grid as
  * above, dynamic shared memory STAGES · (BM + 64 · cdiv(BN, 64)) · 128 + (TMASTORE: BM / 64
@@ -228,9 +238,17 @@ box = [32, 64]
 #ifndef TMASTORE
 #define TMASTORE 0
 #endif
+#ifndef INPLACE
+#define INPLACE 0
+#endif
+#if INPLACE != 0 && (INPLACE != 1 || ROWPAD != 128)
+#error "INPLACE must be 0 or 1, and 1 only with ROWPAD 128"
+#endif
 #if ROWPAD != 16 && ROWPAD != 128
 #error "ROWPAD must be 16 or 128"
 #endif
+/* elements a padded row of A is a multiple of: 8 is the 16 bytes TMA needs */
+#define PE_A (INPLACE ? 8 : ROWPAD / 2)
 #define BK 64
 #define GM 8
 #define CONSUMERS (BM / 64)
@@ -254,13 +272,13 @@ static_assert(sizeof(ELEM) == 2, "ELEM is a 16-bit type");
 /* C's staging: a consumer's 2 boxes (C_STAGE_BYTES), used where its tile is whole boxes */
 #define STG_BYTES (TMASTORE ? CONSUMERS * C_STAGE_BYTES : 0)
 
-/* Ap (M × Kp) where K % (ROWPAD / 2), then Bp where B's rows are short, zero-padded
+/* Ap (M × Kp) where K % PE_A, then Bp where B's rows are short of ROWPAD / 2, zero-padded
  * (half.cuh's pad_short_rows). */
 extern "C" __global__ __launch_bounds__(256)
 void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __restrict__ S,
              int M, int N, int K)
 {
-    pad_short_rows<B_NK, ROWPAD / 2>(A, B, S, M, N, K);
+    pad_short_rows<B_NK, PE_A, ROWPAD / 2>(A, B, S, M, N, K);
 }
 
 extern "C" __global__ __launch_bounds__(NT, CTAS_PER_SM)

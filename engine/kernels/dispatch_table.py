@@ -75,7 +75,8 @@ class Rule:
     #: None: every shape (the last rule's catch-all).
     when: Expr | None
     variant: str
-    #: name -> a whole number, or an expression in M, N, K and SMS (worked out by :meth:`values`).
+    #: name -> a whole number, or an expression in M, N, K, SMS and the parameters before it
+    #: (worked out by :meth:`values`, in order).
     params: Mapping[str, int | Expr]
     #: The file and line of the rule's ``[[name.rule]]``, for messages.
     where: str
@@ -88,18 +89,18 @@ class Rule:
         return bool(self.when({"M": m, "N": n, "K": k, "SMS": sms or DEFAULT_SMS}))
 
     def values(self, m: int, n: int, k: int, sms: int | None = None) -> dict[str, int]:
-        """The rule's parameters at M×N×K, each expression worked out there;
-        DispatchError (naming the rule's file:line and the shape) where one fails."""
+        """The rule's parameters at M×N×K, each expression worked out there in the rule's
+        order, so that one may use those before it; DispatchError (naming the rule's
+        file:line and the shape) where one fails."""
         env = {"M": m, "N": n, "K": k, "SMS": sms or DEFAULT_SMS}
         out = {}
         for name, value in self.params.items():
-            if not isinstance(value, Expr):
-                out[name] = value
-                continue
-            try:
-                out[name] = value.integer(env)
-            except ExpressionError as exc:
-                raise DispatchError(f"{self.where}: {exc} at {m}×{n}×{k}") from None
+            if isinstance(value, Expr):
+                try:
+                    value = value.integer(env)
+                except ExpressionError as exc:
+                    raise DispatchError(f"{self.where}: {exc} at {m}×{n}×{k}") from None
+            out[name] = env[name] = value
         return out
 
 
@@ -279,17 +280,21 @@ def _rule(path: Path, lines: list[str], name: str, i: int, r: dict, line: int) -
     if not isinstance(params, dict):
         err("'params' must be a table of parameter = whole number or expression", "params")
     params = dict(params)
-    for pname, value in params.items():
+    for i, (pname, value) in enumerate(params.items()):
         if not NAME_RE.match(pname):
             err(f"'{shown_text(pname, 40)}' is not a parameter name", "params")
         if isinstance(value, str):
-            # a value by the shape: checked against the kernel's values where it is routed
+            # a value by the shape (and the parameters before it): checked against the
+            # kernel's values where it is routed
             e = _parse_expr(value, f"{where}.params.{pname}", lambda: _key_line(lines, line, "params"),
                             path)
-            names = sorted(e.names() - set(SHAPE_NAMES) - set(RULE_NAMES) - set(FUNCTIONS))
+            before = list(params)[:i]
+            names = sorted(e.names() - set(SHAPE_NAMES) - set(RULE_NAMES) - set(FUNCTIONS) - set(before))
             if names:
+                later = " (a parameter may use only those before it)" if names[0] in params else ""
                 err(f"unknown name '{names[0]}' in {pname} = \"{shown_text(value, 60)}\" (it may "
-                    f"use M, N, K, SMS and {', '.join(FUNCTIONS)})", "params")
+                    f"use M, N, K, SMS, {', '.join(FUNCTIONS)}"
+                    f"{''.join(', ' + b for b in before)}){later}", "params")
             params[pname] = e
         elif isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_PARAM_VALUE:
             err(f"{pname} = {shown_text(repr(value), 40)}: a parameter is a whole number from 0 "
