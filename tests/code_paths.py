@@ -111,19 +111,77 @@ def select(keys: list[tuple[str, str]], combos: list[dict], keep: list[dict] = (
     return [combos[i] for i in chosen]
 
 
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
+_CONDITION = re.compile(r'^\s*#\s*(?:if|elif)\b(.*)$', re.M)
+_DEFINE = re.compile(r'^\s*#\s*define\s+([A-Za-z_]\w*)(?:\([^)]*\))?(.*)$', re.M)
+_DEFINED = re.compile(r'\bdefined\s*(?:\(\s*[A-Za-z_]\w*\s*\)|[A-Za-z_]\w*)')
+_NAME = re.compile(r'\b[A-Za-z_]\w*')
+_COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
+
+
+@functools.lru_cache(maxsize=None)
+def condition_names(source: Path) -> frozenset[str]:
+    """The macros whose *values* can change which lines of ``source`` (and of the headers
+    it includes by quotes, beside it or in cuda/) the preprocessor keeps: the names in
+    ``#if``/``#elif`` conditions, and in the bodies of macros those name, to a fixed point.
+    ``#ifdef``/``#ifndef``/``defined`` test only whether a macro is defined, which every
+    build's ``-D`` settles the same way, so they do not count."""
+    texts, todo, seen = [], [Path(source)], set()
+    while todo:
+        path = todo.pop()
+        if path in seen or not path.is_file():
+            continue
+        seen.add(path)
+        text = _COMMENT.sub(" ", path.read_text(encoding="utf-8", errors="replace").replace("\\\n", " "))
+        texts.append(text)
+        todo += [d / inc for inc in _INCLUDE.findall(text) for d in (path.parent, INCLUDE_DIR)]
+    names, bodies = set(), {}
+    for text in texts:
+        for cond in _CONDITION.findall(text):
+            names |= set(_NAME.findall(_DEFINED.sub(" ", cond)))
+        for name, body in _DEFINE.findall(text):
+            bodies.setdefault(name, set()).update(_NAME.findall(_DEFINED.sub(" ", body)))
+    while True:
+        more = set().union(*(bodies.get(n, set()) for n in names)) - names
+        if not more:
+            return frozenset(names)
+        names |= more
+
+
 def _keys(groups: list[tuple], workers: int | None = None) -> list[list[tuple[str, str]]]:
-    """:func:`preprocess_key` of every combination of ``groups`` ((variant, combos, dtype,
-    arch, ...)), group by group; all in one pool, each build's once."""
+    """The (code path, text) key of every combination of ``groups`` ((variant, combos,
+    dtype, arch, ...)), group by group. Combinations of a file and architecture that give
+    the macros of :func:`condition_names` the same values take the same code path (a
+    kernel's two dtypes mostly do), so one of them is preprocessed (:func:`preprocess_key`,
+    all in one pool) and the others share its path: half the runs of every combination.
+    Each combination's text is told apart by its defines (builds whose defines differ are
+    taken as different texts)."""
     workers = workers or max(2, os.cpu_count() or 2)
-    runs = {}
+    runs, keys = {}, []
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for v, combos, dtype, arch, *_rest in groups:
+            source = v.source_path("cuda")
+            names = condition_names(Path(source))
+            group = []
             for c in combos:
-                key = (v.name, str(v.source_path("cuda")), tuple(c.items()), dtype, arch)
-                if key not in runs:
-                    runs[key] = pool.submit(preprocess_key, v, c, dtype, arch)
-        return [[runs[(v.name, str(v.source_path("cuda")), tuple(c.items()), dtype, arch)].result()
-                 for c in combos] for v, combos, dtype, arch, *_rest in groups]
+                defines = v.defines(c, dtype)
+                # the dtype only through its defines (ELEM, ...), where a condition reads them
+                path_key = (str(source), arch, tuple((k, x) for k, x in defines.items() if k in names))
+                if path_key not in runs:
+                    runs[path_key] = (defines, pool.submit(preprocess_key, v, c, dtype, arch))
+                group.append((path_key, defines))
+            keys.append(group)
+        out = []
+        for group in keys:
+            row = []
+            for path_key, defines in group:
+                first, future = runs[path_key]
+                origin, text = future.result()
+                if defines != first:
+                    text = hashlib.sha1(f"{text}\n{sorted(defines.items())}".encode()).hexdigest()
+                row.append((origin, text))
+            out.append(row)
+        return out
 
 
 def distinct_builds(groups: list[tuple]) -> list[list[dict]]:

@@ -273,6 +273,22 @@ def test_distinct_builds_cover_every_code_path_and_value():
     assert select([("p", "t")] * 3, combos[:3]) == combos[:1]     # one text: one build
 
 
+def test_condition_names_are_the_macros_whose_values_pick_lines(tmp_path):
+    """The macros whose values a build's code path depends on: those an #if/#elif reads,
+    directly or through the bodies of the macros it reads, in the file and the headers it
+    includes by quotes; #ifndef/defined() (a default every -D overrides) and a macro only
+    used in code do not count."""
+    from tests.code_paths import condition_names
+    (tmp_path / "part.cuh").write_text("#if TILE > 64 /* wide */\n#define WIDE 1\n#endif\n")
+    src = tmp_path / "k.cu"
+    src.write_text('#include "part.cuh"\n#ifndef STAGES\n#define STAGES 4\n#endif\n'
+                   "#define CTAS (BM == 64 && \\\n  BN == 128 ? 2 : 1)\n#if CTAS > 1 || defined(LATE)\n"
+                   "#endif\n#if STAGES < 2\n#error\n#endif\nint x = UNROLL;\n")
+    names = condition_names(src)
+    assert {"TILE", "CTAS", "BM", "BN", "STAGES"} <= names
+    assert not {"LATE", "UNROLL", "WIDE"} & names
+
+
 def _kernel_files() -> list[Path]:
     """Every kernel file and shared header of the lab (cuda/ladder, cuda/lab, the
     experiments, opencl/ and cuda/*.cuh); dispatch tables are no kernel files."""
