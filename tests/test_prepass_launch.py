@@ -71,9 +71,9 @@ def test_a_prepass_with_no_blocks_is_not_launched(backend, shape):
     name, grid, block, args = log[0]
     scratch = ws.scratch
     assert [len(x) for x in args[:3]] == [128] * 3
-    assert args[3] is ws.a and args[4] is ws.b and args[5] is scratch and args[6] is ws.c
-    assert [int(x) for x in args[7:10]] == [m, n, k]
-    assert len(args) == 11 and int(args[10]) == 0      # the workspace: none without stream-K
+    assert args[3] is ws.a and args[4] is scratch and args[5] is ws.c
+    assert [int(x) for x in args[6:9]] == [m, n, k]
+    assert len(args) == 10 and int(args[9]) == 0      # the workspace: none without stream-K
     assert grid == (min(-(-m // 256) * -(-n // 128), 132), 1, 1) and block == (384, 1, 1)
     assert scratch.nbytes >= 256                      # a device pointer, though nothing is padded
     assert decode(args[0], swizzle=True) == (int(ws.a), k, m, 4 * k, 32, 256, "tf32", 128)
@@ -106,7 +106,7 @@ def test_a_padding_prepass_runs_first_and_the_maps_read_its_copies(backend, shap
                      (-(-m // 32) if k % 4 else 0) + (-(-k // 32) if n % 4 else 0), 1)
     assert pblock == (32, 8, 1) and pargs[:3] == (ws.a, ws.b, ws.scratch)
     args = log[1][3]
-    assert args[5] is ws.scratch and backend.drv.copies == []    # the maps are arguments
+    assert args[4] is ws.scratch and backend.drv.copies == []    # the maps are arguments
     assert ws.scratch.nbytes >= max(ap + bp, 256)
     base_a = int(ws.scratch) if k % 4 else int(ws.a)
     base_b = int(ws.scratch) + ap if n % 4 else int(ws.b)
@@ -317,7 +317,7 @@ PINGPONG = registry.get("half_wgmma_pingpong")
 def test_maps_in_params_come_first_and_are_never_copied(backend, shape):
     """Steps 32-35 take their maps as arguments (TMA reads them from the parameter space: no
     fence, no fetch from global memory): nothing is copied to the scratch, and the maps
-    (A's, then B's) precede A, B, the scratch, C and the sizes."""
+    (A's, then B's) precede A, the scratch, C and the sizes."""
     m, n, k = shape
     kernel, ws, log = setup(backend, PINGPONG, m, n, k)
     backend._launch(kernel, ws, m, n, k)
@@ -328,8 +328,8 @@ def test_maps_in_params_come_first_and_are_never_copied(backend, shape):
     a_base = int(ws.scratch) if k % pe else int(ws.a)
     assert decode(args[0])[:3] == (a_base, -(-k // pe) * pe if k % pe else k, m)
     assert decode(args[1])[1:3] == ((-(-n // pe) * pe if n % pe else n), k)
-    assert args[2] is ws.a and args[3] is ws.b and args[4] is ws.scratch and args[5] is ws.c
-    assert [int(x) for x in args[6:9]] == [m, n, k]
+    assert args[2] is ws.a and args[3] is ws.scratch and args[4] is ws.c
+    assert [int(x) for x in args[5:8]] == [m, n, k]
     # encoded once per buffers and shape, then the same objects every launch
     backend._launch(kernel, ws, m, n, k)
     assert log[-1][3][0] is args[0] and log[-1][3][1] is args[1]
@@ -356,7 +356,7 @@ def test_step_32s_map_of_c_follows_cs_element_bytes(backend, out, n, whole):
     kernel, ws, log = setup(backend, STEP32, m, n, k)
     backend._launch(kernel, ws, m, n, k)
     args = log[-1][3]
-    assert [len(x) for x in args[:3]] == [128, 128, 128] and args[6] is ws.c
+    assert [len(x) for x in args[:3]] == [128, 128, 128] and args[5] is ws.c
     addr, d0, d1, stride, b0, b1, elem = decode(args[2])
     assert (b0, b1, elem) == (32, 64, "float32")
     if whole:

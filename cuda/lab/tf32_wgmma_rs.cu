@@ -298,7 +298,7 @@ box = [32, 64]
  *
  * Launch: prepass block (32, 8) over 32 x 128 tiles of Ap then Bp (none when not needed);
  * matmul block (128 + 2 BN, 1; 384 with PINGPONG), grid (PERSIST ? (STREAMK ? SMS : min(tiles, SMS)) : KS tiles, 1),
- * tiles = ceil(M/BM) * ceil(N/BN); args (the maps of A, B and C, A, B, scratch, C, M, N, K,
+ * tiles = ceil(M/BM) * ceil(N/BN); args (the maps of A, B and C, A, scratch, C, M, N, K,
  * workspace) (the workspace: stream-K's counters and partial tiles; none without it).
  */
 #include "lab_ptx.cuh"
@@ -612,8 +612,7 @@ __device__ __forceinline__ void sk_sum(float (&acc)[BM / 2], unsigned char* work
 extern "C" __global__ CLUSTER_DIMS __launch_bounds__(NT, 1)
 void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ TensorMapArg mapB,
             const __grid_constant__ TensorMapArg mapC,
-            const ELEM* __restrict__ A, const ELEM* __restrict__ B,
-            const ELEM* __restrict__ S, ELEM* __restrict__ C,
+            const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __restrict__ C,
             int M, int N, int K, unsigned char* __restrict__ workspace)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)

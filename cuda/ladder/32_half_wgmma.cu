@@ -198,7 +198,7 @@ box = [32, 64]
  *   TMASTORE 1: C by TMA stores from a staging buffer              (default 0)
  * Launch: prepass (32, 8) blocks as the header says; matmul block 128 + 2 · BM, grid as
  * above, dynamic shared memory STAGES · (BM + 64 · cdiv(BN, 64)) · 128 + (TMASTORE: BM / 64
- * · 16 KB) + 1280; args (the maps of A, B and C, A, B, scratch, C, M, N, K, workspace) (the workspace: stream-K's
+ * · 16 KB) + 1280; args (the maps of A, B and C, A, scratch, C, M, N, K, workspace) (the workspace: stream-K's
  * counters and partial tiles; null without it).
  * Models: FLOPs = 2·M·N·K; bytes = (M·K + K·N)·2 + M·N·sizeof(OUT).
  */
@@ -283,8 +283,7 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
 
 extern "C" __global__ __launch_bounds__(NT, CTAS_PER_SM)
 void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ TensorMapArg mapB,
-            const __grid_constant__ TensorMapArg mapC, const ELEM* __restrict__ A, const ELEM* __restrict__ B,
-            const ELEM* __restrict__ S, OUT* __restrict__ C,
+            const __grid_constant__ TensorMapArg mapC, const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
             int M, int N, int K, unsigned char* __restrict__ workspace)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)

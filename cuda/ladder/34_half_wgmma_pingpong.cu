@@ -148,7 +148,7 @@ elem = "b16"
  * Launch: prepass (32, 8) blocks as the header says; matmul block 384, grid CLUSTER ·
  * min(units, #SMs / CLUSTER) (units: CLUSTER tiles side by side; stream-K: #SMs), dynamic
  * shared memory STAGES · (16 KB + BN · 128 bytes) + 1280;
- * args (the maps of A and B, A, B, scratch, C, M, N, K, workspace) (the workspace: stream-K's
+ * args (the maps of A and B, A, scratch, C, M, N, K, workspace) (the workspace: stream-K's
  * counters and partial tiles; null without it).
  * Models: FLOPs = 2·M·N·K; bytes = (M·K + K·N)·2 + M·N·sizeof(OUT).
  */
@@ -247,8 +247,7 @@ __device__ __forceinline__ void release_stage(unsigned bar, unsigned rank, int l
 
 extern "C" __global__ __launch_bounds__(NT, 1) CLUSTER_DIMS
 void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ TensorMapArg mapB,
-            const ELEM* __restrict__ A, const ELEM* __restrict__ B,
-            const ELEM* __restrict__ S, OUT* __restrict__ C,
+            const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
             int M, int N, int K, unsigned char* __restrict__ workspace)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)

@@ -103,7 +103,7 @@ elem = "b8"
  *   BM, BN   128 or 64, 256 or 128: the tile of C                   (default 128, 256)
  * Launch: prepass (32, 8) blocks as the header says; matmul block 128 + 2 · BM, grid as
  * above, dynamic shared memory STAGES · (BM + BN) · 128 + 1280;
- * args (the maps of A and B, A, B, scratch, C, M, N, K).
+ * args (the maps of A and B, A, scratch, C, M, N, K).
  * Models: OPs = 2·M·N·K; bytes = M·K + K·N + 4·M·N.
  */
 #include "eight_bit.cuh"
@@ -164,8 +164,7 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
 
 extern "C" __global__ __launch_bounds__(NT, 1)
 void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ TensorMapArg mapB,
-            const ELEM* __restrict__ A, const ELEM* __restrict__ B,
-            const ELEM* __restrict__ S, OUT* __restrict__ C,
+            const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
             int M, int N, int K)
 {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)

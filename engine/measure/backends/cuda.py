@@ -872,8 +872,7 @@ class CudaBackend(Backend):
         sig = ("PPii" if variant.kind == "aat" else "PPPiii") + ("f" if takes_scale(variant) else "")
         pre = variant.prepass
         sig = sig + "P" if variant.workspace is not None else sig
-        if pre and pre.maps_in == "params":   # the tensor maps first, 128 bytes each; then A and B
-            sig = "P" + sig
+        if pre and pre.maps_in == "params":   # the tensor maps first, 128 bytes each
             count = len(pre.maps) + len(arg_codes(sig))
             sig = param_signature(sig, len(pre.maps), kernel_param_offsets(cubin, variant.entry, count))
         fn.prepare(sig)
@@ -1042,8 +1041,6 @@ class CudaBackend(Backend):
                 kernel.handle[2].prepared_async_call((px, py, 1), (pbx, pby, 1), stream, ws.a, ws.b,
                                                      scratch, np.int32(m), np.int32(n), np.int32(k))
             args = (ws.a, scratch, ws.c, np.int32(m), np.int32(n), np.int32(k))
-            if pre.maps_in == "params":  # B too: a kernel may copy it itself (step 32's bcopy)
-                args = (ws.a, ws.b, *args[1:])
             if maps is not None and pre.maps_in == "scratch":
                 self._write_tensor_maps(ws, scratch, maps)
             else:
