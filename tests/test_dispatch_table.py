@@ -474,15 +474,21 @@ def _tf32_tiles_and_stream_k(m, n, sms):
 
 
 def test_lab_tf32_takes_its_wave_model_tiles_and_stream_k():
-    """At random mid and large shapes and SM counts, lab_tf32's rules pick the tile height
-    and stream-K of its model, and tf32_wgmma_rs accepts the pick; both tile heights and
-    both stream-K values occur."""
+    """At random mid and large shapes and SM counts, lab_tf32's rules pick the tile height,
+    stream-K and row padding of its model, and tf32_wgmma_rs accepts the pick; both tile
+    heights and both stream-K values occur."""
     table = registry.get("lab_tf32").dispatch
-    seen = set()
-    for m, n, _k, sms, values in _random_picks("lab_tf32", "tf32_wgmma_rs", 26, (1300, 12000),
-                                               [600, 3001, 6000]):
+    seen, padded = set(), set()
+    for m, n, k, sms, values in _random_picks("lab_tf32", "tf32_wgmma_rs", 26, (1300, 12000),
+                                              [600, 3001, 6000]):
         assert (values["bm"], values["streamk"]) == _tf32_tiles_and_stream_k(m, n, sms), (m, n, sms)
         seen.add((values["bm"], values["streamk"]))
+        # rows copied onto whole lines: A's where they start inside a sector; B's too where
+        # B is read often enough (M / bm times) to pay for its one copy, from M = 8 bm
+        pads = (k % 8 != 0 or (n % 8 != 0 and m >= 8 * values["bm"])) and m * n * k >= 2 ** 31
+        assert values["rowpad"] == (128 if pads else 16), (m, n, k, values)
+        padded.add((values["bm"], values["rowpad"], n % 8 != 0 and m < 2048))
     assert seen == {(256, 0), (256, 1), (128, 0)}
+    assert (128, 128, True) in padded and (256, 16, True) in padded     # B's copy from M = 8 bm
     assert table.rule_at(3900, 2100, 5100, 132).values(3900, 2100, 5100, 132)["bm"] == 128
     assert table.rule_at(4096, 4096, 4096, 132).values(4096, 4096, 4096, 132)["bm"] == 256
