@@ -114,18 +114,18 @@ def select(keys: list[tuple[str, str]], combos: list[dict], keep: list[dict] = (
 _INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.M)
 _CONDITION = re.compile(r'^\s*#\s*(?:if|elif)\b(.*)$', re.M)
 _DEFINE = re.compile(r'^\s*#\s*define\s+([A-Za-z_]\w*)(?:\([^)]*\))?(.*)$', re.M)
-_DEFINED = re.compile(r'\bdefined\s*(?:\(\s*[A-Za-z_]\w*\s*\)|[A-Za-z_]\w*)')
+_DEFINED = re.compile(r'\bdefined\s*(?:\(\s*([A-Za-z_]\w*)\s*\)|([A-Za-z_]\w*))')
+_IFDEF = re.compile(r'^\s*#\s*ifn?def\s+([A-Za-z_]\w*)', re.M)
 _NAME = re.compile(r'\b[A-Za-z_]\w*')
 _COMMENT = re.compile(r'/\*.*?\*/|//[^\n]*', re.S)
 
 
 @functools.lru_cache(maxsize=None)
-def condition_names(source: Path) -> frozenset[str]:
-    """The macros whose *values* can change which lines of ``source`` (and of the headers
-    it includes by quotes, beside it or in cuda/) the preprocessor keeps: the names in
-    ``#if``/``#elif`` conditions, and in the bodies of macros those name, to a fixed point.
-    ``#ifdef``/``#ifndef``/``defined`` test only whether a macro is defined, which every
-    build's ``-D`` settles the same way, so they do not count."""
+def condition_names(source: Path) -> tuple[frozenset[str], frozenset[str]]:
+    """The macros that can change which lines of ``source`` (and of the headers it includes
+    by quotes, beside it or in cuda/) the preprocessor keeps: (those whose *values* count:
+    the names in ``#if``/``#elif`` conditions and in the bodies of macros those name, to a
+    fixed point; those whose being defined counts: ``#ifdef``, ``#ifndef``, ``defined``)."""
     texts, todo, seen = [], [Path(source)], set()
     while todo:
         path = todo.pop()
@@ -135,23 +135,27 @@ def condition_names(source: Path) -> frozenset[str]:
         text = _COMMENT.sub(" ", path.read_text(encoding="utf-8", errors="replace").replace("\\\n", " "))
         texts.append(text)
         todo += [d / inc for inc in _INCLUDE.findall(text) for d in (path.parent, INCLUDE_DIR)]
-    names, bodies = set(), {}
+    names, tested, bodies = set(), set(), {}
     for text in texts:
+        tested |= set(_IFDEF.findall(text))
         for cond in _CONDITION.findall(text):
+            tested |= {a or b for a, b in _DEFINED.findall(cond)}
             names |= set(_NAME.findall(_DEFINED.sub(" ", cond)))
         for name, body in _DEFINE.findall(text):
+            tested |= {a or b for a, b in _DEFINED.findall(body)}
             bodies.setdefault(name, set()).update(_NAME.findall(_DEFINED.sub(" ", body)))
     while True:
         more = set().union(*(bodies.get(n, set()) for n in names)) - names
         if not more:
-            return frozenset(names)
+            return frozenset(names), frozenset(tested)
         names |= more
 
 
 def _keys(groups: list[tuple], workers: int | None = None) -> list[list[tuple[str, str]]]:
     """The (code path, text) key of every combination of ``groups`` ((variant, combos,
     dtype, arch, ...)), group by group. Combinations of a file and architecture that give
-    the macros of :func:`condition_names` the same values take the same code path (a
+    the macros of :func:`condition_names` the same values (and define the same of those
+    tested for being defined) take the same code path (a
     kernel's two dtypes mostly do), so one of them is preprocessed (:func:`preprocess_key`,
     all in one pool) and the others share its path: half the runs of every combination.
     Each combination's text is told apart by its defines (builds whose defines differ are
@@ -161,12 +165,13 @@ def _keys(groups: list[tuple], workers: int | None = None) -> list[list[tuple[st
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for v, combos, dtype, arch, *_rest in groups:
             source = v.source_path("cuda")
-            names = condition_names(Path(source))
+            names, tested = condition_names(Path(source))
             group = []
             for c in combos:
                 defines = v.defines(c, dtype)
                 # the dtype only through its defines (ELEM, ...), where a condition reads them
-                path_key = (str(source), arch, tuple((k, x) for k, x in defines.items() if k in names))
+                path_key = (str(source), arch, tuple((k, x) for k, x in defines.items() if k in names),
+                            tuple(sorted(k for k in defines if k in tested)))
                 if path_key not in runs:
                     runs[path_key] = (defines, pool.submit(preprocess_key, v, c, dtype, arch))
                 group.append((path_key, defines))

@@ -282,19 +282,20 @@ def test_distinct_builds_cover_every_code_path_and_value():
 
 
 def test_condition_names_are_the_macros_whose_values_pick_lines(tmp_path):
-    """The macros whose values a build's code path depends on: those an #if/#elif reads,
+    """The macros a build's code path depends on: by value, those an #if/#elif reads,
     directly or through the bodies of the macros it reads, in the file and the headers it
-    includes by quotes; #ifndef/defined() (a default every -D overrides) and a macro only
-    used in code do not count."""
+    includes by quotes (not those only under #ifndef/defined(), nor a macro only used in
+    code); by being defined, those #ifdef/#ifndef/defined() test."""
     from tests.code_paths import condition_names
     (tmp_path / "part.cuh").write_text("#if TILE > 64 /* wide */\n#define WIDE 1\n#endif\n")
     src = tmp_path / "k.cu"
     src.write_text('#include "part.cuh"\n#ifndef STAGES\n#define STAGES 4\n#endif\n'
                    "#define CTAS (BM == 64 && \\\n  BN == 128 ? 2 : 1)\n#if CTAS > 1 || defined(LATE)\n"
                    "#endif\n#if STAGES < 2\n#error\n#endif\nint x = UNROLL;\n")
-    names = condition_names(src)
+    names, tested = condition_names(src)
     assert {"TILE", "CTAS", "BM", "BN", "STAGES"} <= names
     assert not {"LATE", "UNROLL", "WIDE"} & names
+    assert {"STAGES", "LATE"} <= tested and "UNROLL" not in tested
 
 
 def _kernel_files() -> list[Path]:
