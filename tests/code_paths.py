@@ -155,11 +155,10 @@ def _keys(groups: list[tuple], workers: int | None = None) -> list[list[tuple[st
     """The (code path, text) key of every combination of ``groups`` ((variant, combos,
     dtype, arch, ...)), group by group. Combinations of a file and architecture that give
     the macros of :func:`condition_names` the same values (and define the same of those
-    tested for being defined) take the same code path (a
-    kernel's two dtypes mostly do), so one of them is preprocessed (:func:`preprocess_key`,
-    all in one pool) and the others share its path: half the runs of every combination.
-    Each combination's text is told apart by its defines (builds whose defines differ are
-    taken as different texts)."""
+    tested for being defined) take the same code path, as a kernel's two dtypes mostly do:
+    one of them is preprocessed (:func:`preprocess_key`, all in one pool) and the others
+    share its path, half the runs of every combination. Each combination's text is told
+    apart by its defines (builds whose defines differ are taken as different texts)."""
     workers = workers or max(2, os.cpu_count() or 2)
     runs, keys = {}, []
     with ThreadPoolExecutor(max_workers=workers) as pool:

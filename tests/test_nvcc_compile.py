@@ -40,8 +40,8 @@ if str(ROOT) not in sys.path:
 from engine.measure.kernel_check import (MAX_PROBE_SIDE, never_met, parse_ptxas,  # noqa: E402
                                          side_values)
 from engine.kernels.registry import REGISTRY, Variant, params_to_str  # noqa: E402
-from engine.measure.backends.base import argument_mismatch  # noqa: E402
-from engine.measure.backends.cuda import cubin_kernels, takes_scale  # noqa: E402
+from engine.measure.backends.base import BuildError  # noqa: E402
+from engine.measure.backends.cuda import CudaBackend, takes_scale  # noqa: E402
 from tests.code_paths import distinct_builds, preprocess_key, select  # noqa: E402
 
 NVCC = shutil.which("nvcc")
@@ -230,13 +230,13 @@ def _problem(case: Case, res: Result) -> str | None:
                 f"{info['spill_stores']} bytes spill stores, {info['spill_loads']} bytes spill loads")
     if "C7515" in res.output and case.variant.name not in SERIALIZED_WGMMA_KNOWN:
         return f"{case.id}: ptxas serialized the wgmma instructions (C7515):\n{res.output}"
-    # the entry takes the arguments the backend launches it with (the maps, A, ...): the
-    # backend checks this only on a machine with a GPU, before the launch
-    kernels = cubin_kernels(res.cubin.read_bytes())
-    wrong = kernels and argument_mismatch(case.variant, kernels[case.variant.entry],
-                                          case.variant.workspace is not None, takes_scale(case.variant))
-    if wrong:
-        return f"{case.id}: {wrong}"
+    # the entries and their arguments as the backend launches them (the maps, A, ...): the
+    # backend's own check, which it makes only on a machine with a GPU, before the launch
+    src = case.variant.source_path("cuda")
+    try:
+        CudaBackend._check_entries(case.variant, src, src.read_text(), res.cubin.read_bytes())
+    except BuildError as exc:
+        return f"{case.id}: {exc}"
     return None
 
 
