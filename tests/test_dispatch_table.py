@@ -463,12 +463,13 @@ def test_lab_half_reads_a_in_place_where_its_rows_allow_at_the_widest_tiles():
 def _tf32_tiles_and_stream_k(m, n, sms):
     """lab_tf32's model for its mid and large sizes: 256x128 tiles with stream-K where the
     last wave is at most half full and holds at least 1/9 of the SMs' tiles (fewer and the
-    kernel declines: a tile would have more than ~10 parts); else 128x128 tiles where their
+    kernel declines: a tile would have more than ~10 parts), in g equal parts of K (streamk
+    2); else 128x128 tiles where their
     waves, each 0.6 of a 256x128 wave, take less time."""
     t256 = -(-m // 256) * -(-n // 128)
     rem = t256 % sms
     if t256 > sms and 2 * rem <= sms and 9 * rem >= sms:
-        return 256, 1
+        return 256, 2
     w128, w256 = -(-(-(-m // 128) * -(-n // 128)) // sms), -(-t256 // sms)
     return (128 if 3 * w128 < 5 * w256 else 256), 0
 
@@ -488,7 +489,7 @@ def test_lab_tf32_takes_its_wave_model_tiles_and_stream_k():
         pads = (k % 8 != 0 or (n % 8 != 0 and m >= 8 * values["bm"])) and m * n * k >= 2 ** 31
         assert values["rowpad"] == (128 if pads else 16), (m, n, k, values)
         padded.add((values["bm"], values["rowpad"], n % 8 != 0 and m < 2048))
-    assert seen == {(256, 0), (256, 1), (128, 0)}
+    assert seen == {(256, 0), (256, 2), (128, 0)}
     assert (128, 128, True) in padded and (256, 16, True) in padded     # B's copy from M = 8 bm
     assert table.rule_at(3900, 2100, 5100, 132).values(3900, 2100, 5100, 132)["bm"] == 128
     assert table.rule_at(4096, 4096, 4096, 132).values(4096, 4096, 4096, 132)["bm"] == 256

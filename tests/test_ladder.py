@@ -1098,12 +1098,16 @@ def test_wgmma_rs_rowpad_moves_only_rows_inside_a_sector(shape):
     assert "pad_for_tma<ROWPAD / 4, ROWPAD == 128 ? 8 : 4>" in text
 
 
-def _rs_walk(tiles, ktiles, grid):
+def _rs_walk(tiles, ktiles, grid, streamk=1):
     """rs's stream-K choice and Walk, transcribed from the kernel: per CTA its items
-    (tile, kb, ke) in order; and (dp, rem, qm, tl, L)."""
+    (tile, kb, ke) in order; and (dp, rem, qm, tl, L, g)."""
     rem = tiles % grid
     qm = rem * ktiles // grid
-    sk = rem > 0 and qm >= 8 and grid <= 9 * rem and 4 * rem <= 3 * grid    # SK_MIN_KTILES 8
+    g = grid // rem if rem else 0
+    if streamk == 2:
+        sk = rem > 0 and 2 <= g <= 10 and ktiles >= 8 * g              # SK_MIN_KTILES 8
+    else:
+        sk = rem > 0 and qm >= 8 and grid <= 9 * rem and 4 * rem <= 3 * grid
     dp = tiles - rem if sk else tiles
     rem = rem if sk else 0
     tl, L = ktiles - qm, rem * (ktiles - qm)
@@ -1111,7 +1115,10 @@ def _rs_walk(tiles, ktiles, grid):
     for b in range(grid):
         ndp = (dp - b + grid - 1) // grid if dp > b else 0
         items = [(b + n * grid, 0, ktiles) for n in range(ndp)]
-        if rem and b < rem:
+        if rem and streamk == 2:
+            if b < g * rem:
+                items.append((dp + b % rem, (b // rem) * ktiles // g, (b // rem + 1) * ktiles // g))
+        elif rem and b < rem:
             items.append((dp + b, 0, qm))
         elif rem:
             S, j = grid - rem, b - rem
@@ -1125,34 +1132,41 @@ def _rs_walk(tiles, ktiles, grid):
                 items.append((dp + a, qm + y - a * tl, qm + min(tl, e_ - a * tl)))
                 n += 1
         walks.append(items)
-    return walks, dp, rem, qm, tl, L
+    return walks, dp, rem, qm, tl, L, g
 
 
 @pytest.mark.parametrize("shape", [(4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 256),
                                    (2048, 2048, 2048), (3000, 3000, 3000), (3000, 3000, 2001),
                                    (1500, 4093, 2001), (2049, 2100, 36), (4100, 4090, 4095),
-                                   (12288, 1024, 4096), (300, 200, 1001), (9000, 9000, 777)])
+                                   (12288, 1024, 4096), (300, 200, 1001), (9000, 9000, 777),
+                                   (1800, 3000, 6000), (1900, 4500, 3800)])
 @pytest.mark.parametrize("sms", [132, 114, 78])
 @pytest.mark.parametrize("bm", [256, 128, 64])
-def test_wgmma_rs_stream_k_covers_every_k_tile_once(shape, sms, bm):
+@pytest.mark.parametrize("streamk", [1, 2])
+def test_wgmma_rs_stream_k_covers_every_k_tile_once(shape, sms, bm, streamk):
     """Stream-K's walk, emulated from the kernel's expressions: every k-tile of every tile is
-    computed by exactly one CTA; the tiles shared are the last wave's, each by its head's CTA
-    and the spare CTAs that sk_spare_of finds, whose pieces' slots (rem + j + a) are distinct
-    and come in the order of their k-tiles, as sk_store reads them; and the workspace holds
-    every slot."""
+    computed by exactly one CTA; the tiles shared are the last wave's, each by the CTAs whose
+    partial slots sk_store reads, distinct and in the order of their k-tiles (STREAMK 1: its
+    head's CTA and the spare CTAs that sk_spare_of finds, slots rem + j + a; STREAMK 2: the g
+    CTAs r rem + a, each 1/g of K); and the workspace holds every slot."""
     text = RS.source_path("cuda").read_text()
     for line in ("const bool sk = STREAMK && rem > 0 && qm >= SK_MIN_KTILES && G <= 9 * rem && 4 * rem <= 3 * G;",
+                 "const bool sk2 = rem > 0 && g >= 2 && g <= 10 && ktiles >= g * SK_MIN_KTILES;",
                  "const int y = n == 0 ? s : (s / tl + n) * tl;",
                  "return (int)(((long long)(y + 1) * S + L - 1) / L) - 1;",
                  "const int slot = kb == 0 ? a : walk.rem + ((int)blockIdx.x - walk.rem) + a;",
+                 "const SkParts sp = {a, walk.rem + j0 + a, 1, j1 - j0 + 1};",
+                 "const SkParts sp = {a, walk.rem + a, walk.rem, walk.g - 1};",
+                 "tile = dp + b % rem;",
+                 "kb = (int)((long long)(b / rem) * ktiles / g);",
                  "#define SK_MIN_KTILES 8"):
         assert line in text, line
     m, n, k = shape
-    c = {"persist": 1, "streamk": 1, "bm": bm, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16}
+    c = {"persist": 1, "streamk": streamk, "bm": bm, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16}
     (grid, _), _ = RS.geometry(c, m, n, k, sms=sms)
     assert grid == sms
     tiles, ktiles = -(-m // bm) * -(-n // 128), -(-k // 32)
-    walks, dp, rem, qm, tl, L = _rs_walk(tiles, ktiles, grid)
+    walks, dp, rem, qm, tl, L, g = _rs_walk(tiles, ktiles, grid, streamk)
     done, slots, pieces = {}, set(), {}
     for b, items in enumerate(walks):
         for t, kb, ke in items:
@@ -1163,44 +1177,62 @@ def test_wgmma_rs_stream_k_covers_every_k_tile_once(shape, sms, bm):
             if kb > 0 or ke < ktiles:
                 a = t - dp
                 assert 0 <= a < rem
-                slot = a if kb == 0 else rem + (b - rem) + a
+                if streamk == 2:
+                    slot = b
+                else:
+                    slot = a if kb == 0 else rem + (b - rem) + a
                 assert slot not in slots and slot < 2 * sms
                 slots.add(slot)
                 pieces.setdefault(a, []).append((kb, slot))
     assert len(done) == tiles * ktiles
-    S = grid - rem
     for a, got in pieces.items():
-        j0 = ((a * tl + 1) * S + L - 1) // L - 1
-        j1 = (((a + 1) * tl) * S + L - 1) // L - 1
-        assert [slot for _kb, slot in sorted(got)] == [a] + [rem + j + a for j in range(j0, j1 + 1)]
-        assert len(got) == 2 + j1 - j0 <= 11
+        if streamk == 2:
+            order = [a] + [a + rem * r for r in range(1, g)]
+        else:
+            S = grid - rem
+            j0 = ((a * tl + 1) * S + L - 1) // L - 1
+            j1 = (((a + 1) * tl) * S + L - 1) // L - 1
+            order = [a] + [rem + j + a for j in range(j0, j1 + 1)]
+        assert [slot for _kb, slot in sorted(got)] == order
+        assert len(got) == len(order) <= 11
+    if streamk == 2 and rem:
+        # every part of K is as long as the others, within a k-tile: the CTAs of one part
+        # read the same slab of K
+        lengths = {ke - kb for items in walks for t, kb, ke in items if t >= dp}
+        assert max(lengths) - min(lengths) <= 1 and min(lengths) >= 8
     if shape in ((8192, 8192, 8192), (3000, 3000, 2001), (1500, 4093, 2001)) and sms == 132 and bm == 256:
-        assert rem > 0                                  # the shapes meant to be shared are
+        assert rem > 0 or streamk == 2                  # the shapes meant to be shared are
+    if shape in ((1800, 3000, 6000), (1900, 4500, 3800)) and sms == 132 and bm == 256:
+        assert rem > 0                                  # ... in both ways (last waves 45%, 18% full)
+    if shape == (8192, 8192, 8192) and sms == 132 and bm == 256 and streamk == 2:
+        assert rem == 0                                 # a last wave over half full: g = 1
     if shape in ((4096, 4096, 4096), (8192, 8192, 256)) and sms == 132 and bm == 256:
         assert rem == 0                                 # ... and these are not (see the kernel)
     assert RS.workspace_bytes(c, m, n, k, sms=sms) >= -(-4 * tiles // 256) * 256 + len(slots) * bm * 128 * 4
 
 
 @pytest.mark.parametrize("shape,bm", RS_SK_ALL)
-def test_wgmma_rs_stream_k_shares_every_tile_at_the_small_shapes(shape, bm):
+@pytest.mark.parametrize("streamk", [1, 2])
+def test_wgmma_rs_stream_k_shares_every_tile_at_the_small_shapes(shape, bm, streamk):
     """The shapes RS_SHAPES adds for the stream-K fix-up through the epilogue do exercise it
-    on a 132-SM GPU: every tile is in the shared last wave (dp = 0)."""
+    on a 132-SM GPU, both ways: every tile is in the shared last wave (dp = 0)."""
     m, n, k = shape
     tiles, ktiles = -(-m // bm) * -(-n // 128), -(-k // 32)
-    _walks, dp, rem, *_ = _rs_walk(tiles, ktiles, 132)
+    _walks, dp, rem, *_ = _rs_walk(tiles, ktiles, 132, streamk)
     assert rem == tiles and dp == 0
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape,bm", [((100, 4096, 1100), 64), ((100, 4096, 1100), 128),
                                       ((97, 4093, 2051), 128)])
-def test_wgmma_rs_stream_k_is_deterministic_and_leaves_its_counters_zero(shape, bm):
+@pytest.mark.parametrize("streamk", [1, 2])
+def test_wgmma_rs_stream_k_is_deterministic_and_leaves_its_counters_zero(shape, bm, streamk):
     """Stream-K's last contributor sums the partials in k order, whichever CTA arrives last
     (staged epilogue, and N % 4's register one): C is bitwise the first verified run's,
     launch after launch, and every tile's arrival counter is back to zero."""
     _need_cuda()
     tiles = -(-shape[0] // bm) * -(-shape[1] // 128)
-    _assert_bitwise_repeatable(RS, {"persist": 1, "streamk": 1, "bm": bm, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16},
+    _assert_bitwise_repeatable(RS, {"persist": 1, "streamk": streamk, "bm": bm, "bn": 128, "ks": 1, "pingpong": 0, "rowpad": 16},
                                shape, tiles, "tf32", seed=5)
 
 

@@ -12,7 +12,7 @@ arch_suffix = "a"
 
 [params]
 persist = [1, 0]
-streamk = [0, 1]
+streamk = [0, 1, 2]
 bm = [256, 128, 64]
 bn = [128, 64]
 ks = [1, 2, 4]
@@ -21,7 +21,7 @@ rowpad = [16, 128]
 
 [descriptions]
 persist = "1: a persistent grid (one CTA per SM, a tile loop, C's stores overlapping the next tile); 0: one tile per CTA"
-streamk = "1: the last partial wave's tiles shared along K with the SMs that would idle (persist=1)"
+streamk = "the last partial wave's tiles shared along K with the SMs that would idle (persist=1); 1: a head and tail pieces; 2: g = SMS // rem equal parts each, one part's CTAs at one k"
 bm = "rows of C per tile (wgmma's N): narrower tiles give shapes with few tiles more CTAs"
 bn = "columns of C per tile: 128 (two consumer warpgroups) or 64 (one: twice the CTAs; persist=0); with pingpong, one consumer's tile"
 ks = "CTAs per tile as a cluster, each 1/ks of K, summed through distributed shared memory (persist=0)"
@@ -245,6 +245,11 @@ box = [32, 64]
  * >= 8 k-tiles, a tile has at most ~10 parts and a spare SM at most ~4 (else whole tiles).
  * It gains at some shapes and loses at others (benchmarks/NOTES.md, rung 26's stream-K): a
  * parameter for the autotuner, off by default.
+ * STREAMK = 2: the last wave's rem tiles are instead cut into g = G / rem equal parts of K
+ * each (2 <= g <= 10), CTA b < g rem computing part b / rem of tile dp + b % rem, and the
+ * G - g rem others idle. The tails of STREAMK 1 start at G - rem different places along K,
+ * so that each CTA reads its own A and B from the memory; here the CTAs of one part all
+ * read one slab of K at a time, as in the whole tiles before.
  * KS = 2 or 4 (with PERSIST 0, BN 128): a cluster of KS CTAs per tile (__cluster_dims__), rank
  * r computing k-tiles [r kt / KS, (r + 1) kt / KS). Then the ranks sum their accumulators as
  * a tree through distributed shared memory (st.shared::cluster into the receiver's drained
@@ -281,7 +286,8 @@ box = [32, 64]
  * Compile-time constants (defaults let the file compile alone):
  *   ELEM, ACC  must be float                                      (default float)
  *   PERSIST    1: persistent grid with a tile loop, 0: one tile per CTA (default 1)
- *   STREAMK    1: share a last partial wave along K (needs PERSIST 1; default 0)
+ *   STREAMK    1: share a last partial wave along K, heads and tails; 2: in g equal parts
+ *              (needs PERSIST 1; default 0)
  *   BM         rows of C per tile: 256, 128 or 64 (default 256)
  *   BN         columns of C per tile: 128 (2 consumer warpgroups) or 64 (1; PERSIST 0) (default 128)
  *   KS         CTAs per tile, each a part of K, as a cluster: 1, 2 or 4 (PERSIST 0, BN 128) (default 1)
@@ -360,8 +366,8 @@ box = [32, 64]
 #if PERSIST != 0 && PERSIST != 1
 #error "PERSIST must be 0 or 1"
 #endif
-#if STREAMK != 0 && (STREAMK != 1 || PERSIST != 1 || BN != 128)
-#error "STREAMK must be 0 or 1, and 1 only with PERSIST 1 and BN 128"
+#if STREAMK != 0 && ((STREAMK != 1 && STREAMK != 2) || PERSIST != 1 || BN != 128)
+#error "STREAMK must be 0, 1 or 2, and 1 or 2 only with PERSIST 1 and BN 128"
 #endif
 #if BN == 64 && PERSIST != 0 && !PINGPONG
 #error "BN 64 runs one tile per CTA (PERSIST 0) or a consumer's own tiles (PINGPONG 1)"
@@ -467,6 +473,7 @@ __device__ __forceinline__ void load_fragments(unsigned* f, unsigned sb, unsigne
 struct Walk {
     int dp, ndp;                                       /* tiles below dp: whole; this CTA's count */
     int rem, qm, tl, L;                                /* stream-K; rem = 0: none */
+    int g;                                             /* STREAMK 2: parts a shared tile */
 
     __device__ __forceinline__ bool item(int n, int ktiles, int& tile, int& kb, int& ke) const
     {
@@ -484,6 +491,14 @@ struct Walk {
         }
         n -= ndp;
         const int b = blockIdx.x;
+#if STREAMK == 2
+        if (rem == 0 || n > 0 || b >= g * rem)
+            return false;
+        tile = dp + b % rem;                           /* part b / rem of K */
+        kb = (int)((long long)(b / rem) * ktiles / g);
+        ke = (int)((long long)(b / rem + 1) * ktiles / g);
+        return true;
+#endif
         if (rem == 0 || (b < rem && n > 0))
             return false;
         if (b < rem) {                                 /* the head of tile dp + b */
@@ -528,20 +543,27 @@ __device__ __forceinline__ int sk_spare_of(int y, int L, int S)
  * rem + S of them), in partial_arrive's thread-major layout (word e of consumer thread ct at
  * e * 256 + ct) after the per-tile counters. */
 
-/* Half h of stream-K tile a's sum for consumer thread ct (float4s h * PART_VECS / 2 ..): the
- * head's partial plus the tail pieces' (spare CTAs j0..j1) in the order of their k-tiles, so
- * that the result does not depend on which CTA came last (bitwise the same every launch). */
-__device__ __forceinline__ void sk_sum_half(float4 (&sum)[PART_VECS / 2], const float4* parts, int rem,
-                                            int a, int j0, int j1, int h, int ct)
+/* A shared tile's partial slots in the order of their k-tiles: the first, then count more,
+ * step apart. STREAMK 1: the head's (a), then the tail pieces' of spare CTAs j0..j1 (rem + j
+ * + a); STREAMK 2: part r's (CTA r rem + a). */
+struct SkParts {
+    int first, next, step, count;
+};
+
+/* Half h of a stream-K tile's sum for consumer thread ct (float4s h * PART_VECS / 2 ..): its
+ * partials in the order of their k-tiles, so that the result does not depend on which CTA
+ * came last (bitwise the same every launch). */
+__device__ __forceinline__ void sk_sum_half(float4 (&sum)[PART_VECS / 2], const float4* parts,
+                                            const SkParts& sp, int h, int ct)
 {
     constexpr int HALF = PART_VECS / 2;
-    const float4* const head = parts + (size_t)a * PART_VECS * 256 + h * HALF * 256 + ct;
+    const float4* const head = parts + (size_t)sp.first * PART_VECS * 256 + h * HALF * 256 + ct;
 #pragma unroll
     for (int i = 0; i < HALF; ++i)
         sum[i] = __ldcg(head + i * 256);
 #pragma unroll 1
-    for (int j = j0; j <= j1; ++j) {
-        const float4* const piece = parts + (size_t)(rem + j + a) * PART_VECS * 256 + h * HALF * 256 + ct;
+    for (int j = 0; j < sp.count; ++j) {
+        const float4* const piece = parts + (size_t)(sp.next + j * sp.step) * PART_VECS * 256 + h * HALF * 256 + ct;
         float4 v[HALF];
 #pragma unroll
         for (int i = 0; i < HALF; ++i)
@@ -560,8 +582,8 @@ __device__ __forceinline__ void sk_sum_half(float4 (&sum)[PART_VECS / 2], const 
  * acc is dead here, so half of a partial (16 float4s) is loaded at once: one L2 round trip
  * per contributor and half (one float4 per contributor and trip would be ~300 dependent
  * round trips). */
-__device__ __forceinline__ void sk_store(unsigned char* workspace, int tiles, int rem, int a,
-                                         int j0, int j1, int ct, float* C, int M, int N,
+__device__ __forceinline__ void sk_store(unsigned char* workspace, int tiles, const SkParts& sp,
+                                         int ct, float* C, int M, int N,
                                          int row0, int col0, int t4, const int* ncol)
 {
     constexpr int HALF = PART_VECS / 2;
@@ -569,7 +591,7 @@ __device__ __forceinline__ void sk_store(unsigned char* workspace, int tiles, in
 #pragma unroll 1
     for (int h = 0; h < 2; ++h) {
         float4 sum[HALF];
-        sk_sum_half(sum, parts, rem, a, j0, j1, h, ct);
+        sk_sum_half(sum, parts, sp, h, ct);
 #pragma unroll
         for (int i = 0; i < HALF; ++i) {
             const float vals[4] = {sum[i].x, sum[i].y, sum[i].z, sum[i].w};
@@ -587,14 +609,14 @@ __device__ __forceinline__ void sk_store(unsigned char* workspace, int tiles, in
  * accumulators and a half partial's loads do not fit the
  * consumers' registers: sk_store stays. */
 __device__ __forceinline__ void sk_sum(float (&acc)[BM / 2], unsigned char* workspace, int tiles,
-                                       int rem, int a, int j0, int j1, int ct)
+                                       const SkParts& sp, int ct)
 {
     constexpr int HALF = PART_VECS / 2;
     const float4* const parts = reinterpret_cast<const float4*>(partials_after_counters(workspace, tiles));
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         float4 sum[HALF];
-        sk_sum_half(sum, parts, rem, a, j0, j1, h, ct);
+        sk_sum_half(sum, parts, sp, h, ct);
 #pragma unroll
         for (int i = 0; i < HALF; ++i) {
             const int e = h * HALF + i;
@@ -636,8 +658,12 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
            has at most ~10 contributors (G <= 9 rem) and a spare CTA writes at most ~4
            partials (4 rem <= 3 G); else whole tiles only */
         const bool sk = STREAMK && rem > 0 && qm >= SK_MIN_KTILES && G <= 9 * rem && 4 * rem <= 3 * G;
-        walk.rem = sk ? rem : 0;
-        walk.dp = sk ? tiles - rem : tiles;
+        /* STREAMK 2: g parts a tile, each at least SK_MIN_KTILES long, at most ~10 */
+        const int g = rem > 0 ? G / rem : 0;
+        const bool sk2 = rem > 0 && g >= 2 && g <= 10 && ktiles >= g * SK_MIN_KTILES;
+        walk.g = g;
+        walk.rem = (STREAMK == 2 ? sk2 : sk) ? rem : 0;
+        walk.dp = tiles - walk.rem;
         walk.ndp = walk.dp > (int)blockIdx.x ? (walk.dp - (int)blockIdx.x + G - 1) / G : 0;
         walk.qm = qm;
         walk.tl = ktiles - qm;
@@ -779,21 +805,28 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
                 mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
 #if STREAMK
             if (kb > 0 || ke < ktiles) {                /* part of a tile: the last contributor stores it */
-                const int a = t - walk.dp, S = gridDim.x - walk.rem;
+                const int a = t - walk.dp;
+#if STREAMK == 2
+                const SkParts sp = {a, walk.rem + a, walk.rem, walk.g - 1};
+                const int slot = blockIdx.x;
+#else
+                const int S = gridDim.x - walk.rem;
                 const int j0 = sk_spare_of(a * walk.tl, walk.L, S);
                 const int j1 = sk_spare_of((a + 1) * walk.tl - 1, walk.L, S);
+                const SkParts sp = {a, walk.rem + j0 + a, 1, j1 - j0 + 1};
                 const int slot = kb == 0 ? a : walk.rem + ((int)blockIdx.x - walk.rem) + a;
+#endif
                 /* the 256 consumer threads meet at named barrier 3 */
                 float4* const mine = reinterpret_cast<float4*>(partials_after_counters(workspace, tiles))
                                      + (size_t)slot * PART_VECS * 256;
                 if (!partial_arrive<BM / 2, 256, 3>(acc, mine, reinterpret_cast<unsigned*>(workspace) + a,
-                                                    2u + j1 - j0, tid - 128))
+                                                    1u + sp.count, tid - 128))
                     continue;                           /* not the last: its partial is in */
 #if BM == 256
-                sk_store(workspace, tiles, walk.rem, a, j0, j1, tid - 128, C, M, N, row0, col0, t4, ncol);
+                sk_store(workspace, tiles, sp, tid - 128, C, M, N, row0, col0, t4, ncol);
                 continue;
 #else
-                sk_sum(acc, workspace, tiles, walk.rem, a, j0, j1, tid - 128);   /* then the epilogue */
+                sk_sum(acc, workspace, tiles, sp, tid - 128);   /* then the epilogue */
 #endif
             }
 #endif
