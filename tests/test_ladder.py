@@ -111,17 +111,26 @@ def test_space_small_and_valid(v):
     valid = [c for c in combos if v.check("cuda", c, *home(v), "float32") is None]
     assert valid, f"{v.name}: no valid parameter combination"
     # a full search stays short: at most 12 combinations at the rung's home shape, 16 at
-    # any shape (tf32_wgmma_rs: 4 more, its ping-pong tiles; its 288 declared: its clusters
+    # any shape (tf32_wgmma_rs: 4 more, its ping-pong tiles, and stream-K's second form (streamk
+    # 2) valid wherever its first is, not counted; its 432 declared: its clusters
     # only where the tiles leave most SMs idle; ffma_regdb's 960: its 80- and 96-row tiles are for M <= 96 only, its narrow
     # tiles for N <= 64, each N taking one or two tile widths, and B's copies other than
     # as it lies for N % 4 != 0; skinny's 180: each of its three streams ignores the others'
     # parameters, which its constraints hold at one value)
     extra = 4 if v.name == "tf32_wgmma_rs" else 0
+
+    def counted(cs):
+        if v.name == "tf32_wgmma_rs":
+            first = [dict(c, streamk=2) for c in cs if c["streamk"] == 1]
+            assert sorted(map(str, first)) == sorted(str(c) for c in cs if c["streamk"] == 2)
+            return [c for c in cs if c["streamk"] != 2]
+        return cs
+    valid = counted(valid)
     assert len(valid) <= 12 + extra and len(combos) <= {"ffma_regdb": 960, "skinny": 180,
-                                                        "tf32_wgmma_rs": 288}.get(v.name, 96), (
+                                                        "tf32_wgmma_rs": 432}.get(v.name, 96), (
         v.name, len(valid), len(combos))
     for shape in ODD_SHAPES + SKINNY_SHAPES + [(90, 4096, 4096), (80, 4095, 4096)]:
-        at = [c for c in combos if v.check("cuda", c, *shape, "float32") is None]
+        at = counted([c for c in combos if v.check("cuda", c, *shape, "float32") is None])
         # where N % 4 != 0 ffma_wide's 36 and ffma_regdb's 40: their three copies of B (once
         # three rungs each), and ffma_regdb's narrow tiles for N <= 64 (once two rungs)
         most = {"ffma_wide": 36, "ffma_regdb": 40}.get(v.name, 16) if shape[1] % 4 else 16
@@ -970,7 +979,7 @@ def test_wgmma_rs_space_and_shapes():
     # ping-pong consumer's own; clusters only where the tiles leave most SMs idle (not at
     # 4096³); ping-pong on a persistent grid without stream-K, a consumer's tile holding 128
     # or 64 accumulators a thread
-    assert len(RS.combos()) == 288 and len(combos) == 16
+    assert len(RS.combos()) == 432 and len(combos) == 16 + sum(c["streamk"] == 1 for c in combos)
     assert {(c["persist"], c["bn"], c["ks"], c["pingpong"]) for c in combos} == {
         (1, 128, 1, 0), (0, 128, 1, 0), (0, 64, 1, 0), (1, 128, 1, 1), (1, 64, 1, 1)}
     assert {(c["bm"], c["bn"]) for c in combos if c["pingpong"]} == {(256, 64), (128, 128), (128, 64), (64, 128)}
@@ -1062,7 +1071,7 @@ def test_wgmma_rs_prepass_only_pads_what_tma_cannot_read(shape):
         assert c_map.base == "scratch" and c_map.dim1 == 1
         # the stand-in lies inside the scratch
         assert c_map.offset + c_map.stride <= RS.prepass.scratch_bytes(p, m, n, k)
-    assert (a_map.box0, a_map.box1, b_map.box0, b_map.box1) == (32, 256, 32, 32)
+    assert (a_map.box0, a_map.box1, b_map.box0, b_map.box1) == (32, 64, 32, 32)
     assert a_map.elem == b_map.elem == "tf32"                                # TMA rounds both
 
 

@@ -76,7 +76,7 @@ def test_a_prepass_with_no_blocks_is_not_launched(backend, shape):
     assert len(args) == 10 and int(args[9]) == 0      # the workspace: none without stream-K
     assert grid == (min(-(-m // 256) * -(-n // 128), 132), 1, 1) and block == (384, 1, 1)
     assert scratch.nbytes >= 256                      # a device pointer, though nothing is padded
-    assert decode(args[0], swizzle=True) == (int(ws.a), k, m, 4 * k, 32, 256, "tf32", 128)
+    assert decode(args[0], swizzle=True) == (int(ws.a), k, m, 4 * k, 32, 64, "tf32", 128)
     assert decode(args[1], swizzle=True) == (int(ws.b), n, k, 4 * n, 32, 32, "tf32", 128)
     # C for the epilogue's TMA stores: the output buffer itself, floats copied as they are
     assert decode(args[2], swizzle=True) == (int(ws.c), n, m, 4 * n, 32, 64, "float32", 128)
@@ -110,7 +110,7 @@ def test_a_padding_prepass_runs_first_and_the_maps_read_its_copies(backend, shap
     assert ws.scratch.nbytes >= max(ap + bp, 256)
     base_a = int(ws.scratch) if k % 4 else int(ws.a)
     base_b = int(ws.scratch) + ap if n % 4 else int(ws.b)
-    assert decode(args[0]) == (base_a, kp, m, 4 * kp, 32, 256, "tf32")
+    assert decode(args[0]) == (base_a, kp, m, 4 * kp, 32, 64, "tf32")
     assert decode(args[1]) == (base_b, np_, k, 4 * np_, 32, 32, "tf32")
     # C's rows are 16-byte multiples only where N % 4 == 0; else the kernel stores from
     # registers, and its third map is a one-row stand-in inside the scratch

@@ -115,14 +115,14 @@ block = [32, 8]
 scratch = "max(ap_bytes + bp_bytes, 256)"
 maps_in = "params"
 
-# A (or Ap) as M rows of K (Kp) floats, box 32 (k) × bm (m); 128B swizzle; rounded to TF32
-# by TMA as it copies
+# A (or Ap) as M rows of K (Kp) floats, box 32 (k) × 64 (m), bm / 64 of them a k-tile; 128B
+# swizzle; rounded to TF32 by TMA as it copies
 [[prepass.tensor_maps]]
 base = "'scratch' if K % pc else 'a'"
 offset = 0
 dims = ["kp", "M"]
 stride = "4 * kp"
-box = [32, "bm"]
+box = [32, 64]
 elem = "tf32"
 
 # B (or Bp) as K rows of N (Np) floats, box 32 (n) × 32 (k); 128B swizzle; rounded to TF32
@@ -379,6 +379,8 @@ box = [32, 64]
 #error "KS must be 1, or 2 or 4 with PERSIST 0 and BN 128"
 #endif
 #define A_BYTES (BM * BK * 4)                /* 32 KB (BM 256): BM rows of A x 32 k */
+#define ABOX_BYTES (64 * BK * 4)             /* 8 KB: one A box, 64 rows x 32 k */
+#define A_BOXES (BM / 64)
 #define BBOX_BYTES (32 * BK * 4)             /* 4 KB: one B box, 32 k rows x 32 n */
 #define B_BOXES (BN / 32)
 #define B_BYTES (B_BOXES * BBOX_BYTES)       /* 16 KB (BN 128) */
@@ -703,12 +705,25 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
             for (int n = 0; walk.item(n, ktiles, t, kb, ke); ++n) {
                 int row0, col0;
                 tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
+                /* only the boxes with rows of A or columns of B inside: a box wholly past M
+                   or N is not loaded (its stage bytes hold stale values, which reach only
+                   rows or columns of C past M or N, never stored). Zeros past the edge are
+                   not free: at full clock a last row of tiles mostly past M held the whole
+                   grid back, at the base clock not (benchmarks/NOTES.md) */
+                const int a_boxes = min(A_BOXES, (M - row0 + 63) / 64);
+                const int b_boxes = min(B_BOXES, (N - col0 + 31) / 32);
+                const unsigned tx = a_boxes * ABOX_BYTES + b_boxes * BBOX_BYTES;
                 for (int kt = kb; kt < ke; ++kt, ++it) {
                     unsigned full;
-                    const unsigned sa = ring_claim_stage<STAGES>(it, base, bars, STAGE_BYTES, full);
-                    tma_load_2d(sa, tmA, kt * BK, row0, full);
+                    const unsigned sa = ring_claim_stage<STAGES>(it, base, bars, STAGE_BYTES, full, tx);
+#pragma unroll
+                    for (int q = 0; q < A_BOXES; ++q)
+                        if (q < a_boxes)
+                            tma_load_2d(sa + q * ABOX_BYTES, tmA, kt * BK, row0 + 64 * q, full);
 #pragma unroll
                     for (int j = 0; j < B_BOXES; ++j) {
+                        if (j >= b_boxes)
+                            break;
                         if (short_k)                     /* B's panels stay for the next tiles */
                             tma_load_2d_hint(sa + A_BYTES + j * BBOX_BYTES, tmB, col0 + 32 * j, kt * BK, full,
                                              keep);
