@@ -111,15 +111,16 @@ def test_space_small_and_valid(v):
     valid = [c for c in combos if v.check("cuda", c, *home(v), "float32") is None]
     assert valid, f"{v.name}: no valid parameter combination"
     # a full search stays short: at most 12 combinations at the rung's home shape, 16 at
-    # any shape (tf32_wgmma_rs: 4 more, its ping-pong tiles, and stream-K's second form (streamk
-    # 2) valid wherever its first is, not counted; its 432 declared: its clusters
-    # only where the tiles leave most SMs idle; ffma_regdb's 960: its 80- and 96-row tiles are for M <= 96 only, its narrow
-    # tiles for N <= 64, each N taking one or two tile widths, and B's copies other than
-    # as it lies for N % 4 != 0; skinny's 180: each of its three streams ignores the others'
-    # parameters, which its constraints hold at one value)
+    # any shape. tf32_wgmma_rs: 4 more, its ping-pong tiles; stream-K's second form (streamk
+    # 2), valid wherever its first is, not counted; its 432 declared: its clusters only where
+    # the tiles leave most SMs idle. ffma_regdb's 960: its 80- and 96-row tiles are for M <= 96
+    # only, its narrow tiles for N <= 64, each N taking one or two tile widths, and B's copies
+    # other than as it lies for N % 4 != 0. skinny's 180: each of its three streams ignores
+    # the others' parameters, which its constraints hold at one value
     extra = 4 if v.name == "tf32_wgmma_rs" else 0
 
     def counted(cs):
+        """cs without tf32_wgmma_rs's streamk 2 (checked to be streamk 1's combinations again)"""
         if v.name == "tf32_wgmma_rs":
             first = [dict(c, streamk=2) for c in cs if c["streamk"] == 1]
             assert sorted(map(str, first)) == sorted(str(c) for c in cs if c["streamk"] == 2)
