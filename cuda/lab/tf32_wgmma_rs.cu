@@ -469,8 +469,10 @@ __device__ __forceinline__ void load_fragments(unsigned* f, unsigned sb, unsigne
  * into S = G - rem contiguous ranges (tile-major), spare CTA j = b - rem taking
  * [j L / S, (j + 1) L / S). Cutting all of the last wave's k-tiles into G ranges instead
  * has the CTAs read A and B at G different places along K, and L2 loses the slab
- * (benchmarks/NOTES.md, rung 26's stream-K). Producer and consumers
- * walk the same items. Kept in shared memory and read once per item, so that it holds no
+ * (benchmarks/NOTES.md, rung 26's stream-K); so do the tails' S ranges, which start at S
+ * places. STREAMK 2: CTA b < g rem computes part r = b / rem of tile dp + b % rem, k-tiles
+ * [r ktiles / g, (r + 1) ktiles / g), every part's CTAs in lock step on one slab. Producer
+ * and consumers walk the same items. Kept in shared memory and read once per item, so that it holds no
  * registers through the main loop (the consumers have none to spare: see sk_store). */
 struct Walk {
     int dp, ndp;                                       /* tiles below dp: whole; this CTA's count */
