@@ -464,8 +464,7 @@ def _tf32_tiles_and_stream_k(m, n, sms):
     """lab_tf32's model for its mid and large sizes: 256x128 tiles with stream-K where the
     last wave is at most half full and holds at least 1/9 of the SMs' tiles (fewer and the
     kernel declines: a tile would have more than ~10 parts), in g equal parts of K (streamk
-    2); else 128x128 tiles where their
-    waves, each 0.6 of a 256x128 wave, take less time."""
+    2); else 128x128 tiles where their waves, each 0.6 of a 256x128 wave, take less time."""
     t256 = -(-m // 256) * -(-n // 128)
     rem = t256 % sms
     if t256 > sms and 2 * rem <= sms and 9 * rem >= sms:

@@ -280,7 +280,8 @@ def _rule(path: Path, lines: list[str], name: str, i: int, r: dict, line: int) -
     if not isinstance(params, dict):
         err("'params' must be a table of parameter = whole number or expression", "params")
     params = dict(params)
-    for i, (pname, value) in enumerate(params.items()):
+    before: list[str] = []                      # the parameters a value may use: those above it
+    for pname, value in params.items():
         if not NAME_RE.match(pname):
             err(f"'{shown_text(pname, 40)}' is not a parameter name", "params")
         if isinstance(value, str):
@@ -288,7 +289,6 @@ def _rule(path: Path, lines: list[str], name: str, i: int, r: dict, line: int) -
             # kernel's values where it is routed
             e = _parse_expr(value, f"{where}.params.{pname}", lambda: _key_line(lines, line, "params"),
                             path)
-            before = list(params)[:i]
             names = sorted(e.names() - set(SHAPE_NAMES) - set(RULE_NAMES) - set(FUNCTIONS) - set(before))
             if names:
                 later = " (a parameter may use only those before it)" if names[0] in params else ""
@@ -300,6 +300,7 @@ def _rule(path: Path, lines: list[str], name: str, i: int, r: dict, line: int) -
             err(f"{pname} = {shown_text(repr(value), 40)}: a parameter is a whole number from 0 "
                 f"to {MAX_PARAM_VALUE} or an expression in quotes (leave it out for the kernel's "
                 "default or [chosen] value)", "params")
+        before.append(pname)
     why = r.get("why", "")
     if not isinstance(why, str) or len(why) > MAX_TEXT_CHARS:
         err(f"'why' must be a text of at most {MAX_TEXT_CHARS} characters", "why")
