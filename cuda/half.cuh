@@ -168,9 +168,11 @@ __device__ __forceinline__ void store_wgmma_out_tma(const float* d, unsigned stg
  * mbarriers at bars + 8 s / + 8 (STAGES_ + s): once the stage's previous use is released,
  * its bytes announced and k-tile kt of A's rows row0.. and B's columns col0.. copied in
  * (B as N×K one box of BN_ rows; as K×N cdiv(BN_, 64) boxes of 64 columns, 8 KB each). In a
- * cluster of CLUSTER_ CTAs on the same rows of A (rank: this CTA's), each loads 1/CLUSTER_
- * of A's rows (A's map has boxes of BM_ / CLUSTER_ rows) into every CTA of the cluster. */
-template <int STAGES_, int BM_, int BN_, int B_NK_, int CLUSTER_ = 1>
+ * cluster of CLUSTER_ CTAs (rank: this CTA's) the operand they share is loaded 1/CLUSTER_ by
+ * each into every CTA of the cluster: A's rows (SHARED_B_ = 0: CTAs on the same rows, A's
+ * map has boxes of BM_ / CLUSTER_ rows) or B's (1: CTAs on the same columns, B's boxes of
+ * BN_ / CLUSTER_ rows as N×K, of 64 / CLUSTER_ k as K×N). */
+template <int STAGES_, int BM_, int BN_, int B_NK_, int CLUSTER_ = 1, int SHARED_B_ = 0>
 __device__ __forceinline__ void load_half_k_tile(int it, unsigned base, unsigned bars, const void* tmA,
                                                  const void* tmB, int row0, int col0, int kt,
                                                  unsigned rank = 0)
@@ -180,17 +182,29 @@ __device__ __forceinline__ void load_half_k_tile(int it, unsigned base, unsigned
     constexpr unsigned A_BYTES_ = BM_ * 64 * 2, B_ROOM_ = 64 * ((BN_ + 63) / 64) * 64 * 2;
     constexpr unsigned STAGE_BYTES_ = A_BYTES_ + B_ROOM_;
     constexpr unsigned TX_BYTES_ = A_BYTES_ + (B_NK_ ? BN_ * 64 * 2 : B_ROOM_);
+    constexpr unsigned short ALL = (unsigned short)((1u << CLUSTER_) - 1);
     unsigned full;
     const unsigned sa = ring_claim_stage<STAGES_>(it, base, bars, STAGE_BYTES_, full, TX_BYTES_);
-    if constexpr (CLUSTER_ == 1) {
+    if constexpr (CLUSTER_ == 1 || SHARED_B_) {
         tma_load_2d(sa, tmA, kt * 64, row0, full);
     } else {
         constexpr int ROWS = BM_ / CLUSTER_;        /* whole 8-row swizzle atoms: the halves
                                                        lie as one box of BM_ rows would */
-        tma_load_2d_multicast(sa + rank * ROWS * 128, tmA, kt * 64, row0 + rank * ROWS, full,
-                              (unsigned short)((1u << CLUSTER_) - 1));
+        tma_load_2d_multicast(sa + rank * ROWS * 128, tmA, kt * 64, row0 + rank * ROWS, full, ALL);
     }
-    if (B_NK_) {
+    if constexpr (CLUSTER_ > 1 && SHARED_B_) {
+        if constexpr (B_NK_) {                       /* BN_ / CLUSTER_ rows of N: whole atoms */
+            constexpr int ROWS = BN_ / CLUSTER_;
+            tma_load_2d_multicast(sa + A_BYTES_ + rank * ROWS * 128, tmB, kt * 64, col0 + rank * ROWS,
+                                  full, ALL);
+        } else {                                     /* each 64-column box's k rows in parts */
+            constexpr int KS = 64 / CLUSTER_;
+#pragma unroll
+            for (int j = 0; j < (BN_ + 63) / 64; ++j)
+                tma_load_2d_multicast(sa + A_BYTES_ + j * 8192 + rank * KS * 128, tmB, col0 + 64 * j,
+                                      kt * 64 + rank * KS, full, ALL);
+        }
+    } else if constexpr (B_NK_) {
         tma_load_2d(sa + A_BYTES_, tmB, kt * 64, col0, full);
     } else {
 #pragma unroll

@@ -346,7 +346,7 @@ def test_half_wgmma_header_and_its_tensor_maps():
     assert set(WGMMA.descriptions) == set(WGMMA.space)
     pre = WGMMA.prepass
     p = {"stages": 4, "persist": 1, "bm": 128, "bn": 256, "streamk": 0, "rowpad": 16, "inplace": 0,
-         "tmastore": 0}
+         "tmastore": 0, "cluster": 1}
     assert WGMMA.launch_geometry(p, 4096, 4096, 4096, 132) == ((132, 1), (384, 1))
     assert WGMMA.launch_geometry({**p, "persist": 0}, 4096, 4096, 4096, 132) == ((512, 1), (384, 1))
     assert WGMMA.dynamic_shared(p) == 4 * 49152 + 1280
@@ -434,6 +434,28 @@ def test_half_wgmma_header_and_its_tensor_maps():
     _at, (_a, _b, c) = pre.tensor_maps({**staged, "OB": 2}, 4096, 2048, 1024)
     assert (c.base, c.dim0, c.stride) == ("c", 1024, 4096)
     assert pre.scratch_bytes(staged, 4096, 2050, 1024) >= 16
+
+
+def test_half_wgmma_pairs_share_b_in_clusters():
+    """cluster 2: pairs of CTAs on tiles one above the other (units of 2 · bm rows) in a
+    persistent grid of whole pairs, each loading half of B's k-tile into both: B's boxes
+    are half as deep (K×N: 32 k rows of 64 columns; N×K: bn / 2 rows of N)."""
+    p = {"stages": 4, "persist": 1, "bm": 128, "bn": 224, "streamk": 0, "rowpad": 16, "inplace": 0,
+         "tmastore": 1, "cluster": 2}
+    assert WGMMA.check("cuda", p, 5000, 5000, 5000, "bfloat16") is None
+    # 5000³: 20 pairs of tile rows × 23 columns = 460 units over 66 pairs of SMs; 1000³:
+    # 4 × 5 = 20 units (40 CTAs); 127×61: one unit, its second tile past M; 131 SMs: 65 pairs
+    assert WGMMA.launch_geometry(p, 5000, 5000, 5000, 132) == ((132, 1), (384, 1))
+    assert WGMMA.launch_geometry(p, 1000, 1000, 1000, 132) == ((40, 1), (384, 1))
+    assert WGMMA.launch_geometry(p, 127, 61, 253, 132) == ((2, 1), (384, 1))
+    assert WGMMA.launch_geometry(p, 5000, 5000, 5000, 131) == ((130, 1), (384, 1))
+    assert WGMMA.dynamic_shared(p) == WGMMA.dynamic_shared({**p, "cluster": 1})
+    _at, (a, b, _c) = WGMMA.prepass.tensor_maps(p, 4096, 2048, 1024)
+    assert (a.box0, a.box1, b.box0, b.box1) == (64, 128, 64, 32)
+    _at, (a, b, _c) = WGMMA.prepass.tensor_maps({**p, "NK": 1}, 4096, 2048, 1024)
+    assert (a.box1, b.box0, b.box1) == (128, 64, 112)
+    for bad in ({"persist": 0}, {"streamk": 1}, {"cluster": 4}):
+        assert WGMMA.check("cuda", {**p, **bad}, 5000, 5000, 5000, "bfloat16") is not None, bad
 
 
 def test_the_ping_pong_step_owns_its_tiles():

@@ -329,7 +329,7 @@ def test_a_brace_written_twice_is_a_brace_and_a_field_is_a_value():
 @pytest.mark.parametrize("params,words", [
     ("\n".join(f"p{i} = [1, 2]" for i in range(MAX_PARAMS + 1)) + "\nblock = [1]", "parameters (at most"),
     (f"block = [{', '.join(map(str, range(MAX_VALUES + 1)))}]", "values (at most"),
-    ("block = [16]\n" + "\n".join(f"p{i} = [1, 2, 3, 4, 5, 6, 7]" for i in range(4)), "combinations"),
+    ("block = [16]\n" + "\n".join(f"p{i} = [1, 2, 3, 4, 5, 6, 7, 8, 9]" for i in range(4)), "combinations"),
     ("block = [-1]", "from 0 to"),
     ("block = [2147483648]", "from 0 to"),
     ("block = [16]\nmin = [1]", "a function's name"),
@@ -343,7 +343,7 @@ def test_the_parameter_space_is_bounded(params, words):
 
 def test_the_biggest_space_allowed_is_listed_and_checked_quickly():
     values = ", ".join(map(str, range(1, 5)))
-    text = header("", params="block = [16]\n" + "\n".join(f"p{i} = [{values}]" for i in range(5)))
+    text = header("", params="block = [16]\n" + "\n".join(f"p{i} = [{values}]" for i in range(6)))
     v = registry.variant_from_headers([parse_header(Path("k.cl"), text)])
     assert len(v.combos()) == MAX_COMBOS
     timed(lambda: [v.check("opencl", c, 1000, 1000, 1000, "float32") for c in v.combos()])

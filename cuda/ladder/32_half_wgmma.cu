@@ -2,7 +2,7 @@
 +++
 name = "half_wgmma"
 title = "FP16/BF16 by Hopper wgmma from shared tiles that TMA fills through an mbarrier ring"
-summary = "The tensor-core ladder's third step: no thread loads an operand any more. One elected producer thread issues TMA copies (cp.async.bulk.tensor, 128-byte swizzle) of A's and B's k-tiles into a ring of shared-memory stages, each completing as bytes on the stage's 'full' mbarrier; two consumer warpgroups multiply straight from shared memory with wgmma.mma_async m64nNk16 (a 128 × 256 tile of C by default, FP32 accumulators; the tile's width bn is a parameter, so that the tiles can fill the last wave) and release each stage on its 'empty' mbarrier. B as K×N is read MN-major (wgmma's transpose bit), B as N×K K-major like A, so neither layout is copied. persist = 1: one CTA per SM looping over the tiles in grouped order; streamk = 1: the last partial wave's tiles shared along K by every CTA (stream-K), their partials summed in k order by the last to arrive; tmastore = 1: C leaves by TMA stores from a small staging buffer while the consumers go on to the next tile."
+summary = "The tensor-core ladder's third step: no thread loads an operand any more. One elected producer thread issues TMA copies (cp.async.bulk.tensor, 128-byte swizzle) of A's and B's k-tiles into a ring of shared-memory stages, each completing as bytes on the stage's 'full' mbarrier; two consumer warpgroups multiply straight from shared memory with wgmma.mma_async m64nNk16 (a 128 × 256 tile of C by default, FP32 accumulators; the tile's width bn is a parameter, so that the tiles can fill the last wave) and release each stage on its 'empty' mbarrier. B as K×N is read MN-major (wgmma's transpose bit), B as N×K K-major like A, so neither layout is copied. persist = 1: one CTA per SM looping over the tiles in grouped order; streamk = 1: the last partial wave's tiles shared along K by every CTA (stream-K), their partials summed in k order by the last to arrive; tmastore = 1: C leaves by TMA stores from a small staging buffer while the consumers go on to the next tile; cluster = 2: pairs of CTAs on tiles one above the other share B's k-tiles by TMA multicast."
 source = "PTX ISA wgmma.mma_async (.f16/.bf16, matrix descriptors, MN- and K-major operands), cp.async.bulk.tensor and mbarrier expect_tx; CUDA driver cuTensorMapEncodeTiled; CUTLASS's canonical GMMA layouts (cute mma_traits_sm90_gmma.hpp); the TMA and wgmma levels of ThunderKittens' H100 GEMM walk-through; cuda/ladder/23_tf32_wgmma_tma.cu"
 role = "rung"
 order = 32
@@ -20,6 +20,7 @@ streamk = [0, 1]
 rowpad = [16, 128]
 inplace = [0, 1]
 tmastore = [0, 1]
+cluster = [1, 2]
 
 [descriptions]
 stages = "k-tiles (64 deep, (bm + bn) · 128 bytes of A and B) in flight in the TMA ring: 3 or 4"
@@ -30,9 +31,11 @@ bn = "columns of C a CTA computes, the wgmma's N: a multiple of 32 from 128 to 2
 streamk = "1: the last partial wave's tiles shared along K by every CTA, partials summed in k order (persist = 1)"
 rowpad = "bytes every row of A and B that TMA reads is a multiple of: 16 (a padded copy only where TMA needs one) or 128 (a padded copy wherever a row would start inside an L2 line)"
 inplace = "with rowpad = 128: 1 leaves A where it lies (padded only where a row is not whole 16 bytes), B still onto whole lines; 0 both onto whole lines"
+cluster = "CTAs of a cluster on neighbouring tiles along M: 2 load half of B's k-tile each and multicast it to both (B's L2 reads halved); 1: none"
 
 [derived]
 tiles = "cdiv(M, bm) * cdiv(N, bn)"       # bm (M) × bn (N) tiles of C
+units = "cdiv(M, bm * cluster) * cdiv(N, bn)"   # a cluster's tiles one above the other
 cps = "2 if bm == 64 and bn == 128 else 1"   # CTAs an SM holds
 bbox = "64 * cdiv(bn, 64)"                # B's columns a stage has room for (whole 64-column boxes)
 pe = "rowpad // 2"                        # elements a padded row is a multiple of
@@ -58,6 +61,10 @@ check = "(stages == 3 or stages == 4) and (persist == 0 or persist == 1)"
 reason = "stages must be 3 or 4 (5 stages of 48 KB exceed 227 KB of shared memory), persist 0 or 1"
 
 [[constraints]]
+check = "cluster == 1 or (cluster == 2 and persist == 1 and streamk == 0)"
+reason = "cluster must be 1 or 2, and 2 only in a persistent grid without stream-K (a cluster's two CTAs walk their tiles as one)"
+
+[[constraints]]
 check = "streamk == 0 or persist == 1"
 reason = "stream-K shares the last wave's tiles among the CTAs of a persistent grid: it needs persist = 1"
 
@@ -79,7 +86,7 @@ reason = "the stages and C's staging (16 KB a consumer) must fit in 227 KB of sh
 
 [launch]
 # persistent: a CTA per SM slot (with stream-K every slot: a last wave has idle ones to share)
-grid = ["(SMS * cps if streamk else min(tiles, SMS * cps)) if persist else tiles", 1]
+grid = ["(SMS * cps if streamk else cluster * min(units, SMS * cps // cluster)) if persist else tiles", 1]
 block = ["128 + 2 * bm", 1]               # a producer warpgroup + bm / 64 consumer warpgroups
 # the stages + C's staging (tmastore: 2 boxes of 8 KB a consumer) + atom alignment +
 # mbarriers (full and empty per stage: 64 of the 256 bytes)
@@ -108,13 +115,14 @@ box = [64, "bm"]
 elem = "b16"
 
 # B (or Bp): as K×N, K rows of N (Np), boxes 64 (n) × 64 (k); as N×K, N rows of K (Kp),
-# one box 64 (k) × bn (n); 128B swizzle
+# one box 64 (k) × bn (n); 128B swizzle; in a cluster of two each CTA loads half of the k
+# (K×N) or n (N×K) rows
 [[prepass.tensor_maps]]
 base = "'scratch' if bp_bytes else 'b'"
 offset = "ap_bytes if bp_bytes else 0"
 dims = ["kp if NK else np", "N if NK else K"]
 stride = "2 * (kp if NK else np)"
-box = [64, "bn if NK else 64"]
+box = [64, "(bn if NK else 64) // cluster"]
 elem = "b16"
 
 # C as M rows of N elements of OB bytes, in 4-byte units (a 16-bit C two to a unit), box 32
@@ -196,6 +204,13 @@ box = [32, 64]
  *   ROWPAD   16 or 128: bytes a row TMA reads is a multiple of     (default 16)
  *   INPLACE  1: with ROWPAD 128, A's rows stay in place           (default 0)
  *   TMASTORE 1: C by TMA stores from a staging buffer              (default 0)
+ *   CLUSTER  2: CTA pairs share B's k-tiles by multicast (PERSIST) (default 1)
+ * CLUSTER = 2: the grid's CTAs pair up as clusters (__cluster_dims__) on two tiles one above
+ * the other (a unit of tile_origin's order, 2 · BM rows); each producer loads half of B's
+ * k-tile (half its k rows as K×N, half its n rows as N×K) and multicasts it into both CTAs'
+ * stage, so that B's rows come from L2 once per pair: where they start inside a sector they
+ * cost L2 requests, not a copy. A stage is refilled once both CTAs' consumers released it
+ * (lane 0 of each consumer warp also arrives on the peer's empty barrier).
  * Launch: prepass (32, 8) blocks as the header says; matmul block 128 + 2 · BM, grid as
  * above, dynamic shared memory STAGES · (BM + 64 · cdiv(BN, 64)) · 128 + (TMASTORE: BM / 64
  * · 16 KB) + 1280; args (the maps of A, B and C, A, scratch, C, M, N, K, workspace) (the workspace: stream-K's
@@ -241,6 +256,17 @@ box = [32, 64]
 #ifndef INPLACE
 #define INPLACE 0
 #endif
+#ifndef CLUSTER
+#define CLUSTER 1
+#endif
+#if CLUSTER != 1 && (CLUSTER != 2 || PERSIST != 1 || STREAMK != 0)
+#error "CLUSTER must be 1 or 2, and 2 only with PERSIST 1 and STREAMK 0"
+#endif
+#if CLUSTER > 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900   /* clusters: sm_90 on */
+#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
+#else
+#define CLUSTER_DIMS
+#endif
 #if INPLACE != 0 && (INPLACE != 1 || ROWPAD != 128)
 #error "INPLACE must be 0 or 1, and 1 only with ROWPAD 128"
 #endif
@@ -281,7 +307,21 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
     pad_short_rows<B_NK, PE_A, ROWPAD / 2>(A, B, S, M, N, K);
 }
 
-extern "C" __global__ __launch_bounds__(NT, CTAS_PER_SM)
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+/* A consumer's release of the stage whose empty barrier is `bar`: its threads arrive here
+ * and, in a cluster, lane 0 of each warp on the peer's barrier too (the peer's multicast of
+ * its half of B refills this CTA's stage as well). */
+__device__ __forceinline__ void release_stage(unsigned bar, unsigned rank, int lane)
+{
+    mbar_arrive(bar);
+#if CLUSTER > 1
+    if (lane == 0)
+        mbar_arrive_peer(map_peer(bar, rank ^ 1));
+#endif
+}
+#endif
+
+extern "C" __global__ __launch_bounds__(NT, CTAS_PER_SM) CLUSTER_DIMS
 void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ TensorMapArg mapB,
             const __grid_constant__ TensorMapArg mapC, const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
             int M, int N, int K, unsigned char* __restrict__ workspace)
@@ -297,19 +337,32 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
     const int tid = threadIdx.x;
     const int wg = tid >> 7;                            /* 0: producer, 1-2: consumers */
     const int ktiles = (K + BK - 1) / BK;
-    const int mt = (M + BM - 1) / BM, nt = (N + BN - 1) / BN;
-    const int tiles = mt * nt;
-    const TileWalk<> walk(tiles, ktiles, STREAMK, gridDim.x, blockIdx.x);
+    /* a cluster's CLUSTER CTAs take tiles one above the other as one unit of tile_origin's
+       order (rank r the r-th; past M: zeros in, nothing out) and walk the units together */
+#if CLUSTER > 1
+    const unsigned rank = cluster_rank();
+#else
+    const unsigned rank = 0;
+#endif
+    const int mtu = (M + BM * CLUSTER - 1) / (BM * CLUSTER), nt = (N + BN - 1) / BN;
+    const int units = mtu * nt;
+    const TileWalk<> walk(units, ktiles, STREAMK, gridDim.x / CLUSTER, blockIdx.x / CLUSTER);
 
     if (tid == 0) {
 #pragma unroll
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(bars + 8 * s, 1);                 /* the producer's arrive + tx bytes */
-            mbar_init(bars + 8 * (STAGES + s), 128 * CONSUMERS);   /* consumer threads */
+            /* the consumer threads, and one lane a warp of the peer's (whose stage this
+               CTA's multicast refills too) */
+            mbar_init(bars + 8 * (STAGES + s), (128 + 4 * (CLUSTER - 1)) * CONSUMERS);
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
+#if CLUSTER > 1
+    cluster_sync();                                     /* the peer's barriers exist before its loads */
+#else
     __syncthreads();
+#endif
 
 #if (STREAMK || TMASTORE) && CONSUMERS == 2 && BN > 128
     /* stream-K's sum of partials, or the staging of C, beside up to 128 accumulators needs
@@ -330,9 +383,11 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
             int it = 0, t, kb, ke, a;
             for (int n = 0; walk.piece(n, t, kb, ke, a); ++n) {
                 int row0, col0;
-                tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
+                tile_origin(t, mtu, nt, GM, BM * CLUSTER, BN, row0, col0);
+                row0 += rank * BM;
                 for (int kt = kb; kt < ke; ++kt, ++it)
-                    load_half_k_tile<STAGES, BM, BN, B_NK>(it, base, bars, tmA, tmB, row0, col0, kt);
+                    load_half_k_tile<STAGES, BM, BN, B_NK, CLUSTER, 1>(it, base, bars, tmA, tmB, row0, col0,
+                                                                       kt, rank);
             }
         }
     } else {
@@ -348,7 +403,8 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
         int it = 0, t, kb, ke, a;
         for (int n = 0; walk.piece(n, t, kb, ke, a); ++n) {
             int row0, col0;
-            tile_origin(t, mt, nt, GM, BM, BN, row0, col0);
+            tile_origin(t, mtu, nt, GM, BM * CLUSTER, BN, row0, col0);
+            row0 += rank * BM;
             for (int kt = kb; kt < ke; ++kt, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(bars + 8 * s, (it / STAGES) & 1);
@@ -365,16 +421,16 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
                 asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
                 if (kt > kb)                            /* k-tile it-1 read: release its stage */
-                    mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+                    release_stage(bars + 8 * (STAGES + (it - 1) % STAGES), rank, lane);
             }
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
             if (ke > kb)
-                mbar_arrive(bars + 8 * (STAGES + (it - 1) % STAGES));
+                release_stage(bars + 8 * (STAGES + (it - 1) % STAGES), rank, lane);
 #if STREAMK
             /* a piece of a shared tile: its partial to the workspace; the tile's last piece
                to arrive sums them all (named barrier 1: the consumers only) */
             if ((kb > 0 || ke < ktiles)
-                && !streamk_piece<BN / 2, 128 * CONSUMERS, 1>(acc, walk, a, workspace, tiles, tid - 128))
+                && !streamk_piece<BN / 2, 128 * CONSUMERS, 1>(acc, walk, a, workspace, units, tid - 128))
                 continue;
 #endif
 #if TMASTORE
@@ -393,6 +449,9 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
             bulk_wait<0>();                             /* the last tile's stores complete */
 #endif
     }
+#if CLUSTER > 1
+    cluster_sync();                                     /* no exit while the peer may still load or arrive here */
+#endif
 #else
     __trap();                                           /* built for a target without wgmma */
 #endif
