@@ -463,25 +463,29 @@ def test_lab_half_reads_a_in_place_where_its_rows_allow_at_the_widest_tiles():
 def test_lab_half_pairs_ctas_on_b_at_the_widths_that_load_spare_columns():
     """lab_half pairs its CTAs in clusters sharing B (cluster 2) at 160- and 224-wide tiles
     (whose stages load 192 and 256 columns of B), where both operands are copied or read as
-    they lie (not A in place), and where the pairs of tiles take no more waves of the SM
-    pairs than the tiles take of the SMs; one CTA a cluster everywhere else."""
+    they lie (not A in place), the tiles take more than one wave, and the pairs of tiles
+    take no more waves of the SM pairs than the tiles take of the SMs; one CTA a cluster
+    everywhere else."""
     def waves(units, slots):
         return -(-units // slots)
     seen = set()
     for m, n, k, sms, values in _random_picks("lab_half", "half_wgmma", 43, (1, 20000), [1000, 3000, 5000],
                                               skip=lambda rule: "bm" in rule.params):
         bn = values["bn"]
-        fits = waves(-(-m // 256) * -(-n // bn), sms // 2) <= waves(-(-m // 128) * -(-n // bn), sms)
+        tiles = -(-m // 128) * -(-n // bn)
+        fits = tiles > sms and waves(-(-m // 256) * -(-n // bn), sms // 2) <= waves(tiles, sms)
         want = 2 if bn in (160, 224) and values["inplace"] == 0 and fits else 1
         assert values["cluster"] == want, (m, n, k, sms, values)
         seen.add((want, bn))
     assert {(2, 160), (2, 224), (1, 160), (1, 224), (1, 256)} <= seen
     table = registry.get("lab_half").dispatch
     pick = {s: table.rule_at(*s, 132).values(*s, 132)["cluster"]
-            for s in ((5000, 5000, 5000), (1612, 4424, 7264), (6000, 7000, 5000), (8192, 8192, 8192))}
+            for s in ((5000, 5000, 5000), (1612, 4424, 7264), (6000, 7000, 5000), (8192, 8192, 8192),
+                      (1536, 1536, 1536))}
     # 224 wide; 224 wide but 140 pairs of tiles take 3 waves of 66 where 260 tiles take 2 of
-    # 132; A in place; 256 wide
-    assert pick == {(5000, 5000, 5000): 2, (1612, 4424, 7264): 1, (6000, 7000, 5000): 1, (8192, 8192, 8192): 1}
+    # 132; A in place; 256 wide; 160 wide but 120 tiles, one wave
+    assert pick == {(5000, 5000, 5000): 2, (1612, 4424, 7264): 1, (6000, 7000, 5000): 1, (8192, 8192, 8192): 1,
+                    (1536, 1536, 1536): 1}
 
 
 def _tf32_tiles_and_stream_k(m, n, sms):
