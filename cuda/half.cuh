@@ -163,6 +163,20 @@ __device__ __forceinline__ void store_wgmma_out_tma(const float* d, unsigned stg
     }
 }
 
+/* A consumer's release of the stage whose empty barrier is `bar`: its threads arrive here
+ * and, in a cluster of two (CLUSTER_ 2, this CTA `rank`), lane 0 of each warp on the peer's
+ * barrier too, since the peer's multicast refills this CTA's stage as well (an arrive with
+ * the default semantics: it says only that this warp's wgmma reads of the stage are done). */
+template <int CLUSTER_>
+__device__ __forceinline__ void release_stage(unsigned bar, unsigned rank, int lane)
+{
+    mbar_arrive(bar);
+    if constexpr (CLUSTER_ > 1) {
+        if (lane == 0)
+            mbar_arrive_peer(map_peer(bar, rank ^ 1));
+    }
+}
+
 /* The 16-bit TMA steps' producer, ring position `it` of a STAGES_-deep ring of stages of
  * BM_ × 64 of A and 64 × BN_ of B (16-bit, 128-byte swizzle) from `base`, full[s] / empty[s]
  * mbarriers at bars + 8 s / + 8 (STAGES_ + s): once the stage's previous use is released,

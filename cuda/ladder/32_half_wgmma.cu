@@ -307,20 +307,6 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
     pad_short_rows<B_NK, PE_A, ROWPAD / 2>(A, B, S, M, N, K);
 }
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-/* A consumer's release of the stage whose empty barrier is `bar`: its threads arrive here
- * and, in a cluster, lane 0 of each warp on the peer's barrier too (the peer's multicast of
- * its half of B refills this CTA's stage as well). */
-__device__ __forceinline__ void release_stage(unsigned bar, unsigned rank, int lane)
-{
-    mbar_arrive(bar);
-#if CLUSTER > 1
-    if (lane == 0)
-        mbar_arrive_peer(map_peer(bar, rank ^ 1));
-#endif
-}
-#endif
-
 extern "C" __global__ __launch_bounds__(NT, CTAS_PER_SM) CLUSTER_DIMS
 void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ TensorMapArg mapB,
             const __grid_constant__ TensorMapArg mapC, const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
@@ -421,11 +407,11 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
                 asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
                 if (kt > kb)                            /* k-tile it-1 read: release its stage */
-                    release_stage(bars + 8 * (STAGES + (it - 1) % STAGES), rank, lane);
+                    release_stage<CLUSTER>(bars + 8 * (STAGES + (it - 1) % STAGES), rank, lane);
             }
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
             if (ke > kb)
-                release_stage(bars + 8 * (STAGES + (it - 1) % STAGES), rank, lane);
+                release_stage<CLUSTER>(bars + 8 * (STAGES + (it - 1) % STAGES), rank, lane);
 #if STREAMK
             /* a piece of a shared tile: its partial to the workspace; the tile's last piece
                to arrive sums them all (named barrier 1: the consumers only) */

@@ -231,20 +231,6 @@ __device__ __forceinline__ const TileWalk<SK_MIN_RANGE>& walk_in(const unsigned 
     return *reinterpret_cast<const TileWalk<SK_MIN_RANGE>*>(p);
 }
 
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-/* A consumer's release of the stage whose empty barrier is `bar`: its 128 threads arrive here
- * and, in a cluster, lane 0 of each warp on the peer's barrier too (the peer's multicast of
- * its half of A refills this CTA's stage as well). */
-__device__ __forceinline__ void release_stage(unsigned bar, unsigned rank, int lane)
-{
-    mbar_arrive(bar);
-#if CLUSTER > 1
-    if (lane == 0)
-        mbar_arrive_peer(map_peer(bar, rank ^ 1));
-#endif
-}
-#endif
-
 extern "C" __global__ __launch_bounds__(NT, 1) CLUSTER_DIMS
 void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ TensorMapArg mapB,
             const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
@@ -356,7 +342,7 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
                 asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
                 asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
                 if (kt > kb)                            /* position it-1 read: release its stage */
-                    release_stage(bars + 8 * (STAGES + (it - 1) % STAGES), rank, lane);
+                    release_stage<CLUSTER>(bars + 8 * (STAGES + (it - 1) % STAGES), rank, lane);
             }
             int t1, kb1, ke1, a1;
             const bool other = walk_in(walk_at).piece(n + 1, t1, kb1, ke1, a1);
@@ -365,7 +351,7 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
                 consumers_let_go<1>(1 - (n & 1));
             asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
             if (ke > kb)
-                release_stage(bars + 8 * (STAGES + (it - 1) % STAGES), rank, lane);
+                release_stage<CLUSTER>(bars + 8 * (STAGES + (it - 1) % STAGES), rank, lane);
 #if STREAMK
             /* a piece of a shared tile: its partial to the workspace; the tile's last piece to
                arrive sums them all (named barrier 3 or 4: this consumer's warpgroup only) */
