@@ -529,6 +529,21 @@ __device__ __forceinline__ void bulk_load(unsigned dst, const void* src, unsigne
 
 #endif /* __CUDA_ARCH__ >= 900 */
 
+/* A kernel's cluster attribute for a cluster of n CTAs along x (n a literal or a macro that is
+ * one: 1, 2 or 4): __cluster_dims__(n, 1, 1) where n > 1 and the target has clusters (sm_90
+ * on: the attribute breaks older targets' builds), nothing for n = 1 (the kernel launches as
+ * one without clusters). Another n is a compile error. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define LAB_CLUSTER_DIMS_2 __cluster_dims__(2, 1, 1)
+#define LAB_CLUSTER_DIMS_4 __cluster_dims__(4, 1, 1)
+#else
+#define LAB_CLUSTER_DIMS_2
+#define LAB_CLUSTER_DIMS_4
+#endif
+#define LAB_CLUSTER_DIMS_1
+#define LAB_CLUSTER_DIMS_PASTE(n) LAB_CLUSTER_DIMS_##n
+#define CLUSTER_DIMS_OF(n) LAB_CLUSTER_DIMS_PASTE(n)
+
 /* --- Hopper (sm_90a): clusters, TMA tensors and wgmma -------------------------------------------- */
 /* Only the sm_90a pass of nvcc defines these (as the kernels that use them guard their own
  * code). */
@@ -601,6 +616,16 @@ __device__ __forceinline__ unsigned cluster_rank()
     unsigned r;
     asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
     return r;
+}
+
+/* this CTA's rank in a kernel's clusters of N CTAs: 0 without clusters (N = 1) */
+template <int N>
+__device__ __forceinline__ unsigned cluster_rank_of()
+{
+    if constexpr (N > 1)
+        return cluster_rank();
+    else
+        return 0;
 }
 
 /* a shared::cta address of this CTA -> the same offset in CTA `rank` of the cluster

@@ -630,12 +630,7 @@ __device__ __forceinline__ void sk_sum(float (&acc)[BM / 2], unsigned char* work
 }
 #endif
 
-#if KS > 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900   /* clusters: sm_90 on */
-#define CLUSTER_DIMS __cluster_dims__(KS, 1, 1)
-#else
-#define CLUSTER_DIMS
-#endif
-extern "C" __global__ CLUSTER_DIMS __launch_bounds__(NT, 1)
+extern "C" __global__ CLUSTER_DIMS_OF(KS) __launch_bounds__(NT, 1)
 void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ TensorMapArg mapB,
             const __grid_constant__ TensorMapArg mapC,
             const ELEM* __restrict__ A, const ELEM* __restrict__ S, ELEM* __restrict__ C,

@@ -262,11 +262,6 @@ box = [32, 64]
 #if CLUSTER != 1 && (CLUSTER != 2 || PERSIST != 1 || STREAMK != 0)
 #error "CLUSTER must be 1 or 2, and 2 only with PERSIST 1 and STREAMK 0"
 #endif
-#if CLUSTER > 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900   /* clusters: sm_90 on */
-#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
-#else
-#define CLUSTER_DIMS
-#endif
 #if INPLACE != 0 && (INPLACE != 1 || ROWPAD != 128)
 #error "INPLACE must be 0 or 1, and 1 only with ROWPAD 128"
 #endif
@@ -307,7 +302,7 @@ void prepass(const ELEM* __restrict__ A, const ELEM* __restrict__ B, ELEM* __res
     pad_short_rows<B_NK, PE_A, ROWPAD / 2>(A, B, S, M, N, K);
 }
 
-extern "C" __global__ __launch_bounds__(NT, CTAS_PER_SM) CLUSTER_DIMS
+extern "C" __global__ __launch_bounds__(NT, CTAS_PER_SM) CLUSTER_DIMS_OF(CLUSTER)
 void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ TensorMapArg mapB,
             const __grid_constant__ TensorMapArg mapC, const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
             int M, int N, int K, unsigned char* __restrict__ workspace)
@@ -325,11 +320,7 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
     const int ktiles = (K + BK - 1) / BK;
     /* a cluster's CLUSTER CTAs take tiles one above the other as one unit of tile_origin's
        order (rank r the r-th; past M: zeros in, nothing out) and walk the units together */
-#if CLUSTER > 1
-    const unsigned rank = cluster_rank();
-#else
-    const unsigned rank = 0;
-#endif
+    const unsigned rank = cluster_rank_of<CLUSTER>();
     const int mtu = (M + BM * CLUSTER - 1) / (BM * CLUSTER), nt = (N + BN - 1) / BN;
     const int units = mtu * nt;
     const TileWalk<> walk(units, ktiles, STREAMK, gridDim.x / CLUSTER, blockIdx.x / CLUSTER);

@@ -206,11 +206,6 @@ elem = "b16"
 #if CLUSTER != 1 && CLUSTER != 2
 #error "CLUSTER must be 1 or 2"
 #endif
-#if CLUSTER > 1 && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900   /* clusters: sm_90 on */
-#define CLUSTER_DIMS __cluster_dims__(CLUSTER, 1, 1)
-#else
-#define CLUSTER_DIMS
-#endif
 static_assert(sizeof(ELEM) == 2, "ELEM is a 16-bit type");
 
 /* Ap (M × Kp) where K % (ROWPAD / 2), then Bp where B's rows are short, zero-padded
@@ -231,7 +226,7 @@ __device__ __forceinline__ const TileWalk<SK_MIN_RANGE>& walk_in(const unsigned 
     return *reinterpret_cast<const TileWalk<SK_MIN_RANGE>*>(p);
 }
 
-extern "C" __global__ __launch_bounds__(NT, 1) CLUSTER_DIMS
+extern "C" __global__ __launch_bounds__(NT, 1) CLUSTER_DIMS_OF(CLUSTER)
 void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ TensorMapArg mapB,
             const ELEM* __restrict__ A, const ELEM* __restrict__ S, OUT* __restrict__ C,
             int M, int N, int K, unsigned char* __restrict__ workspace)
@@ -248,11 +243,7 @@ void matmul(const __grid_constant__ TensorMapArg mapA, const __grid_constant__ T
     const int mt = (M + BM - 1) / BM;
     /* a cluster's CLUSTER CTAs take neighbouring tiles along N as one unit of tile_origin's
        order (rank r the r-th; past N: zeros in, nothing out) and walk the units together */
-#if CLUSTER > 1
-    const unsigned rank = cluster_rank();
-#else
-    const unsigned rank = 0;
-#endif
+    const unsigned rank = cluster_rank_of<CLUSTER>();
     const int ntu = (N + BN * CLUSTER - 1) / (BN * CLUSTER);
     const int units = mt * ntu;
     const int G = gridDim.x / CLUSTER, unit = blockIdx.x / CLUSTER;
