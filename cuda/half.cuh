@@ -170,6 +170,7 @@ __device__ __forceinline__ void store_wgmma_out_tma(const float* d, unsigned stg
 template <int CLUSTER_>
 __device__ __forceinline__ void release_stage(unsigned bar, unsigned rank, int lane)
 {
+    static_assert(CLUSTER_ == 1 || CLUSTER_ == 2, "release_stage: one CTA or a pair (the peer is rank ^ 1)");
     mbar_arrive(bar);
     if constexpr (CLUSTER_ > 1) {
         if (lane == 0)

@@ -502,7 +502,7 @@ struct Walk {
         kb = (int)((long long)(b / rem) * ktiles / g);
         ke = (int)((long long)(b / rem + 1) * ktiles / g);
         return true;
-#endif
+#else
         if (rem == 0 || (b < rem && n > 0))
             return false;
         if (b < rem) {                                 /* the head of tile dp + b */
@@ -519,6 +519,7 @@ struct Walk {
         kb = qm + (y - a * tl);
         ke = qm + min(tl, e - a * tl);
         return true;
+#endif
     }
 };
 
